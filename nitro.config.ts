@@ -1,0 +1,15 @@
+import { defineNitroConfig } from 'nitropack/config'
+
+export default defineNitroConfig({
+  compatibilityDate: '2025-01-01',
+  preset: 'node-server',
+  srcDir: '.',
+  scanDirs: ['server'],
+  errorHandler: '~/server/error',
+  experimental: { tasks: true },
+  // Migrations ship inside the bundle so the built server needs no source tree.
+  serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
+  // Project code is imported explicitly; only h3/nitro helpers are auto-imported.
+  imports: { dirs: [] },
+  typescript: { strict: true },
+})

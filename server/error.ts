@@ -1,0 +1,26 @@
+import { defineNitroErrorHandler } from 'nitropack/runtime'
+import { send, setResponseHeader, setResponseStatus } from 'h3'
+import { logger } from './utils/core/log'
+
+// Every error leaves the process as {"error": "..."}. Unexpected errors are logged
+// with their context and answered with a generic text: internals never leak.
+export default defineNitroErrorHandler((error, event) => {
+  let status = error.statusCode || 500
+  let message: string
+  if (error.unhandled || status >= 500 && !error.statusMessage) {
+    status = error.unhandled ? 500 : status
+    logger.error(`[http] ${event.method} ${event.path} failed:`, error.cause ?? error)
+    message = 'internal error'
+  } else {
+    message = error.message || error.statusMessage || 'error'
+  }
+  if (status === 404 && /Cannot find any route/.test(message)) message = `no route for ${event.method} ${event.path.split('?')[0]}`
+  if (status === 405) message = `method ${event.method} is not allowed on ${event.path.split('?')[0]}`
+  if (status === 400 && /Invalid JSON body/i.test(message)) message = 'request body is not valid JSON'
+  const retryAfter = (error.data as any)?.retryAfterSeconds
+  if (typeof retryAfter === 'number') setResponseHeader(event, 'retry-after', String(Math.max(1, Math.ceil(retryAfter))))
+  setResponseStatus(event, status)
+  setResponseHeader(event, 'content-type', 'application/json')
+  setResponseHeader(event, 'cache-control', 'no-store')
+  return send(event, JSON.stringify({ error: message }))
+})

@@ -1,0 +1,41 @@
+import { deleteCookie, getRequestHeader, setCookie, type H3Event } from 'h3'
+import { getConfig } from '../core/config'
+import { SESSION_COOKIE, SESSION_LIFETIME_MS } from './sessions'
+
+const _IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
+
+/** The cookie Domain: the parent of the panel's domain, none for localhost or an IP. */
+export function cookieDomainFor(panelDomain: string): string | undefined {
+  if (panelDomain === 'localhost' || panelDomain.endsWith('.localhost') || _IPV4.test(panelDomain) || panelDomain.includes(':')) return undefined
+  const labels = panelDomain.split('.')
+  return labels.length > 2 ? labels.slice(1).join('.') : panelDomain
+}
+
+export function isLoopbackHostname(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h)
+}
+
+function _hostnameOfHostHeader(host: string): string {
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1)
+  return host.split(':')[0]!
+}
+
+/** Secure applies everywhere except LAN mode reached from a browser that is not on localhost. */
+export function isSecureContextFor(event: H3Event): boolean {
+  if (getConfig().mode === 'public') return true
+  return isLoopbackHostname(_hostnameOfHostHeader(getRequestHeader(event, 'host') ?? ''))
+}
+
+export function setSessionCookie(event: H3Event, token: string): void {
+  setCookie(event, SESSION_COOKIE, token, {
+    domain: cookieDomainFor(getConfig().domain), path: '/', httpOnly: true, sameSite: 'lax',
+    secure: isSecureContextFor(event), maxAge: Math.floor(SESSION_LIFETIME_MS / 1000),
+  })
+}
+
+export function clearSessionCookie(event: H3Event): void {
+  deleteCookie(event, SESSION_COOKIE, {
+    domain: cookieDomainFor(getConfig().domain), path: '/', httpOnly: true, sameSite: 'lax', secure: isSecureContextFor(event),
+  })
+}

@@ -1,0 +1,52 @@
+import { writeTransaction } from '../core/db'
+import { conflict, unauthorized } from '../core/errors'
+import { writeAudit, systemActor, type AuditContext } from '../core/audit'
+import { logger } from '../core/log'
+import { assertLoginAllowed, recordLoginAttempt } from './attempts'
+import { burnPasswordCheck, verifyPassword } from './passwords'
+import { createSession, presentSessionUser, type SessionUser } from './sessions'
+import { countUsers, findUserByEmail, insertUser, presentUser } from './users'
+
+export interface LoginResult { user: SessionUser; token: string; expiresAtMs: number }
+
+/** Email + password -> new session. Failures are recorded, audited and throttled. */
+export async function loginWithPassword(email: string, password: string, ctx: AuditContext): Promise<LoginResult> {
+  await assertLoginAllowed(email, ctx.remoteIp ?? null)
+  const row = await findUserByEmail(email)
+  const ok = row ? await verifyPassword(row.passwordHash, password) : (await burnPasswordCheck(password), false)
+  if (!ok || !row) {
+    await writeTransaction(async (tx) => {
+      await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: false })
+      await writeAudit({ ...ctx, actor: email }, 'login_failed', { email }, tx)
+    })
+    throw unauthorized('invalid email or password')
+  }
+  return writeTransaction(async (tx) => {
+    await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: true })
+    const session = await createSession(tx, row.id, ctx)
+    await writeAudit({ ...ctx, actor: row.email }, 'login', { user_id: row.id, provider: 'local' }, tx)
+    return { user: presentSessionUser(row), ...session }
+  })
+}
+
+/** First-run setup: only while no user exists. Creates the first admin and logs them in. */
+export async function setupFirstAdmin(input: { email: string; password: string; name?: string }, ctx: AuditContext) {
+  return writeTransaction(async (tx) => {
+    if ((await countUsers(tx)) > 0) throw conflict('setup is already done: log in instead')
+    const row = await insertUser(tx, { ...input, role: 'admin' })
+    const session = await createSession(tx, row.id, ctx)
+    await writeAudit({ ...ctx, actor: row.email }, 'setup', { user_id: row.id, email: row.email }, tx)
+    return { user: presentUser(row), ...session }
+  })
+}
+
+/** PANEL_ADMIN_EMAIL/PANEL_ADMIN_PASSWORD create the first admin at boot when no user exists. */
+export async function bootstrapAdminFromEnv(email: string | undefined, password: string | undefined): Promise<void> {
+  if (!email || !password) return
+  await writeTransaction(async (tx) => {
+    if ((await countUsers(tx)) > 0) return
+    const row = await insertUser(tx, { email: email.toLowerCase(), password, name: 'Administrator', role: 'admin' })
+    await writeAudit(systemActor('bootstrap'), 'user_create', { user_id: row.id, email: row.email, role: 'admin', from: 'environment' }, tx)
+    logger.info(`created the first admin ${row.email} from PANEL_ADMIN_EMAIL`)
+  })
+}

@@ -1,0 +1,80 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { sessions, users } from '../../../db/schema'
+import { getDb, runWrite, type Executor } from '../core/db'
+import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
+
+export const SESSION_COOKIE = 'panel_session'
+export const SESSION_LIFETIME_MS = 30 * 24 * 3600 * 1000
+export const SESSION_CACHE_TTL_MS = 30_000
+export const LAST_SEEN_THROTTLE_MS = 5 * 60_000
+
+export interface SessionUser {
+  id: number; email: string; name: string; role: 'admin' | 'viewer'; provider: string; totp_enabled: boolean
+}
+export interface ResolvedSession { user: SessionUser; sessionId: number; expiresAtMs: number }
+
+/** Tokens are stored only as their SHA-256, so a database copy cannot be replayed as cookies. */
+export function hashSessionToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex')
+}
+
+const _cacheKey = (tokenHash: string) => `session:${tokenHash}`
+
+export function presentSessionUser(row: typeof users.$inferSelect): SessionUser {
+  return { id: row.id, email: row.email, name: row.name, role: row.role, provider: row.provider, totp_enabled: row.totpEnabled }
+}
+
+export async function createSession(
+  exec: Executor, userId: number, client: { remoteIp?: string | null; userAgent?: string | null },
+): Promise<{ token: string; expiresAtMs: number }> {
+  const token = randomBytes(32).toString('base64url')
+  const now = Date.now()
+  const expiresAtMs = now + SESSION_LIFETIME_MS
+  await exec.insert(sessions).values({
+    tokenHash: hashSessionToken(token), userId, createdAtMs: now, expiresAtMs, lastSeenAtMs: now,
+    remoteIp: client.remoteIp ?? null, userAgent: client.userAgent?.slice(0, 512) ?? null,
+  })
+  return { token, expiresAtMs }
+}
+
+/**
+ * Token -> session and user. Answers from a 30 s cache when it can; on a miss
+ * reads the database and writes last_seen (sliding the expiry) only when the
+ * stored value is older than 5 minutes.
+ */
+export async function resolveSession(token: string | undefined): Promise<ResolvedSession | null> {
+  if (!token || token.length > 128) return null
+  const tokenHash = hashSessionToken(token)
+  const cached = await kvGetFresh<ResolvedSession | null>(_cacheKey(tokenHash))
+  if (cached !== undefined) {
+    if (cached && cached.expiresAtMs <= Date.now()) return null
+    return cached
+  }
+  const row = await getDb().select({ s: sessions, u: users }).from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenHash, tokenHash)).get()
+  const now = Date.now()
+  let resolved: ResolvedSession | null = null
+  if (row && row.s.expiresAtMs > now) {
+    let expiresAtMs = row.s.expiresAtMs
+    if (now - row.s.lastSeenAtMs > LAST_SEEN_THROTTLE_MS) {
+      expiresAtMs = now + SESSION_LIFETIME_MS
+      await runWrite(() => getDb().update(sessions).set({ lastSeenAtMs: now, expiresAtMs }).where(eq(sessions.id, row.s.id)))
+    }
+    resolved = { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs }
+  }
+  await kvSetWithTtl(_cacheKey(tokenHash), resolved, SESSION_CACHE_TTL_MS)
+  return resolved
+}
+
+export async function deleteSessionByToken(exec: Executor, token: string): Promise<void> {
+  const tokenHash = hashSessionToken(token)
+  await exec.delete(sessions).where(eq(sessions.tokenHash, tokenHash))
+  await kvRemove(_cacheKey(tokenHash))
+}
+
+/** Drops the cached answers for a user's sessions (after a delete or a role change). */
+export async function forgetCachedSessionsOfUser(exec: Executor, userId: number): Promise<void> {
+  const rows = await exec.select({ tokenHash: sessions.tokenHash }).from(sessions).where(eq(sessions.userId, userId))
+  await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+}

@@ -1,0 +1,100 @@
+import { and, count, eq, ne } from 'drizzle-orm'
+import { users } from '../../../db/schema'
+import { getDb, writeTransaction, type Executor } from '../core/db'
+import { conflict, isUniqueViolation, notFound } from '../core/errors'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { hashPassword } from './passwords'
+import { forgetCachedSessionsOfUser } from './sessions'
+
+export type Role = 'admin' | 'viewer'
+export type UserRow = typeof users.$inferSelect
+
+export function presentUser(row: UserRow) {
+  return {
+    id: row.id, email: row.email, name: row.name, role: row.role, provider: row.provider,
+    totp_enabled: row.totpEnabled, created_at: row.createdAt, updated_at: row.updatedAt,
+  }
+}
+
+export async function countUsers(exec: Executor = getDb()): Promise<number> {
+  return (await exec.select({ n: count() }).from(users).get())?.n ?? 0
+}
+
+export async function findUserByEmail(email: string): Promise<UserRow | undefined> {
+  return getDb().select().from(users).where(eq(users.email, email)).get()
+}
+
+export async function listUsers() {
+  return (await getDb().select().from(users).orderBy(users.id)).map(presentUser)
+}
+
+export async function getUser(id: number) {
+  const row = await getDb().select().from(users).where(eq(users.id, id)).get()
+  if (!row) throw notFound('user', id)
+  return presentUser(row)
+}
+
+export interface NewUser { email: string; password: string; name?: string; role: Role }
+
+/** Inserts a local user; a duplicate email is a 409. Runs inside the caller's transaction. */
+export async function insertUser(tx: Executor, input: NewUser): Promise<UserRow> {
+  const now = new Date().toISOString()
+  try {
+    return (await tx.insert(users).values({
+      email: input.email, name: input.name ?? '', role: input.role, passwordHash: await hashPassword(input.password),
+      provider: 'local', createdAt: now, updatedAt: now,
+    }).returning().get())
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`email: a user with ${input.email} already exists`)
+    throw err
+  }
+}
+
+export async function createUser(input: NewUser, ctx: AuditContext) {
+  return writeTransaction(async (tx) => {
+    const row = await insertUser(tx, input)
+    await writeAudit(ctx, 'user_create', { user_id: row.id, email: row.email, role: row.role }, tx)
+    return presentUser(row)
+  })
+}
+
+async function _otherAdminCount(tx: Executor, excludingId: number): Promise<number> {
+  return (await tx.select({ n: count() }).from(users).where(and(eq(users.role, 'admin'), ne(users.id, excludingId))).get())?.n ?? 0
+}
+
+export interface UserUpdate { email: string; name: string; role: Role; password?: string }
+
+export async function updateUser(id: number, input: UserUpdate, ctx: AuditContext) {
+  return writeTransaction(async (tx) => {
+    const row = await tx.select().from(users).where(eq(users.id, id)).get()
+    if (!row) throw notFound('user', id)
+    if (row.role === 'admin' && input.role !== 'admin' && (await _otherAdminCount(tx, id)) === 0)
+      throw conflict('role: this is the last admin; make another user admin first')
+    const set: Partial<UserRow> = { email: input.email, name: input.name, role: input.role, updatedAt: new Date().toISOString() }
+    if (input.password !== undefined) set.passwordHash = await hashPassword(input.password)
+    let updated: UserRow
+    try {
+      updated = (await tx.update(users).set(set).where(eq(users.id, id)).returning().get())!
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`email: a user with ${input.email} already exists`)
+      throw err
+    }
+    await forgetCachedSessionsOfUser(tx, id)
+    await writeAudit(ctx, 'user_update', {
+      user_id: id, email: updated.email, role: updated.role, password_changed: input.password !== undefined,
+    }, tx)
+    return presentUser(updated)
+  })
+}
+
+export async function deleteUser(id: number, ctx: AuditContext): Promise<void> {
+  await writeTransaction(async (tx) => {
+    const row = await tx.select().from(users).where(eq(users.id, id)).get()
+    if (!row) throw notFound('user', id)
+    if (row.role === 'admin' && (await _otherAdminCount(tx, id)) === 0)
+      throw conflict('this is the last admin and cannot be deleted; make another user admin first')
+    await forgetCachedSessionsOfUser(tx, id)
+    await tx.delete(users).where(eq(users.id, id))
+    await writeAudit(ctx, 'user_delete', { user_id: id, email: row.email }, tx)
+  })
+}

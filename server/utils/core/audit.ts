@@ -1,0 +1,35 @@
+import type { H3Event } from 'h3'
+import { logs } from '../../../db/schema'
+import { runWrite, getDb, type Executor } from './db'
+import { clientIpOf } from './request'
+
+/** Who did something, from where. Background work uses actor `system:<task>`. */
+export interface AuditContext { actor: string; remoteIp?: string | null; userAgent?: string | null }
+
+export function auditContextOf(event: H3Event): AuditContext {
+  const user = event.context.auth?.user
+  return {
+    actor: user ? user.email : 'anonymous',
+    remoteIp: clientIpOf(event),
+    userAgent: event.node.req.headers['user-agent']?.slice(0, 512) ?? null,
+  }
+}
+
+export const systemActor = (task: string): AuditContext => ({ actor: `system:${task}` })
+
+/**
+ * Writes one audit row. `details` must be built from an allow-list of fields
+ * (never a request body, never a secret): it is stored as the row's raw JSON.
+ * Pass the open transaction when the mutation runs in one, so both commit together.
+ */
+export async function writeAudit(
+  ctx: AuditContext, action: string, details: Record<string, unknown> = {}, exec?: Executor,
+): Promise<void> {
+  const row = {
+    tsMs: Date.now(), source: 'audit' as const, actor: ctx.actor, message: action,
+    remoteIp: ctx.remoteIp ?? null, userAgent: ctx.userAgent ?? null, level: 'info',
+    raw: JSON.stringify({ actor: ctx.actor, action, ...details }),
+  }
+  if (exec) await exec.insert(logs).values(row)
+  else await runWrite(() => getDb().insert(logs).values(row))
+}

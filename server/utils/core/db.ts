@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { createClient, type Client } from '@libsql/client'
+import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql'
+import * as schema from '../../../db/schema'
+import { migrateUp, type Migration } from './migrations'
+
+export type Db = LibSQLDatabase<typeof schema>
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+/** Anything a query can run on: the database, or an open write transaction. */
+export type Executor = Db | Tx
+
+interface _Open { client: Client; db: Db; url: string }
+let _open: _Open | undefined
+
+export function isFileUrl(url: string): boolean {
+  return url.startsWith('file:')
+}
+
+export function filePathOfUrl(url: string): string | undefined {
+  if (!isFileUrl(url)) return undefined
+  return url.replace(/^file:(\/\/)?/, '').split('?')[0]
+}
+
+/** Opens a client (WAL + busy timeout for embedded files) and applies pending migrations. */
+export async function openDatabase(opts: { url: string; authToken?: string; migrations: Migration[] }): Promise<_Open> {
+  const path = filePathOfUrl(opts.url)
+  if (path) mkdirSync(dirname(path), { recursive: true })
+  // `timeout` is the busy timeout of every pooled connection; pragmas are
+  // rejected by a libSQL server, so they are only sent for file: URLs.
+  const client = createClient({ url: opts.url, authToken: opts.authToken, timeout: 5000 })
+  if (path) await client.execute('PRAGMA journal_mode = WAL')
+  await migrateUp(client, opts.migrations)
+  const db = drizzle({ client, schema })
+  _open = { client, db, url: opts.url }
+  return _open
+}
+
+export function getDb(): Db {
+  if (!_open) throw new Error('database is not open yet')
+  return _open.db
+}
+
+export function getClient(): Client {
+  if (!_open) throw new Error('database is not open yet')
+  return _open.client
+}
+
+export function getDatabaseUrl(): string | undefined {
+  return _open?.url
+}
+
+export function closeDatabase(): void {
+  _open?.client.close()
+  _open = undefined
+}
+
+// One write at a time in this process: an open libSQL transaction plus any other
+// write on another pooled connection fails with SQLITE_BUSY while blocking the
+// event loop (stack.md §5). Re-entrant: a write started inside a write runs inline.
+const _insideWrite = new AsyncLocalStorage<true>()
+let _tail: Promise<unknown> = Promise.resolve()
+let _waiting = 0
+
+export function runWrite<T>(fn: () => Promise<T>): Promise<T> {
+  if (_insideWrite.getStore()) return fn()
+  _waiting++
+  const run = _tail.then(() => { _waiting--; return _insideWrite.run(true, fn) })
+  _tail = run.catch(() => {})
+  return run
+}
+
+/** Runs `fn` in one write transaction: throwing rolls everything back. */
+export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return runWrite(() => getDb().transaction(fn, { behavior: 'immediate' }))
+}
+
+export function writeQueueDepth(): number {
+  return _waiting
+}

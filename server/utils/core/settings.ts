@@ -1,0 +1,135 @@
+import { inArray } from 'drizzle-orm'
+import { Cron } from 'croner'
+import { z, type ZodType } from 'zod'
+import { settings } from '../../../db/schema'
+import { getDb, writeTransaction, type Executor, type Tx } from './db'
+import { badRequest } from './errors'
+import { getConfig } from './config'
+import { getSecretsBox } from './secrets'
+import { writeAudit, type AuditContext } from './audit'
+import { describeZodError, emailSchema } from './validate'
+
+// One declaration per run-time setting drives validation, GET/PUT /api/settings
+// and docs/configuration.md. Environment values are only defaults.
+
+export const UNCHANGED = '__UNCHANGED__'
+export const SECRET_SET = '__SET__'
+
+const _goDuration = z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 15s, 1m or 2h30m')
+const _optionalUrl = z.string().trim().max(2048).refine((v) => v === '' || /^https?:\/\//.test(v), 'must be an http(s) URL or empty')
+const _cron = z.string().trim().max(100).refine((v) => {
+  try { new Cron(v, { paused: true }); return v.split(/\s+/).length === 5 } catch { return false }
+}, 'must be a 5-field cron expression such as "0 2 * * *"')
+const _text = (max: number) => z.string().max(max, `must be at most ${max} characters`)
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
+const _int = (min: number, max: number) => z.number().int('must be an integer').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)
+
+interface SettingDef<T = unknown> {
+  key: string
+  schema: ZodType<T>
+  default: () => T
+  secret?: boolean
+  /** The proxy configuration depends on it: a change reconciles. */
+  affectsProxy?: boolean
+  description: string
+}
+
+const _def = <T>(d: SettingDef<T>) => d as SettingDef<unknown>
+
+export const SETTINGS_CATALOGUE: SettingDef[] = [
+  _def({ key: 'logs.retention_days', schema: _int(1, 3650), default: () => 30, description: 'days log rows are kept' }),
+  _def({ key: 'logs.max_entries', schema: _int(1000, 100_000_000), default: () => 500_000, description: 'most log rows kept (audit rows included)' }),
+  _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
+  _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
+  _def({ key: 'security_engine.ticker_interval', schema: _goDuration, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period" }),
+  _def({ key: 'acme.email', schema: z.union([z.literal(''), emailSchema]), default: () => '', affectsProxy: true, description: 'default ACME account email' }),
+  _def({ key: 'acme.ca_url', schema: _optionalUrl, default: () => '', affectsProxy: true, description: 'default ACME directory URL (empty: the proxy default)' }),
+  _def({ key: 'oidc.issuer', schema: _optionalUrl, default: () => '', description: 'OIDC issuer URL (empty: OIDC off)' }),
+  _def({ key: 'oidc.client_id', schema: _text(256), default: () => '', description: 'OIDC client id' }),
+  _def({ key: 'oidc.client_secret', schema: _text(1024), default: () => '', secret: true, description: 'OIDC client secret' }),
+  _def({ key: 'oidc.allowed_emails', schema: z.array(emailSchema).max(1000), default: () => [] as string[], description: 'emails allowed to log in with OIDC (empty: any)' }),
+  _def({ key: 'oidc.require_email_verified', schema: z.boolean(), default: () => true, description: 'refuse OIDC users whose email is not verified' }),
+  _def({ key: 'oidc.display_name', schema: _text(64), default: () => 'Single sign-on', description: 'label of the OIDC login button' }),
+  _def({ key: 'smtp.host', schema: _text(253), default: () => '', description: 'SMTP server host' }),
+  _def({ key: 'smtp.port', schema: _int(1, 65535), default: () => 587, description: 'SMTP server port' }),
+  _def({ key: 'smtp.username', schema: _text(256), default: () => '', description: 'SMTP user name' }),
+  _def({ key: 'smtp.password', schema: _text(1024), default: () => '', secret: true, description: 'SMTP password' }),
+  _def({ key: 'smtp.from', schema: z.union([z.literal(''), emailSchema]), default: () => '', description: 'sender address of notification mail' }),
+  _def({ key: 'geoip.country_url', schema: _optionalUrl, default: () => getConfig().geoip.countryUrl, description: 'where country.mmdb is downloaded from' }),
+  _def({ key: 'geoip.asn_url', schema: _optionalUrl, default: () => getConfig().geoip.asnUrl, description: 'where asn.mmdb is downloaded from' }),
+]
+
+const _byKey = new Map(SETTINGS_CATALOGUE.map((d) => [d.key, d]))
+const _owner = (key: string) => `settings/${key}`
+
+type CommitHook = (tx: Tx, changedKeys: string[], ctx: AuditContext) => Promise<void>
+const _commitHooks: CommitHook[] = []
+
+/** Runs inside the settings transaction (e.g. the reconciler: a proxy rejection rolls the change back). */
+export function onSettingsCommit(hook: CommitHook): void {
+  _commitHooks.push(hook)
+}
+
+async function _storedValues(exec: Executor, keys?: string[]): Promise<Map<string, unknown>> {
+  const q = exec.select().from(settings)
+  const rows = keys ? await q.where(inArray(settings.key, keys)) : await q
+  return new Map(rows.map((r) => [r.key, JSON.parse(r.value)]))
+}
+
+/** A setting's effective value; secret settings come back decrypted (use only at the point of use). */
+export async function getSetting<T>(key: string, exec: Executor = getDb()): Promise<T> {
+  const def = _byKey.get(key)
+  if (!def) throw new Error(`unknown setting ${key}`)
+  const stored = (await _storedValues(exec, [key])).get(key)
+  if (stored === undefined) return def.default() as T
+  return (def.secret ? (stored === '' ? '' : getSecretsBox().open(stored as string, _owner(key))) : stored) as T
+}
+
+/** Every setting as the API shows it: secrets as "__SET__" or "". */
+export async function listSettingsForDisplay(): Promise<Record<string, unknown>> {
+  const stored = await _storedValues(getDb())
+  const out: Record<string, unknown> = {}
+  for (const def of SETTINGS_CATALOGUE) {
+    const v = stored.has(def.key) ? stored.get(def.key) : def.default()
+    out[def.key] = def.secret ? (v ? SECRET_SET : '') : v
+  }
+  return out
+}
+
+/** Validates a partial update completely before anything is written. */
+export function validateSettingsPatch(patch: unknown): Record<string, unknown> {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw badRequest('body: must be an object of setting keys and values')
+  const clean: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(patch)) {
+    const def = _byKey.get(key)
+    if (!def) throw badRequest(`unknown setting "${key}"; GET /api/settings lists the keys`)
+    if (def.secret && value === UNCHANGED) continue
+    const r = def.schema.safeParse(value)
+    if (!r.success) throw badRequest(`${key}: ${describeZodError(r.error).replace(/^body: /, '')}`)
+    clean[key] = r.data
+  }
+  return clean
+}
+
+export async function updateSettings(patch: unknown, ctx: AuditContext): Promise<Record<string, unknown>> {
+  const clean = validateSettingsPatch(patch)
+  const keys = Object.keys(clean)
+  if (keys.length) {
+    await writeTransaction(async (tx) => {
+      const now = new Date().toISOString()
+      for (const key of keys) {
+        const def = _byKey.get(key)!
+        const value = def.secret && clean[key] !== '' ? getSecretsBox().seal(clean[key] as string, _owner(key)) : clean[key]
+        await tx.insert(settings).values({ key, value: JSON.stringify(value), updatedAt: now })
+          .onConflictDoUpdate({ target: settings.key, set: { value: JSON.stringify(value), updatedAt: now } })
+      }
+      await writeAudit(ctx, 'settings_update', { keys }, tx)
+      for (const hook of _commitHooks) await hook(tx, keys, ctx)
+    })
+  }
+  return listSettingsForDisplay()
+}
+
+export function settingAffectsProxy(key: string): boolean {
+  return _byKey.get(key)?.affectsProxy === true
+}

@@ -1,0 +1,41 @@
+import { statSync } from 'node:fs'
+import { getConfig } from '../core/config'
+import { filePathOfUrl, getDatabaseUrl, writeQueueDepth } from '../core/db'
+import { bootStartedAtMs } from '../core/boot'
+import { readRuntimeMetrics } from './runtime-metrics'
+import { PANEL_VERSION } from '../core/version'
+
+const _sizeOf = (path: string) => { try { return statSync(path).size } catch { return 0 } }
+
+type HealthSection = () => Promise<Record<string, unknown>> | Record<string, unknown>
+const _sections = new Map<string, HealthSection>()
+
+/** Subsystems (reconciler, notification queue, scheduler) add their part of /api/system/health. */
+export function registerSystemHealthSection(name: string, section: HealthSection): void {
+  _sections.set(name, section)
+}
+
+export function readDatabaseHealth() {
+  const path = filePathOfUrl(getDatabaseUrl() ?? '')
+  // libSQL's client does not expose its pool; the embedded client holds one
+  // connection per concurrent statement, and every write waits in our queue.
+  const waiting = writeQueueDepth()
+  return {
+    open_connections: 1, idle: waiting ? 0 : 1, in_use: waiting ? 1 : 0, write_queue_waiting: waiting,
+    file_size_bytes: path ? _sizeOf(path) : null, wal_size_bytes: path ? _sizeOf(`${path}-wal`) : null,
+  }
+}
+
+export async function readSystemHealth() {
+  const cfg = getConfig()
+  const out: Record<string, unknown> = {
+    ...readRuntimeMetrics(),
+    db: readDatabaseHealth(),
+    panel: {
+      mode: cfg.mode, domain: cfg.domain, uptime_seconds: Math.round((Date.now() - bootStartedAtMs) / 1000),
+      version: PANEL_VERSION,
+    },
+  }
+  for (const [name, section] of _sections) out[name] = await section()
+  return out
+}

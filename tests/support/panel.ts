@@ -1,0 +1,102 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createClient, type Client } from '@libsql/client'
+import { freePort } from './ports'
+
+// Starts the BUILT panel (.output/server/index.mjs) on a free loopback port with
+// its own data folder, and talks to it over HTTP like any client would.
+
+export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
+export const ADMIN = { email: 'admin@example.test', password: 'admin-password-123' }
+
+export interface PanelResponse<T = any> { status: number; headers: Headers; text: string; json: T }
+export interface RequestOptions { method?: string; body?: unknown; rawBody?: string | Buffer; cookie?: string; headers?: Record<string, string> }
+
+export interface PanelHandle {
+  url: string; port: number; dataDir: string; pid: number
+  output(): string
+  request<T = any>(path: string, opts?: RequestOptions): Promise<PanelResponse<T>>
+  /** Logs in and returns the `panel_session=<token>` cookie pair. */
+  login(email?: string, password?: string): Promise<string>
+  db(): Client
+  stop(): Promise<void>
+  kill(signal: NodeJS.Signals): Promise<void>
+}
+
+export function sessionCookieOf(res: { headers: Headers }): string | undefined {
+  for (const c of res.headers.getSetCookie()) {
+    const m = /^(panel_session=[^;]*)/.exec(c)
+    if (m) return m[1]
+  }
+  return undefined
+}
+
+export async function startPanel(opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean } = {}): Promise<PanelHandle> {
+  const entry = join(REPO_ROOT, '.output/server/index.mjs')
+  if (!existsSync(entry)) throw new Error('the panel is not built: run npm run build (scripts/test.sh does)')
+  const port = await freePort()
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'panel-test-'))
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root',
+    NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', PANEL_DATA_DIR: dataDir,
+    PANEL_MASTER_KEY: 'test-master-key-0123456789-abcdefghijklmnop', PROXY_MODULES: 'none',
+    PROXY_ADMIN_URL: 'http://127.0.0.1:1', // nothing listens: tests that need a proxy pass their own
+    ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
+    ...opts.env,
+  }
+  const child: ChildProcess = spawn(process.execPath, [entry], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout!.on('data', (d) => { output += d })
+  child.stderr!.on('data', (d) => { output += d })
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`panel exited with ${child.exitCode}:\n${output}`)
+    if (output.includes('Listening on')) {
+      // Boot work (migrations, admin bootstrap) finishes before the first answer.
+      const ok = await fetch(`${url}/api/setup`).then((r) => r.status < 500, () => false)
+      if (ok) break
+    }
+    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`panel did not start in 20 s:\n${output}`) }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  let dbClient: Client | undefined
+  const handle: PanelHandle = {
+    url, port, dataDir, pid: child.pid!,
+    output: () => output,
+    async request(path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers }
+      if (o.cookie) headers.cookie = o.cookie
+      let body: string | Buffer | undefined = o.rawBody
+      if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json' }
+      const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body, redirect: 'manual' })
+      const text = await res.text()
+      let json: any
+      try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }
+      return { status: res.status, headers: res.headers, text, json }
+    },
+    async login(email = ADMIN.email, password = ADMIN.password) {
+      const res = await handle.request('/api/auth/login', { method: 'POST', body: { email, password } })
+      const cookie = sessionCookieOf(res)
+      if (res.status !== 200 || !cookie) throw new Error(`login as ${email} failed: ${res.status} ${res.text}`)
+      return cookie
+    },
+    db() {
+      dbClient ??= createClient({ url: `file:${join(dataDir, 'panel.db')}` })
+      return dbClient
+    },
+    async stop() {
+      dbClient?.close(); dbClient = undefined
+      if (child.exitCode === null) { child.kill('SIGTERM'); await exited }
+    },
+    async kill(signal) {
+      dbClient?.close(); dbClient = undefined
+      if (child.exitCode === null) { child.kill(signal); await exited }
+    },
+  }
+  return handle
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest'
+import { parseConfig } from '../../server/utils/core/config'
+
+describe('parseConfig — defaults', () => {
+  it('gives a working panel with no environment at all', () => {
+    const { config, errors } = parseConfig({})
+    expect(errors).toEqual([])
+    expect(config.port).toBe(3000)
+    expect(config.host).toBe('127.0.0.1')
+    expect(config.mode).toBe('lan')
+    expect(config.domain).toBe('localhost')
+    expect(config.databaseUrl).toMatch(/^file:.*data\/panel\.db$/)
+    expect(config.proxy.adminUrl).toBe('http://127.0.0.1:2019')
+    expect(config.proxy.modules).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns'])
+    expect(config.lapi.url).toBe('http://127.0.0.1:8080')
+    expect(config.publicUrl).toBe('https://localhost')
+  })
+
+  it('reads PROXY_MODULES=none as no modules', () => {
+    expect(parseConfig({ PROXY_MODULES: 'none' }).config.proxy.modules).toEqual([])
+  })
+})
+
+describe('parseConfig — every problem listed with its fix', () => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /PORT must be an integer/],
+    [{ PANEL_MODE: 'cloud' }, /PANEL_MODE must be "lan" or "public"/],
+    [{ PANEL_MASTER_KEY: 'short' }, /PANEL_MASTER_KEY must be at least 32 characters; generate one with/],
+    [{ PANEL_DATABASE_URL: 'postgres://x' }, /PANEL_DATABASE_URL must start with file:/],
+    [{ PROXY_MODULES: 'crowdsec,bogus' }, /PROXY_MODULES: unknown module "bogus"/],
+    [{ PROXY_ADMIN_URL: 'not a url' }, /PROXY_ADMIN_URL must be an http\(s\) URL/],
+    [{ PANEL_ADMIN_EMAIL: 'a@b.c' }, /must be set together/],
+    [{ PANEL_ADMIN_EMAIL: 'a@b.c', PANEL_ADMIN_PASSWORD: 'short' }, /at least 12 characters/],
+    [{ PANEL_DOMAIN: 'bad domain"' }, /PANEL_DOMAIN must be a host name/],
+  ]
+  it.each(cases)('%j', (env, expected) => {
+    expect(parseConfig(env).errors.join('\n')).toMatch(expected)
+  })
+
+  it('collects several problems at once', () => {
+    expect(parseConfig({ PORT: 'x', PANEL_MODE: 'y' }).errors).toHaveLength(2)
+  })
+
+  it('never echoes a secret value in an error', () => {
+    const errors = parseConfig({ PANEL_MASTER_KEY: 'tiny-secret' }).errors.join('\n')
+    expect(errors).not.toContain('tiny-secret')
+  })
+})
