@@ -7,6 +7,7 @@ export default defineNitroConfig({
   scanDirs: ['server'],
   errorHandler: '~/server/error',
   experimental: { tasks: true },
+  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
   // Project code is imported explicitly; only h3/nitro helpers are auto-imported.

@@ -70,3 +70,60 @@ export const logs = sqliteTable('logs', {
   country: text('country'),
   actor: text('actor'),
 })
+
+export const targetGroups = sqliteTable('target_groups', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  targets: text('targets', { mode: 'json' }).notNull().$type<{ address: string; weight: number }[]>(),
+  scheme: text('scheme', { enum: ['http', 'https'] }).notNull(),
+  lbPolicy: text('lb_policy', { enum: ['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'] }).notNull(),
+  healthCheck: text('health_check', { mode: 'json' }).$type<{ path: string; interval_seconds: number; expect_status: number } | null>(),
+  tlsSkipVerify: integer('tls_skip_verify', { mode: 'boolean' }).notNull().default(false),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const hosts = sqliteTable('hosts', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  domain: text('domain').notNull(),
+  aliases: text('aliases', { mode: 'json' }).notNull().$type<string[]>(),
+  targetGroupId: integer('target_group_id').notNull(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  tlsMode: text('tls_mode', { enum: ['auto', 'manual', 'none'] }).notNull(),
+  tlsChallenge: text('tls_challenge', { enum: ['dns', 'http', 'tls-alpn'] }).notNull(),
+  tlsEmail: text('tls_email'),
+  tlsDnsProvider: text('tls_dns_provider'),
+  tlsAcmeCaUrl: text('tls_acme_ca_url'),
+  lanOnly: integer('lan_only', { mode: 'boolean' }).notNull().default(false),
+  trueDetectMode: integer('true_detect_mode', { mode: 'boolean' }).notNull().default(false),
+  authRequired: integer('auth_required', { mode: 'boolean' }).notNull().default(false),
+  wafEnabled: integer('waf_enabled', { mode: 'boolean' }).notNull().default(false),
+  wafMode: text('waf_mode', { enum: ['detection', 'blocking'] }).notNull().default('detection'),
+  rateLimitEnabled: integer('rate_limit_enabled', { mode: 'boolean' }).notNull().default(false),
+  rateLimitRps: integer('rate_limit_rps').notNull().default(50),
+  rateLimitBurst: integer('rate_limit_burst').notNull().default(100),
+  bouncerEnabled: integer('bouncer_enabled', { mode: 'boolean' }).notNull().default(true),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const hostNames = sqliteTable('host_names', {
+  name: text('name').primaryKey(),
+  hostId: integer('host_id').notNull(),
+})
+
+export const rules = sqliteTable('rules', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  hostId: integer('host_id').notNull(),
+  priority: integer('priority').notNull().default(100),
+  path: text('path').notNull(),
+  methods: text('methods', { mode: 'json' }).notNull().$type<string[]>(),
+  action: text('action', { enum: ['proxy', 'redirect', 'respond'] }).notNull(),
+  targetGroupId: integer('target_group_id'),
+  redirectUrl: text('redirect_url'),
+  redirectStatus: integer('redirect_status'),
+  respondStatus: integer('respond_status'),
+  respondBody: text('respond_body'),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

@@ -14,11 +14,11 @@ export default defineNitroErrorHandler((error, event) => {
   } else {
     message = error.message || error.statusMessage || 'error'
   }
-  if (status === 404 && /Cannot find any route/.test(message)) message = `no route for ${event.method} ${event.path.split('?')[0]}`
+  if (status === 404 && /Cannot find any route/.test(message)) message = `no route for ${event.method} ${event.path.split('?')[0]!}`
   if (status === 405) message = `method ${event.method} is not allowed on ${event.path.split('?')[0]}`
   if (status === 400 && /Invalid JSON body/i.test(message)) message = 'request body is not valid JSON'
   const retryAfter = (error.data as any)?.retryAfterSeconds
-  if (typeof retryAfter === 'number') setResponseHeader(event, 'retry-after', String(Math.max(1, Math.ceil(retryAfter))))
+  if (typeof retryAfter === 'number') setResponseHeader(event, 'retry-after', Math.max(1, Math.ceil(retryAfter)))
   setResponseStatus(event, status)
   setResponseHeader(event, 'content-type', 'application/json')
   setResponseHeader(event, 'cache-control', 'no-store')

@@ -71,9 +71,9 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     async request(path, o = {}) {
       const headers: Record<string, string> = { ...o.headers }
       if (o.cookie) headers.cookie = o.cookie
-      let body: string | Buffer | undefined = o.rawBody
+      let body: string | Uint8Array | undefined = o.rawBody
       if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json' }
-      const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body, redirect: 'manual' })
+      const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body: body as BodyInit | undefined, redirect: 'manual' })
       const text = await res.text()
       let json: any
       try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }

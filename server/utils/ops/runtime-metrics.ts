@@ -1,10 +1,10 @@
-import { monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 
 // Real runtime figures for /api/system/health: garbage collections observed
 // through perf_hooks and the event loop's delay histogram.
 
 let _gcCount = 0
-let _loop: IntervalHistogram | undefined
+let _loop: ReturnType<typeof monitorEventLoopDelay> | undefined
 let _started = false
 
 export function startRuntimeMonitors(): void {

@@ -1,0 +1,28 @@
+import autocannon from 'autocannon'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { startPanel, type PanelHandle } from '../tests/support/panel'
+import { reportFigures } from './report'
+
+// Budget (design.md): /auth/forward with a valid cached session >= 10,000 req/s, p99 <= 5 ms.
+let panel: PanelHandle
+beforeAll(async () => { panel = await startPanel() })
+afterAll(async () => { await panel?.stop() })
+
+function run(cookie: string, durationSeconds: number) {
+  return autocannon({
+    url: `${panel.url}/auth/forward`, connections: 32, pipelining: 1, duration: durationSeconds,
+    headers: { cookie }, expectBody: '',
+  })
+}
+
+it('/auth/forward with a cached session', async () => {
+  const cookie = await panel.login()
+  await run(cookie, 1) // warm-up: fills the session cache and the JIT
+  const r = await run(cookie, 5)
+  expect(r.non2xx).toBe(0)
+  reportFigures('forward-auth', [
+    { what: 'requests per second (32 connections)', value: Math.round(r.requests.average), unit: 'req/s', budget: '>= 10000', withinBudget: r.requests.average >= 10_000 },
+    { what: 'p99 latency', value: r.latency.p99, unit: 'ms', budget: '<= 5', withinBudget: r.latency.p99 <= 5 },
+    { what: 'p50 latency', value: r.latency.p50, unit: 'ms', budget: '-', withinBudget: true },
+  ])
+})

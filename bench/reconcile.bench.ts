@@ -1,0 +1,82 @@
+import { performance } from 'node:perf_hooks'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { startCaddy } from '../tests/support/caddy'
+import { freePort } from '../tests/support/ports'
+import { startTestUpstream } from '../tests/support/upstream'
+import { httpRequest } from '../tests/support/http'
+import { buildProxyConfig, stableStringify } from '../server/utils/proxy/build/index'
+import type { ProxySnapshot } from '../server/utils/proxy/build/types'
+import { loadProxyConfig } from '../server/utils/proxy/client'
+import { reportFigures, type Figure } from './report'
+
+// Budgets (design.md): build + push 1,000 hosts <= 0.5 s, 10,000 hosts <= 5 s, to the real Caddy.
+let caddy: Awaited<ReturnType<typeof startCaddy>>
+let upstream: Awaited<ReturnType<typeof startTestUpstream>>
+let httpPort: number
+
+beforeAll(async () => {
+  caddy = await startCaddy()
+  upstream = await startTestUpstream()
+  httpPort = await freePort()
+})
+afterAll(async () => { await caddy?.stop(); await upstream?.stop() })
+
+function snapshotWith(hostCount: number): ProxySnapshot {
+  return {
+    adminListen: caddy.adminListen, storageRoot: caddy.storageDir, logDir: caddy.workDir, modules: [],
+    httpListen: [`127.0.0.1:${httpPort}`], httpsListen: ['127.0.0.1:1'], httpPort, httpsPort: 1,
+    panelUpstream: { dial: '127.0.0.1:3000', tls: false },
+    acme: { email: null, caUrl: null, trustedRootsPemFile: null },
+    security: { lapiUrl: 'http://127.0.0.1:8080', bouncerKey: null, tickerInterval: '15s', appsecUrl: null },
+    waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
+    targetGroups: [{ id: 1, name: 'bench', targets: [{ address: `127.0.0.1:${upstream.port}`, weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false }],
+    rules: [],
+    hosts: Array.from({ length: hostCount }, (_, i) => ({
+      id: i + 1, domain: `h${i + 1}.bench.test`, aliases: [], target_group_id: 1, enabled: true,
+      tls_mode: 'none' as const, tls_challenge: 'http' as const, tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
+      lan_only: i % 3 === 0, auth_required: i % 5 === 0, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection' as const,
+      rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false,
+    })),
+  }
+}
+
+async function measure(hostCount: number) {
+  const snapshot = snapshotWith(hostCount)
+  const t0 = performance.now()
+  const json = stableStringify(buildProxyConfig(snapshot).config)
+  const t1 = performance.now()
+  const result = await loadProxyConfig(caddy.adminUrl, json)
+  const t2 = performance.now()
+  expect(result.outcome).toBe('applied')
+  return { buildMs: t1 - t0, pushMs: t2 - t1, bytes: json.length }
+}
+
+it('builds and pushes 1,000 and 10,000 hosts, and measures a request through 1,000 hosts', async () => {
+  const figures: Figure[] = []
+  for (const [count, budgetMs] of [[1_000, 500], [10_000, 5_000]] as const) {
+    await measure(count) // warm-up (JIT, Caddy's first provisioning)
+    const m = await measure(count + 1)
+    figures.push(
+      { what: `build ${count} hosts`, value: Math.round(m.buildMs), unit: 'ms', budget: '-', withinBudget: true },
+      { what: `push ${count} hosts (${(m.bytes / 1e6).toFixed(1)} MB JSON)`, value: Math.round(m.pushMs), unit: 'ms', budget: '-', withinBudget: true },
+      { what: `build + push ${count} hosts`, value: Math.round(m.buildMs + m.pushMs), unit: 'ms', budget: `<= ${budgetMs}`, withinBudget: m.buildMs + m.pushMs <= budgetMs },
+    )
+  }
+  await measure(1_000)
+  const samples: number[] = []
+  // Hosts without ForwardAuth (that would add a sub-request to a panel not running here).
+  const plain = Array.from({ length: 1000 }, (_, i) => i).filter((i) => i % 5 !== 0).map((i) => `h${i + 1}.bench.test`)
+  for (let i = 0; i < 300; i++) {
+    const host = plain[(i * 37) % plain.length]!
+    const t = performance.now()
+    const r = await httpRequest({ port: httpPort, host, path: '/' })
+    samples.push(performance.now() - t)
+    if (r.status !== 200) throw new Error(`unexpected ${r.status} for ${host}`)
+  }
+  samples.sort((a, b) => a - b)
+  figures.push(
+    { what: 'request through Caddy with 1,000 hosts, p50', value: Number(samples[150]!.toFixed(2)), unit: 'ms', budget: '-', withinBudget: true },
+    { what: 'request through Caddy with 1,000 hosts, p99', value: Number(samples[296]!.toFixed(2)), unit: 'ms', budget: '-', withinBudget: true },
+  )
+  reportFigures('reconcile', figures)
+})

@@ -1,0 +1,111 @@
+import { eq, inArray, and, ne } from 'drizzle-orm'
+import { hostNames, hosts, targetGroups } from '../../../db/schema'
+import { getDb, writeTransaction, type Tx } from '../core/db'
+import { badRequest, conflict, notFound } from '../core/errors'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/reconciler'
+import { HOST_BOOLEAN_DEFAULTS, type HostInput } from './schemas'
+import { presentHost } from './present'
+
+type HostRow = typeof hosts.$inferSelect
+export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
+
+function _withReconcile(row: HostRow, outcome: ReconcileOutcome): HostWithReconcile {
+  return { ...presentHost(row), reconcile: presentReconcile(outcome) }
+}
+
+export async function listHosts() {
+  return (await getDb().select().from(hosts).orderBy(hosts.id)).map(presentHost)
+}
+
+export async function getHost(id: number) {
+  const row = await getDb().select().from(hosts).where(eq(hosts.id, id)).get()
+  if (!row) throw notFound('host', id)
+  return presentHost(row)
+}
+
+async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number): Promise<void> {
+  const taken = await tx.select().from(hostNames)
+    .where(exceptHostId === undefined ? inArray(hostNames.name, names) : and(inArray(hostNames.name, names), ne(hostNames.hostId, exceptHostId)))
+  if (taken.length) throw conflict(`domain: ${taken[0]!.name} is already used by host ${taken[0]!.hostId}`)
+}
+
+async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: HostRow['tlsMode']): Promise<void> {
+  const names = [input.domain, ...input.aliases]
+  if (new Set(names).size !== names.length) throw badRequest('aliases: must not repeat the domain or each other')
+  const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
+  if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
+  if (input.tls_mode === 'auto' && input.tls_challenge === 'dns')
+    throw badRequest('tls_challenge: DNS-01 needs a configured DNS provider, and none can be configured in this version yet; use "http" or "tls-alpn"')
+  if (input.tls_dns_provider !== null)
+    throw badRequest('tls_dns_provider: must be null (DNS providers are not configurable in this version yet)')
+  if (input.tls_mode === 'manual' && currentTlsMode !== 'manual')
+    throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
+}
+
+function _columns(input: HostInput, booleans: typeof HOST_BOOLEAN_DEFAULTS) {
+  return {
+    domain: input.domain, aliases: input.aliases, targetGroupId: input.target_group_id,
+    tlsMode: input.tls_mode, tlsChallenge: input.tls_challenge, tlsEmail: input.tls_email, tlsDnsProvider: input.tls_dns_provider,
+    tlsAcmeCaUrl: input.tls_acme_ca_url, wafMode: input.waf_mode, rateLimitRps: input.rate_limit_rps, rateLimitBurst: input.rate_limit_burst,
+    enabled: input.enabled ?? booleans.enabled, lanOnly: input.lan_only ?? booleans.lan_only,
+    trueDetectMode: input.true_detect_mode ?? booleans.true_detect_mode, authRequired: input.auth_required ?? booleans.auth_required,
+    wafEnabled: input.waf_enabled ?? booleans.waf_enabled, rateLimitEnabled: input.rate_limit_enabled ?? booleans.rate_limit_enabled,
+    bouncerEnabled: input.bouncer_enabled ?? booleans.bouncer_enabled,
+  }
+}
+
+async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<void> {
+  await tx.delete(hostNames).where(eq(hostNames.hostId, hostId))
+  await tx.insert(hostNames).values([input.domain, ...input.aliases].map((name) => ({ name, hostId })))
+}
+
+export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
+  return writeTransaction(async (tx) => {
+    await _validateReferences(tx, input)
+    await _assertNamesFree(tx, [input.domain, ...input.aliases])
+    const now = new Date().toISOString()
+    const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
+    await _writeNames(tx, row.id, input)
+    await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`))
+  })
+}
+
+/** Full replace; optional booleans left out keep their stored values. */
+export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
+  return writeTransaction(async (tx) => {
+    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+    if (!current) throw notFound('host', id)
+    await _validateReferences(tx, input, current.tlsMode)
+    await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
+    const stored = {
+      enabled: current.enabled, lan_only: current.lanOnly, true_detect_mode: current.trueDetectMode, auth_required: current.authRequired,
+      waf_enabled: current.wafEnabled, rate_limit_enabled: current.rateLimitEnabled, bouncer_enabled: current.bouncerEnabled,
+    } as unknown as typeof HOST_BOOLEAN_DEFAULTS
+    const row = (await tx.update(hosts).set({ ..._columns(input, stored), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
+    await _writeNames(tx, id, input)
+    await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`))
+  })
+}
+
+export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWithReconcile> {
+  return writeTransaction(async (tx) => {
+    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+    if (!current) throw notFound('host', id)
+    const row = (await tx.update(hosts).set({ enabled: !current.enabled, updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
+    await writeAudit(ctx, 'host_toggle', { host_id: id, domain: row.domain, enabled: row.enabled }, tx)
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`))
+  })
+}
+
+export async function deleteHost(id: number, ctx: AuditContext): Promise<ReconcileOutcome> {
+  return writeTransaction(async (tx) => {
+    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+    if (!current) throw notFound('host', id)
+    await tx.delete(hosts).where(eq(hosts.id, id))
+    await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
+    return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
+  })
+}

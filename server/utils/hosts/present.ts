@@ -1,0 +1,28 @@
+import type { hosts, rules, targetGroups } from '../../../db/schema'
+
+export function presentHost(h: typeof hosts.$inferSelect) {
+  return {
+    id: h.id, domain: h.domain, aliases: h.aliases, target_group_id: h.targetGroupId, enabled: h.enabled,
+    tls_mode: h.tlsMode, tls_challenge: h.tlsChallenge, tls_email: h.tlsEmail, tls_dns_provider: h.tlsDnsProvider,
+    tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, true_detect_mode: h.trueDetectMode, auth_required: h.authRequired,
+    waf_enabled: h.wafEnabled, waf_mode: h.wafMode, rate_limit_enabled: h.rateLimitEnabled, rate_limit_rps: h.rateLimitRps,
+    rate_limit_burst: h.rateLimitBurst, bouncer_enabled: h.bouncerEnabled, created_at: h.createdAt, updated_at: h.updatedAt,
+    // Expiry and issuer are filled in once certificate reading lands (TLS-material issue).
+    certificate: h.tlsMode === 'none' ? null : { source: h.tlsMode === 'manual' ? 'manual' : 'acme', not_after: null, issuer: null },
+  }
+}
+
+export function presentTargetGroup(g: typeof targetGroups.$inferSelect) {
+  return {
+    id: g.id, name: g.name, targets: g.targets, scheme: g.scheme, lb_policy: g.lbPolicy,
+    health_check: g.healthCheck ?? null, tls_skip_verify: g.tlsSkipVerify, created_at: g.createdAt, updated_at: g.updatedAt,
+  }
+}
+
+export function presentRule(r: typeof rules.$inferSelect) {
+  return {
+    id: r.id, host_id: r.hostId, priority: r.priority, path: r.path, methods: r.methods, action: r.action,
+    target_group_id: r.targetGroupId, redirect_url: r.redirectUrl, redirect_status: r.redirectStatus,
+    respond_status: r.respondStatus, respond_body: r.respondBody, created_at: r.createdAt, updated_at: r.updatedAt,
+  }
+}

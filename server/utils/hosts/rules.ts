@@ -1,0 +1,70 @@
+import { asc, eq } from 'drizzle-orm'
+import { hosts, rules, targetGroups } from '../../../db/schema'
+import { getDb, writeTransaction, type Tx } from '../core/db'
+import { badRequest, notFound } from '../core/errors'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
+import type { RuleInput } from './schemas'
+import { presentRule } from './present'
+
+async function _assertHost(tx: Tx | ReturnType<typeof getDb>, hostId: number) {
+  const host = await tx.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
+  if (!host) throw notFound('host', hostId)
+  return host
+}
+
+async function _assertGroup(tx: Tx, input: RuleInput): Promise<void> {
+  if (input.target_group_id === null) return
+  const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
+  if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
+}
+
+function _columns(input: RuleInput) {
+  return {
+    priority: input.priority, path: input.path, methods: input.methods, action: input.action,
+    targetGroupId: input.action === 'proxy' ? input.target_group_id : null,
+    redirectUrl: input.action === 'redirect' ? input.redirect_url : null,
+    redirectStatus: input.action === 'redirect' ? (input.redirect_status ?? 302) : null,
+    respondStatus: input.action === 'respond' ? (input.respond_status ?? 200) : null,
+    respondBody: input.action === 'respond' ? (input.respond_body ?? '') : null,
+  }
+}
+
+export async function listRulesOfHost(hostId: number) {
+  await _assertHost(getDb(), hostId)
+  return (await getDb().select().from(rules).where(eq(rules.hostId, hostId)).orderBy(asc(rules.priority), asc(rules.id))).map(presentRule)
+}
+
+export async function createRule(hostId: number, input: RuleInput, ctx: AuditContext) {
+  return writeTransaction(async (tx) => {
+    const host = await _assertHost(tx, hostId)
+    await _assertGroup(tx, input)
+    const now = new Date().toISOString()
+    const row = (await tx.insert(rules).values({ hostId, ..._columns(input), createdAt: now, updatedAt: now }).returning().get())!
+    await writeAudit(ctx, 'rule_create', { rule_id: row.id, host_id: hostId, path: row.path, action: row.action }, tx)
+    const o = await reconcileInTransaction(tx, ctx, `rule ${row.id} of ${host.domain} created`)
+    return { ...presentRule(row), reconcile: presentReconcile(o) }
+  })
+}
+
+export async function updateRule(id: number, input: RuleInput, ctx: AuditContext) {
+  return writeTransaction(async (tx) => {
+    const current = await tx.select().from(rules).where(eq(rules.id, id)).get()
+    if (!current) throw notFound('rule', id)
+    await _assertGroup(tx, input)
+    const row = (await tx.update(rules).set({ ..._columns(input), updatedAt: new Date().toISOString() }).where(eq(rules.id, id)).returning().get())!
+    await writeAudit(ctx, 'rule_update', { rule_id: id, host_id: row.hostId, path: row.path, action: row.action }, tx)
+    const o = await reconcileInTransaction(tx, ctx, `rule ${id} updated`)
+    return { ...presentRule(row), reconcile: presentReconcile(o) }
+  })
+}
+
+export async function deleteRule(id: number, ctx: AuditContext): Promise<void> {
+  await writeTransaction(async (tx) => {
+    const current = await tx.select().from(rules).where(eq(rules.id, id)).get()
+    if (!current) throw notFound('rule', id)
+    await tx.delete(rules).where(eq(rules.id, id))
+    await writeAudit(ctx, 'rule_delete', { rule_id: id, host_id: current.hostId }, tx)
+    await reconcileInTransaction(tx, ctx, `rule ${id} deleted`)
+  })
+}

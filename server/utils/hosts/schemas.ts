@@ -1,0 +1,103 @@
+import { isIP } from 'node:net'
+import { z } from 'zod'
+import { emailSchema, safeText } from '../core/validate'
+
+// Request shapes for hosts, target groups and rules. Anything that would be
+// interpreted by the proxy (quotes, braces, whitespace, placeholders) is refused
+// here rather than escaped into the configuration.
+
+const _LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?'
+const _HOSTNAME = new RegExp(`^(?=.{1,253}$)${_LABEL}(?:\\.${_LABEL})*$`)
+
+export function isValidHostname(name: string): boolean {
+  return _HOSTNAME.test(name)
+}
+
+export const hostnameSchema = z.string().trim().toLowerCase()
+  .refine(isValidHostname, 'must be a valid hostname such as app.example.com (letters, digits, hyphens and dots only)')
+
+const _noPlaceholders = (s: string) => !/[{}]/.test(s)
+const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
+
+export const hostBody = z.strictObject({
+  domain: hostnameSchema,
+  aliases: z.array(hostnameSchema).max(50, 'at most 50 aliases').default([]),
+  target_group_id: z.number().int().positive('must be a target group id'),
+  tls_mode: z.enum(['auto', 'manual', 'none'], { message: 'must be "auto", "manual" or "none"' }),
+  tls_challenge: z.enum(['dns', 'http', 'tls-alpn'], { message: 'must be "dns", "http" or "tls-alpn"' }).default('http'),
+  tls_email: z.union([emailSchema, z.null()]).default(null),
+  tls_dns_provider: z.union([z.string().max(64), z.null()]).default(null),
+  tls_acme_ca_url: z.union([
+    z.string().trim().max(2048).url('must be a URL').refine((u) => u.startsWith('https://'), 'must be an https:// ACME directory URL').refine(_noPlaceholders, 'must not contain braces'),
+    z.null(),
+  ]).default(null),
+  enabled: _optionalBool,
+  lan_only: _optionalBool,
+  true_detect_mode: _optionalBool,
+  auth_required: _optionalBool,
+  waf_enabled: _optionalBool,
+  waf_mode: z.enum(['detection', 'blocking'], { message: 'must be "detection" or "blocking"' }).default('detection'),
+  rate_limit_enabled: _optionalBool,
+  rate_limit_rps: z.number().int().min(1, 'must be at least 1').max(100_000).default(50),
+  rate_limit_burst: z.number().int().min(0, 'must not be negative').max(100_000).default(100),
+  bouncer_enabled: _optionalBool,
+})
+export type HostInput = z.infer<typeof hostBody>
+
+export const HOST_BOOLEAN_DEFAULTS = {
+  enabled: true, lan_only: false, true_detect_mode: false, auth_required: false,
+  waf_enabled: false, rate_limit_enabled: false, bouncer_enabled: true,
+} as const
+
+function _isValidUpstreamHost(host: string): boolean {
+  if (host.startsWith('[') && host.endsWith(']')) return isIP(host.slice(1, -1)) === 6
+  return isIP(host) === 4 || isValidHostname(host)
+}
+
+export const targetAddressSchema = z.string().trim().max(300).refine((a) => {
+  const m = /^(.+):(\d{1,5})$/.exec(a)
+  return !!m && _isValidUpstreamHost(m[1]!.toLowerCase()) && Number(m[2]) >= 1 && Number(m[2]) <= 65535
+}, 'must be host:port with a port from 1 to 65535, such as 10.0.0.5:8080 or app:3000')
+
+export const targetGroupBody = z.strictObject({
+  name: safeText(100).pipe(z.string().trim().min(1, 'must not be empty')),
+  targets: z.array(z.strictObject({
+    address: targetAddressSchema,
+    weight: z.number().int('must be an integer').min(1, 'must be at least 1').max(1000, 'must be at most 1000').default(1),
+  })).min(1, 'needs at least one target').max(100, 'at most 100 targets'),
+  scheme: z.enum(['http', 'https'], { message: 'must be "http" or "https"' }).default('http'),
+  lb_policy: z.enum(['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'],
+    { message: 'must be one of round_robin, least_conn, random, first, ip_hash, weighted_round_robin' }).default('round_robin'),
+  health_check: z.union([z.strictObject({
+    path: z.string().max(512).regex(/^\/[A-Za-z0-9\-._~\/%?=&]*$/, 'must be a path such as /healthz'),
+    interval_seconds: z.number().int().min(1, 'must be at least 1').max(3600, 'must be at most 3600').default(10),
+    expect_status: z.number().int().min(100).max(599).default(200),
+  }), z.null()]).default(null),
+  tls_skip_verify: z.boolean().default(false),
+})
+export type TargetGroupInput = z.infer<typeof targetGroupBody>
+
+const _METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+
+export const ruleBody = z.strictObject({
+  priority: z.number().int().min(0).max(10_000).default(100),
+  path: z.string().max(512).regex(/^\/[A-Za-z0-9\-._~\/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
+  methods: z.array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` })).max(7).default([]),
+  action: z.enum(['proxy', 'redirect', 'respond'], { message: 'must be "proxy", "redirect" or "respond"' }),
+  target_group_id: z.union([z.number().int().positive(), z.null()]).default(null),
+  redirect_url: z.union([
+    z.string().max(2048).refine((u) => /^(https?:\/\/[^\s"'<>\\]+|\/[^\s"'<>\\]*)$/.test(u), 'must be an http(s) URL or a path')
+      .refine(_noPlaceholders, 'must not contain braces (proxy placeholders)'),
+    z.null(),
+  ]).default(null),
+  redirect_status: z.union([z.literal(301), z.literal(302), z.literal(303), z.literal(307), z.literal(308), z.null()]).default(null),
+  respond_status: z.union([z.number().int().min(100).max(599), z.null()]).default(null),
+  respond_body: z.union([
+    z.string().max(65_536).refine((b) => !b.includes('\u0000'), 'must not contain NUL')
+      .refine(_noPlaceholders, 'must not contain braces (proxy placeholders)'),
+    z.null(),
+  ]).default(null),
+}).superRefine((r, ctx) => {
+  if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
+})
+export type RuleInput = z.infer<typeof ruleBody>

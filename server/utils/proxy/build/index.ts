@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto'
+import { buildCrowdsecApp, buildCrowdsecHandler, hostUsesBouncer } from './crowdsec'
+import { buildForwardAuthHandler } from './forward-auth'
+import { buildLanGateRoute } from './lan-gate'
+import { buildLogging, buildServerLogs } from './logging'
+import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
+import { buildRateLimitHandler } from './rate-limit'
+import { buildAcmePolicies } from './tls-acme'
+import { buildManualCertificates } from './tls-manual'
+import { buildWafHandler } from './waf'
+import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
+
+export type { ProxySnapshot } from './types'
+
+/** The order of a host's request chain, read top to bottom. */
+export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
+
+const _UNSAFE_NAME = /["'{}\\\s\u0000-\u001f\u007f]/
+
+/** Last line of defence: names are validated at the API, but nothing unsafe may reach the JSON. */
+export function assertSafeHostname(name: string): void {
+  if (!name || _UNSAFE_NAME.test(name)) throw new Error(`unsafe host name refused by the proxy configuration builder: ${JSON.stringify(name)}`)
+}
+
+/** JSON with object keys sorted at every level, so equal configurations are equal bytes. */
+export function stableStringify(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const sorted: Record<string, unknown> = {}
+      for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k]
+      return sorted
+    }
+    return v
+  })
+}
+
+export function hashProxyConfig(config: unknown): string {
+  return createHash('sha256').update(stableStringify(config)).digest('hex')
+}
+
+function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], warnings: string[]): Route | null {
+  const group = groups.get(host.target_group_id)
+  if (!group) { warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`); return null }
+  const names = [host.domain, ...host.aliases]
+  names.forEach(assertSafeHostname)
+
+  const routes: Route[] = []
+  const chain: Json[] = []
+  for (const step of HOST_HANDLER_ORDER) {
+    switch (step) {
+      case 'lan_gate':
+        if (host.lan_only) routes.push(buildLanGateRoute())
+        break
+      case 'crowdsec':
+        if (hostUsesBouncer(snapshot, host)) chain.push(buildCrowdsecHandler())
+        else if (host.bouncer_enabled && !snapshot.modules.includes('crowdsec') && snapshot.modules.length) warnings.push(`host ${host.domain}: the proxy has no crowdsec module; bouncer not applied`)
+        break
+      case 'rate_limit':
+        if (host.rate_limit_enabled) {
+          if (snapshot.modules.includes('ratelimit')) chain.push(buildRateLimitHandler(host))
+          else warnings.push(`host ${host.domain}: the proxy has no ratelimit module; rate limit not applied`)
+        }
+        break
+      case 'waf':
+        if (host.waf_enabled) {
+          if (snapshot.modules.includes('waf')) chain.push(buildWafHandler(host, snapshot))
+          else warnings.push(`host ${host.domain}: the proxy has no waf module; WAF not applied`)
+        }
+        break
+      case 'forward_auth':
+        if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream))
+        break
+      case 'rules':
+        // The chain so far runs for every request; rules and the default route follow it.
+        if (chain.length) routes.push({ handle: chain.splice(0) })
+        for (const rule of sortRules(rules)) {
+          const route = buildRuleRoute(rule, host, groups, warnings)
+          if (route) routes.push(route)
+        }
+        break
+      case 'upstream':
+        routes.push(buildDefaultRoute(group, warnings))
+        break
+    }
+  }
+  return { match: [{ host: names }], handle: [{ handler: 'subroute', routes }], terminal: true }
+}
+
+/** Pure and deterministic: snapshot -> the full Caddy configuration plus warnings for the operator. */
+export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warnings: string[] } {
+  const warnings: string[] = []
+  const hosts = [...snapshot.hosts].filter((h) => h.enabled).sort((a, b) => a.id - b.id)
+  const groups = new Map([...snapshot.targetGroups].sort((a, b) => a.id - b.id).map((g) => [g.id, g]))
+  const rulesByHost = new Map<number, RuleSnapshot[]>()
+  for (const r of snapshot.rules) rulesByHost.set(r.host_id, [...(rulesByHost.get(r.host_id) ?? []), r])
+
+  const plainRoutes: Route[] = []
+  const tlsRoutes: Route[] = []
+  const plainHosts: HostSnapshot[] = []
+  const tlsHosts: HostSnapshot[] = []
+  for (const host of hosts) {
+    const route = _buildHostRoute(host, snapshot, groups, rulesByHost.get(host.id) ?? [], warnings)
+    if (!route) continue
+    if (host.tls_mode === 'none') { plainRoutes.push(route); plainHosts.push(host) } else { tlsRoutes.push(route); tlsHosts.push(host) }
+  }
+
+  // The plain server always exists: it answers ACME http-01 and redirects TLS hosts to HTTPS.
+  const servers: Json = {
+    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(plainHosts) },
+  }
+  const manual = buildManualCertificates(snapshot, tlsHosts)
+  if (tlsRoutes.length) {
+    servers.https = {
+      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(tlsHosts),
+      ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
+    }
+  }
+  const apps: Json = { http: { http_port: snapshot.httpPort, https_port: snapshot.httpsPort, servers } }
+
+  const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
+  const tls: Json = {}
+  if (policies.length) tls.automation = { policies }
+  if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
+  if (Object.keys(tls).length) apps.tls = tls
+  if (hosts.some((h) => hostUsesBouncer(snapshot, h))) apps.crowdsec = buildCrowdsecApp(snapshot.security)
+
+  const config: Json = {
+    admin: { listen: snapshot.adminListen, config: { persist: false } },
+    logging: buildLogging(snapshot.logDir),
+    apps,
+  }
+  if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }
+  return { config, warnings: [...new Set(warnings)] }
+}

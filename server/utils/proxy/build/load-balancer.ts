@@ -1,0 +1,26 @@
+import type { Json, TargetGroupSnapshot } from './types'
+
+/** Headers only the proxy may set; the upstream never sees them. */
+export const INTERNAL_REQUEST_HEADERS = ['X-Panel-Rule-Id']
+
+/** reverse_proxy to a target group: upstreams, selection policy, health checks, TLS to the targets. */
+export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: string[]): Json {
+  const policy: Json = { policy: group.lb_policy }
+  if (group.lb_policy === 'weighted_round_robin') {
+    policy.weights = group.targets.map((t) => t.weight)
+    warnings.push(`target group ${group.name}: weighted_round_robin needs Caddy 2.7 or newer`)
+  }
+  const handler: Json = {
+    handler: 'reverse_proxy',
+    upstreams: group.targets.map((t) => ({ dial: t.address })),
+    headers: { request: { delete: INTERNAL_REQUEST_HEADERS } },
+    load_balancing: { selection_policy: policy },
+  }
+  if (group.health_check) {
+    handler.health_checks = {
+      active: { uri: group.health_check.path, interval: `${group.health_check.interval_seconds}s`, expect_status: group.health_check.expect_status },
+    }
+  }
+  if (group.scheme === 'https') handler.transport = { protocol: 'http', tls: group.tls_skip_verify ? { insecure_skip_verify: true } : {} }
+  return handler
+}

@@ -1,0 +1,34 @@
+import { INTERNAL_REQUEST_HEADERS, buildUpstreamHandler } from './load-balancer'
+import type { HostSnapshot, Json, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
+
+export const RULE_ID_HEADER = 'X-Panel-Rule-Id'
+
+export function sortRules(rules: RuleSnapshot[]): RuleSnapshot[] {
+  return [...rules].sort((a, b) => a.priority - b.priority || a.id - b.id)
+}
+
+/**
+ * One route per rule. Its first handler tags the request with the rule id: the
+ * access log records request headers, which is how log rows learn their rule_id.
+ */
+export function buildRuleRoute(rule: RuleSnapshot, host: HostSnapshot, groups: Map<number, TargetGroupSnapshot>, warnings: string[]): Route | null {
+  const matcher: Json = { path: [rule.path] }
+  if (rule.methods.length) matcher.method = [...rule.methods].sort()
+  const tag = { handler: 'headers', request: { set: { [RULE_ID_HEADER]: [String(rule.id)] } } }
+  let action: Json
+  if (rule.action === 'proxy') {
+    const group = groups.get(rule.target_group_id ?? host.target_group_id)
+    if (!group) { warnings.push(`rule ${rule.id}: target group ${rule.target_group_id} is missing; rule skipped`); return null }
+    action = buildUpstreamHandler(group, warnings)
+  } else if (rule.action === 'redirect') {
+    action = { handler: 'static_response', status_code: rule.redirect_status ?? 302, headers: { Location: [rule.redirect_url ?? '/'] } }
+  } else {
+    action = { handler: 'static_response', status_code: rule.respond_status ?? 200, body: rule.respond_body ?? '' }
+  }
+  return { match: [matcher], handle: [tag, action], terminal: true }
+}
+
+/** The host's default route: drop any client-sent rule tag, then proxy to the host's group. */
+export function buildDefaultRoute(group: TargetGroupSnapshot, warnings: string[]): Route {
+  return { handle: [{ handler: 'headers', request: { delete: INTERNAL_REQUEST_HEADERS } }, buildUpstreamHandler(group, warnings)] }
+}

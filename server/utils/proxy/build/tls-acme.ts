@@ -1,0 +1,38 @@
+import type { HostSnapshot, Json, ProxySnapshot } from './types'
+
+function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Json | null {
+  if (host.tls_challenge === 'http') return { 'tls-alpn': { disabled: true } }
+  if (host.tls_challenge === 'tls-alpn') return { http: { disabled: true } }
+  if (!snapshot.modules.includes('dns')) {
+    warnings.push(`host ${host.domain}: DNS-01 needs the proxy's DNS modules (PROXY_MODULES lacks dns); no certificate policy emitted`)
+    return null
+  }
+  const provider = host.tls_dns_provider ? snapshot.dnsProviders[host.tls_dns_provider] : undefined
+  if (!provider) {
+    warnings.push(`host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted`)
+    return null
+  }
+  const credentials = { ...provider.credentials }
+  if (provider.module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
+  // Setting challenges.dns makes DNS-01 the only challenge (A3).
+  return { dns: { provider: { name: provider.module, ...credentials } } }
+}
+
+/** One automation policy per auto-TLS host, with only the chosen challenge enabled. Never a catch-all. */
+export function buildAcmePolicies(snapshot: ProxySnapshot, hosts: HostSnapshot[], warnings: string[]): Json[] {
+  const policies: Json[] = []
+  for (const host of hosts) {
+    if (host.tls_mode !== 'auto') continue
+    const challenges = _challenges(host, snapshot, warnings)
+    if (!challenges) continue
+    const issuer: Json = { module: 'acme' }
+    const ca = host.tls_acme_ca_url ?? snapshot.acme.caUrl
+    const email = host.tls_email ?? snapshot.acme.email
+    if (ca) issuer.ca = ca
+    if (email) issuer.email = email
+    if (snapshot.acme.trustedRootsPemFile) issuer.trusted_roots_pem_files = [snapshot.acme.trustedRootsPemFile]
+    issuer.challenges = challenges
+    policies.push({ subjects: [host.domain, ...host.aliases], issuers: [issuer] })
+  }
+  return policies
+}

@@ -1,0 +1,42 @@
+import type { ProxyModuleName } from '../../core/config'
+
+// The plain-data snapshot the builder turns into Caddy JSON. The reconciler
+// reads it from the database (secrets already decrypted); the builder never does I/O.
+
+export interface HostSnapshot {
+  id: number; domain: string; aliases: string[]; target_group_id: number; enabled: boolean
+  tls_mode: 'auto' | 'manual' | 'none'; tls_challenge: 'http' | 'tls-alpn' | 'dns'; tls_email: string | null; tls_dns_provider: string | null
+  tls_acme_ca_url: string | null; lan_only: boolean; auth_required: boolean; bouncer_enabled: boolean
+  waf_enabled: boolean; waf_mode: 'detection' | 'blocking'; rate_limit_enabled: boolean; rate_limit_rps: number; rate_limit_burst: number
+  true_detect_mode: boolean
+}
+
+export interface TargetGroupSnapshot {
+  id: number; name: string; targets: { address: string; weight: number }[]; scheme: 'http' | 'https'
+  lb_policy: 'round_robin' | 'least_conn' | 'random' | 'first' | 'ip_hash' | 'weighted_round_robin'
+  health_check: { path: string; interval_seconds: number; expect_status: number } | null; tls_skip_verify: boolean
+}
+
+export interface RuleSnapshot {
+  id: number; host_id: number; priority: number; path: string; methods: string[]
+  action: 'proxy' | 'redirect' | 'respond'; target_group_id: number | null; redirect_url: string | null; redirect_status: number | null
+  respond_status: number | null; respond_body: string | null
+}
+
+export interface ProxySnapshot {
+  adminListen: string
+  storageRoot: string | null
+  logDir: string
+  modules: ProxyModuleName[]
+  httpListen: string[]; httpsListen: string[]; httpPort: number; httpsPort: number
+  panelUpstream: { dial: string; tls: boolean }
+  acme: { email: string | null; caUrl: string | null; trustedRootsPemFile: string | null }
+  security: { lapiUrl: string; bouncerKey: string | null; tickerInterval: string; appsecUrl: string | null }
+  waf: { inboundThreshold: number; outboundThreshold: number }
+  dnsProviders: Record<string, { module: 'cloudflare' | 'route53'; credentials: Record<string, string> }>
+  manualCerts: { hostId: number; certFile: string; keyFile: string }[]
+  hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
+}
+
+export type Json = Record<string, unknown>
+export type Route = Json

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestUpstream } from '../support/upstream'
+import { httpRequest } from '../support/http'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { ADMIN } from '../support/panel'
+
+let stack: ProxyStack
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  stack = await startProxyStack()
+  const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
+  const res = await createHost(stack, { domain: 'secure.example.test', target_group_id: group.id, auth_required: true })
+  expect(res.status).toBe(201)
+})
+afterAll(async () => { await stack?.stop(); await up?.stop() })
+
+describe('auth_required: the proxy asks the panel before the upstream', () => {
+  it('without a session the browser is sent to the panel login with rd = the original URL, and the upstream sees nothing', async () => {
+    const before = up.requests.length
+    const res = await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/private/page?x=1' })
+    expect(res.status).toBe(302)
+    const location = new URL(String(res.headers.location))
+    expect(`${location.origin}${location.pathname}`).toBe('https://panel.example.test/login')
+    expect(location.searchParams.get('rd')).toBe("http://secure.example.test/private/page?x=1")
+    expect(up.requests.length).toBe(before)
+  })
+
+  it('with a session cookie the upstream receives the four X-Auth-* headers, never the client-sent ones', async () => {
+    const res = await httpRequest({
+      port: stack.httpPort, host: 'secure.example.test', path: '/private',
+      headers: { cookie: stack.admin, 'x-auth-user': 'mallory', 'x-auth-email': 'mallory@evil.test' },
+    })
+    expect(res.status).toBe(200)
+    const seen = up.requests.at(-1)!.headers
+    expect(seen['x-auth-user']).toBe(ADMIN.email)
+    expect(seen['x-auth-email']).toBe(ADMIN.email)
+    expect(seen['x-auth-name']).toBeTruthy()
+    expect(seen['x-auth-provider']).toBe('local')
+    expect(JSON.stringify(seen)).not.toContain('mallory')
+  })
+
+  it('a forged cookie is treated as no session', async () => {
+    const before = up.requests.length
+    const res = await httpRequest({
+      port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie: 'panel_session=forged', 'x-auth-user': 'mallory' },
+    })
+    expect(res.status).toBe(302)
+    expect(up.requests.length).toBe(before)
+  })
+})

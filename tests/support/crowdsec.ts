@@ -1,0 +1,71 @@
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { freePort } from './ports'
+import { requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
+
+const run = promisify(execFile)
+
+/** The CrowdSec local API alone (-no-cs), isolated config, with a machine and a bouncer key. */
+export async function startCrowdsec() {
+  requireBinary('/usr/bin/crowdsec', 'crowdsec')
+  requireBinary('/usr/bin/cscli', 'cscli')
+  const root = mkdtempSync(join(tmpdir(), 'crowdsec-'))
+  const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
+  mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
+  cpSync('/usr/share/crowdsec/hub', hub, { recursive: true })
+  for (const f of readdirSync('/usr/share/crowdsec/data')) cpSync(join('/usr/share/crowdsec/data', f), join(data, f), { recursive: true })
+  cpSync('/etc/crowdsec/patterns', join(etc, 'patterns'), { recursive: true })
+  for (const f of ['profiles.yaml', 'simulation.yaml']) cpSync(join('/etc/crowdsec', f), join(etc, f))
+  writeFileSync(join(etc, 'local_api_credentials.yaml'), '')
+  writeFileSync(join(etc, 'acquis.yaml'), '')
+  const [port, promPort] = await Promise.all([freePort(), freePort()])
+  const configFile = join(etc, 'config.yaml')
+  writeFileSync(configFile, `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
+config_paths:
+  config_dir: ${etc}/
+  data_dir: ${data}/
+  simulation_path: ${etc}/simulation.yaml
+  hub_dir: ${hub}/
+  index_path: ${hub}/.index.json
+  notification_dir: ${etc}/notifications/
+  plugin_dir: /usr/lib/crowdsec/plugins/
+crowdsec_service: {acquisition_path: ${etc}/acquis.yaml, parser_routines: 1}
+cscli: {output: human, color: "no", hub_branch: master}
+db_config: {log_level: info, type: sqlite, db_path: ${data}/crowdsec.db, use_wal: true, flush: {max_items: 5000, max_age: 7d}}
+plugin_config: {user: nobody, group: nogroup}
+api:
+  client: {insecure_skip_verify: false, credentials_path: ${etc}/local_api_credentials.yaml}
+  server:
+    log_level: info
+    listen_uri: 127.0.0.1:${port}
+    profiles_path: ${etc}/profiles.yaml
+    trusted_ips: [127.0.0.1, "::1"]
+prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: ${promPort}}
+`)
+  const url = `http://127.0.0.1:${port}`
+  const logFile = join(root, 'lapi.log')
+  // A fixed JWT secret keeps machine tokens valid across restarts.
+  const secret = randomBytes(48).toString('hex')
+  let proc: ManagedProcess
+  const start = async () => {
+    proc = startProcess('/usr/bin/crowdsec', ['-c', configFile, '-no-cs'], { logFile, env: { CS_LAPI_SECRET: secret } })
+    await waitFor(async () => (await (await fetch(`${url}/health`)).text()).includes('"up"'), { timeoutMs: 20_000, what: 'crowdsec LAPI', logFile })
+  }
+  await start()
+  const cscli = async (args: string[]) => (await run('/usr/bin/cscli', ['-c', configFile, '--error', ...args])).stdout
+  const machineId = 'panel'
+  const machinePassword = randomBytes(16).toString('hex')
+  const bouncerKey = randomBytes(16).toString('hex')
+  await cscli(['machines', 'add', machineId, '--password', machinePassword, '-f', join(etc, 'panel_credentials.yaml')])
+  await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
+  return {
+    url, machineId, machinePassword, bouncerKey, configDir: etc, dataDir: data, logFile, cscli,
+    get pid() { return proc.pid },
+    stop: () => proc.stop(),
+    async restart() { await proc.stop(); await start() },
+  }
+}

@@ -1,0 +1,51 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startCaddy } from './caddy'
+import { freePort } from './ports'
+import { startPanel, type PanelHandle } from './panel'
+
+export type CaddyHandle = Awaited<ReturnType<typeof startCaddy>>
+
+export interface ProxyStack {
+  caddy: CaddyHandle; panel: PanelHandle; admin: string; httpPort: number; httpsPort: number; logDir: string
+  stop(): Promise<void>
+}
+
+/** A real Caddy plus the built panel driving it (PROXY_MODULES=none unless overridden). */
+export async function startProxyStack(opts: { env?: Record<string, string>; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number } = {}): Promise<ProxyStack> {
+  const caddy = await startCaddy()
+  const httpPort = opts.httpPort ?? await freePort()
+  const httpsPort = opts.httpsPort ?? await freePort()
+  const logDir = mkdtempSync(join(tmpdir(), 'proxy-logs-'))
+  const httpListen = [`127.0.0.1:${httpPort}`, ...(opts.httpListenExtra ?? []).map((a) => `${a}:${httpPort}`)]
+  let panel: PanelHandle
+  try {
+    panel = await startPanel({
+      env: {
+        PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: 'none', PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
+        PROXY_HTTP_LISTEN: httpListen.join(','), PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
+        PANEL_DOMAIN: 'panel.example.test', PANEL_PUBLIC_URL: 'https://panel.example.test',
+        ...opts.env,
+      },
+    })
+  } catch (err) {
+    await caddy.stop()
+    throw err
+  }
+  const admin = await panel.login()
+  return {
+    caddy, panel, admin, httpPort, httpsPort, logDir,
+    async stop() { await panel.stop(); await caddy.stop() },
+  }
+}
+
+export async function createGroup(stack: ProxyStack, body: Record<string, unknown>) {
+  const res = await stack.panel.request('/api/target-groups', { method: 'POST', cookie: stack.admin, body })
+  if (res.status !== 201) throw new Error(`target group create failed: ${res.status} ${res.text}`)
+  return res.json
+}
+
+export async function createHost(stack: ProxyStack, body: Record<string, unknown>) {
+  return stack.panel.request('/api/hosts', { method: 'POST', cookie: stack.admin, body: { tls_mode: 'none', ...body } })
+}

@@ -1,0 +1,31 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
+import { freePort } from './ports'
+
+export interface RecordedRequest { method: string; url: string; headers: IncomingHttpHeaders; remoteAddress: string }
+
+/** A test upstream that records every request and answers {upstream: <port>, url, headers}. */
+export async function startTestUpstream() {
+  const port = await freePort()
+  const requests: RecordedRequest[] = []
+  const sockets = new Set<Socket>()
+  const server = createServer((req, res) => {
+    requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, remoteAddress: req.socket.remoteAddress ?? '' })
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({ upstream: port, url: req.url, headers: req.headers }))
+  })
+  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)) })
+  const listen = () => new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => { server.off('error', reject); resolve() }) })
+  const close = () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) })
+  await listen()
+  let down = false
+  return {
+    port, url: `http://127.0.0.1:${port}`, requests,
+    async setDown(value: boolean) {
+      if (value === down) return
+      down = value
+      if (value) await close(); else await listen()
+    },
+    async stop() { if (!down) await close(); down = true },
+  }
+}
