@@ -9,9 +9,11 @@ export async function startTestUpstream() {
   const port = await freePort()
   const requests: RecordedRequest[] = []
   const sockets = new Set<Socket>()
+  let failStatus: number | null = null
   const server = createServer((req, res) => {
     requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, remoteAddress: req.socket.remoteAddress ?? '' })
     res.setHeader('content-type', 'application/json')
+    if (failStatus) res.statusCode = failStatus
     res.end(JSON.stringify({ upstream: port, url: req.url, headers: req.headers }))
   })
   server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)) })
@@ -21,6 +23,8 @@ export async function startTestUpstream() {
   let down = false
   return {
     port, url: `http://127.0.0.1:${port}`, requests,
+    /** Answers every request with this status (null: 200 again) while still listening. */
+    setFailing(status: number | null) { failStatus = status },
     async setDown(value: boolean) {
       if (value === down) return
       down = value

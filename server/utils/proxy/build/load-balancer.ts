@@ -14,11 +14,14 @@ export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: strin
     handler: 'reverse_proxy',
     upstreams: group.targets.map((t) => ({ dial: t.address })),
     headers: { request: { delete: INTERNAL_REQUEST_HEADERS } },
-    load_balancing: { selection_policy: policy },
+    // A target that refuses the connection is retried on another for up to 2 s,
+    // so a target going down costs clients nothing before its health check notices.
+    load_balancing: { selection_policy: policy, try_duration: '2s' },
   }
   if (group.health_check) {
     handler.health_checks = {
       active: { uri: group.health_check.path, interval: `${group.health_check.interval_seconds}s`, expect_status: group.health_check.expect_status },
+      passive: { fail_duration: '30s', max_fails: 1 },
     }
   }
   if (group.scheme === 'https') handler.transport = { protocol: 'http', tls: group.tls_skip_verify ? { insecure_skip_verify: true } : {} }
