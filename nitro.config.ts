@@ -10,7 +10,7 @@ export default defineNitroConfig({
   scheduledTasks: { '17 * * * *': ['auth:prune-attempts'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
-  // Project code is imported explicitly; only h3/nitro helpers are auto-imported.
-  imports: { dirs: [] },
+  // Every import is explicit (project code, h3, nitropack/runtime): no auto-imports.
+  imports: false,
   typescript: { strict: true },
 })

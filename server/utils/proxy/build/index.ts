@@ -10,7 +10,6 @@ import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
 import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
-export type { ProxySnapshot } from './types'
 
 /** The order of a host's request chain, read top to bottom. */
 export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
