@@ -8,21 +8,26 @@ let panel: PanelHandle
 beforeAll(async () => { panel = await startPanel() })
 afterAll(async () => { await panel?.stop() })
 
-function run(cookie: string, durationSeconds: number) {
+function run(cookie: string, durationSeconds: number, connections: number) {
   return autocannon({
-    url: `${panel.url}/auth/forward`, connections: 32, pipelining: 1, duration: durationSeconds,
+    url: `${panel.url}/auth/forward`, connections, pipelining: 1, duration: durationSeconds,
     headers: { cookie }, expectBody: '',
   })
 }
 
 it('/auth/forward with a cached session', async () => {
   const cookie = await panel.login()
-  await run(cookie, 1) // warm-up: fills the session cache and the JIT
-  const r = await run(cookie, 5)
-  expect(r.non2xx).toBe(0)
-  reportFigures('forward-auth', [
-    { what: 'requests per second (32 connections)', value: Math.round(r.requests.average), unit: 'req/s', budget: '>= 10000', withinBudget: r.requests.average >= 10_000 },
-    { what: 'p99 latency', value: r.latency.p99, unit: 'ms', budget: '<= 5', withinBudget: r.latency.p99 <= 5 },
-    { what: 'p50 latency', value: r.latency.p50, unit: 'ms', budget: '-', withinBudget: true },
-  ])
+  await run(cookie, 1, 10) // warm-up: fills the session cache and the JIT
+  const figures = []
+  // The load generator shares the machine's two cores with the panel.
+  for (const connections of [10, 32]) {
+    const r = await run(cookie, 5, connections)
+    expect(r.non2xx).toBe(0)
+    figures.push(
+      { what: `requests per second (${connections} connections)`, value: Math.round(r.requests.average), unit: 'req/s', budget: '>= 10000', withinBudget: r.requests.average >= 10_000 },
+      { what: `p99 latency (${connections} connections)`, value: r.latency.p99, unit: 'ms', budget: '<= 5', withinBudget: r.latency.p99 <= 5 },
+      { what: `p50 latency (${connections} connections)`, value: r.latency.p50, unit: 'ms', budget: '-', withinBudget: true },
+    )
+  }
+  reportFigures('forward-auth', figures)
 })

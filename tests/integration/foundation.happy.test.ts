@@ -88,6 +88,20 @@ describe('session and users', () => {
     expect((await panel.request('/api/auth/session', { cookie: viewer })).status).toBe(401)
   })
 
+  it('writes last_seen_at only when the stored value is older than 5 minutes', async () => {
+    const lastSeen = async () => Number((await panel.db().execute('SELECT last_seen_at_ms AS t FROM sessions WHERE id = (SELECT MAX(id) FROM sessions)')).rows[0]!.t)
+    // Fresh tokens, so the 30 s session cache cannot answer and the database is consulted.
+    const stale = await panel.login()
+    await panel.db().execute(`UPDATE sessions SET last_seen_at_ms = ${Date.now() - 10 * 60_000} WHERE id = (SELECT MAX(id) FROM sessions)`)
+    expect((await panel.request('/api/auth/session', { cookie: stale })).status).toBe(200)
+    expect(await lastSeen()).toBeGreaterThan(Date.now() - 60_000)
+    const recent = await panel.login()
+    const oneMinuteAgo = Date.now() - 60_000
+    await panel.db().execute(`UPDATE sessions SET last_seen_at_ms = ${oneMinuteAgo} WHERE id = (SELECT MAX(id) FROM sessions)`)
+    expect((await panel.request('/api/auth/session', { cookie: recent })).status).toBe(200)
+    expect(await lastSeen()).toBe(oneMinuteAgo)
+  })
+
   it('logout deletes the session and clears the cookie', async () => {
     const cookie = await panel.login()
     const res = await panel.request('/api/auth/logout', { method: 'POST', cookie })

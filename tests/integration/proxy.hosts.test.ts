@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestUpstream } from '../support/upstream'
-import { httpRequest } from '../support/http'
+import { eventually, httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 let stack: ProxyStack
@@ -18,7 +20,7 @@ afterAll(async () => {
   await up2?.stop()
 })
 
-const through = (host: string, path = '/') => httpRequest({ port: stack.httpPort, host, path })
+const through = (host: string, path = '/', headers: Record<string, string> = {}) => httpRequest({ port: stack.httpPort, host, path, headers })
 
 describe('a host over a target group, through the real Caddy', () => {
   it('is served after create, not after toggle-off, again after toggle-on, and not after delete', async () => {
@@ -94,8 +96,24 @@ describe('a host over a target group, through the real Caddy', () => {
       method: 'POST', cookie: stack.admin, body: { path: '/teapot', action: 'respond', respond_status: 418, respond_body: 'short and stout' },
     })
     expect(teapot.status).toBe(201)
-    expect(JSON.parse((await through('rules.example.test', '/api/users')).body).upstream).toBe(up2.port)
-    expect(JSON.parse((await through('rules.example.test', '/web')).body).upstream).toBe(up1.port)
+    up2.setResponseHeader('X-Panel-Rule-Id', '999') // an upstream cannot forge the tag
+    const viaRule = await through('rules.example.test', '/api/users')
+    expect(JSON.parse(viaRule.body).upstream).toBe(up2.port)
+    expect(viaRule.headers['x-panel-rule-id']).toBe(String(rule.json.id))
+    up1.setResponseHeader('X-Panel-Rule-Id', '999')
+    const viaDefault = await through('rules.example.test', '/web')
+    expect(JSON.parse(viaDefault.body).upstream).toBe(up1.port)
+    expect(viaDefault.headers['x-panel-rule-id']).toBeUndefined()
+    up1.setResponseHeader('X-Panel-Rule-Id', null)
+    up2.setResponseHeader('X-Panel-Rule-Id', null)
+    // Caddy's access log carries the host's logger name and the rule id.
+    const lines = await eventually(async () => readFileSync(join(stack.logDir, 'access.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+      (ls) => ls.some((l: any) => l.request?.uri === '/web'), 5_000)
+    const ruleLine = lines.find((l: any) => l.request.uri === '/api/users')
+    expect(ruleLine.logger).toBe(`http.log.access.host_${host.id}`)
+    expect(ruleLine.resp_headers['X-Panel-Rule-Id']).toEqual([String(rule.json.id)])
+    const defaultLine = lines.find((l: any) => l.request.uri === '/web')
+    expect(defaultLine.resp_headers['X-Panel-Rule-Id']).toBeUndefined()
     const t = await through('rules.example.test', '/teapot')
     expect(t.status).toBe(418)
     expect(t.body).toBe('short and stout')

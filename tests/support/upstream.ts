@@ -10,10 +10,12 @@ export async function startTestUpstream() {
   const requests: RecordedRequest[] = []
   const sockets = new Set<Socket>()
   let failStatus: number | null = null
+  const extraHeaders = new Map<string, string>()
   const server = createServer((req, res) => {
     requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, remoteAddress: req.socket.remoteAddress ?? '' })
     res.setHeader('content-type', 'application/json')
     if (failStatus) res.statusCode = failStatus
+    for (const [k, v] of extraHeaders) res.setHeader(k, v)
     res.end(JSON.stringify({ upstream: port, url: req.url, headers: req.headers }))
   })
   server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)) })
@@ -23,6 +25,8 @@ export async function startTestUpstream() {
   let down = false
   return {
     port, url: `http://127.0.0.1:${port}`, requests,
+    /** Adds a response header to every answer (null removes it). */
+    setResponseHeader(name: string, value: string | null) { if (value === null) extraHeaders.delete(name); else extraHeaders.set(name, value) },
     /** Answers every request with this status (null: 200 again) while still listening. */
     setFailing(status: number | null) { failStatus = status },
     async setDown(value: boolean) {

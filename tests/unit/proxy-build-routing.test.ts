@@ -13,7 +13,7 @@ describe('buildUpstreamHandler — load balancing and health checks', () => {
     expect(rp.load_balancing).toEqual({ selection_policy: { policy: 'least_conn' }, try_duration: '2s' })
     expect(rp.health_checks.active).toEqual({ uri: '/healthz', interval: '5s', expect_status: 204 })
     expect(rp.health_checks.passive).toEqual({ fail_duration: '30s', max_fails: 1 })
-    expect(rp.headers.request.delete).toEqual(['X-Panel-Rule-Id'])
+    expect(rp.headers).toEqual({ response: { delete: ['X-Panel-Rule-Id'] } })
   })
   it('speaks TLS to https targets, optionally without verification', () => {
     const { config } = buildProxyConfig(buildSnapshot({ targetGroups: [buildGroupSnapshot({ scheme: 'https', tls_skip_verify: true })] }))
@@ -37,11 +37,12 @@ describe('buildRuleRoute — path rules', () => {
     }))
     const routes = hostSubroutes(config, 'host1.example.test')
     expect(routes[0].match).toEqual([{ path: ['/api/*'], method: ['GET', 'POST'] }])
-    expect(routes[0].handle[0]).toEqual({ handler: 'headers', request: { set: { 'X-Panel-Rule-Id': ['2'] } } })
+    expect(routes[0].handle[0]).toEqual({ handler: 'headers', response: { set: { 'X-Panel-Rule-Id': ['2'] } } })
     expect(routes[0].handle[1].upstreams).toEqual([{ dial: 'api:9000' }])
     expect(routes[1].handle[1]).toEqual({ handler: 'static_response', status_code: 301, headers: { Location: ['https://new.example.test/'] } })
     expect(routes[2].match).toBeUndefined()
-    expect(routes[2].handle[0]).toEqual({ handler: 'headers', request: { delete: ['X-Panel-Rule-Id'] } })
+    expect(routes[2].handle).toHaveLength(1)
+    expect(routes[2].handle[0].handler).toBe('reverse_proxy')
   })
 })
 

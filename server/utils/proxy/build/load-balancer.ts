@@ -1,7 +1,7 @@
 import type { Json, TargetGroupSnapshot } from './types'
 
-/** Headers only the proxy may set; the upstream never sees them. */
-export const INTERNAL_REQUEST_HEADERS = ['X-Panel-Rule-Id']
+/** Response headers only the proxy may set: an upstream's copy is dropped. */
+export const INTERNAL_RESPONSE_HEADERS = ['X-Panel-Rule-Id']
 
 /** reverse_proxy to a target group: upstreams, selection policy, health checks, TLS to the targets. */
 export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: string[]): Json {
@@ -13,7 +13,7 @@ export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: strin
   const handler: Json = {
     handler: 'reverse_proxy',
     upstreams: group.targets.map((t) => ({ dial: t.address })),
-    headers: { request: { delete: INTERNAL_REQUEST_HEADERS } },
+    headers: { response: { delete: INTERNAL_RESPONSE_HEADERS } },
     // A target that refuses the connection is retried on another for up to 2 s,
     // so a target going down costs clients nothing before its health check notices.
     load_balancing: { selection_policy: policy, try_duration: '2s' },

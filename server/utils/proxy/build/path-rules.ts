@@ -1,4 +1,4 @@
-import { INTERNAL_REQUEST_HEADERS, buildUpstreamHandler } from './load-balancer'
+import { buildUpstreamHandler } from './load-balancer'
 import type { HostSnapshot, Json, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 export const RULE_ID_HEADER = 'X-Panel-Rule-Id'
@@ -8,13 +8,14 @@ export function sortRules(rules: RuleSnapshot[]): RuleSnapshot[] {
 }
 
 /**
- * One route per rule. Its first handler tags the request with the rule id: the
- * access log records request headers, which is how log rows learn their rule_id.
+ * One route per rule. Its first handler tags the response with the rule id: the
+ * access log records response headers (request headers are logged as the client
+ * sent them), which is how log rows learn their rule_id.
  */
 export function buildRuleRoute(rule: RuleSnapshot, host: HostSnapshot, groups: Map<number, TargetGroupSnapshot>, warnings: string[]): Route | null {
   const matcher: Json = { path: [rule.path] }
   if (rule.methods.length) matcher.method = [...rule.methods].sort()
-  const tag = { handler: 'headers', request: { set: { [RULE_ID_HEADER]: [String(rule.id)] } } }
+  const tag = { handler: 'headers', response: { set: { [RULE_ID_HEADER]: [String(rule.id)] } } }
   let action: Json
   if (rule.action === 'proxy') {
     const group = groups.get(rule.target_group_id ?? host.target_group_id)
@@ -28,7 +29,7 @@ export function buildRuleRoute(rule: RuleSnapshot, host: HostSnapshot, groups: M
   return { match: [matcher], handle: [tag, action], terminal: true }
 }
 
-/** The host's default route: drop any client-sent rule tag, then proxy to the host's group. */
+/** The host's default route: no rule tag; the upstream's own copy of the tag is dropped. */
 export function buildDefaultRoute(group: TargetGroupSnapshot, warnings: string[]): Route {
-  return { handle: [{ handler: 'headers', request: { delete: INTERNAL_REQUEST_HEADERS } }, buildUpstreamHandler(group, warnings)] }
+  return { handle: [buildUpstreamHandler(group, warnings)] }
 }
