@@ -127,3 +127,25 @@ export const rules = sqliteTable('rules', {
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
+
+export const dnsProviders = sqliteTable('dns_providers', {
+  name: text('name').primaryKey(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  credentials: text('credentials'),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const manualCerts = sqliteTable('manual_certs', {
+  hostId: integer('host_id').primaryKey(),
+  subject: text('subject').notNull(),
+  issuer: text('issuer').notNull(),
+  sans: text('sans', { mode: 'json' }).notNull().$type<string[]>(),
+  notBefore: text('not_before').notNull(),
+  notAfter: text('not_after').notNull(),
+  fingerprintSha256: text('fingerprint_sha256').notNull(),
+  certPem: text('cert_pem').notNull(),
+  chainPem: text('chain_pem'),
+  keySealed: text('key_sealed').notNull(),
+  uploadedAt: text('uploaded_at').notNull(),
+  uploadedBy: text('uploaded_by').notNull(),
+})

@@ -7,6 +7,8 @@ import { initSecretsBox, resolveMasterKey } from '../utils/core/secrets'
 import { markBootFailed, markBootReady } from '../utils/core/boot'
 import { bootstrapAdminFromEnv } from '../utils/auth/login'
 import { startRuntimeMonitors } from '../utils/ops/runtime-metrics'
+import { importLegacyProviderAToken } from '../utils/hosts/dns-providers'
+import { syncManualCertFiles } from '../utils/hosts/manual-certs'
 
 async function _loadBundledMigrations() {
   const storage = useStorage('assets:migrations')
@@ -37,6 +39,8 @@ export default defineNitroPlugin((nitroApp) => {
     initSecretsBox(master.key)
     await openDatabase({ url: config.databaseUrl, authToken: config.databaseAuthToken, migrations: await _loadBundledMigrations() })
     await bootstrapAdminFromEnv(config.adminEmail, config.adminPassword)
+    await importLegacyProviderAToken()
+    await syncManualCertFiles()
   }
   boot().then(markBootReady, (err: Error) => {
     logger.error(`boot failed: ${err.message}`)

@@ -39,6 +39,8 @@ export interface PanelConfig {
     httpsPort: number
     /** PEM file (as the proxy sees it) trusted for the ACME CA's own HTTPS endpoint. */
     acmeTrustedRootsPemFile?: string
+    /** PANEL_CERTS_DIR as the proxy sees it (the same folder on a shared volume). */
+    certsDir: string
   }
   certsDir: string
   lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string }
@@ -134,6 +136,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       dataDir: _opt(env, 'PROXY_DATA_DIR'),
       httpListen, httpsListen, httpPort: httpPort ?? 80, httpsPort: httpsPort ?? 443,
       acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
+      certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
     },
     certsDir: resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
     lapi: {

@@ -5,23 +5,33 @@ import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/reconciler'
 import { HOST_BOOLEAN_DEFAULTS, type HostInput } from './schemas'
+import { assertDnsProviderUsable } from './dns-providers'
+import { findDnsProvider } from './dns-catalogue'
+import { certificateSummaries } from './cert-expiry'
 import { presentHost } from './present'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
+type Executor = Tx | ReturnType<typeof getDb>
 
-function _withReconcile(row: HostRow, outcome: ReconcileOutcome): HostWithReconcile {
-  return { ...presentHost(row), reconcile: presentReconcile(outcome) }
+async function _present(row: HostRow, exec: Executor = getDb()) {
+  return presentHost(row, (await certificateSummaries([row], exec)).get(row.id) ?? null)
+}
+
+async function _withReconcile(row: HostRow, outcome: ReconcileOutcome, exec: Executor): Promise<HostWithReconcile> {
+  return { ...(await _present(row, exec)), reconcile: presentReconcile(outcome) }
 }
 
 export async function listHosts() {
-  return (await getDb().select().from(hosts).orderBy(hosts.id)).map(presentHost)
+  const rows = await getDb().select().from(hosts).orderBy(hosts.id)
+  const certificates = await certificateSummaries(rows)
+  return rows.map((r) => presentHost(r, certificates.get(r.id) ?? null))
 }
 
 export async function getHost(id: number) {
   const row = await getDb().select().from(hosts).where(eq(hosts.id, id)).get()
   if (!row) throw notFound('host', id)
-  return presentHost(row)
+  return _present(row)
 }
 
 async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number): Promise<void> {
@@ -35,10 +45,12 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
   if (new Set(names).size !== names.length) throw badRequest('aliases: must not repeat the domain or each other')
   const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
   if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
-  if (input.tls_mode === 'auto' && input.tls_challenge === 'dns')
-    throw badRequest('tls_challenge: DNS-01 needs a configured DNS provider, and none can be configured in this version yet; use "http" or "tls-alpn"')
-  if (input.tls_dns_provider !== null)
-    throw badRequest('tls_dns_provider: must be null (DNS providers are not configurable in this version yet)')
+  if (input.tls_dns_provider !== null && !findDnsProvider(input.tls_dns_provider))
+    throw badRequest(`tls_dns_provider: "${input.tls_dns_provider}" is not in the catalogue; GET /api/dns-providers lists them`)
+  if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider)
+  const wildcard = names.find((n) => n.startsWith('*.'))
+  if (wildcard && input.tls_mode === 'auto' && input.tls_challenge !== 'dns')
+    throw badRequest(`domain: ${wildcard} is a wildcard; its certificate can only be obtained with tls_challenge "dns"`)
   if (input.tls_mode === 'manual' && currentTlsMode !== 'manual')
     throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
 }
@@ -68,7 +80,7 @@ export async function createHost(input: HostInput, ctx: AuditContext): Promise<H
     const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
     await _writeNames(tx, row.id, input)
     await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`))
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
   })
 }
 
@@ -86,7 +98,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
     const row = (await tx.update(hosts).set({ ..._columns(input, stored), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
     await _writeNames(tx, id, input)
     await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`))
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)
   })
 }
 
@@ -96,7 +108,7 @@ export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWit
     if (!current) throw notFound('host', id)
     const row = (await tx.update(hosts).set({ enabled: !current.enabled, updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
     await writeAudit(ctx, 'host_toggle', { host_id: id, domain: row.domain, enabled: row.enabled }, tx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`))
+    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`), tx)
   })
 }
 

@@ -1,14 +1,14 @@
 import type { hosts, rules, targetGroups } from '../../../db/schema'
+import type { CertificateSummary } from './cert-expiry'
 
-export function presentHost(h: typeof hosts.$inferSelect) {
+export function presentHost(h: typeof hosts.$inferSelect, certificate: CertificateSummary | null) {
   return {
     id: h.id, domain: h.domain, aliases: h.aliases, target_group_id: h.targetGroupId, enabled: h.enabled,
     tls_mode: h.tlsMode, tls_challenge: h.tlsChallenge, tls_email: h.tlsEmail, tls_dns_provider: h.tlsDnsProvider,
     tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, true_detect_mode: h.trueDetectMode, auth_required: h.authRequired,
     waf_enabled: h.wafEnabled, waf_mode: h.wafMode, rate_limit_enabled: h.rateLimitEnabled, rate_limit_rps: h.rateLimitRps,
     rate_limit_burst: h.rateLimitBurst, bouncer_enabled: h.bouncerEnabled, created_at: h.createdAt, updated_at: h.updatedAt,
-    // Expiry and issuer are filled in once certificate reading lands (TLS-material issue).
-    certificate: h.tlsMode === 'none' ? null : { source: h.tlsMode === 'manual' ? 'manual' : 'acme', not_after: null, issuer: null },
+    certificate,
   }
 }
 

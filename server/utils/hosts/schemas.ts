@@ -13,8 +13,13 @@ export function isValidHostname(name: string): boolean {
   return _HOSTNAME.test(name)
 }
 
+/** A host name, or a wildcard `*.example.com` (certificates for those need DNS-01). */
+export function isValidHostPattern(name: string): boolean {
+  return name.startsWith('*.') ? name.split('.').length >= 3 && _HOSTNAME.test(name.slice(2)) : _HOSTNAME.test(name)
+}
+
 export const hostnameSchema = z.string().trim().toLowerCase()
-  .refine(isValidHostname, 'must be a valid hostname such as app.example.com (letters, digits, hyphens and dots only)')
+  .refine(isValidHostPattern, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
 
 const _noPlaceholders = (s: string) => !/[{}]/.test(s)
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()

@@ -34,13 +34,14 @@ export async function readReconcileState(exec: Executor = getDb()): Promise<Reco
 }
 
 /** Builds from the transaction's view of the database and pushes; see the module comment. */
-export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: string): Promise<ReconcileOutcome> {
+export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: string, opts: { force?: boolean } = {}): Promise<ReconcileOutcome> {
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
   const json = stableStringify(config)
   const hash = hashProxyConfig(config)
   const now = new Date().toISOString()
-  const result = await loadProxyConfig(getConfig().proxy.adminUrl, json)
+  // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
+  const result = await loadProxyConfig(getConfig().proxy.adminUrl, json, { force: opts.force })
   if (result.outcome === 'rejected') {
     _lastAttempt = { at: now, status: 'rejected', error: result.proxyError }
     logger.warn(`proxy rejected the configuration (${reason}): ${result.proxyError}`)
@@ -57,7 +58,7 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
   await writeRuntimeState(tx, _STATE_KEY, {
     last_reconcile_at: now, last_reconcile_status: 'ok', last_error: null, pushed_hash: hash, pushed_at: now, warnings,
   } satisfies ReconcileState)
-  if (previous.pushed_hash !== hash)
+  if (previous.pushed_hash !== hash || opts.force)
     await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: hash.slice(0, 16), hosts: snapshot.hosts.length, warnings }, tx)
   return { status: 'applied', warnings }
 }

@@ -1,0 +1,2 @@
+DROP TABLE manual_certs;
+DROP TABLE dns_providers;

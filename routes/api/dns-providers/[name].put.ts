@@ -1,0 +1,10 @@
+import { defineEventHandler, getRouterParam } from 'h3'
+import { readValidatedJson } from '~/server/utils/core/validate'
+import { auditContextOf } from '~/server/utils/core/audit'
+import { dnsProviderBody, getDnsProvider, updateDnsProvider } from '~/server/utils/hosts/dns-providers'
+
+export default defineEventHandler(async (event) => {
+  const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+  await getDnsProvider(name) // 404 for a name outside the catalogue, before the body is judged
+  return updateDnsProvider(name, await readValidatedJson(event, dnsProviderBody), auditContextOf(event))
+})

@@ -1,0 +1,65 @@
+import { X509Certificate } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { inArray } from 'drizzle-orm'
+import { hosts, manualCerts } from '../../../db/schema'
+import { getDb, type Executor } from '../core/db'
+import { getConfig } from '../core/config'
+import { describeCertificate } from './cert-validation'
+
+// Expiry of every certificate the proxy serves: uploaded ones from their
+// metadata, ACME ones read (read-only) from the proxy's storage folder.
+
+export interface CertificateSummary { source: 'acme' | 'manual'; not_after: string | null; issuer: string | null }
+type HostRow = typeof hosts.$inferSelect
+
+const _SCAN_EVERY_MS = 10_000
+let _acmeCache: { atMs: number; byName: Map<string, { not_after: string; issuer: string }> } | undefined
+
+/** name -> the newest certificate in `<PROXY_DATA_DIR>/certificates/<issuer>/<name>/<name>.crt`. */
+export function scanAcmeCertificates(storageRoot: string): Map<string, { not_after: string; issuer: string }> {
+  const byName = new Map<string, { not_after: string; issuer: string }>()
+  const root = join(storageRoot, 'certificates')
+  if (!existsSync(root)) return byName
+  for (const issuerDir of readdirSync(root)) {
+    let names: string[]
+    try { names = readdirSync(join(root, issuerDir)) } catch { continue }
+    for (const name of names) {
+      try {
+        const meta = describeCertificate(new X509Certificate(readFileSync(join(root, issuerDir, name, `${name}.crt`))))
+        const known = byName.get(name)
+        if (!known || known.not_after < meta.not_after) byName.set(name.replace(/^wildcard_/, '*'), { not_after: meta.not_after, issuer: meta.issuer })
+      } catch { /* a half-written or foreign file: skip */ }
+    }
+  }
+  return byName
+}
+
+function _acme(): Map<string, { not_after: string; issuer: string }> {
+  const root = getConfig().proxy.dataDir
+  if (!root) return new Map()
+  if (!_acmeCache || Date.now() - _acmeCache.atMs > _SCAN_EVERY_MS) _acmeCache = { atMs: Date.now(), byName: scanAcmeCertificates(root) }
+  return _acmeCache.byName
+}
+
+export async function certificateSummaries(rows: HostRow[], exec: Executor = getDb()): Promise<Map<number, CertificateSummary | null>> {
+  const out = new Map<number, CertificateSummary | null>()
+  const manualIds = rows.filter((r) => r.tlsMode === 'manual').map((r) => r.id)
+  const manual = new Map(manualIds.length
+    ? (await exec.select({ hostId: manualCerts.hostId, notAfter: manualCerts.notAfter, issuer: manualCerts.issuer }).from(manualCerts).where(inArray(manualCerts.hostId, manualIds))).map((m) => [m.hostId, m])
+    : [])
+  const acme = rows.some((r) => r.tlsMode === 'auto') ? _acme() : new Map()
+  for (const r of rows) {
+    if (r.tlsMode === 'none') out.set(r.id, null)
+    else if (r.tlsMode === 'manual') { const m = manual.get(r.id); out.set(r.id, { source: 'manual', not_after: m?.notAfter ?? null, issuer: m?.issuer ?? null }) }
+    else { const a = acme.get(r.domain); out.set(r.id, { source: 'acme', not_after: a?.not_after ?? null, issuer: a?.issuer ?? null }) }
+  }
+  return out
+}
+
+/** Every served certificate with its expiry, for the overview and the expiry notifications. */
+export async function listCertificateExpiries(): Promise<Array<{ host_id: number; domain: string } & CertificateSummary>> {
+  const rows = await getDb().select().from(hosts)
+  const summaries = await certificateSummaries(rows)
+  return rows.flatMap((r) => { const s = summaries.get(r.id); return s ? [{ host_id: r.id, domain: r.domain, ...s }] : [] })
+}

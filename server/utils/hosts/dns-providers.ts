@@ -1,0 +1,139 @@
+import { eq } from 'drizzle-orm'
+import { z } from 'zod'
+import { dnsProviders } from '../../../db/schema'
+import { getDb, writeTransaction, type Executor } from '../core/db'
+import { badRequest, notFound } from '../core/errors'
+import { getConfig } from '../core/config'
+import { getSecretsBox } from '../core/secrets'
+import { logger } from '../core/log'
+import { UNCHANGED } from '../core/settings'
+import { writeAudit, systemActor, type AuditContext } from '../core/audit'
+import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
+import type { ProxySnapshot } from '../proxy/build/types'
+import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, findDnsProvider, type DnsProviderDefinition } from './dns-catalogue'
+
+type Row = typeof dnsProviders.$inferSelect
+const CREDENTIALS_LIMIT_BYTES = 4096
+const _owner = (name: string) => `dns_providers/${name}/credentials`
+
+function _definition(name: string): DnsProviderDefinition {
+  const def = findDnsProvider(name)
+  if (!def) throw notFound('DNS provider', name)
+  return def
+}
+
+function _open(row: Row | undefined): Record<string, string> | null {
+  if (!row?.credentials) return null
+  return JSON.parse(getSecretsBox().open(row.credentials, _owner(row.name)))
+}
+
+/** A catalogue entry joined with its stored state; never a credential. */
+export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefined) {
+  return {
+    name: def.name, display_name: def.display_name, enabled: row?.enabled ?? false, configured: !!row?.credentials,
+    fields: def.fields.map((f) => ({ ...f })), proxy_module: def.proxy_module, docs_url: def.docs_url,
+  }
+}
+
+export async function listDnsProviders() {
+  const rows = new Map((await getDb().select().from(dnsProviders)).map((r) => [r.name, r]))
+  return DNS_PROVIDER_CATALOGUE.map((def) => presentDnsProvider(def, rows.get(def.name)))
+}
+
+export async function getDnsProvider(name: string) {
+  const def = _definition(name)
+  return presentDnsProvider(def, await getDb().select().from(dnsProviders).where(eq(dnsProviders.name, name)).get())
+}
+
+export const dnsProviderBody = z.strictObject({
+  enabled: z.boolean({ message: 'enabled: must be true or false' }),
+  credentials: z.record(z.string(), z.string({ message: 'every credential must be a string' })).optional(),
+})
+
+/** Applies the PUT rules of the spec to the stored credentials; throws 400 naming what to fix. */
+export function mergeCredentials(def: DnsProviderDefinition, stored: Record<string, string> | null, given: Record<string, string> | undefined): Record<string, string> | null {
+  if (given === undefined) return stored
+  if (Buffer.byteLength(JSON.stringify(given)) > CREDENTIALS_LIMIT_BYTES) throw badRequest(`credentials: must be at most ${CREDENTIALS_LIMIT_BYTES} bytes`)
+  const known = new Set(def.fields.map((f) => f.key))
+  for (const key of Object.keys(given)) {
+    if (!known.has(key)) throw badRequest(`credentials.${key}: unknown field for ${def.name}; its fields are ${[...known].join(', ')}`)
+  }
+  const merged: Record<string, string> = {}
+  for (const field of def.fields) {
+    const value = given[field.key]
+    if (value === UNCHANGED) {
+      if (stored?.[field.key] === undefined) throw badRequest(`credentials.${field.key}: "${UNCHANGED}" given but nothing is stored for it`)
+      merged[field.key] = stored[field.key]!
+    } else if (value !== undefined && value.trim() !== '') {
+      if (/[\u0000-\u001f\u007f]/.test(value)) throw badRequest(`credentials.${field.key}: must not contain control characters`)
+      merged[field.key] = value.trim()
+    }
+  }
+  for (const field of def.fields) {
+    if (field.required && merged[field.key] === undefined) throw badRequest(`credentials.${field.key}: is required for ${def.name}`)
+  }
+  return merged
+}
+
+export async function updateDnsProvider(name: string, body: z.infer<typeof dnsProviderBody>, ctx: AuditContext) {
+  const def = _definition(name)
+  return writeTransaction(async (tx) => {
+    const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
+    const credentials = mergeCredentials(def, _open(row), body.credentials)
+    if (body.enabled && !credentials) throw badRequest(`credentials: ${name} has none stored; send ${def.fields.filter((f) => f.required).map((f) => f.key).join(', ')}`)
+    const sealed = credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
+    const now = new Date().toISOString()
+    await tx.insert(dnsProviders).values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
+      .onConflictDoUpdate({ target: dnsProviders.name, set: { enabled: body.enabled, credentials: sealed, updatedAt: now } })
+    await writeAudit(ctx, 'dns_provider_update', {
+      name, enabled: body.enabled, fields_sent: Object.keys(body.credentials ?? {}).sort(),
+    }, tx)
+    const outcome = await reconcileInTransaction(tx, ctx, `DNS provider ${name} updated`)
+    const stored = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
+    return { ...presentDnsProvider(def, stored), reconcile: presentReconcile(outcome) }
+  })
+}
+
+/**
+ * Whether a host may use this provider for DNS-01 (spec Hosts rules 1–3):
+ * in the catalogue, enabled with credentials, or provider_a with the legacy variable.
+ */
+export async function assertDnsProviderUsable(exec: Executor, name: string | null): Promise<void> {
+  if (!name) throw badRequest('tls_dns_provider: is required when tls_challenge is "dns"')
+  if (!findDnsProvider(name)) throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(' or ')}`)
+  const row = await exec.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
+  if (row?.enabled && row.credentials) return
+  if (name === 'provider_a' && getConfig().providerAApiToken && !row) return
+  throw badRequest(`tls_dns_provider: ${name} is ${row && !row.enabled ? 'disabled' : 'not configured'}; configure it under DNS providers first`)
+}
+
+/** Legacy import: PROVIDER_A_API_TOKEN is stored (sealed) once when provider_a has no credentials. */
+export async function importLegacyProviderAToken(): Promise<void> {
+  const token = getConfig().providerAApiToken
+  if (!token) return
+  await writeTransaction(async (tx) => {
+    const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, 'provider_a')).get()
+    if (row?.credentials) return
+    const sealed = getSecretsBox().seal(JSON.stringify({ api_token: token }), _owner('provider_a'))
+    const now = new Date().toISOString()
+    await tx.insert(dnsProviders).values({ name: 'provider_a', enabled: true, credentials: sealed, updatedAt: now })
+      .onConflictDoUpdate({ target: dnsProviders.name, set: { credentials: sealed, updatedAt: now } })
+    await writeAudit(systemActor('legacy-import'), 'dns_provider_import', { name: 'provider_a', from: 'PROVIDER_A_API_TOKEN' }, tx)
+    logger.info('imported PROVIDER_A_API_TOKEN into the stored provider_a credentials (the variable is deprecated and will be removed in the next minor release)')
+  })
+}
+
+/**
+ * Decrypted credentials go into the snapshot only, on every reconcile, so a
+ * rotation reaches the proxy without restarting it.
+ */
+export async function addDnsProvidersToSnapshot(exec: Executor, snapshot: ProxySnapshot): Promise<void> {
+  const rows = new Map((await exec.select().from(dnsProviders)).map((r) => [r.name, r]))
+  for (const def of DNS_PROVIDER_CATALOGUE) {
+    const row = rows.get(def.name)
+    const credentials = row?.enabled ? _open(row) : null
+    if (credentials) snapshot.dnsProviders[def.name] = { module: def.module, credentials }
+    else if (!row && def.name === 'provider_a' && getConfig().providerAApiToken)
+      snapshot.dnsProviders[def.name] = { module: def.module, credentials: { api_token: PROVIDER_A_ENV_PLACEHOLDER } }
+  }
+}

@@ -1,0 +1,138 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
+import { hosts, manualCerts } from '../../../db/schema'
+import { getDb, writeTransaction, type Executor } from '../core/db'
+import { badRequest, notFound } from '../core/errors'
+import { getConfig } from '../core/config'
+import { getSecretsBox } from '../core/secrets'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { logger } from '../core/log'
+import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
+import type { ProxySnapshot } from '../proxy/build/types'
+import { validateCertificateUpload } from './cert-validation'
+
+type Row = typeof manualCerts.$inferSelect
+const _keyOwner = (hostId: number) => `manual_certs/${hostId}/key`
+const _fileNames = (hostId: number) => ({ cert: `host-${hostId}.crt`, key: `host-${hostId}.key` })
+
+export function presentManualCert(row: Row, domain: string) {
+  return {
+    host_id: row.hostId, domain, subject: row.subject, issuer: row.issuer, sans: row.sans, not_before: row.notBefore,
+    not_after: row.notAfter, fingerprint_sha256: row.fingerprintSha256, has_chain: !!row.chainPem,
+    uploaded_at: row.uploadedAt, uploaded_by: row.uploadedBy,
+  }
+}
+
+function _writeAtomically(path: string, content: string, mode: number): void {
+  const tmp = `${path}.tmp-${process.pid}`
+  writeFileSync(tmp, content, { mode })
+  chmodSync(tmp, mode)
+  renameSync(tmp, path)
+}
+
+/** Writes leaf+chain and key where the proxy loads them (temp file + rename, key 0600). */
+function _writeFiles(row: Pick<Row, 'hostId' | 'certPem' | 'chainPem' | 'keySealed'>): void {
+  const dir = getConfig().certsDir
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const names = _fileNames(row.hostId)
+  _writeAtomically(join(dir, names.cert), row.certPem + (row.chainPem ?? ''), 0o644)
+  _writeAtomically(join(dir, names.key), getSecretsBox().open(row.keySealed, _keyOwner(row.hostId)), 0o600)
+}
+
+function _removeFiles(hostId: number): void {
+  const names = _fileNames(hostId)
+  for (const n of [names.cert, names.key]) rmSync(join(getConfig().certsDir, n), { force: true })
+}
+
+async function _hostOf(exec: Executor, hostId: number) {
+  const host = await exec.select().from(hosts).where(eq(hosts.id, hostId)).get()
+  if (!host) throw notFound('host', hostId)
+  return host
+}
+
+export async function listManualCerts() {
+  const rows = await getDb().select({ c: manualCerts, domain: hosts.domain }).from(manualCerts).innerJoin(hosts, eq(hosts.id, manualCerts.hostId)).orderBy(manualCerts.hostId)
+  return rows.map((r) => presentManualCert(r.c, r.domain))
+}
+
+export async function getManualCert(hostId: number) {
+  const host = await _hostOf(getDb(), hostId)
+  const row = await getDb().select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
+  if (!row) throw notFound('manual certificate for host', hostId)
+  return presentManualCert(row, host.domain)
+}
+
+/** Certificate + chain for download; the key is never part of it. */
+export async function readManualCertPem(hostId: number): Promise<{ domain: string; pem: string }> {
+  const host = await _hostOf(getDb(), hostId)
+  const row = await getDb().select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
+  if (!row) throw notFound('manual certificate for host', hostId)
+  return { domain: host.domain, pem: row.certPem + (row.chainPem ?? '') }
+}
+
+export async function uploadManualCert(hostId: number, parts: { certPem: string; keyPem: string; chainPem?: string | null }, ctx: AuditContext) {
+  const host = await _hostOf(getDb(), hostId)
+  const valid = validateCertificateUpload(parts, [host.domain, ...host.aliases])
+  return writeTransaction(async (tx) => {
+    const previous = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
+    const now = new Date().toISOString()
+    const row: Row = {
+      hostId, subject: valid.metadata.subject, issuer: valid.metadata.issuer, sans: valid.metadata.sans,
+      notBefore: valid.metadata.not_before, notAfter: valid.metadata.not_after, fingerprintSha256: valid.metadata.fingerprint_sha256,
+      certPem: valid.leafPem, chainPem: valid.chainPem, keySealed: getSecretsBox().seal(valid.keyPem, _keyOwner(hostId)),
+      uploadedAt: now, uploadedBy: ctx.actor,
+    }
+    await tx.insert(manualCerts).values(row).onConflictDoUpdate({ target: manualCerts.hostId, set: row })
+    await tx.update(hosts).set({ tlsMode: 'manual', updatedAt: now }).where(eq(hosts.id, hostId))
+    await writeAudit(ctx, 'manual_cert_upload', { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter }, tx)
+    // The proxy reads the files during /load, so they are in place first; a
+    // rejection puts the previous files back along with the rolled-back rows.
+    _writeFiles(row)
+    try {
+      const outcome = await reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} uploaded`, { force: true })
+      return { ...presentManualCert(row, host.domain), reconcile: presentReconcile(outcome) }
+    } catch (err) {
+      if (previous) _writeFiles(previous); else _removeFiles(hostId)
+      throw err
+    }
+  })
+}
+
+export async function deleteManualCert(hostId: number, revert: 'auto' | 'none', ctx: AuditContext) {
+  const outcome = await writeTransaction(async (tx) => {
+    const host = await _hostOf(tx, hostId)
+    const row = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
+    if (!row) throw notFound('manual certificate for host', hostId)
+    await tx.delete(manualCerts).where(eq(manualCerts.hostId, hostId))
+    await tx.update(hosts).set({ tlsMode: revert, updatedAt: new Date().toISOString() }).where(eq(hosts.id, hostId))
+    await writeAudit(ctx, 'manual_cert_delete', { host_id: hostId, domain: host.domain, revert }, tx)
+    return reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} removed`)
+  })
+  _removeFiles(hostId) // the proxy no longer references them
+  return outcome
+}
+
+export async function addManualCertsToSnapshot(exec: Executor, snapshot: ProxySnapshot): Promise<void> {
+  const dir = getConfig().proxy.certsDir
+  for (const row of await exec.select({ hostId: manualCerts.hostId }).from(manualCerts)) {
+    const names = _fileNames(row.hostId)
+    snapshot.manualCerts.push({ hostId: row.hostId, certFile: join(dir, names.cert), keyFile: join(dir, names.key) })
+  }
+}
+
+/** At boot the files are re-derived from the database (a fresh shared volume, a restore). */
+export async function syncManualCertFiles(): Promise<void> {
+  for (const row of await getDb().select().from(manualCerts)) {
+    const certPath = join(getConfig().certsDir, _fileNames(row.hostId).cert)
+    if (existsSync(certPath) && readFileSync(certPath, 'utf8') === row.certPem + (row.chainPem ?? '')) continue
+    _writeFiles(row)
+    logger.info(`rewrote the certificate files of host ${row.hostId} from the database`)
+  }
+}
+
+export function parseRevert(value: unknown): 'auto' | 'none' {
+  if (value === undefined || value === '') return 'auto'
+  if (value === 'auto' || value === 'none') return value
+  throw badRequest('revert: must be "auto" or "none"')
+}
