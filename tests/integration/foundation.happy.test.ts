@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ADMIN, sessionCookieOf, startPanel, type PanelHandle } from '../support/panel'
+import { ADMIN, registerTestSecret, sessionCookieOf, startPanel, type PanelHandle } from '../support/panel'
 import { httpRequest } from '../support/http'
 
 let panel: PanelHandle
 let admin: string
+registerTestSecret('smtp-pass-VERY-SECRET', 'viewer-password-1', 'first-password-1')
 
 beforeAll(async () => {
   panel = await startPanel()

@@ -11,6 +11,17 @@ import { freePort } from './ports'
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 export const ADMIN = { email: 'admin@example.test', password: 'admin-password-123' }
+export const TEST_MASTER_KEY = 'test-master-key-0123456789-abcdefghijklmnop'
+
+// Every response of the suite and every panel's output are scanned for the
+// secret values tests use: one appearing anywhere fails the test at once.
+const _secrets = new Set<string>([ADMIN.password, TEST_MASTER_KEY])
+export function registerTestSecret(...values: string[]): void {
+  for (const v of values) _secrets.add(v)
+}
+function _assertNoSecret(text: string, where: string): void {
+  for (const s of _secrets) if (text.includes(s)) throw new Error(`${where} contains the secret value ${s.slice(0, 4)}…`)
+}
 
 export interface PanelResponse<T = any> { status: number; headers: Headers; text: string; json: T }
 export interface RequestOptions { method?: string; body?: unknown; rawBody?: string | Buffer; cookie?: string; headers?: Record<string, string> }
@@ -42,7 +53,7 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root',
     NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', PANEL_DATA_DIR: dataDir,
-    PANEL_MASTER_KEY: 'test-master-key-0123456789-abcdefghijklmnop', PROXY_MODULES: 'none',
+    PANEL_MASTER_KEY: TEST_MASTER_KEY, PROXY_MODULES: 'none',
     PROXY_ADMIN_URL: 'http://127.0.0.1:1', // nothing listens: tests that need a proxy pass their own
     ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
     ...opts.env,
@@ -75,6 +86,8 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
       if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json' }
       const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body: body as BodyInit | undefined, redirect: 'manual' })
       const text = await res.text()
+      _assertNoSecret(text, `the response to ${o.method ?? 'GET'} ${path}`)
+      for (const [k, v] of res.headers) if (k !== 'set-cookie') _assertNoSecret(v, `response header ${k} of ${path}`)
       let json: any
       try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }
       return { status: res.status, headers: res.headers, text, json }
@@ -92,6 +105,7 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     async stop() {
       dbClient?.close(); dbClient = undefined
       if (child.exitCode === null) { child.kill('SIGTERM'); await exited }
+      _assertNoSecret(output, 'the panel output')
     },
     async kill(signal) {
       dbClient?.close(); dbClient = undefined

@@ -81,7 +81,9 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
     const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
     const credentials = mergeCredentials(def, _open(row), body.credentials)
     if (body.enabled && !credentials) throw badRequest(`credentials: ${name} has none stored; send ${def.fields.filter((f) => f.required).map((f) => f.key).join(', ')}`)
-    const sealed = credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
+    // Untouched credentials keep their stored ciphertext; only new values are sealed.
+    const sealed = body.credentials === undefined ? (row?.credentials ?? null)
+      : credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
     const now = new Date().toISOString()
     await tx.insert(dnsProviders).values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
       .onConflictDoUpdate({ target: dnsProviders.name, set: { enabled: body.enabled, credentials: sealed, updatedAt: now } })
