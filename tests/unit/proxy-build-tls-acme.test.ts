@@ -36,7 +36,7 @@ describe('buildAcmePolicies — one policy per host, only the chosen challenge',
       modules: ['dns'], hosts: [autoHost({ tls_challenge: 'dns', tls_dns_provider: 'provider_b' })],
       dnsProviders: { provider_b: { module: 'route53', credentials: { access_key_id: 'AKIA', secret_access_key: 's3cret' } } },
     }))
-    expect(p.issuers[0].challenges).toEqual({ dns: { provider: { name: 'route53', access_key_id: 'AKIA', secret_access_key: 's3cret', region: 'us-east-1' } } })
+    expect(p.issuers[0].challenges).toEqual({ dns: { provider: { name: 'route53', access_key_id: 'AKIA', secret_access_key: 's3cret', region: 'us-east-1' } }, http: { disabled: true }, 'tls-alpn': { disabled: true } })
   })
 
   it('dns-01 without the dns module or without credentials: no policy and a warning', () => {

@@ -14,8 +14,8 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
   }
   const credentials = { ...provider.credentials }
   if (provider.module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
-  // Setting challenges.dns makes DNS-01 the only challenge (A3).
-  return { dns: { provider: { name: provider.module, ...credentials } } }
+  // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.
+  return { dns: { provider: { name: provider.module, ...credentials } }, http: { disabled: true }, 'tls-alpn': { disabled: true } }
 }
 
 /** One automation policy per auto-TLS host, with only the chosen challenge enabled. Never a catch-all. */
