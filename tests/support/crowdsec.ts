@@ -69,3 +69,35 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     async restart() { await proc.stop(); await start() },
   }
 }
+
+export type CrowdsecHandle = Awaited<ReturnType<typeof startCrowdsec>>
+export interface TestDecision { value: string; scope?: 'Ip' | 'Range'; origin?: string; scenario?: string; duration?: string; type?: string }
+
+/** Posts one alert carrying these decisions, as the machine (like cscli decisions add does). */
+export async function postDecisions(cs: CrowdsecHandle, decisions: TestDecision[]): Promise<void> {
+  const headers = { 'user-agent': 'panel-test/1.0', 'content-type': 'application/json' }
+  const login = await fetch(`${cs.url}/v1/watchers/login`, { method: 'POST', headers, body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }) })
+  const { token } = await login.json() as { token: string }
+  const now = new Date().toISOString()
+  const alert = [{
+    scenario: 'panel-test/manual', scenario_hash: '', scenario_version: '', message: 'test decisions', events_count: 1,
+    start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [], source: { scope: '', value: '' },
+    decisions: decisions.map((d) => ({
+      origin: d.origin ?? 'cscli', type: d.type ?? 'ban', scope: d.scope ?? (d.value.includes('/') ? 'Range' : 'Ip'), value: d.value,
+      duration: d.duration ?? '4h', scenario: d.scenario ?? 'panel-test/manual',
+    })),
+  }]
+  const res = await fetch(`${cs.url}/v1/alerts`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}` }, body: JSON.stringify(alert) })
+  if (res.status !== 201) throw new Error(`posting decisions failed: ${res.status} ${await res.text()}`)
+}
+
+/** What the bouncer sees for an address (decision values and origins). */
+export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Array<{ id: number; value: string; origin: string; scope: string }>> {
+  const res = await fetch(`${cs.url}/v1/decisions?ip=${encodeURIComponent(ip)}`, { headers: { 'user-agent': 'panel-test/1.0', 'x-api-key': cs.bouncerKey } })
+  return (await res.json()) ?? []
+}
+
+/** The environment a panel needs to drive this engine. */
+export function panelEnvFor(cs: CrowdsecHandle): Record<string, string> {
+  return { LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: join(cs.configDir, '..', 'hub'), CROWDSEC_DATA_DIR: cs.dataDir }
+}

@@ -45,6 +45,12 @@ export interface PanelConfig {
   certsDir: string
   lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string }
   crowdsecConfigDir?: string
+  /** The engine's hub folder (index + items); default <config dir>/hub. */
+  crowdsecHubDir?: string
+  /** The engine's data folder (CRS plugin files for appsec tuning). */
+  crowdsecDataDir?: string
+  /** Period of the drift detector. */
+  driftIntervalSeconds: number
   geoip: { countryUrl: string; asnUrl: string }
   providerAApiToken?: string
   logLevel: 'info' | 'debug'
@@ -123,6 +129,9 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const geoAsn = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
   for (const [name, v] of [['GEOIP_COUNTRY_URL', geoCountry], ['GEOIP_ASN_URL', geoAsn]] as const)
     if (!_isUrl(v, ['http:', 'https:', 'file:'])) errors.push(`${name} must be an http(s) or file: URL`)
+  const driftIntervalSeconds = Number(_opt(env, 'PANEL_DRIFT_INTERVAL_SECONDS') ?? '60')
+  if (!Number.isInteger(driftIntervalSeconds) || driftIntervalSeconds < 1 || driftIntervalSeconds > 3600)
+    errors.push('PANEL_DRIFT_INTERVAL_SECONDS must be an integer from 1 to 3600')
   const logLevel = (_opt(env, 'PANEL_LOG_LEVEL') ?? 'info').toLowerCase()
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
 
@@ -146,6 +155,9 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
     },
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
+    crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
+    crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
+    driftIntervalSeconds,
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],

@@ -12,6 +12,7 @@ export function describeZodError(error: z.ZodError): string {
     const where = issue.path.length ? `${issue.path.join('.')}: ` : ''
     return `${where}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
   }
+  if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `${path}: is required`
   return `${path}: ${issue.message}`
 }
 

@@ -1,0 +1,125 @@
+import { getConfig } from '../core/config'
+import { upstreamUnavailable } from '../core/errors'
+import { createError } from 'h3'
+import { PANEL_VERSION } from '../core/version'
+
+// The one client of the security engine's local API (LAPI). Machine routes use
+// a JWT from /v1/watchers/login (reused, renewed on 401); bouncer routes use the
+// key. The LAPI answers null for empty lists: every list comes back as [].
+
+const _TIMEOUT_MS = 5_000
+const _USER_AGENT = `edge-panel/${PANEL_VERSION}` // the LAPI refuses a User-Agent not shaped name/version
+
+let _token: string | undefined
+let _loginInFlight: Promise<string> | undefined
+
+export interface LapiDecision { id: number; origin: string; type: string; scope: string; value: string; duration: string; scenario: string; until?: string }
+
+export class LapiUnreachable extends Error {}
+
+function _engineError(status: number, body: string) {
+  let text = body
+  try { text = JSON.parse(body).message ?? body } catch { /* plain */ }
+  return createError({ statusCode: 502, statusMessage: 'Bad Gateway', message: `security engine answered ${status}: ${text.slice(0, 300)}` })
+}
+
+async function _send(path: string, init: RequestInit & { query?: Record<string, string> }): Promise<Response> {
+  const url = new URL(path, getConfig().lapi.url + '/')
+  for (const [k, v] of Object.entries(init.query ?? {})) url.searchParams.set(k, v)
+  try {
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(_TIMEOUT_MS), headers: { 'user-agent': _USER_AGENT, ...init.headers } })
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } }
+    const detail = e.name === 'TimeoutError' ? `no answer within ${_TIMEOUT_MS} ms` : (e.cause?.code ?? e.message)
+    throw new LapiUnreachable(`local API at ${getConfig().lapi.url} is unreachable: ${detail}`)
+  }
+}
+
+function _unavailable(err: unknown): never {
+  if (err instanceof LapiUnreachable) throw upstreamUnavailable('security engine', err.message.replace(/^local API/, 'its local API'))
+  throw err
+}
+
+async function _login(): Promise<string> {
+  const { machineId, machinePassword } = getConfig().lapi
+  if (!machineId || !machinePassword) throw upstreamUnavailable('security engine', 'machine credentials are not configured (set LAPI_MACHINE_ID and LAPI_MACHINE_PASSWORD)')
+  const res = await _send('v1/watchers/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ machine_id: machineId, password: machinePassword, scenarios: [] }) })
+  if (res.status !== 200) throw _engineError(res.status, await res.text())
+  return (await res.json()).token as string
+}
+
+async function _machineToken(fresh: boolean): Promise<string> {
+  if (_token && !fresh) return _token
+  _loginInFlight ??= _login().finally(() => { _loginInFlight = undefined })
+  _token = await _loginInFlight
+  return _token
+}
+
+/** A machine (watcher) call: login once, retry once with a new token on 401. */
+export async function machineRequest(method: string, path: string, opts: { query?: Record<string, string>; body?: unknown } = {}): Promise<{ status: number; json: any }> {
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const token = await _machineToken(attempt > 0)
+      const res = await _send(path, {
+        method, query: opts.query, body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        headers: { authorization: `Bearer ${token}`, ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      })
+      if (res.status === 401 && attempt === 0) continue
+      const text = await res.text()
+      let json: any = null
+      try { json = text ? JSON.parse(text) : null } catch { json = text }
+      return { status: res.status, json }
+    }
+  } catch (err) { _unavailable(err) }
+}
+
+/** A bouncer call (decision reads). */
+export async function bouncerRequest(path: string, query: Record<string, string> = {}): Promise<any> {
+  const key = getConfig().lapi.bouncerKey
+  if (!key) throw upstreamUnavailable('security engine', 'the bouncer key is not configured (set LAPI_BOUNCER_KEY)')
+  try {
+    const res = await _send(path, { method: 'GET', query, headers: { 'x-api-key': key } })
+    const text = await res.text()
+    if (res.status !== 200) throw _engineError(res.status, text)
+    return text ? JSON.parse(text) : null
+  } catch (err) { _unavailable(err) }
+}
+
+/** Every active decision (the LAPI's null becomes []). */
+export async function fetchActiveDecisions(query: Record<string, string> = {}): Promise<LapiDecision[]> {
+  return (await bouncerRequest('v1/decisions', query)) ?? []
+}
+
+const _DELETE_FILTERS = ['scopes', 'value', 'type', 'ip', 'range', 'contains', 'scenario', 'origin']
+
+/**
+ * DELETE /v1/decisions with filters. An unfiltered call would expire EVERY
+ * decision of the engine, so one without a real filter is refused here.
+ */
+export async function deleteDecisionsMatching(filter: Record<string, string>): Promise<number> {
+  const keys = Object.keys(filter).filter((k) => filter[k] !== '' && k !== 'contains')
+  if (!keys.length) throw new Error('refusing to send an unfiltered DELETE /v1/decisions (it would remove every decision)')
+  for (const k of Object.keys(filter)) if (!_DELETE_FILTERS.includes(k)) throw new Error(`unknown decision filter ${k}`)
+  const res = await machineRequest('DELETE', 'v1/decisions', { query: filter })
+  if (res.status !== 200) throw _engineError(res.status, JSON.stringify(res.json))
+  return Number(res.json?.nbDeleted ?? 0)
+}
+
+/** DELETE /v1/decisions/{id}; an id that is already gone counts as success. */
+export async function deleteDecisionById(id: number): Promise<'deleted' | 'already-gone'> {
+  const res = await machineRequest('DELETE', `v1/decisions/${id}`)
+  if (res.status === 200) return 'deleted'
+  const message = String(res.json?.message ?? res.json ?? '')
+  if (res.status === 404 || (res.status === 500 && /doesn't exist/.test(message))) return 'already-gone'
+  throw _engineError(res.status, message)
+}
+
+/** The health probe: GET /health needs no credentials. */
+export async function probeEngine(): Promise<{ up: boolean; error: string | null }> {
+  try {
+    const res = await _send('health', { method: 'GET' })
+    return res.status === 200 ? { up: true, error: null } : { up: false, error: `health answered ${res.status}` }
+  } catch (err) {
+    return { up: false, error: (err as Error).message }
+  }
+}
