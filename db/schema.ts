@@ -149,3 +149,16 @@ export const manualCerts = sqliteTable('manual_certs', {
   uploadedAt: text('uploaded_at').notNull(),
   uploadedBy: text('uploaded_by').notNull(),
 })
+
+export const whitelistEntries = sqliteTable('whitelist_entries', {
+  value: text('value').primaryKey(),
+  reason: text('reason').notNull().default(''),
+  createdAt: text('created_at').notNull(),
+  createdBy: text('created_by').notNull(),
+})
+
+export const scenarioOverrides = sqliteTable('scenario_overrides', {
+  canonicalName: text('canonical_name').primaryKey(),
+  linkTarget: text('link_target').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

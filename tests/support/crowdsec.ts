@@ -62,8 +62,17 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
   const bouncerKey = randomBytes(16).toString('hex')
   await cscli(['machines', 'add', machineId, '--password', machinePassword, '-f', join(etc, 'panel_credentials.yaml')])
   await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
+  // The agent side (crowdsec -t, or a run without -no-cs) logs in with its own machine.
+  await cscli(['machines', 'add', 'agent', '--password', randomBytes(16).toString('hex'), '-f', join(etc, 'local_api_credentials.yaml'), '--force'])
+  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${join(root, 'access.log')}]\nlabels: {type: caddy}\n`)
+  writeFileSync(join(root, 'access.log'), '')
+  /** `crowdsec -t`: loads the whole configuration (parsers, scenarios, profiles) and exits. */
+  const testConfig = async () => {
+    try { const r = await run('/usr/bin/crowdsec', ['-c', configFile, '-t']); return { ok: true, output: r.stdout + r.stderr } }
+    catch (err) { const e = err as { stdout?: string; stderr?: string }; return { ok: false, output: (e.stdout ?? '') + (e.stderr ?? '') } }
+  }
   return {
-    url, machineId, machinePassword, bouncerKey, configDir: etc, dataDir: data, logFile, cscli,
+    url, machineId, machinePassword, bouncerKey, configDir: etc, dataDir: data, hubDir: hub, logFile, cscli, testConfig,
     get pid() { return proc.pid },
     stop: () => proc.stop(),
     async restart() { await proc.stop(); await start() },
@@ -99,5 +108,5 @@ export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Arra
 
 /** The environment a panel needs to drive this engine. */
 export function panelEnvFor(cs: CrowdsecHandle): Record<string, string> {
-  return { LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: join(cs.configDir, '..', 'hub'), CROWDSEC_DATA_DIR: cs.dataDir }
+  return { LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: cs.hubDir, CROWDSEC_DATA_DIR: cs.dataDir }
 }

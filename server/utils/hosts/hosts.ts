@@ -8,6 +8,8 @@ import { HOST_BOOLEAN_DEFAULTS, type HostInput } from './schemas'
 import { assertDnsProviderUsable } from './dns-providers'
 import { findDnsProvider } from './dns-catalogue'
 import { certificateSummaries } from './cert-expiry'
+import { syncTrueDetectProfiles } from '../security/profiles'
+import { logger } from '../core/log'
 import { presentHost } from './present'
 
 type HostRow = typeof hosts.$inferSelect
@@ -72,8 +74,15 @@ async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<vo
   await tx.insert(hostNames).values([input.domain, ...input.aliases].map((name) => ({ name, hostId })))
 }
 
+/** Host changes also decide the engine's true_detect_mode profiles (written after commit). */
+async function _afterHostChange<T>(change: Promise<T>): Promise<T> {
+  const result = await change
+  await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
+  return result
+}
+
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return writeTransaction(async (tx) => {
+  return _afterHostChange(writeTransaction(async (tx) => {
     await _validateReferences(tx, input)
     await _assertNamesFree(tx, [input.domain, ...input.aliases])
     const now = new Date().toISOString()
@@ -81,12 +90,12 @@ export async function createHost(input: HostInput, ctx: AuditContext): Promise<H
     await _writeNames(tx, row.id, input)
     await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
-  })
+  }))
 }
 
 /** Full replace; optional booleans left out keep their stored values. */
 export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return writeTransaction(async (tx) => {
+  return _afterHostChange(writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await _validateReferences(tx, input, current.tlsMode)
@@ -99,25 +108,25 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
     await _writeNames(tx, id, input)
     await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)
-  })
+  }))
 }
 
 export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWithReconcile> {
-  return writeTransaction(async (tx) => {
+  return _afterHostChange(writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     const row = (await tx.update(hosts).set({ enabled: !current.enabled, updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
     await writeAudit(ctx, 'host_toggle', { host_id: id, domain: row.domain, enabled: row.enabled }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`), tx)
-  })
+  }))
 }
 
 export async function deleteHost(id: number, ctx: AuditContext): Promise<ReconcileOutcome> {
-  return writeTransaction(async (tx) => {
+  return _afterHostChange(writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await tx.delete(hosts).where(eq(hosts.id, id))
     await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
     return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
-  })
+  }))
 }

@@ -63,7 +63,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       lapiUrl: cfg.lapi.url, bouncerKey: cfg.lapi.bouncerKey ?? null,
       tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec), appsecUrl: null,
     },
-    waf: { inboundThreshold: 5, outboundThreshold: 4 },
+    waf: { inboundThreshold: await getSetting<number>('appsec.inbound_threshold', exec), outboundThreshold: await getSetting<number>('appsec.outbound_threshold', exec) },
     dnsProviders: {},
     manualCerts: [],
     hosts: hostRows.map(hostRowToSnapshot),

@@ -1,0 +1,2 @@
+DROP TABLE scenario_overrides;
+DROP TABLE whitelist_entries;

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs'
+
+import { z } from 'zod'
+import { getConfig } from '../core/config'
+import { getSetting, updateSettings } from '../core/settings'
+import { upstreamUnavailable } from '../core/errors'
+import type { AuditContext } from '../core/audit'
+import { insideFolder, writeFileAtomically } from './engine-files'
+
+// CRS anomaly thresholds for the engine's AppSec component, written as a
+// panel-owned CRS plugin file (loaded before the CRS rules; proxy-and-engine.md
+// B8). The proxy's own WAF reads the same stored values.
+
+export const APPSEC_PLUGIN_FILE = ['crs-plugins', 'panel', 'panel-config.conf']
+
+export const appsecTuningBody = z.strictObject({
+  inbound_threshold: z.number().int('must be an integer').min(1, 'must be at least 1').max(10_000, 'must be at most 10000'),
+  outbound_threshold: z.number().int('must be an integer').min(1, 'must be at least 1').max(10_000, 'must be at most 10000'),
+})
+
+export function renderAppsecPlugin(inbound: number, outbound: number): string {
+  return [
+    '# Managed by the edge panel: edits here are overwritten. Change the thresholds in the panel.',
+    `SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=${inbound},setvar:tx.outbound_anomaly_score_threshold=${outbound}"`,
+    '',
+  ].join('\n')
+}
+
+function _pluginPath(): string | undefined {
+  const dir = getConfig().crowdsecDataDir
+  return dir ? insideFolder(dir, ...APPSEC_PLUGIN_FILE) : undefined
+}
+
+async function _expected(): Promise<string> {
+  return renderAppsecPlugin(await getSetting<number>('appsec.inbound_threshold'), await getSetting<number>('appsec.outbound_threshold'))
+}
+
+export async function writeAppsecPlugin(): Promise<void> {
+  const path = _pluginPath()
+  if (path) writeFileAtomically(path, await _expected())
+}
+
+export async function appsecDrift(): Promise<string[]> {
+  const path = _pluginPath()
+  if (!path) return []
+  if (!existsSync(path)) return [`${path} is missing`]
+  return readFileSync(path, 'utf8') === (await _expected()) ? [] : [`${path} differs from the stored thresholds`]
+}
+
+export async function readAppsecTuning(driftDetected: boolean) {
+  return {
+    inbound_threshold: await getSetting<number>('appsec.inbound_threshold'),
+    outbound_threshold: await getSetting<number>('appsec.outbound_threshold'),
+    path: _pluginPath() ?? null, drift_detected: driftDetected,
+  }
+}
+
+export async function updateAppsecTuning(input: z.infer<typeof appsecTuningBody>, ctx: AuditContext): Promise<void> {
+  if (!_pluginPath()) throw upstreamUnavailable('security engine', "its data folder is not mounted (set CROWDSEC_DATA_DIR)")
+  await updateSettings({ 'appsec.inbound_threshold': input.inbound_threshold, 'appsec.outbound_threshold': input.outbound_threshold }, ctx)
+  await writeAppsecPlugin()
+}
+

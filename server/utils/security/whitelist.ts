@@ -1,0 +1,97 @@
+import { isIP } from 'node:net'
+import { eq } from 'drizzle-orm'
+import { z } from 'zod'
+import { whitelistEntries } from '../../../db/schema'
+import { getDb, writeTransaction } from '../core/db'
+import { badRequest, conflict, notFound } from '../core/errors'
+import { getConfig } from '../core/config'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { safeText } from '../core/validate'
+import { logger } from '../core/log'
+import { deleteDecisionsMatching } from './lapi'
+import { invalidateDecisionCache } from './decisions'
+import { engineConfigDir, insideFolder, writeFileAtomically, yamlString } from './engine-files'
+
+export const WHITELIST_FILE = ['parsers', 's02-enrich', 'panel-whitelist.yaml']
+
+/** An IP or a CIDR, in canonical text. */
+export function parseIpOrCidr(raw: string): { value: string; kind: 'ip' | 'cidr' } {
+  const v = raw.trim().toLowerCase()
+  const [addr, prefix, extra] = v.split('/')
+  const family = isIP(addr ?? '')
+  if (!family || extra !== undefined) throw badRequest('value: must be an IP address or a CIDR such as 192.0.2.0/24')
+  if (prefix === undefined) return { value: addr!, kind: 'ip' }
+  const bits = Number(prefix)
+  if (!/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128)) throw badRequest(`value: the prefix length must be 0 to ${family === 4 ? 32 : 128}`)
+  return { value: `${addr}/${bits}`, kind: 'cidr' }
+}
+
+export const whitelistBody = z.strictObject({ value: z.string().max(64), reason: safeText(200).optional() })
+
+export function presentWhitelistEntry(r: typeof whitelistEntries.$inferSelect) {
+  return { value: r.value, reason: r.reason, created_at: r.createdAt, created_by: r.createdBy }
+}
+
+export async function listWhitelist() {
+  return { entries: (await getDb().select().from(whitelistEntries).orderBy(whitelistEntries.value)).map(presentWhitelistEntry) }
+}
+
+/** The parser whitelist the engine loads (stage s02-enrich), derived from the database. */
+export function renderWhitelistFile(entries: { value: string }[]): string {
+  const ips = entries.filter((e) => !e.value.includes('/')).map((e) => yamlString(e.value))
+  const cidrs = entries.filter((e) => e.value.includes('/')).map((e) => yamlString(e.value))
+  return [
+    '# Managed by the edge panel: edits here are overwritten. Change the whitelist in the panel.',
+    'name: panel/whitelist',
+    'description: "Operator whitelist managed by the panel"',
+    'whitelist:',
+    '  reason: "panel operator whitelist"',
+    `  ip: [${ips.join(', ')}]`,
+    `  cidr: [${cidrs.join(', ')}]`,
+    '',
+  ].join('\n')
+}
+
+export async function writeWhitelistFile(): Promise<void> {
+  const entries = await getDb().select().from(whitelistEntries).orderBy(whitelistEntries.value)
+  writeFileAtomically(insideFolder(engineConfigDir(), ...WHITELIST_FILE), renderWhitelistFile(entries))
+}
+
+/** Adds an entry; the active decisions it covers go first (a 503 then changes nothing). */
+export async function addWhitelistEntry(input: z.infer<typeof whitelistBody>, ctx: AuditContext) {
+  const { value, kind } = parseIpOrCidr(input.value)
+  engineConfigDir()
+  if (await getDb().select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get()) throw conflict(`value: ${value} is already whitelisted`)
+  // The decisions the entry covers: the address's own Ip decisions, or every
+  // decision inside the CIDR. A wider range that contains the entry stays.
+  const removed = kind === 'ip'
+    ? await deleteDecisionsMatching({ scopes: 'Ip', value })
+    : await deleteDecisionsMatching({ range: value, contains: 'false' })
+  await invalidateDecisionCache()
+  const row = await writeTransaction(async (tx) => {
+    const now = new Date().toISOString()
+    const inserted = (await tx.insert(whitelistEntries).values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor }).returning().get())!
+    await writeAudit(ctx, 'whitelist_add', { value, removed_decisions: removed }, tx)
+    return inserted
+  })
+  await writeWhitelistFile()
+  return { ...presentWhitelistEntry(row), removed_decision_count: removed }
+}
+
+export async function removeWhitelistEntry(raw: string, ctx: AuditContext): Promise<void> {
+  const { value } = parseIpOrCidr(raw)
+  engineConfigDir()
+  await writeTransaction(async (tx) => {
+    const row = await tx.select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get()
+    if (!row) throw notFound('whitelist entry', value)
+    await tx.delete(whitelistEntries).where(eq(whitelistEntries.value, value))
+    await writeAudit(ctx, 'whitelist_delete', { value }, tx)
+  })
+  await writeWhitelistFile()
+}
+
+/** At boot the file is re-derived from the database. */
+export async function syncWhitelistFile(): Promise<void> {
+  if (!getConfig().crowdsecConfigDir) return
+  try { await writeWhitelistFile() } catch (err) { logger.error(`whitelist file: ${(err as Error).message}`) }
+}
