@@ -96,6 +96,7 @@ describe('retired interfaces (spec Versioning 3)', () => {
   ])('%s %s answers 404', async (method, path) => {
     const res = await panel.request(path, { method, cookie: admin, body: method === 'POST' ? {} : undefined })
     expect(res.status).toBe(404)
+    expect(res.json.error).toMatch(/was removed; use /)
   })
 })
 
