@@ -8,5 +8,6 @@ export default defineConfig({
     include: ['bench/**/*.bench.ts'],
     fileParallelism: false, pool: 'forks', testTimeout: 600_000, hookTimeout: 300_000,
     globalSetup: ['tests/support/global-setup.ts'],
+    setupFiles: ['tests/support/file-teardown.ts'],
   },
 })

@@ -1,9 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshRequest } from './admin-http'
 import { freePort } from './ports'
-import { requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
+import { requireBinary, startProcess, waitFor, type ManagedProcess, makeTempDir } from './processes'
 
 const CADDY = '/usr/bin/caddy'
 
@@ -20,7 +19,7 @@ export interface CaddyHandle {
 /** The stock Debian Caddy on a free loopback admin port, in its own temp folder. */
 export async function startCaddy(opts: { workDir?: string } = {}): Promise<CaddyHandle> {
   requireBinary(CADDY, 'caddy')
-  const workDir = opts.workDir ?? mkdtempSync(join(tmpdir(), 'caddy-'))
+  const workDir = opts.workDir ?? makeTempDir('caddy-')
   for (const d of ['data', 'config', 'home', 'storage']) mkdirSync(join(workDir, d), { recursive: true })
   const port = await freePort()
   const adminListen = `127.0.0.1:${port}`

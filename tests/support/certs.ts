@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { makeTempDir } from './processes'
 
 // Real certificates for upload tests, made with openssl: a root, an
 // intermediate, and leaves signed by the intermediate (or not).
@@ -14,7 +14,7 @@ export interface TestPki {
 }
 
 export function createTestPki(): TestPki {
-  const dir = mkdtempSync(join(tmpdir(), 'pki-'))
+  const dir = makeTempDir('pki-')
   const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
   writeFileSync(join(dir, 'ca.ext'), 'basicConstraints=critical,CA:true\nkeyUsage=critical,keyCertSign,cRLSign\n')
   ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-subj', '/CN=Panel Test Root', '-keyout', 'root.key', '-out', 'root.pem', '-addext', 'basicConstraints=critical,CA:true', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'])

@@ -1,11 +1,10 @@
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort } from './ports'
-import { requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
+import { requireBinary, startProcess, waitFor, type ManagedProcess, makeTempDir } from './processes'
 
 const run = promisify(execFile)
 
@@ -13,7 +12,7 @@ const run = promisify(execFile)
 export async function startCrowdsec() {
   requireBinary('/usr/bin/crowdsec', 'crowdsec')
   requireBinary('/usr/bin/cscli', 'cscli')
-  const root = mkdtempSync(join(tmpdir(), 'crowdsec-'))
+  const root = makeTempDir('crowdsec-')
   const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
   mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
   cpSync('/usr/share/crowdsec/hub', hub, { recursive: true })

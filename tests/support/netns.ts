@@ -13,6 +13,11 @@ async function _ip(args: string[]) {
  * by a veth pair (never 203.0.113.0/24 or 192.0.2.0/24 on these machines).
  */
 export async function createPublicClientNamespace(opts: { name?: string; hostAddress: string; clientAddresses: string[] }) {
+  // A crashed earlier run may have left its namespace (and so its route) behind.
+  for (const line of (await _ip(['netns', 'list'])).stdout.split('\n')) {
+    const stale = line.split(' ')[0]
+    if (stale?.startsWith('paneltest-')) await _ip(['netns', 'del', stale]).catch(() => {})
+  }
   const routes = (await _ip(['-4', 'route'])).stdout
   if (routes.includes('198.51.100.')) throw new Error('a 198.51.100.0/24 route already exists on this machine; remove the old test namespace first')
   const tag = randomBytes(3).toString('hex')

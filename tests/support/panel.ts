@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createClient, type Client } from '@libsql/client'
 import { freePort } from './ports'
+import { makeTempDir } from './processes'
 
 // Starts the BUILT panel (.output/server/index.mjs) on a free loopback port with
 // its own data folder, and talks to it over HTTP like any client would.
@@ -49,7 +49,7 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
   const entry = join(REPO_ROOT, '.output/server/index.mjs')
   if (!existsSync(entry)) throw new Error('the panel is not built: run npm run build (scripts/test.sh does)')
   const port = await freePort()
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'panel-test-'))
+  const dataDir = opts.dataDir ?? makeTempDir('panel-test-')
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root',
     NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', PANEL_DATA_DIR: dataDir,

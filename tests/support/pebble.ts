@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './ports'
-import { requireBinary, startProcess, waitFor } from './processes'
+import { requireBinary, startProcess, waitFor, makeTempDir } from './processes'
 
 function _httpsGet(url: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -26,7 +25,7 @@ function _httpsGet(url: string, ca: string): Promise<{ status: number; body: str
 export async function startPebble(opts: { httpPort: number; tlsPort: number }) {
   requireBinary('/usr/bin/pebble', 'pebble')
   requireBinary('/usr/bin/pebble-challtestsrv', 'pebble-challtestsrv')
-  const dir = mkdtempSync(join(tmpdir(), 'pebble-'))
+  const dir = makeTempDir('pebble-')
   const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
   ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-subj', '/CN=pebble test CA', '-keyout', 'ca.key', '-out', 'ca.pem'])
   ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'csr.pem'])

@@ -1,10 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, openSync, readFileSync, closeSync } from 'node:fs'
+import { existsSync, openSync, readFileSync, closeSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 // Starting and stopping the real components: each by its own PID, never by name.
 
 const _running = new Set<ChildProcess>()
-process.on('exit', () => { for (const c of _running) { try { c.kill('SIGKILL') } catch { /* gone */ } } })
+const _tempDirs: string[] = []
+process.on('exit', () => {
+  for (const c of _running) { try { c.kill('SIGKILL') } catch { /* gone */ } }
+  removeTempDirs()
+})
+
+/** Called after each test file (tests/support/file-teardown.ts): vitest may end a worker without an exit event. */
+export function removeTempDirs(): void {
+  for (const d of _tempDirs.splice(0)) { try { rmSync(d, { recursive: true, force: true }) } catch { /* best effort */ } }
+}
+
+/** A temporary folder removed when the test process exits. */
+export function makeTempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  _tempDirs.push(dir)
+  return dir
+}
 
 export interface ManagedProcess { pid: number; logFile: string; exited: Promise<number | null>; stop(): Promise<void> }
 

@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCaddy } from './caddy'
 import { freePort } from './ports'
 import { startPanel, type PanelHandle } from './panel'
+import { makeTempDir } from './processes'
 
 export type CaddyHandle = Awaited<ReturnType<typeof startCaddy>>
 
@@ -17,7 +16,7 @@ export async function startProxyStack(opts: { env?: Record<string, string>; http
   const caddy = await startCaddy()
   const httpPort = opts.httpPort ?? await freePort()
   const httpsPort = opts.httpsPort ?? await freePort()
-  const logDir = mkdtempSync(join(tmpdir(), 'proxy-logs-'))
+  const logDir = makeTempDir('proxy-logs-')
   const httpListen = [`127.0.0.1:${httpPort}`, ...(opts.httpListenExtra ?? []).map((a) => `${a}:${httpPort}`)]
   let panel: PanelHandle
   try {
