@@ -7,7 +7,8 @@ export default defineNitroConfig({
   scanDirs: ['server'],
   errorHandler: '~/server/error',
   experimental: { tasks: true },
-  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'] },
+  // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
+  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'], '0 3 5 * *': ['geoip:refresh'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
   // Every import is explicit (project code, h3, nitropack/runtime): no auto-imports.

@@ -162,3 +162,40 @@ export const scenarioOverrides = sqliteTable('scenario_overrides', {
   linkTarget: text('link_target').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
+
+export const countryJobs = sqliteTable('country_jobs', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  countryCode: text('country_code').notNull(),
+  state: text('state', { enum: ['pending', 'running', 'completed', 'failed'] }).notNull().default('pending'),
+  chunksTotal: integer('chunks_total').notNull().default(0),
+  chunksDone: integer('chunks_done').notNull().default(0),
+  chunksFailed: integer('chunks_failed').notNull().default(0),
+  cidrCommitted: integer('cidr_committed').notNull().default(0),
+  requestedCount: integer('requested_count').notNull().default(0),
+  duration: text('duration').notNull().default(''),
+  reason: text('reason').notNull().default(''),
+  errorMessage: text('error_message').notNull().default(''),
+  createdAt: text('created_at').notNull(),
+  startedAt: text('started_at'),
+  completedAt: text('completed_at'),
+  createdBy: text('created_by').notNull().default(''),
+  instanceId: text('instance_id').notNull().default(''),
+})
+
+export const countryBans = sqliteTable('country_bans', {
+  countryCode: text('country_code').primaryKey(),
+  cidrs: text('cidrs', { mode: 'json' }).notNull().$type<string[]>(),
+  cidrCount: integer('cidr_count').notNull(),
+  mmdbVersion: text('mmdb_version').notNull(),
+  state: text('state', { enum: ['active', 'drifted'] }).notNull().default('active'),
+  duration: text('duration').notNull(),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+  checkedAt: text('checked_at'),
+})
+
+export const leases = sqliteTable('leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  expiresAtMs: integer('expires_at_ms').notNull(),
+})

@@ -55,6 +55,9 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', PANEL_DATA_DIR: dataDir,
     PANEL_MASTER_KEY: TEST_MASTER_KEY, PROXY_MODULES: 'none',
     PROXY_ADMIN_URL: 'http://127.0.0.1:1', // nothing listens: tests that need a proxy pass their own
+    // No outbound downloads from tests: geolocation tests serve their own files.
+    GEOIP_COUNTRY_URL: 'http://127.0.0.1:1/country.mmdb', GEOIP_ASN_URL: 'http://127.0.0.1:1/asn.mmdb',
+    LAPI_URL: 'http://127.0.0.1:1',
     ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
     ...opts.env,
   }

@@ -51,6 +51,8 @@ export interface PanelConfig {
   crowdsecDataDir?: string
   /** Period of the drift detector. */
   driftIntervalSeconds: number
+  /** Period of the country-ban reconciler. */
+  countryReconcileSeconds: number
   geoip: { countryUrl: string; asnUrl: string }
   providerAApiToken?: string
   logLevel: 'info' | 'debug'
@@ -132,6 +134,9 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const driftIntervalSeconds = Number(_opt(env, 'PANEL_DRIFT_INTERVAL_SECONDS') ?? '60')
   if (!Number.isInteger(driftIntervalSeconds) || driftIntervalSeconds < 1 || driftIntervalSeconds > 3600)
     errors.push('PANEL_DRIFT_INTERVAL_SECONDS must be an integer from 1 to 3600')
+  const countryReconcileSeconds = Number(_opt(env, 'PANEL_COUNTRY_RECONCILE_SECONDS') ?? '300')
+  if (!Number.isInteger(countryReconcileSeconds) || countryReconcileSeconds < 1 || countryReconcileSeconds > 86400)
+    errors.push('PANEL_COUNTRY_RECONCILE_SECONDS must be an integer from 1 to 86400')
   const logLevel = (_opt(env, 'PANEL_LOG_LEVEL') ?? 'info').toLowerCase()
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
 
@@ -157,7 +162,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
     crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
     crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
-    driftIntervalSeconds,
+    driftIntervalSeconds, countryReconcileSeconds,
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],

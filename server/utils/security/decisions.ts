@@ -4,6 +4,7 @@ import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { badRequest } from '../core/errors'
 import { deleteDecisionById, fetchActiveDecisions, type LapiDecision } from './lapi'
+import { lookupIp } from '../geo/readers'
 
 export const DECISION_CACHE_TTL_MS = 15_000
 const _CACHE_KEY = 'security:decisions'
@@ -27,13 +28,20 @@ export function parseGoDurationMs(d: string): number | null {
   return matched === d && d ? total : null
 }
 
+function _annotate(d: LapiDecision): { country: string | null; as_number: number | null } {
+  if (d.scope !== 'Ip' && d.scope !== 'Range') return { country: null, as_number: null }
+  try {
+    const g = lookupIp(d.value.split('/')[0]!)
+    return { country: g.country, as_number: g.as_number }
+  } catch { return { country: null, as_number: null } }
+}
+
 function _present(d: LapiDecision, nowMs: number): PresentedDecision {
   const left = parseGoDurationMs(d.duration)
   return {
     id: d.id, value: d.value, scope: d.scope, type: d.type, origin: d.origin, scenario: d.scenario, duration: d.duration,
     until: left === null ? null : new Date(nowMs + left).toISOString(),
-    // Filled from the geolocation databases once that reader exists.
-    country: null, as_number: null,
+    ..._annotate(d),
   }
 }
 

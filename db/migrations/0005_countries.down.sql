@@ -1,0 +1,3 @@
+DROP TABLE leases;
+DROP TABLE country_bans;
+DROP TABLE country_jobs;

@@ -1,0 +1,10 @@
+import { defineEventHandler, getQuery } from 'h3'
+import { isIP } from 'node:net'
+import { badRequest } from '~/server/utils/core/errors'
+import { lookupIp } from '~/server/utils/geo/readers'
+
+export default defineEventHandler((event) => {
+  const ip = String(getQuery(event).ip ?? '').trim()
+  if (!isIP(ip)) throw badRequest('ip: must be an IPv4 or IPv6 address')
+  return lookupIp(ip)
+})

@@ -1,0 +1,203 @@
+import { and, desc, eq, inArray, ne } from 'drizzle-orm'
+import { z } from 'zod'
+import { countryBans, countryJobs } from '../../../db/schema'
+import { getDb, runWrite, writeTransaction } from '../core/db'
+import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
+import { writeAudit, systemActor, type AuditContext } from '../core/audit'
+import { INSTANCE_ID, acquireLease, releaseLease } from '../core/lease'
+import { logger } from '../core/log'
+import { safeText } from '../core/validate'
+import { geoVersion, openGeoReader } from '../geo/readers'
+import { listCountryNetworks } from '../geo/walker'
+import { rollUpNetworks } from '../geo/rollup'
+import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, LapiUnreachable } from './lapi'
+import { invalidateDecisionCache } from './decisions'
+
+// Country bans: the bouncer ignores scope Country, so a ban is expanded into
+// Range decisions (one alert per chunk of 500), tagged with origin
+// panel-country-<CC> so one DELETE ?origin= revokes them all.
+
+export const CHUNK_SIZE = 500
+const _LEASE = 'country-expansion-worker'
+const _LEASE_TTL_MS = 60_000
+export const originOf = (cc: string) => `panel-country-${cc}`
+
+const _regions = new Intl.DisplayNames(['en'], { type: 'region' })
+export function normalizeCountryCode(raw: string): string {
+  const cc = raw.trim().toUpperCase()
+  let known = false
+  try { known = /^[A-Z]{2}$/.test(cc) && _regions.of(cc) !== cc } catch { known = false }
+  if (!known) throw badRequest(`country code: "${raw}" is not an ISO 3166-1 alpha-2 code such as FR`)
+  return cc
+}
+
+export const expandBody = z.strictObject({
+  duration: z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 24h or 8760h (no days: use hours)')
+    .refine((d) => !/^0+(\D|$)/.test(d), 'must be longer than zero'),
+  reason: safeText(200).optional(),
+})
+
+type JobRow = typeof countryJobs.$inferSelect
+export function presentJob(j: JobRow) {
+  return {
+    id: j.id, country_code: j.countryCode, state: j.state, chunks_total: j.chunksTotal, chunks_done: j.chunksDone,
+    chunks_failed: j.chunksFailed, cidr_committed: j.cidrCommitted, requested_count: j.requestedCount, duration: j.duration,
+    reason: j.reason, error_message: j.errorMessage, created_at: j.createdAt, started_at: j.startedAt, completed_at: j.completedAt,
+    created_by: j.createdBy,
+  }
+}
+
+export async function submitExpansion(rawCc: string, body: z.infer<typeof expandBody>, ctx: AuditContext) {
+  const cc = normalizeCountryCode(rawCc)
+  if (!openGeoReader('country')) throw upstreamUnavailable('country database', 'country.mmdb is not loaded; run POST /api/geoip/refresh first')
+  const job = await writeTransaction(async (tx) => {
+    const row = (await tx.insert(countryJobs).values({
+      countryCode: cc, duration: body.duration, reason: body.reason ?? '', createdAt: new Date().toISOString(),
+      createdBy: ctx.actor, instanceId: INSTANCE_ID,
+    }).returning().get())!
+    await writeAudit(ctx, 'country_expand_requested', { job_id: row.id, country_code: cc, duration: body.duration }, tx)
+    return row
+  })
+  return presentJob(job)
+}
+
+export async function getJob(id: number) {
+  const row = await getDb().select().from(countryJobs).where(eq(countryJobs.id, id)).get()
+  if (!row) throw notFound('job', id)
+  return presentJob(row)
+}
+
+export async function listJobs(country: string | undefined, limit: number) {
+  const where = country ? eq(countryJobs.countryCode, normalizeCountryCode(country)) : undefined
+  return (await getDb().select().from(countryJobs).where(where).orderBy(desc(countryJobs.createdAt), desc(countryJobs.id)).limit(limit)).map(presentJob)
+}
+
+/** At boot: jobs a previous panel process left pending or running can never finish. */
+export async function failJobsOfPreviousInstances(): Promise<number> {
+  const r = await runWrite(() => getDb().update(countryJobs)
+    .set({ state: 'failed', errorMessage: 'panel restarted', completedAt: new Date().toISOString() })
+    .where(and(inArray(countryJobs.state, ['pending', 'running']), ne(countryJobs.instanceId, INSTANCE_ID))))
+  return r.rowsAffected
+}
+
+async function _update(id: number, set: Partial<JobRow>) {
+  await runWrite(() => getDb().update(countryJobs).set(set).where(eq(countryJobs.id, id)))
+}
+
+function _alertFor(cc: string, chunk: string[], index: number, total: number, duration: string) {
+  const now = new Date().toISOString()
+  return [{
+    scenario: `panel/country-ban:${cc}`, scenario_hash: '', scenario_version: '', message: `country ban ${cc} chunk ${index + 1}/${total}`,
+    events_count: 1, start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [],
+    source: { scope: 'Range', value: chunk[0] },
+    decisions: chunk.map((value) => ({ origin: originOf(cc), type: 'ban', scope: 'Range', value, duration, scenario: `panel/country-ban:${cc}` })),
+  }]
+}
+
+/** Runs one job to its end; never throws (the job row records the outcome). */
+async function _runJob(job: JobRow): Promise<void> {
+  const cc = job.countryCode
+  const started = new Date().toISOString()
+  await _update(job.id, { state: 'running', startedAt: started })
+  try {
+    const reader = openGeoReader('country')
+    if (!reader) throw new Error('country.mmdb is not loaded')
+    const rolled = rollUpNetworks(listCountryNetworks(reader, cc))
+    const chunks: string[][] = []
+    for (let i = 0; i < rolled.cidrs.length; i += CHUNK_SIZE) chunks.push(rolled.cidrs.slice(i, i + CHUNK_SIZE))
+    await _update(job.id, { chunksTotal: chunks.length, requestedCount: rolled.cidrs.length })
+    const committed: string[] = []
+    let firstError: string | undefined
+    let failed = 0
+    // A re-expansion replaces the previous decisions instead of doubling them.
+    try { await deleteDecisionsMatching({ origin: originOf(cc) }) } catch (err) { firstError = _describe(err) }
+    for (const [i, chunk] of chunks.entries()) {
+      try {
+        const res = await machineRequest('POST', 'v1/alerts', { body: _alertFor(cc, chunk, i, chunks.length, job.duration) })
+        if (res.status !== 201) throw new Error(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`)
+        committed.push(...chunk)
+      } catch (err) {
+        failed++
+        firstError ??= _describe(err)
+        logger.warn(`country ${cc}: chunk ${i + 1}/${chunks.length} failed: ${_describe(err)}`)
+      }
+      await _update(job.id, { chunksDone: i + 1 - failed, chunksFailed: failed, cidrCommitted: committed.length })
+      await acquireLease(_LEASE, _LEASE_TTL_MS)
+    }
+    await invalidateDecisionCache()
+    const done = new Date().toISOString()
+    if (chunks.length && failed === chunks.length) {
+      await _update(job.id, { state: 'failed', completedAt: done, errorMessage: `all ${chunks.length} chunks failed: ${firstError}` })
+      await writeAudit(systemActor('country-expansion'), 'country_expand_failed', { job_id: job.id, country_code: cc })
+      return
+    }
+    await writeTransaction(async (tx) => {
+      await tx.insert(countryBans).values({ countryCode: cc, cidrs: committed, cidrCount: committed.length, mmdbVersion: geoVersion(reader), state: 'active', duration: job.duration, createdAt: done, updatedAt: done })
+        .onConflictDoUpdate({ target: countryBans.countryCode, set: { cidrs: committed, cidrCount: committed.length, mmdbVersion: geoVersion(reader), state: 'active', duration: job.duration, updatedAt: done } })
+      // Some chunks failing still completes the job: what was committed is tracked and enforced.
+      await tx.update(countryJobs).set({ state: 'completed', completedAt: done, errorMessage: failed ? `${failed} of ${chunks.length} chunks failed: ${firstError}` : '' }).where(eq(countryJobs.id, job.id))
+      await writeAudit(systemActor('country-expansion'), 'country_expand_completed', { job_id: job.id, country_code: cc, cidr_committed: committed.length, chunks_failed: failed }, tx)
+    })
+  } catch (err) {
+    await _update(job.id, { state: 'failed', completedAt: new Date().toISOString(), errorMessage: _describe(err) })
+  }
+}
+
+function _describe(err: unknown): string {
+  const e = err as Error & { statusMessage?: string }
+  return err instanceof LapiUnreachable ? e.message : (e.message || String(err))
+}
+
+/** The worker: holds the global lease while pending jobs remain, one job at a time, oldest first. */
+export async function runPendingJobs(): Promise<number> {
+  if (!(await acquireLease(_LEASE, _LEASE_TTL_MS))) return 0
+  let ran = 0
+  try {
+    for (;;) {
+      const next = await getDb().select().from(countryJobs).where(eq(countryJobs.state, 'pending')).orderBy(countryJobs.id).limit(1).get()
+      if (!next) break
+      await _runJob(next)
+      ran++
+    }
+  } finally {
+    await releaseLease(_LEASE)
+  }
+  return ran
+}
+
+export async function listCountryBans() {
+  return (await getDb().select().from(countryBans).orderBy(countryBans.countryCode)).map((b) => ({
+    country_code: b.countryCode, cidrs: b.cidrs, cidr_count: b.cidrCount, mmdb_version: b.mmdbVersion, state: b.state,
+    duration: b.duration, created_at: b.createdAt, updated_at: b.updatedAt, checked_at: b.checkedAt,
+  }))
+}
+
+/** One local-API call removes every decision of the country's origin; then the record goes. */
+export async function revokeCountry(rawCc: string, ctx: AuditContext) {
+  const cc = normalizeCountryCode(rawCc)
+  const removed = await deleteDecisionsMatching({ origin: originOf(cc) })
+  const hadRecord = await writeTransaction(async (tx) => {
+    const r = await tx.delete(countryBans).where(eq(countryBans.countryCode, cc))
+    await writeAudit(ctx, 'country_ban_delete', { country_code: cc, removed_decision_count: removed }, tx)
+    return r.rowsAffected > 0
+  })
+  await invalidateDecisionCache()
+  if (!hadRecord && removed === 0) throw notFound('country ban', cc)
+  return { country_code: cc, removed_decision_count: removed }
+}
+
+/** The reconciler: a record whose decision count no longer matches the engine's is drifted. */
+export async function reconcileCountryBans(): Promise<void> {
+  const busy = new Set((await getDb().select({ cc: countryJobs.countryCode }).from(countryJobs).where(inArray(countryJobs.state, ['pending', 'running']))).map((r) => r.cc))
+  for (const ban of await getDb().select().from(countryBans)) {
+    if (busy.has(ban.countryCode)) continue
+    const actual = (await fetchActiveDecisions({ origins: originOf(ban.countryCode), scopes: 'range' })).length
+    const state = actual === ban.cidrCount ? 'active' : 'drifted'
+    const now = new Date().toISOString()
+    await writeTransaction(async (tx) => {
+      await tx.update(countryBans).set({ state, checkedAt: now }).where(eq(countryBans.countryCode, ban.countryCode))
+      if (state !== ban.state) await writeAudit(systemActor('country-reconciler'), `country_ban_${state}`, { country_code: ban.countryCode, tracked: ban.cidrCount, actual }, tx)
+    })
+  }
+}
+

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest'
+import { Reader } from 'maxmind'
+import { endOf, parseCidr, sizeOf, ipToBigInt, bigIntToIp, isLanAddress } from '../../server/utils/geo/ip'
+import { FLOOR, MAX_FOREIGN_SHARE, rollUpNetworks } from '../../server/utils/geo/rollup'
+import { listCountryNetworks, walkMmdb } from '../../server/utils/geo/walker'
+import { writeMmdb } from '../support/mmdb-writer'
+
+/** A deterministic pseudo-random generator so property cases are reproducible. */
+function rng(seed: number) { return () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31 } }
+
+function randomNetworks(seed: number, count: number): string[] {
+  const r = rng(seed)
+  const out: string[] = []
+  for (let i = 0; i < count; i++) {
+    const prefix = 18 + Math.floor(r() * 10)
+    const a = 1 + Math.floor(r() * 200), b = Math.floor(r() * 4), c = Math.floor(r() * 256)
+    out.push(`${bigIntToIp(parseCidr(`${a}.${b}.${c}.0/${prefix}`).start, 4)}/${prefix}`)
+    if (r() < 0.3) out.push(`2001:db8:${Math.floor(r() * 4096).toString(16)}::/${40 + Math.floor(r() * 20)}`)
+  }
+  return out
+}
+
+const covers = (nets: ReturnType<typeof parseCidr>[], n: ReturnType<typeof parseCidr>) => nets.some((s) => s.family === n.family && s.start <= n.start && endOf(n) <= endOf(s))
+
+describe('rollUpNetworks — properties over random country-like inputs', () => {
+  it.each([1, 2, 3, 4, 5, 6])('seed %i: covers every input, respects the floor and the foreign-share rule, adds only what it reports', (seed) => {
+    const input = randomNetworks(seed, 900)
+    const res = rollUpNetworks(input)
+    const out = res.cidrs.map(parseCidr)
+    for (const n of input.map(parseCidr)) expect(covers(out, n)).toBe(true)
+    for (const s of out) expect(s.prefix).toBeGreaterThanOrEqual(FLOOR[s.family])
+    // Output networks are disjoint, and each is mostly country addresses.
+    const sorted = [...out].sort((a, b) => (a.start < b.start ? -1 : 1))
+    for (let i = 1; i < sorted.length; i++) if (sorted[i]!.family === sorted[i - 1]!.family) expect(sorted[i]!.start > endOf(sorted[i - 1]!)).toBe(true)
+    const inputNets = input.map(parseCidr)
+    for (const s of out) {
+      const inside = rollUpNetworks(inputNets.filter((n) => covers([s], n)).map((n) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`), 1e9)
+      const countryAddresses = inside.inputAddresses.v4 + inside.inputAddresses.v6
+      expect(Number(sizeOf(s) - countryAddresses)).toBeLessThanOrEqual(MAX_FOREIGN_SHARE * Number(sizeOf(s)))
+    }
+    const total = out.reduce((sum, n) => sum + sizeOf(n), 0n)
+    expect(total).toBe(res.inputAddresses.v4 + res.inputAddresses.v6 + res.addedAddresses.v4 + res.addedAddresses.v6)
+  })
+
+  it('merges adjacent and contained networks exactly, adding nothing', () => {
+    const res = rollUpNetworks(['10.0.0.0/25', '10.0.0.128/25', '10.0.1.0/24', '10.0.0.64/26'], 1000)
+    expect(res.cidrs).toEqual(['10.0.0.0/23'])
+    expect(res.addedAddresses.v4).toBe(0n)
+  })
+
+  it('reaches the target when the networks sit close together', () => {
+    const input = Array.from({ length: 1000 }, (_, i) => `10.${Math.floor(i / 128)}.${(i % 128) * 2}.0/24`)
+    const res = rollUpNetworks(input, 200)
+    expect(res.cidrs.length).toBeLessThanOrEqual(200)
+    expect(res.addedAddresses.v4).toBeLessThanOrEqual(res.inputAddresses.v4)
+  })
+
+  it('never goes wider than /16 even when asked for one supernet', () => {
+    const res = rollUpNetworks(['10.0.0.0/24', '10.1.0.0/24', '10.0.128.0/24'], 1)
+    expect(res.cidrs.every((c) => Number(c.split('/')[1]) >= 16)).toBe(true)
+    expect(res.cidrs.length).toBeGreaterThanOrEqual(2)
+  })
+})
+
+describe('walkMmdb — every stored network of a database written here', () => {
+  const db = new Reader<any>(writeMmdb([
+    ['0.0.0.0/1', { country: { iso_code: 'US' } }],
+    ['81.2.69.0/24', { country: { iso_code: 'GB' } }],
+    ['81.2.70.0/23', { country: { iso_code: 'GB' } }],
+    ['2a01:e00::/26', { country_code: 'FR' }],
+    ['5.0.0.0/16', { country_code: 'FR' }],
+  ]))
+  it('lists a country\'s IPv4 and IPv6 networks in both record shapes', () => {
+    expect(listCountryNetworks(db, 'GB').sort()).toEqual(['81.2.69.0/24', '81.2.70.0/23'])
+    expect(listCountryNetworks(db, 'FR').sort()).toEqual(['2a01:e00::/26', '5.0.0.0/16'])
+    expect(listCountryNetworks(db, 'DE')).toEqual([])
+  })
+  it('agrees with point lookups', () => {
+    for (const n of walkMmdb<any>(db)) {
+      const first = bigIntToIp(parseCidr(n.cidr).start, n.family)
+      expect(db.getWithPrefixLength(first)[1]).toBe(Number(n.cidr.split('/')[1]))
+    }
+  })
+})
+
+describe('ip helpers', () => {
+  it.each(['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '::1', 'fd00::1', '::ffff:10.0.0.1'])('%s is LAN', (ip) => expect(isLanAddress(ip)).toBe(true))
+  it.each(['8.8.8.8', '172.32.0.1', '2001:db8::1', '198.51.100.7'])('%s is not LAN', (ip) => expect(isLanAddress(ip)).toBe(false))
+  it('round-trips IPv6 text', () => {
+    for (const ip of ['2001:db8::1', '::', '::1', '2a01:e00::', 'fe80::1:2:3:4']) expect(bigIntToIp(ipToBigInt(ip).value, 6)).toBe(ip)
+  })
+})
