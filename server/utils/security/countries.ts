@@ -23,10 +23,12 @@ const _LEASE_TTL_MS = 60_000
 export const originOf = (cc: string) => `panel-country-${cc}`
 
 const _regions = new Intl.DisplayNames(['en'], { type: 'region' })
+/** Region codes ICU names that are not countries in ISO 3166-1. */
+const _NOT_COUNTRIES = new Set(['EU', 'EZ', 'UN', 'QO', 'XA', 'XB', 'ZZ'])
 export function normalizeCountryCode(raw: string): string {
   const cc = raw.trim().toUpperCase()
   let known = false
-  try { known = /^[A-Z]{2}$/.test(cc) && _regions.of(cc) !== cc } catch { known = false }
+  try { known = /^[A-Z]{2}$/.test(cc) && !_NOT_COUNTRIES.has(cc) && _regions.of(cc) !== cc } catch { known = false }
   if (!known) throw badRequest(`country code: "${raw}" is not an ISO 3166-1 alpha-2 code such as FR`)
   return cc
 }
