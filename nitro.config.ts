@@ -8,7 +8,7 @@ export default defineNitroConfig({
   errorHandler: '~/server/error',
   experimental: { tasks: true },
   // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
-  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'], '0 3 5 * *': ['geoip:refresh'] },
+  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'], '0 3 5 * *': ['geoip:refresh'], '0 */6 * * *': ['logs:prune'], '0 4 1 * *': ['logs:vacuum'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
   // Every import is explicit (project code, h3, nitropack/runtime): no auto-imports.

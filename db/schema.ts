@@ -199,3 +199,10 @@ export const leases = sqliteTable('leases', {
   holder: text('holder').notNull(),
   expiresAtMs: integer('expires_at_ms').notNull(),
 })
+
+export const logOffsets = sqliteTable('log_offsets', {
+  path: text('path').primaryKey(),
+  inode: integer('inode').notNull(),
+  offsetBytes: integer('offset_bytes').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

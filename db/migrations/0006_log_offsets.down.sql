@@ -1,0 +1,2 @@
+DROP INDEX logs_level_ts_idx;
+DROP TABLE log_offsets;

@@ -1,0 +1,7 @@
+import { defineTask } from 'nitropack/runtime'
+import { pruneLogs } from '../../utils/logs/retention'
+
+export default defineTask({
+  meta: { description: 'Deletes log rows past logs.retention_days or beyond logs.max_entries, and old login attempts.' },
+  async run() { return { result: await pruneLogs() } },
+})
