@@ -169,6 +169,21 @@ describe('live tail', () => {
     expect(text).not.toContain('/tail-skip')
     expect((await panel.request('/api/logs/tail?status=nope', { cookie })).status).toBe(400)
   })
+
+  it('streams panel audit rows too, after their commit', async () => {
+    const res = await fetch(`${panel.url}/api/logs/tail?source=audit&query=settings_update`, { headers: { cookie } })
+    const reader = res.body!.getReader()
+    await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.retention_days': 31 } })
+    let text = ''
+    const deadline = Date.now() + 5_000
+    while (!text.includes('settings_update') && Date.now() < deadline) {
+      const { value } = await Promise.race([reader.read(), new Promise<{ value: undefined }>((r) => setTimeout(() => r({ value: undefined }), 500))])
+      if (value) text += new TextDecoder().decode(value)
+    }
+    await reader.cancel()
+    expect(text).toMatch(/"source":"audit"/)
+    expect(text).toContain('settings_update')
+  })
 })
 
 describe('retention', () => {

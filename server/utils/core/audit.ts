@@ -1,6 +1,6 @@
 import type { H3Event } from 'h3'
 import { logs } from '../../../db/schema'
-import { runWrite, getDb, type Executor } from './db'
+import { afterCommit, runWrite, getDb, type Executor } from './db'
 import { clientIpOf } from './request'
 
 /** Who did something, from where. Background work uses actor `system:<task>`. */
@@ -30,6 +30,14 @@ export async function writeAudit(
     remoteIp: ctx.remoteIp ?? null, userAgent: ctx.userAgent ?? null, level: 'info',
     raw: JSON.stringify({ actor: ctx.actor, action, ...details }),
   }
-  if (exec) await exec.insert(logs).values(row)
-  else await runWrite(() => getDb().insert(logs).values(row))
+  const inserted = exec ? await exec.insert(logs).values(row).returning().get() : await runWrite(() => getDb().insert(logs).values(row).returning().get())
+  if (inserted && _listeners.length) afterCommit(() => { for (const l of _listeners) l(inserted) })
+}
+
+type AuditRow = typeof logs.$inferSelect
+const _listeners: Array<(row: AuditRow) => void> = []
+
+/** The live tail subscribes here, so audit rows stream like ingested ones (after their commit). */
+export function onAuditRow(listener: (row: AuditRow) => void): void {
+  _listeners.push(listener)
 }

@@ -71,9 +71,22 @@ export function runWrite<T>(fn: () => Promise<T>): Promise<T> {
   return run
 }
 
+const _afterCommit = new AsyncLocalStorage<Array<() => void>>()
+
 /** Runs `fn` in one write transaction: throwing rolls everything back. */
 export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return runWrite(() => getDb().transaction(fn, { behavior: 'immediate' }))
+  return runWrite(async () => {
+    const callbacks: Array<() => void> = []
+    const result = await _afterCommit.run(callbacks, () => getDb().transaction(fn, { behavior: 'immediate' }))
+    for (const cb of callbacks) { try { cb() } catch { /* a listener's failure is not the writer's */ } }
+    return result
+  })
+}
+
+/** Runs `cb` once the surrounding write transaction has committed (at once outside one). */
+export function afterCommit(cb: () => void): void {
+  const pending = _afterCommit.getStore()
+  if (pending) pending.push(cb); else cb()
 }
 
 export function writeQueueDepth(): number {

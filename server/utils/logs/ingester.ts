@@ -5,9 +5,10 @@ import { hostNames, logOffsets, logs } from '../../../db/schema'
 import { getDb, writeTransaction } from '../core/db'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
+import { systemActor, writeAudit } from '../core/audit'
 import { lookupIp } from '../geo/readers'
-import { publishLogRows } from './hub'
-import { presentLog } from './present'
+import { publishLogRows, subscriberCount } from './hub'
+import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogSource, type ParseContext } from './parse'
 
 // Tails the proxy's access, error and WAF audit logs. Offsets live in the
@@ -16,6 +17,7 @@ import { LOG_FILES, PARSERS, type LogSource, type ParseContext } from './parse'
 // shorter than the offset (truncation) starts from the beginning.
 
 export const BATCH_ROWS = 100
+export const BATCHES_PER_COMMIT = 20
 const _READ_BYTES = 4 * 1024 * 1024
 const _MAX_LINE_BYTES = 1024 * 1024
 
@@ -73,16 +75,25 @@ export async function ingestFile(path: string, source: LogSource): Promise<numbe
         pos = nl + 1
       }
       const nextOffset = offset + chunkEnd
-      for (let i = 0; i < lines.length; i += BATCH_ROWS) {
-        const batch = lines.slice(i, i + BATCH_ROWS)
-        const batchEnd = i + BATCH_ROWS >= lines.length ? nextOffset : batch.at(-1)!.endOffset
+      // Inserts of BATCH_ROWS rows, up to BATCHES_PER_COMMIT of them per transaction together with the offset.
+      const perCommit = BATCH_ROWS * BATCHES_PER_COMMIT
+      for (let i = 0; i < lines.length; i += perCommit) {
+        const group = lines.slice(i, i + perCommit)
+        const groupEnd = i + perCommit >= lines.length ? nextOffset : group.at(-1)!.endOffset
+        const live = subscriberCount() > 0
         const inserted = await writeTransaction(async (tx) => {
-          const out = await tx.insert(logs).values(batch.map((l) => PARSERS[source](l.text, ctx))).returning()
-          await _saveOffset(tx, path, st.ino, batchEnd)
+          const out: LogRecord[] = []
+          for (let j = 0; j < group.length; j += BATCH_ROWS) {
+            const values = group.slice(j, j + BATCH_ROWS).map((l) => PARSERS[source](l.text, ctx))
+            // Ids are only needed when someone is tailing.
+            if (live) out.push(...await tx.insert(logs).values(values).returning())
+            else await tx.insert(logs).values(values)
+          }
+          await _saveOffset(tx, path, st.ino, groupEnd)
           return out
         })
-        publishLogRows(inserted.map(presentLog))
-        total += inserted.length
+        if (inserted.length) publishLogRows(inserted.map(presentLog))
+        total += group.length
       }
       if (!lines.length) await writeTransaction((tx) => _saveOffset(tx, path, st.ino, nextOffset))
       offset = nextOffset
@@ -95,12 +106,21 @@ export async function ingestFile(path: string, source: LogSource): Promise<numbe
 
 let _timer: NodeJS.Timeout | undefined
 let _stopped = false
+const _lastErrorAtMs = new Map<string, number>()
 
 export function startIngester(intervalMs = 200): void {
   const dir = getConfig().proxy.logDir
   const tick = async () => {
     for (const { file, source } of LOG_FILES) {
-      try { await ingestFile(join(dir, file), source) } catch (err) { logger.error(`log ingestion of ${file}: ${(err as Error).message}`) }
+      try { await ingestFile(join(dir, file), source) } catch (err) {
+        const message = (err as Error).message
+        logger.error(`log ingestion of ${file}: ${message}`)
+        // The ingester's own errors land in the same table, at most once a minute per file.
+        if (Date.now() - (_lastErrorAtMs.get(file) ?? 0) > 60_000) {
+          _lastErrorAtMs.set(file, Date.now())
+          await writeAudit(systemActor('log-ingester'), 'log_ingestion_error', { file, error: message }).catch(() => {})
+        }
+      }
     }
     if (!_stopped) _timer = setTimeout(tick, intervalMs)
   }
