@@ -1,0 +1,1 @@
+DROP INDEX logs_host_status_id_idx;
