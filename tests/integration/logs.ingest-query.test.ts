@@ -1,7 +1,7 @@
 import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually } from '../support/http'
+import { eventually, readSseUntil } from '../support/http'
 import { makeTempDir } from '../support/processes'
 import { startPanel, type PanelHandle } from '../support/panel'
 
@@ -154,16 +154,9 @@ describe('live tail', () => {
   it('streams a matching row within a second and not a non-matching one', async () => {
     const res = await fetch(`${panel.url}/api/logs/tail?status=418`, { headers: { cookie } })
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/)
-    const reader = res.body!.getReader()
     await new Promise((r) => setTimeout(r, 300))
     appendFileSync(access(), accessLine({ uri: '/tail-skip', status: 200 }) + accessLine({ uri: '/tail-teapot', status: 418 }))
-    let text = ''
-    const deadline = Date.now() + 5_000
-    while (!text.includes('/tail-teapot') && Date.now() < deadline) {
-      const { value } = await Promise.race([reader.read(), new Promise<{ value: undefined }>((r) => setTimeout(() => r({ value: undefined }), 500))])
-      if (value) text += new TextDecoder().decode(value)
-    }
-    await reader.cancel()
+    const text = await readSseUntil(res.body!, '/tail-teapot')
     expect(text).toMatch(/event: log/)
     expect(text).toContain('/tail-teapot')
     expect(text).not.toContain('/tail-skip')
@@ -172,15 +165,8 @@ describe('live tail', () => {
 
   it('streams panel audit rows too, after their commit', async () => {
     const res = await fetch(`${panel.url}/api/logs/tail?source=audit&query=settings_update`, { headers: { cookie } })
-    const reader = res.body!.getReader()
     await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.retention_days': 31 } })
-    let text = ''
-    const deadline = Date.now() + 5_000
-    while (!text.includes('settings_update') && Date.now() < deadline) {
-      const { value } = await Promise.race([reader.read(), new Promise<{ value: undefined }>((r) => setTimeout(() => r({ value: undefined }), 500))])
-      if (value) text += new TextDecoder().decode(value)
-    }
-    await reader.cancel()
+    const text = await readSseUntil(res.body!, 'settings_update')
     expect(text).toMatch(/"source":"audit"/)
     expect(text).toContain('settings_update')
   })

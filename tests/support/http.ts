@@ -46,3 +46,17 @@ export function presentedCertificate(port: number, servername: string, ca: strin
     socket.on('timeout', () => { socket.destroy(); resolve(null) })
   })
 }
+
+/** Reads a server-sent events body until `needle` shows up or the time is up; returns what was read. */
+export async function readSseUntil(body: ReadableStream<Uint8Array>, needle: string, timeoutMs = 5_000): Promise<string> {
+  const reader = body.getReader()
+  let text = ''
+  const deadline = Date.now() + timeoutMs
+  while (!text.includes(needle) && Date.now() < deadline) {
+    const { value, done } = await Promise.race([reader.read(), new Promise<{ value: undefined; done: false }>((r) => setTimeout(() => r({ value: undefined, done: false }), 250))])
+    if (done) break
+    if (value) text += new TextDecoder().decode(value)
+  }
+  await reader.cancel()
+  return text
+}
