@@ -32,7 +32,8 @@ function _call(adminUrl: string, method: string, path: string, body: string | un
 
 function _describeNetworkError(err: unknown): string {
   const e = err as NodeJS.ErrnoException
-  return e.code ? `${e.code} ${e.message.replace(/^\w+ /, '')}` : e.message
+  if (e.code && !e.message.includes(e.code)) return `${e.code} ${e.message}`
+  return e.message.replace(/^connect /, '')
 }
 
 /** POST /load. `force` sends Cache-Control: must-revalidate so identical JSON still reloads (rotated files). */
