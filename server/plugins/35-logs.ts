@@ -3,11 +3,13 @@ import { whenBootReady } from '../utils/core/boot'
 import { logger } from '../utils/core/log'
 import { startIngester, stopIngester } from '../utils/logs/ingester'
 import { onAuditRow } from '../utils/core/audit'
+import { registerBackupHealth } from '../utils/ops/backups'
 import { publishLogRows } from '../utils/logs/hub'
 import { presentLog } from '../utils/logs/present'
 
 export default defineNitroPlugin((nitroApp) => {
   onAuditRow((row) => publishLogRows([presentLog(row)]))
+  registerBackupHealth()
   whenBootReady().then(() => {
     startIngester()
     runTask('logs:prune').catch((err) => logger.error(`retention sweep at boot: ${(err as Error).message}`))

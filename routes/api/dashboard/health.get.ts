@@ -1,6 +1,9 @@
 import { defineEventHandler } from 'h3'
 import { readProxyHealth } from '~/server/utils/proxy/loop'
 import { securityEngineHealth } from '~/server/utils/security/engine-health'
+import { lastBackup } from '~/server/utils/ops/backups'
+import { readGeoStatus } from '~/server/utils/geo/refresh'
 
-// Parts for geolocation and backups join as those land.
-export default defineEventHandler(async () => ({ proxy: await readProxyHealth(), security_engine: securityEngineHealth() }))
+export default defineEventHandler(async () => ({
+  proxy: await readProxyHealth(), security_engine: securityEngineHealth(), geoip: await readGeoStatus(), backups: lastBackup(),
+}))

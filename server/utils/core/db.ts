@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { createClient, type Client } from '@libsql/client'
@@ -11,7 +11,7 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 /** Anything a query can run on: the database, or an open write transaction. */
 export type Executor = Db | Tx
 
-interface _Open { client: Client; db: Db; url: string }
+interface _Open { client: Client; db: Db; url: string; authToken?: string; migrations: Migration[] }
 let _open: _Open | undefined
 
 export function isFileUrl(url: string): boolean {
@@ -33,8 +33,25 @@ export async function openDatabase(opts: { url: string; authToken?: string; migr
   if (path) await client.execute('PRAGMA journal_mode = WAL')
   await migrateUp(client, opts.migrations)
   const db = drizzle({ client, schema })
-  _open = { client, db, url: opts.url }
+  _open = { client, db, url: opts.url, authToken: opts.authToken, migrations: opts.migrations }
   return _open
+}
+
+/**
+ * Swaps the embedded database file for another (a restore), under the write
+ * queue: the client is closed, the file replaced, and the database reopened
+ * and migrated forward.
+ */
+export async function replaceDatabaseFile(replacement: string): Promise<void> {
+  const current = _open
+  const path = current && filePathOfUrl(current.url)
+  if (!current || !path) throw new Error('only an embedded (file:) database can be replaced')
+  await runWrite(async () => {
+    current.client.close()
+    for (const suffix of ['-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true })
+    renameSync(replacement, path)
+    await openDatabase({ url: current.url, authToken: current.authToken, migrations: current.migrations })
+  })
 }
 
 export function getDb(): Db {

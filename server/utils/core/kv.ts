@@ -29,3 +29,8 @@ export async function kvSetWithTtl<T>(key: string, value: T, ttlMs: number): Pro
 export async function kvRemove(key: string): Promise<void> {
   await getKv().removeItem(key)
 }
+
+/** Drops every cached entry (after the database under them was replaced). */
+export async function kvClearAll(): Promise<void> {
+  await getKv().clear()
+}

@@ -18,8 +18,8 @@ export const SECRET_SET = '__SET__'
 const _goDuration = z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 15s, 1m or 2h30m')
 const _optionalUrl = z.string().trim().max(2048).refine((v) => v === '' || /^https?:\/\//.test(v), 'must be an http(s) URL or empty')
 const _cron = z.string().trim().max(100).refine((v) => {
-  try { new Cron(v, { paused: true }); return v.split(/\s+/).length === 5 } catch { return false }
-}, 'must be a 5-field cron expression such as "0 2 * * *"')
+  try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
+}, 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)')
 const _text = (max: number) => z.string().max(max, `must be at most ${max} characters`)
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
 const _int = (min: number, max: number) => z.number().int('must be an integer').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)

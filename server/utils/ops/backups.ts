@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { gunzipSync, gzipSync } from 'node:zlib'
+import { createClient } from '@libsql/client'
+import { Cron } from 'croner'
+import { getConfig } from '../core/config'
+import { filePathOfUrl, getClient, getDatabaseUrl, replaceDatabaseFile, runWrite } from '../core/db'
+import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
+import { getSetting } from '../core/settings'
+import { writeAudit, systemActor, type AuditContext } from '../core/audit'
+import { kvClearAll } from '../core/kv'
+import { logger } from '../core/log'
+import { emitPanelEvent } from './events'
+import { registerSystemHealthSection } from './health'
+import { reconcileNow } from '../proxy/reconciler'
+
+// Backups are consistent snapshots (VACUUM INTO, never a copy of a live WAL
+// file), gzip-compressed, with a SHA-256 beside them. Their metadata lives in a
+// sidecar JSON next to each file, not in the database: a restore replaces the
+// database and must not forget the backups taken after the snapshot.
+
+export interface BackupMeta {
+  id: number; file_name: string; size_bytes: number; created_at: string; kind: 'scheduled' | 'manual'
+  status: 'ok' | 'failed'; sha256: string | null; error?: string
+}
+
+const _dir = () => join(getConfig().dataDir, 'backups')
+const _sidecar = (id: number) => join(_dir(), `backup-${id}.json`)
+
+function _readAll(): BackupMeta[] {
+  if (!existsSync(_dir())) return []
+  return readdirSync(_dir()).filter((f) => /^backup-\d+\.json$/.test(f))
+    .map((f) => { try { return JSON.parse(readFileSync(join(_dir(), f), 'utf8')) as BackupMeta } catch { return null } })
+    .filter((m): m is BackupMeta => !!m).sort((a, b) => b.id - a.id)
+}
+
+export function listBackups(): BackupMeta[] {
+  return _readAll()
+}
+
+function _get(id: number): BackupMeta {
+  const meta = _readAll().find((m) => m.id === id)
+  if (!meta) throw notFound('backup', id)
+  return meta
+}
+
+export async function createBackup(kind: BackupMeta['kind'], ctx: AuditContext): Promise<BackupMeta> {
+  const dbPath = filePathOfUrl(getDatabaseUrl() ?? '')
+  if (!dbPath) throw upstreamUnavailable('backups', 'the database is a libSQL server; back it up on that server')
+  let id = Date.now()
+  while (existsSync(_sidecar(id))) id++
+  const fileName = `panel-${new Date(id).toISOString().replace(/[:.]/g, '-')}.db.gz`
+  const tmp = join(_dir(), `.snapshot-${id}.db`)
+  let meta: BackupMeta
+  try {
+    mkdirSync(_dir(), { recursive: true, mode: 0o700 })
+    // Serialised with the writes, so the snapshot is one consistent state.
+    await runWrite(() => getClient().execute({ sql: 'VACUUM INTO ?', args: [tmp] }))
+    const gz = gzipSync(readFileSync(tmp))
+    writeFileSync(join(_dir(), fileName), gz, { mode: 0o600 })
+    meta = { id, file_name: fileName, size_bytes: gz.length, created_at: new Date(id).toISOString(), kind, status: 'ok', sha256: createHash('sha256').update(gz).digest('hex') }
+  } catch (err) {
+    meta = { id, file_name: fileName, size_bytes: 0, created_at: new Date(id).toISOString(), kind, status: 'failed', sha256: null, error: (err as Error).message }
+  } finally {
+    try { rmSync(tmp, { force: true }) } catch { /* the folder itself is unusable; the failure is recorded below */ }
+  }
+  try { writeFileSync(_sidecar(id), JSON.stringify(meta, null, 2)) } catch { /* the folder itself is the problem; the audit row says so */ }
+  if (meta.status === 'ok') {
+    await writeAudit(ctx, 'backup_create', { backup_id: id, kind, size_bytes: meta.size_bytes })
+  } else {
+    logger.error(`backup failed: ${meta.error}`)
+    await writeAudit(ctx, 'backup_failed', { backup_id: id, kind, error: meta.error })
+    emitPanelEvent('backup_failed', { backup_id: id, kind, error: meta.error })
+  }
+  return meta
+}
+
+/** Opens the backup's bytes: gunzipped, checksum verified. */
+function _snapshotBytes(meta: BackupMeta): Buffer {
+  if (meta.status !== 'ok') throw badRequest(`backup ${meta.id} failed when it was taken and cannot be used`)
+  const path = join(_dir(), meta.file_name)
+  if (!existsSync(path)) throw badRequest(`backup ${meta.id}: its file ${meta.file_name} is missing`)
+  const gz = readFileSync(path)
+  if (createHash('sha256').update(gz).digest('hex') !== meta.sha256) throw badRequest(`backup ${meta.id}: the file does not match its checksum (corrupted)`)
+  try { return gunzipSync(gz) } catch { throw badRequest(`backup ${meta.id}: the file is not valid gzip (corrupted)`) }
+}
+
+export function backupFile(id: number): { fileName: string; bytes: Buffer } {
+  const meta = _get(id)
+  if (meta.status !== 'ok') throw notFound('backup file', id)
+  return { fileName: meta.file_name, bytes: readFileSync(join(_dir(), meta.file_name)) }
+}
+
+export async function deleteBackup(id: number, ctx: AuditContext): Promise<void> {
+  const meta = _get(id)
+  rmSync(join(_dir(), meta.file_name), { force: true })
+  rmSync(_sidecar(id), { force: true })
+  await writeAudit(ctx, 'backup_delete', { backup_id: id })
+}
+
+/** Integrity check first, then the database is replaced, caches dropped and the proxy reconciled. */
+export async function restoreBackup(id: number, ctx: AuditContext) {
+  const meta = _get(id)
+  const bytes = _snapshotBytes(meta)
+  const candidate = join(_dir(), `.restore-${id}.db`)
+  writeFileSync(candidate, bytes, { mode: 0o600 })
+  try {
+    const check = createClient({ url: `file:${candidate}` })
+    try {
+      const r = await check.execute('PRAGMA integrity_check')
+      if (String(r.rows[0]?.[0]) !== 'ok') throw badRequest(`backup ${id}: integrity check failed: ${String(r.rows[0]?.[0]).slice(0, 200)}`)
+      await check.execute('SELECT max(version) FROM schema_migrations')
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode) throw err
+      throw badRequest(`backup ${id}: not a panel database (${(err as Error).message.slice(0, 120)})`)
+    } finally { check.close() }
+    await replaceDatabaseFile(candidate)
+  } finally {
+    rmSync(candidate, { force: true })
+  }
+  await kvClearAll() // cached sessions and decisions belong to the replaced database
+  await writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at })
+  const reconcile = await reconcileNow(`restored backup ${id}`).catch((err) => ({ status: 'failed', error: (err as Error).message }))
+  return { restored: meta, reconcile }
+}
+
+export function lastBackup() {
+  const last = _readAll()[0]
+  return { last_backup_at: last?.created_at ?? null, last_backup_status: last?.status ?? null }
+}
+
+/** One scheduler tick: a run when backup.schedule fell due since the last tick, then retention. */
+let _lastTickMs = Date.now()
+export async function backupSchedulerTick(nowMs = Date.now()): Promise<boolean> {
+  const since = _lastTickMs
+  _lastTickMs = nowMs
+  const schedule = await getSetting<string>('backup.schedule')
+  const due = new Cron(schedule, { paused: true, timezone: 'UTC' }).nextRun(new Date(since))
+  if (!due || due.getTime() > nowMs) return false
+  await createBackup('scheduled', systemActor('backup-scheduler'))
+  const keepMs = (await getSetting<number>('backup.retention_days')) * 86_400_000
+  for (const m of _readAll()) {
+    if (Date.parse(m.created_at) < nowMs - keepMs) {
+      rmSync(join(_dir(), m.file_name), { force: true })
+      rmSync(_sidecar(m.id), { force: true })
+      await writeAudit(systemActor('backup-scheduler'), 'backup_expire', { backup_id: m.id })
+    }
+  }
+  return true
+}
+
+export function registerBackupHealth(): void {
+  registerSystemHealthSection('scheduler', lastBackup)
+}
+
