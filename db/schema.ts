@@ -206,3 +206,28 @@ export const logOffsets = sqliteTable('log_offsets', {
   offsetBytes: integer('offset_bytes').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
+
+export const notificationChannels = sqliteTable('notification_channels', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  type: text('type', { enum: ['webhook', 'email', 'chat', 'push'] }).notNull(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  config: text('config', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+  secrets: text('secrets'),
+  lastStatus: text('last_status'),
+  lastError: text('last_error'),
+  lastSentAt: text('last_sent_at'),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const notificationRules = sqliteTable('notification_rules', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  events: text('events', { mode: 'json' }).notNull().$type<string[]>(),
+  channelIds: text('channel_ids', { mode: 'json' }).notNull().$type<number[]>(),
+  throttleSeconds: integer('throttle_seconds').notNull().default(0),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

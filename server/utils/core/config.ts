@@ -53,6 +53,8 @@ export interface PanelConfig {
   driftIntervalSeconds: number
   /** Period of the country-ban reconciler. */
   countryReconcileSeconds: number
+  /** Events waiting for delivery at most; more are dropped and counted. */
+  notificationQueueCapacity: number
   geoip: { countryUrl: string; asnUrl: string }
   providerAApiToken?: string
   logLevel: 'info' | 'debug'
@@ -137,6 +139,9 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const countryReconcileSeconds = Number(_opt(env, 'PANEL_COUNTRY_RECONCILE_SECONDS') ?? '300')
   if (!Number.isInteger(countryReconcileSeconds) || countryReconcileSeconds < 1 || countryReconcileSeconds > 86400)
     errors.push('PANEL_COUNTRY_RECONCILE_SECONDS must be an integer from 1 to 86400')
+  const notificationQueueCapacity = Number(_opt(env, 'PANEL_NOTIFICATION_QUEUE_CAPACITY') ?? '1000')
+  if (!Number.isInteger(notificationQueueCapacity) || notificationQueueCapacity < 1 || notificationQueueCapacity > 1_000_000)
+    errors.push('PANEL_NOTIFICATION_QUEUE_CAPACITY must be an integer from 1 to 1000000')
   const logLevel = (_opt(env, 'PANEL_LOG_LEVEL') ?? 'info').toLowerCase()
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
 
@@ -162,7 +167,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
     crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
     crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
-    driftIntervalSeconds, countryReconcileSeconds,
+    driftIntervalSeconds, countryReconcileSeconds, notificationQueueCapacity,
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],

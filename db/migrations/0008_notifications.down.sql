@@ -1,0 +1,2 @@
+DROP TABLE notification_rules;
+DROP TABLE notification_channels;

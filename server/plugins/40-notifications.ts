@@ -1,0 +1,20 @@
+import { defineNitroPlugin } from 'nitropack/runtime'
+import { whenBootReady } from '../utils/core/boot'
+import { onAuditRow } from '../utils/core/audit'
+import { logger } from '../utils/core/log'
+import { emitPanelEvent, onPanelEvent } from '../utils/ops/events'
+import { registerQueueHealth, routeEvent } from '../utils/ops/notify/queue'
+
+// Audit actions that change configuration raise config_change; a failed login raises login_failed.
+const _CONFIG_ACTIONS = /^(host_|target_group_|rule_|settings_update|dns_provider_|manual_cert_|whitelist_|scenario_|notification_|user_|backup_restore)/
+
+export default defineNitroPlugin(() => {
+  registerQueueHealth()
+  whenBootReady().then(() => {
+    onPanelEvent((e) => { routeEvent(e).catch((err) => logger.error(`notification routing: ${(err as Error).message}`)) })
+    onAuditRow((row) => {
+      if (row.message === 'login_failed') emitPanelEvent('login_failed', { email: row.actor, remote_ip: row.remoteIp })
+      else if (row.message && _CONFIG_ACTIONS.test(row.message)) emitPanelEvent('config_change', { action: row.message, actor: row.actor })
+    })
+  }, () => {})
+})
