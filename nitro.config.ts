@@ -10,7 +10,7 @@ export default defineNitroConfig({
   // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
   scheduledTasks: { '17 * * * *': ['auth:prune-attempts'], '0 3 5 * *': ['geoip:refresh'], '0 */6 * * *': ['logs:prune'], '0 4 1 * *': ['logs:vacuum'],
     // The stored backup.schedule is evaluated on every tick, so a new schedule applies at once.
-    '*/5 * * * * *': ['backups:tick'] },
+    '*/5 * * * * *': ['backups:tick'], '0 6 * * *': ['certs:check-expiry'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }],
   // Every import is explicit (project code, h3, nitropack/runtime): no auto-imports.

@@ -4,6 +4,7 @@ import { onAuditRow } from '../utils/core/audit'
 import { logger } from '../utils/core/log'
 import { emitPanelEvent, onPanelEvent } from '../utils/ops/events'
 import { registerQueueHealth, routeEvent } from '../utils/ops/notify/queue'
+import { checkCertificateExpiry } from '../utils/ops/alerts'
 
 // Audit actions that change configuration raise config_change; a failed login raises login_failed.
 const _CONFIG_ACTIONS = /^(host_|target_group_|rule_|settings_update|dns_provider_|manual_cert_|whitelist_|scenario_|notification_|user_|backup_restore)/
@@ -16,5 +17,6 @@ export default defineNitroPlugin(() => {
       if (row.message === 'login_failed') emitPanelEvent('login_failed', { email: row.actor, remote_ip: row.remoteIp })
       else if (row.message && _CONFIG_ACTIONS.test(row.message)) emitPanelEvent('config_change', { action: row.message, actor: row.actor })
     })
+    checkCertificateExpiry().catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
   }, () => {})
 })

@@ -10,7 +10,7 @@ export interface TestPki {
   dir: string
   rootPem: string
   intermediatePem: string
-  leaf(name: string, opts?: { sans?: string[]; expired?: boolean; signer?: 'intermediate' | 'self' }): { certPem: string; keyPem: string }
+  leaf(name: string, opts?: { sans?: string[]; expired?: boolean; signer?: 'intermediate' | 'self'; days?: number }): { certPem: string; keyPem: string }
 }
 
 export function createTestPki(): TestPki {
@@ -33,7 +33,7 @@ export function createTestPki(): TestPki {
       if (opts.signer === 'self') {
         ssl(['req', '-x509', '-key', `${id}.key`, '-days', '30', '-subj', `/CN=${name}`, '-out', `${id}.pem`, '-addext', `subjectAltName=${sans}`])
       } else {
-        const dates = opts.expired ? ['-startdate', '20200101000000Z', '-enddate', '20200201000000Z'] : ['-days', '30']
+        const dates = opts.expired ? ['-startdate', '20200101000000Z', '-enddate', '20200201000000Z'] : ['-days', String(opts.days ?? 30)]
         ssl(['ca', '-batch', '-notext', '-config', 'ca.cnf', '-cert', 'inter.pem', '-keyfile', 'inter.key', '-in', `${id}.csr`, '-out', `${id}.pem`, ...dates])
       }
       return { certPem: readFileSync(join(dir, `${id}.pem`), 'utf8'), keyPem: readFileSync(join(dir, `${id}.key`), 'utf8') }

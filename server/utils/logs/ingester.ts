@@ -8,6 +8,7 @@ import { logger } from '../core/log'
 import { systemActor, writeAudit } from '../core/audit'
 import { lookupIp } from '../geo/readers'
 import { publishLogRows, subscriberCount } from './hub'
+import { checkIngestedBatch } from '../ops/alerts'
 import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogSource, type ParseContext } from './parse'
 
@@ -81,10 +82,12 @@ export async function ingestFile(path: string, source: LogSource): Promise<numbe
         const group = lines.slice(i, i + perCommit)
         const groupEnd = i + perCommit >= lines.length ? nextOffset : group.at(-1)!.endOffset
         const live = subscriberCount() > 0
+        const statuses: Array<number | null | undefined> = []
         const inserted = await writeTransaction(async (tx) => {
           const out: LogRecord[] = []
           for (let j = 0; j < group.length; j += BATCH_ROWS) {
             const values = group.slice(j, j + BATCH_ROWS).map((l) => PARSERS[source](l.text, ctx))
+            for (const v of values) statuses.push(v.status)
             // Ids are only needed when someone is tailing.
             if (live) out.push(...await tx.insert(logs).values(values).returning())
             else await tx.insert(logs).values(values)
@@ -93,6 +96,7 @@ export async function ingestFile(path: string, source: LogSource): Promise<numbe
           return out
         })
         if (inserted.length) publishLogRows(inserted.map(presentLog))
+        await checkIngestedBatch(source, statuses).catch(() => {})
         total += group.length
       }
       if (!lines.length) await writeTransaction((tx) => _saveOffset(tx, path, st.ino, nextOffset))

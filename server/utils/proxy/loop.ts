@@ -1,4 +1,5 @@
 import { logger } from '../core/log'
+import { emitPanelEvent } from '../ops/events'
 import { onSettingsCommit, settingAffectsProxy } from '../core/settings'
 import { registerSystemHealthSection } from '../ops/health'
 import { lastReconcileAttempt, readReconcileState, reconcileInTransaction, reconcileNow, reconcileTick } from './reconciler'
@@ -39,7 +40,9 @@ export function startReconcileLoop(): void {
   const tick = async () => {
     try {
       const r = await reconcileTick()
-      _reachable = r !== 'unreachable' && r !== 'pending'
+      const reachable = r !== 'unreachable' && r !== 'pending'
+      if (_reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
+      _reachable = reachable
       interval = _reachable ? _BASE_INTERVAL_MS : Math.min(interval * 2, _MAX_INTERVAL_MS)
     } catch (err) {
       logger.error(`reconcile loop: ${(err as Error).message}`)
