@@ -107,11 +107,17 @@ describe('rules, throttles and the queue', () => {
     const ch = await channel({ name: 'counter', type: 'webhook', config: { url: `http://127.0.0.1:${httpPort}/counter` } })
     const throttled = await channel({ name: 'throttled', type: 'webhook', config: { url: `http://127.0.0.1:${httpPort}/throttled` } })
     received = []
-    // Five config_change events from here on: creating each rule (after its commit, both count) and three settings saves.
+    const counted = () => received.filter((r) => r.path === '/counter').length
+    // Five config_change events from here on: creating each rule (after its commit, both count) and three
+    // settings saves. Each is delivered before the next, so this panel's small queue (3) never overflows.
     await api('/api/notifications/rules', 'POST', { name: 'all', events: ['config_change'], channel_ids: [ch.id], throttle_seconds: 0 })
+    await eventually(async () => counted(), (n) => n >= 1, 5_000, 50)
     await api('/api/notifications/rules', 'POST', { name: 'once', events: ['config_change'], channel_ids: [throttled.id], throttle_seconds: 3600 })
-    for (let i = 0; i < 3; i++) await api('/api/settings', 'PUT', { 'logs.retention_days': 20 + i })
-    await eventually(async () => received.filter((r) => r.path === '/counter').length, (n) => n >= 5, 5_000, 100)
+    await eventually(async () => counted(), (n) => n >= 2, 5_000, 50)
+    for (let i = 0; i < 3; i++) {
+      await api('/api/settings', 'PUT', { 'logs.retention_days': 20 + i })
+      await eventually(async () => counted(), (n) => n >= 3 + i, 5_000, 50)
+    }
     await new Promise((r) => setTimeout(r, 300))
     expect(received.filter((r) => r.path === '/counter').length).toBe(5)
     expect(received.filter((r) => r.path === '/throttled').length).toBe(1)
