@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The one test entry: installs what the tests need, builds, runs every test.
+# Extra arguments go to vitest (e.g. bash scripts/test.sh tests/integration/support-smoke.test.ts).
+# Env: SKIP_NPM_CI=1 skips npm ci; PANEL_TEST_BROWSER=1 (or a tests/browser folder) adds chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 section() { printf '\n== %s ==\n' "$*"; }
+
+want_browser=0
+if [ "${PANEL_TEST_BROWSER:-0}" = 1 ] || [ -d tests/browser ]; then want_browser=1; fi
 
 section "system packages"
 missing=()
 for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
 done
-if [ -d tests/browser ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
+if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing: ${missing[*]}; installing from Debian"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -22,8 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo '# no CAPI (offline)' | $SUDO tee /etc/crowdsec/online_api_credentials.yaml >/dev/null
   fi
   pkgs=(caddy pebble crowdsec jq openssl curl iproute2)
-  if [ -d tests/browser ]; then pkgs+=(chromium); fi
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${pkgs[@]}"
+  if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"
 else
   echo "all present"
 fi
@@ -37,4 +42,5 @@ section "build"
 npm run build
 
 section "tests"
+# exec: the script's exit code is vitest's.
 exec npx vitest run "$@"

@@ -2,23 +2,40 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshRequest } from './admin-http'
 import { freePort } from './ports'
-import { requireBinary, startProcess, waitFor, type ManagedProcess, makeTempDir } from './processes'
+import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
-const CADDY = '/usr/bin/caddy'
+export const CADDY_BIN = '/usr/bin/caddy'
 
 export interface CaddyHandle {
-  adminUrl: string; adminListen: string; workDir: string; storageDir: string; logFile: string
+  /** 'http://127.0.0.1:<port>' */
+  adminUrl: string
+  /** '127.0.0.1:<port>': every config sent to /load must carry it as admin.listen. */
+  adminListen: string
+  workDir: string
+  /** An empty folder for `"storage": {"module": "file_system", "root": storageDir}`. */
+  storageDir: string
+  /** Caddy's stderr/stdout (JSON lines). */
+  logFile: string
+  /** The current Caddy process (changes on restart). */
   readonly pid: number
+  /** Milliseconds the last start took until the admin API answered. */
+  readonly startMs: number
   stop(): Promise<void>
   /** Stops (if running) and starts again with only the bootstrap config, on the same admin port. */
   restart(): Promise<void>
-  load(config: object): Promise<{ status: number; body: string }>
+  /** POST /load on a fresh connection. `force` adds Cache-Control: must-revalidate (reload even if unchanged). */
+  load(config: object, opts?: { force?: boolean }): Promise<{ status: number; body: string }>
+  /** GET /config/ (parsed JSON; null when no config). */
   getConfig(): Promise<unknown>
 }
 
-/** The stock Debian Caddy on a free loopback admin port, in its own temp folder. */
+/**
+ * The stock Debian Caddy, started with an empty bootstrap config whose admin API
+ * listens on a free loopback port, in its own folder (no Caddyfile there; XDG dirs
+ * and HOME inside it; config persistence off).
+ */
 export async function startCaddy(opts: { workDir?: string } = {}): Promise<CaddyHandle> {
-  requireBinary(CADDY, 'caddy')
+  requireBinary(CADDY_BIN, 'caddy')
   const workDir = opts.workDir ?? makeTempDir('caddy-')
   for (const d of ['data', 'config', 'home', 'storage']) mkdirSync(join(workDir, d), { recursive: true })
   const port = await freePort()
@@ -27,22 +44,38 @@ export async function startCaddy(opts: { workDir?: string } = {}): Promise<Caddy
   const bootstrap = join(workDir, 'bootstrap.json')
   writeFileSync(bootstrap, JSON.stringify({ admin: { listen: adminListen, config: { persist: false } } }))
   const logFile = join(workDir, 'caddy.log')
-  let proc: ManagedProcess
+  let proc: ManagedProcess | undefined
+  let startMs = 0
 
   const start = async () => {
-    proc = startProcess(CADDY, ['run', '--config', bootstrap], {
+    const t0 = performance.now()
+    proc = startProcess(CADDY_BIN, ['run', '--config', bootstrap], {
       cwd: workDir, logFile,
       env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home') },
     })
-    await waitFor(async () => (await freshRequest(`${adminUrl}/config/`)).status === 200, { timeoutMs: 10_000, what: 'caddy admin API', logFile })
+    try {
+      await waitFor(async () => (await freshRequest(`${adminUrl}/config/`, { timeoutMs: 2_000 })).status === 200,
+        { timeoutMs: 10_000, what: `caddy (admin ${adminListen})`, process: proc })
+    } catch (err) {
+      await proc.stop()
+      throw err
+    }
+    startMs = Math.round(performance.now() - t0)
   }
   await start()
   return {
     adminUrl, adminListen, workDir, storageDir: join(workDir, 'storage'), logFile,
-    get pid() { return proc.pid },
-    stop: () => proc.stop(),
-    async restart() { await proc.stop(); await start() },
-    load: (config) => freshRequest(`${adminUrl}/load`, { method: 'POST', body: JSON.stringify(config) }),
-    async getConfig() { const r = await freshRequest(`${adminUrl}/config/`); return JSON.parse(r.body) },
+    get pid() { return proc!.pid },
+    get startMs() { return startMs },
+    async stop() { await proc?.stop() },
+    async restart() { await proc?.stop(); await start() },
+    load: (config, o = {}) => freshRequest(`${adminUrl}/load`, {
+      method: 'POST', body: JSON.stringify(config), headers: o.force ? { 'cache-control': 'must-revalidate' } : {},
+    }),
+    async getConfig() {
+      const r = await freshRequest(`${adminUrl}/config/`)
+      if (r.status !== 200) throw new Error(`GET ${adminUrl}/config/ answered ${r.status}: ${r.body}`)
+      return JSON.parse(r.body)
+    },
   }
 }

@@ -3,15 +3,55 @@ import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { freePort } from './ports'
-import { requireBinary, startProcess, waitFor, type ManagedProcess, makeTempDir } from './processes'
+import { freshRequest } from './admin-http'
+import { freePorts } from './ports'
+import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
 const run = promisify(execFile)
 
-/** The CrowdSec local API alone (-no-cs), isolated config, with a machine and a bouncer key. */
-export async function startCrowdsec() {
-  requireBinary('/usr/bin/crowdsec', 'crowdsec')
-  requireBinary('/usr/bin/cscli', 'cscli')
+export const CROWDSEC_BIN = '/usr/bin/crowdsec'
+export const CSCLI_BIN = '/usr/bin/cscli'
+/** The LAPI refuses a User-Agent that is not shaped name/version (Node's fetch sends `node`). */
+export const LAPI_USER_AGENT = 'panel-test/1.0'
+
+export interface CrowdsecHandle {
+  /** 'http://127.0.0.1:<port>' */
+  url: string
+  machineId: string
+  machinePassword: string
+  /** The credentials file cscli wrote for the machine (url, login, password). */
+  machineCredentialsFile: string
+  bouncerKey: string
+  /** The isolated config folder ($CS/etc). */
+  configDir: string
+  configFile: string
+  dataDir: string
+  hubDir: string
+  /** The file the agent would read (acquis.yaml points at it with labels type: caddy). */
+  accessLogFile: string
+  logFile: string
+  readonly pid: number
+  /** Milliseconds the last start took until /health answered up. */
+  readonly startMs: number
+  stop(): Promise<void>
+  /** Stop then start again (same data, same JWT secret: machine tokens stay valid). */
+  restart(): Promise<void>
+  /** SIGHUP (reload; the LAPI is briefly down), then waits until it is up again. */
+  reload(): Promise<void>
+  /** `cscli -c <config> --error ...args`; resolves with stdout, rejects with stderr in the message. */
+  cscli(args: string[]): Promise<string>
+  /** `crowdsec -c <config> -t`: loads the whole configuration (parsers, scenarios, profiles) and exits. */
+  testConfig(): Promise<{ ok: boolean; output: string }>
+}
+
+/**
+ * The CrowdSec local API alone (`-no-cs`) with an isolated configuration on a free
+ * loopback port, a machine `panel` (random password) and a bouncer `panel-bouncer`
+ * (random key). CS_LAPI_SECRET is fixed per handle, so JWTs survive restarts.
+ */
+export async function startCrowdsec(): Promise<CrowdsecHandle> {
+  requireBinary(CROWDSEC_BIN, 'crowdsec')
+  requireBinary(CSCLI_BIN, 'cscli')
   const root = makeTempDir('crowdsec-')
   const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
   mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
@@ -20,8 +60,10 @@ export async function startCrowdsec() {
   cpSync('/etc/crowdsec/patterns', join(etc, 'patterns'), { recursive: true })
   for (const f of ['profiles.yaml', 'simulation.yaml']) cpSync(join('/etc/crowdsec', f), join(etc, f))
   writeFileSync(join(etc, 'local_api_credentials.yaml'), '')
-  writeFileSync(join(etc, 'acquis.yaml'), '')
-  const [port, promPort] = await Promise.all([freePort(), freePort()])
+  const accessLogFile = join(root, 'access.log')
+  writeFileSync(accessLogFile, '')
+  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n`)
+  const [port, promPort] = await freePorts(2)
   const configFile = join(etc, 'config.yaml')
   writeFileSync(configFile, `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
 config_paths:
@@ -47,45 +89,84 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
 `)
   const url = `http://127.0.0.1:${port}`
   const logFile = join(root, 'lapi.log')
-  // A fixed JWT secret keeps machine tokens valid across restarts.
+  // A fixed JWT secret (64+ chars) keeps machine tokens valid across restarts.
   const secret = randomBytes(48).toString('hex')
-  let proc: ManagedProcess
+  let proc: ManagedProcess | undefined
+  let startMs = 0
+  const healthy = async () => {
+    const r = await freshRequest(`${url}/health`, { timeoutMs: 2_000, headers: { 'user-agent': LAPI_USER_AGENT } })
+    return r.status === 200 && r.body.includes('"up"')
+  }
   const start = async () => {
-    proc = startProcess('/usr/bin/crowdsec', ['-c', configFile, '-no-cs'], { logFile, env: { CS_LAPI_SECRET: secret } })
-    await waitFor(async () => (await (await fetch(`${url}/health`)).text()).includes('"up"'), { timeoutMs: 20_000, what: 'crowdsec LAPI', logFile })
+    const t0 = performance.now()
+    // Started directly (no shell, no `cd … &&`): the PID is crowdsec's own.
+    proc = startProcess(CROWDSEC_BIN, ['-c', configFile, '-no-cs'], { cwd: root, logFile, env: { CS_LAPI_SECRET: secret } })
+    try {
+      await waitFor(healthy, { timeoutMs: 20_000, what: `crowdsec LAPI (${url})`, process: proc })
+    } catch (err) {
+      await proc.stop()
+      throw err
+    }
+    startMs = Math.round(performance.now() - t0)
+  }
+  const cscli = async (args: string[]) => {
+    try {
+      return (await run(CSCLI_BIN, ['-c', configFile, '--error', ...args], { maxBuffer: 64 * 1024 * 1024 })).stdout
+    } catch (err) {
+      const e = err as { stderr?: string; message: string }
+      throw new Error(`cscli ${args.join(' ')} failed: ${e.stderr || e.message}`)
+    }
   }
   await start()
-  const cscli = async (args: string[]) => (await run('/usr/bin/cscli', ['-c', configFile, '--error', ...args])).stdout
   const machineId = 'panel'
   const machinePassword = randomBytes(16).toString('hex')
+  const machineCredentialsFile = join(etc, 'panel_credentials.yaml')
   const bouncerKey = randomBytes(16).toString('hex')
-  await cscli(['machines', 'add', machineId, '--password', machinePassword, '-f', join(etc, 'panel_credentials.yaml')])
-  await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
-  // The agent side (crowdsec -t, or a run without -no-cs) logs in with its own machine.
-  await cscli(['machines', 'add', 'agent', '--password', randomBytes(16).toString('hex'), '-f', join(etc, 'local_api_credentials.yaml'), '--force'])
-  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${join(root, 'access.log')}]\nlabels: {type: caddy}\n`)
-  writeFileSync(join(root, 'access.log'), '')
-  /** `crowdsec -t`: loads the whole configuration (parsers, scenarios, profiles) and exits. */
-  const testConfig = async () => {
-    try { const r = await run('/usr/bin/crowdsec', ['-c', configFile, '-t']); return { ok: true, output: r.stdout + r.stderr } }
-    catch (err) { const e = err as { stdout?: string; stderr?: string }; return { ok: false, output: (e.stdout ?? '') + (e.stderr ?? '') } }
+  try {
+    await cscli(['machines', 'add', machineId, '--password', machinePassword, '-f', machineCredentialsFile])
+    await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
+    // The agent side (crowdsec -t, or a run without -no-cs) logs in with its own machine.
+    await cscli(['machines', 'add', 'agent', '--password', randomBytes(16).toString('hex'), '-f', join(etc, 'local_api_credentials.yaml'), '--force'])
+  } catch (err) {
+    await proc?.stop()
+    throw err
   }
   return {
-    url, machineId, machinePassword, bouncerKey, configDir: etc, dataDir: data, hubDir: hub, logFile, cscli, testConfig,
-    get pid() { return proc.pid },
-    stop: () => proc.stop(),
-    async restart() { await proc.stop(); await start() },
+    url, machineId, machinePassword, machineCredentialsFile, bouncerKey,
+    configDir: etc, configFile, dataDir: data, hubDir: hub, accessLogFile, logFile, cscli,
+    get pid() { return proc!.pid },
+    get startMs() { return startMs },
+    async stop() { await proc?.stop() },
+    async restart() { await proc?.stop(); await start() },
+    async reload() {
+      proc!.signal('SIGHUP')
+      // The reload takes seconds; /health goes down first, so wait a little before polling.
+      await new Promise((r) => setTimeout(r, 300))
+      await waitFor(healthy, { timeoutMs: 20_000, what: 'crowdsec LAPI after SIGHUP', process: proc })
+    },
+    async testConfig() {
+      try { const r = await run(CROWDSEC_BIN, ['-c', configFile, '-t']); return { ok: true, output: r.stdout + r.stderr } }
+      catch (err) { const e = err as { stdout?: string; stderr?: string }; return { ok: false, output: (e.stdout ?? '') + (e.stderr ?? '') } }
+    },
   }
 }
 
-export type CrowdsecHandle = Awaited<ReturnType<typeof startCrowdsec>>
 export interface TestDecision { value: string; scope?: 'Ip' | 'Range'; origin?: string; scenario?: string; duration?: string; type?: string }
+
+/** Logs in as the machine and returns a JWT. */
+export async function machineToken(cs: CrowdsecHandle): Promise<string> {
+  const res = await fetch(`${cs.url}/v1/watchers/login`, {
+    method: 'POST', headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json' },
+    body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }),
+  })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`LAPI login failed: ${res.status} ${text}`)
+  return (JSON.parse(text) as { token: string }).token
+}
 
 /** Posts one alert carrying these decisions, as the machine (like cscli decisions add does). */
 export async function postDecisions(cs: CrowdsecHandle, decisions: TestDecision[]): Promise<void> {
-  const headers = { 'user-agent': 'panel-test/1.0', 'content-type': 'application/json' }
-  const login = await fetch(`${cs.url}/v1/watchers/login`, { method: 'POST', headers, body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }) })
-  const { token } = await login.json() as { token: string }
+  const token = await machineToken(cs)
   const now = new Date().toISOString()
   const alert = [{
     scenario: 'panel-test/manual', scenario_hash: '', scenario_version: '', message: 'test decisions', events_count: 1,
@@ -95,14 +176,18 @@ export async function postDecisions(cs: CrowdsecHandle, decisions: TestDecision[
       duration: d.duration ?? '4h', scenario: d.scenario ?? 'panel-test/manual',
     })),
   }]
-  const res = await fetch(`${cs.url}/v1/alerts`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}` }, body: JSON.stringify(alert) })
+  const res = await fetch(`${cs.url}/v1/alerts`, {
+    method: 'POST', headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(alert),
+  })
   if (res.status !== 201) throw new Error(`posting decisions failed: ${res.status} ${await res.text()}`)
 }
 
-/** What the bouncer sees for an address (decision values and origins). */
-export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Array<{ id: number; value: string; origin: string; scope: string }>> {
-  const res = await fetch(`${cs.url}/v1/decisions?ip=${encodeURIComponent(ip)}`, { headers: { 'user-agent': 'panel-test/1.0', 'x-api-key': cs.bouncerKey } })
-  return (await res.json()) ?? []
+/** What the bouncer sees for an address (decision values and origins; [] for none). */
+export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Array<{ id: number; value: string; origin: string; scope: string; type: string; scenario: string; duration: string }>> {
+  const res = await fetch(`${cs.url}/v1/decisions?ip=${encodeURIComponent(ip)}`, { headers: { 'user-agent': LAPI_USER_AGENT, 'x-api-key': cs.bouncerKey } })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`GET /v1/decisions?ip=${ip} answered ${res.status}: ${text}`)
+  return (JSON.parse(text) as never[] | null) ?? []
 }
 
 /** The environment a panel needs to drive this engine. */

@@ -1,15 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { createClient, type Client } from '@libsql/client'
+import { REPO_ROOT } from './build'
 import { freePort } from './ports'
 import { makeTempDir } from './processes'
 
 // Starts the BUILT panel (.output/server/index.mjs) on a free loopback port with
 // its own data folder, and talks to it over HTTP like any client would.
 
-export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
+export { REPO_ROOT }
 export const ADMIN = { email: 'admin@example.test', password: 'admin-password-123' }
 export const TEST_MASTER_KEY = 'test-master-key-0123456789-abcdefghijklmnop'
 

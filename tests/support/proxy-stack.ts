@@ -1,10 +1,10 @@
 import { join } from 'node:path'
-import { startCaddy } from './caddy'
+import { startCaddy, type CaddyHandle } from './caddy'
 import { freePort } from './ports'
 import { startPanel, type PanelHandle } from './panel'
 import { makeTempDir } from './processes'
 
-export type CaddyHandle = Awaited<ReturnType<typeof startCaddy>>
+export type { CaddyHandle }
 
 export interface ProxyStack {
   caddy: CaddyHandle; panel: PanelHandle; admin: string; httpPort: number; httpsPort: number; logDir: string

@@ -37,3 +37,5 @@ export async function startTestUpstream() {
     async stop() { if (!down) await close(); down = true },
   }
 }
+
+export type TestUpstream = Awaited<ReturnType<typeof startTestUpstream>>

@@ -1,0 +1,17 @@
+// Test support: one import for everything (tests may also import the modules directly).
+// Not re-exported: global-setup.ts (vitest globalSetup) and file-teardown.ts (registers afterAll on import).
+export * from './ports'
+export * from './processes'
+export * from './admin-http'
+export * from './build'
+export * from './caddy'
+export * from './pebble'
+export * from './crowdsec'
+export * from './netns'
+export * from './upstream'
+export * from './http'
+export * from './certs'
+export * from './mmdb-writer'
+export * from './factories'
+export * from './panel'
+export * from './proxy-stack'
