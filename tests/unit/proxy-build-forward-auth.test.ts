@@ -1,45 +1,72 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { FORWARD_AUTH_HEADERS } from '../../server/utils/proxy/build/forward-auth'
+import { FORWARD_AUTH_HEADERS, buildForwardAuthHandler, forwardAuthVarName } from '../../server/utils/proxy/build/forward-auth'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
-function forwardAuthOf(overrides = {}) {
-  const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ auth_required: true })], ...overrides }))
-  const chain = hostSubroutes(config, 'host1.example.test')[0].handle
-  return chain.find((h: any) => h.rewrite?.uri === '/auth/forward')
-}
+const panel = { dial: '127.0.0.1:3000', tls: false }
 
 describe('buildForwardAuthHandler — sub-request to the panel', () => {
   it('asks the panel /auth/forward with GET and passes method and URI', () => {
-    const h = forwardAuthOf()
+    const h = buildForwardAuthHandler(panel) as any
     expect(h.handler).toBe('reverse_proxy')
     expect(h.upstreams).toEqual([{ dial: '127.0.0.1:3000' }])
     expect(h.rewrite).toEqual({ method: 'GET', uri: '/auth/forward' })
-    expect(h.headers.request.set).toEqual({ 'X-Forwarded-Method': ['{http.request.method}'], 'X-Forwarded-Uri': ['{http.request.uri}'] })
+    expect(h.headers).toEqual({ request: { set: { 'X-Forwarded-Method': ['{http.request.method}'], 'X-Forwarded-Uri': ['{http.request.uri}'] } } })
     expect(h.transport).toBeUndefined()
   })
 
-  it('on 2xx deletes every client-sent X-Auth-* header before setting it from the answer', () => {
-    const [onSuccess] = forwardAuthOf().handle_response
-    expect(onSuccess.match).toEqual({ status_code: [2] })
-    const routes = onSuccess.routes
-    for (const name of FORWARD_AUTH_HEADERS) {
-      const del = routes.findIndex((r: any) => r.handle[0].request?.delete?.includes(name))
-      const set = routes.findIndex((r: any) => r.handle[0].request?.set?.[name])
-      expect(del).toBeGreaterThan(-1)
-      expect(set).toBe(del + 1)
-      expect(routes[del].match).toBeUndefined() // unconditional
-      expect(routes[set].match).toEqual([{ not: [{ vars: { [`{http.reverse_proxy.header.${name}}`]: [''] } }] }])
-      expect(routes[set].handle[0].request.set[name]).toEqual([`{http.reverse_proxy.header.${name}}`])
-    }
-    expect([...FORWARD_AUTH_HEADERS]).toEqual(['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'])
-  })
-
   it('uses TLS to a panel behind https', () => {
-    expect(forwardAuthOf({ panelUpstream: { dial: 'panel:443', tls: true } }).transport).toEqual({ protocol: 'http', tls: {} })
+    expect((buildForwardAuthHandler({ dial: 'panel:443', tls: true }) as any).transport).toEqual({ protocol: 'http', tls: {} })
   })
 
-  it('is absent without auth_required', () => {
-    expect(JSON.stringify(buildProxyConfig(buildSnapshot()).config)).not.toContain('/auth/forward')
+  it('only 2xx answers run the header routes; anything else (the 302 to login) goes back to the client', () => {
+    const h = buildForwardAuthHandler(panel) as any
+    expect(h.handle_response).toHaveLength(1)
+    expect(h.handle_response[0].match).toEqual({ status_code: [2] })
+  })
+})
+
+describe('buildForwardAuthHandler — X-Auth-* headers on 2xx', () => {
+  const routes = (buildForwardAuthHandler(panel) as any).handle_response[0].routes
+
+  it('copies every answer header into a variable first ("" when the answer lacks it)', () => {
+    expect(routes[0]).toEqual({ handle: [{
+      handler: 'vars',
+      panel_auth_x_auth_email: '{http.reverse_proxy.header.X-Auth-Email}',
+      panel_auth_x_auth_name: '{http.reverse_proxy.header.X-Auth-Name}',
+      panel_auth_x_auth_provider: '{http.reverse_proxy.header.X-Auth-Provider}',
+      panel_auth_x_auth_user: '{http.reverse_proxy.header.X-Auth-User}',
+    }] })
+  })
+
+  it('deletes each client-sent header unconditionally, then sets it only when the answer has it', () => {
+    expect([...FORWARD_AUTH_HEADERS]).toEqual(['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'])
+    expect(routes).toHaveLength(1 + 2 * FORWARD_AUTH_HEADERS.length)
+    FORWARD_AUTH_HEADERS.forEach((name, i) => {
+      const del = routes[1 + 2 * i]
+      const set = routes[2 + 2 * i]
+      expect(del).toEqual({ handle: [{ handler: 'headers', request: { delete: [name] } }] }) // no match: always runs
+      expect(set.match).toEqual([{ not: [{ vars: { [forwardAuthVarName(name)]: [''] } }] }])
+      expect(set.handle).toEqual([{ handler: 'headers', request: { set: { [name]: [`{http.reverse_proxy.header.${name}}`] } } }])
+    })
+  })
+
+  it('never keys the guard by the placeholder itself (Caddy 2.6.2 compares an unset placeholder as "<nil>")', () => {
+    for (const r of routes) for (const m of r.match ?? []) for (const n of m.not) for (const key of Object.keys(n.vars)) expect(key).not.toContain('{')
+  })
+})
+
+describe('buildForwardAuthHandler — in the host chain', () => {
+  it('is emitted for auth_required hosts only', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ auth_required: true }), buildHostSnapshot({ id: 2 })] }))
+    expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([buildForwardAuthHandler(panel)])
+    expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('/auth/forward')
+  })
+
+  it('dials the snapshot panel upstream', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ panelUpstream: { dial: 'panel.internal:8443', tls: true }, hosts: [buildHostSnapshot({ auth_required: true })] }))
+    const h = hostSubroutes(config, 'host1.example.test')[0].handle[0]
+    expect(h.upstreams).toEqual([{ dial: 'panel.internal:8443' }])
+    expect(h.transport).toEqual({ protocol: 'http', tls: {} })
   })
 })

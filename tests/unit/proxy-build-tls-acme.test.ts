@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
+import { buildAcmePolicies } from '../../server/utils/proxy/build/tls-acme'
 import { buildHostSnapshot, buildSnapshot } from '../support/factories'
 
 const autoHost = (o = {}) => buildHostSnapshot({ tls_mode: 'auto', aliases: ['www.host1.example.test'], ...o })
 const policiesOf = (snapshot: ReturnType<typeof buildSnapshot>) => (buildProxyConfig(snapshot).config as any).apps.tls?.automation?.policies
 
-describe('buildAcmePolicies — one policy per host, only the chosen challenge', () => {
-  it('http-01: disables tls-alpn, uses the host CA and email over the global ones', () => {
+describe('buildAcmePolicies — http-01', () => {
+  it('disables tls-alpn only, and uses the host CA and email over the global ones', () => {
     const [p] = policiesOf(buildSnapshot({
       hosts: [autoHost({ tls_acme_ca_url: 'https://ca.example.test/dir', tls_email: 'me@example.test' })],
       acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: '/roots.pem' },
@@ -18,40 +19,69 @@ describe('buildAcmePolicies — one policy per host, only the chosen challenge',
     }])
   })
 
-  it('tls-alpn-01: disables http and falls back to the global CA and email', () => {
+  it('omits ca, email and trusted roots when nothing gives them (the proxy default CA)', () => {
+    const [p] = policiesOf(buildSnapshot({ hosts: [autoHost()] }))
+    expect(p.issuers).toEqual([{ module: 'acme', challenges: { 'tls-alpn': { disabled: true } } }])
+  })
+})
+
+describe('buildAcmePolicies — tls-alpn-01', () => {
+  it('disables http only, and falls back to the global CA and email', () => {
     const [p] = policiesOf(buildSnapshot({
       hosts: [autoHost({ tls_challenge: 'tls-alpn' })],
       acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: null },
     }))
-    expect(p.issuers[0]).toEqual({ module: 'acme', ca: 'https://global.example.test/dir', email: 'global@example.test', challenges: { http: { disabled: true } } })
+    expect(p.issuers).toEqual([{ module: 'acme', ca: 'https://global.example.test/dir', email: 'global@example.test', challenges: { http: { disabled: true } } }])
   })
+})
 
-  it('omits ca and email when neither the host nor the settings give one (the proxy default CA)', () => {
-    const [p] = policiesOf(buildSnapshot({ hosts: [autoHost()] }))
-    expect(p.issuers[0]).toEqual({ module: 'acme', challenges: { 'tls-alpn': { disabled: true } } })
-  })
+describe('buildAcmePolicies — dns-01', () => {
+  const dnsHost = (provider: string) => autoHost({ tls_challenge: 'dns', tls_dns_provider: provider })
 
-  it('dns-01: inlines the provider credentials (exclusive challenge) when the dns module exists', () => {
+  it('cloudflare: inlines the provider credentials, and DNS-01 is the only challenge', () => {
     const [p] = policiesOf(buildSnapshot({
-      modules: ['dns'], hosts: [autoHost({ tls_challenge: 'dns', tls_dns_provider: 'provider_b' })],
-      dnsProviders: { provider_b: { module: 'route53', credentials: { access_key_id: 'AKIA', secret_access_key: 's3cret' } } },
+      modules: ['dns'], hosts: [dnsHost('provider_a')],
+      dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 'cf-token' } } },
     }))
-    expect(p.issuers[0].challenges).toEqual({ dns: { provider: { name: 'route53', access_key_id: 'AKIA', secret_access_key: 's3cret', region: 'us-east-1' } }, http: { disabled: true }, 'tls-alpn': { disabled: true } })
+    expect(p.issuers[0].challenges).toEqual({ dns: { provider: { name: 'cloudflare', api_token: 'cf-token' } }, http: { disabled: true }, 'tls-alpn': { disabled: true } })
   })
 
-  it('dns-01 without the dns module or without credentials: no policy and a warning', () => {
-    const a = buildProxyConfig(buildSnapshot({ hosts: [autoHost({ tls_challenge: 'dns', tls_dns_provider: 'provider_a' })] }))
+  it('route53: adds region us-east-1 only when the credentials lack one', () => {
+    const creds = { access_key_id: 'AKIA', secret_access_key: 's3cret' }
+    const [a] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_b')], dnsProviders: { provider_b: { module: 'route53', credentials: creds } } }))
+    expect(a.issuers[0].challenges.dns.provider).toEqual({ name: 'route53', ...creds, region: 'us-east-1' })
+    const [b] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_b')], dnsProviders: { provider_b: { module: 'route53', credentials: { ...creds, region: 'eu-west-3' } } } }))
+    expect(b.issuers[0].challenges.dns.provider.region).toBe('eu-west-3')
+  })
+
+  it('without the dns module or without credentials: no policy for that host, and a warning', () => {
+    const a = buildProxyConfig(buildSnapshot({ hosts: [dnsHost('provider_a')], dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } } }))
     expect((a.config as any).apps.tls).toBeUndefined()
     expect(a.warnings.join()).toMatch(/PROXY_MODULES lacks dns/)
-    const b = buildProxyConfig(buildSnapshot({ modules: ['dns'], hosts: [autoHost({ tls_challenge: 'dns', tls_dns_provider: 'provider_a' })] }))
+    expect(JSON.stringify(a.config)).not.toContain('cloudflare')
+    const b = buildProxyConfig(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_a'), autoHost({ id: 2, domain: 'b.example.test', aliases: [] })] }))
     expect(b.warnings.join()).toMatch(/provider_a has no credentials/)
+    expect((b.config as any).apps.tls.automation.policies.map((p: any) => p.subjects)).toEqual([['b.example.test']])
+  })
+})
+
+describe('buildAcmePolicies — policy list', () => {
+  it('one policy per auto host in host id order, never a catch-all, none for manual or none hosts', () => {
+    const hosts = [autoHost({ id: 3, domain: 'c.example.test', aliases: [] }), buildHostSnapshot({ id: 2, tls_mode: 'manual' }), autoHost({ id: 1, domain: 'a.example.test', aliases: [] }), buildHostSnapshot({ id: 4 })]
+    const policies = policiesOf(buildSnapshot({ hosts }))
+    expect(policies.map((p: any) => p.subjects)).toEqual([['a.example.test'], ['c.example.test']])
+    expect(policies.every((p: any) => p.subjects?.length)).toBe(true)
   })
 
-  it('puts auto hosts on the https server, never emits a catch-all policy, and none for tls_mode none', () => {
+  it('auto hosts go on the https server, tls_mode none on the plain one', () => {
     const { config } = buildProxyConfig(buildSnapshot({ hosts: [autoHost({ id: 2, domain: 'b.example.test', aliases: [] }), buildHostSnapshot()] })) as any
-    expect(config.apps.tls.automation.policies).toHaveLength(1)
-    expect(config.apps.tls.automation.policies.every((p: any) => p.subjects?.length)).toBe(true)
-    expect(config.apps.http.servers.https.routes[0].match[0].host).toEqual(['b.example.test'])
-    expect(config.apps.http.servers.http.routes[0].match[0].host).toEqual(['host1.example.test'])
+    expect(config.apps.http.servers.https.routes.map((r: any) => r.match[0].host)).toEqual([['b.example.test']])
+    expect(config.apps.http.servers.http.routes.map((r: any) => r.match[0].host)).toEqual([['host1.example.test']])
+  })
+
+  it('is callable on its own with the hosts it is given', () => {
+    const warnings: string[] = []
+    expect(buildAcmePolicies(buildSnapshot(), [autoHost()], warnings)).toHaveLength(1)
+    expect(warnings).toEqual([])
   })
 })

@@ -9,13 +9,32 @@ export function buildCrowdsecHandler(): Json {
   return { handler: 'crowdsec' }
 }
 
-/** `apps.crowdsec`: the streaming bouncer's connection to the local API. */
+/** `apps.crowdsec`: the streaming bouncer's connection to the local API (A1). */
 export function buildCrowdsecApp(security: ProxySnapshot['security']): Json {
   return {
+    // The Caddyfile parser adds the trailing slash; the JSON path does not.
     api_url: security.lapiUrl.endsWith('/') ? security.lapiUrl : `${security.lapiUrl}/`,
     api_key: security.bouncerKey,
     ticker_interval: security.tickerInterval,
     enable_streaming: true,
     ...(security.appsecUrl ? { appsec_url: security.appsecUrl, appsec_fail_open: true } : {}),
   }
+}
+
+const _NAMES_SHOWN = 5
+
+/**
+ * One line for every host that asked for the bouncer and will not get it.
+ * bouncer_enabled defaults to true, so this is one aggregated line, not one per host.
+ */
+export function buildCrowdsecWarnings(snapshot: ProxySnapshot, hosts: HostSnapshot[]): string[] {
+  const wanting = hosts.filter((h) => h.bouncer_enabled)
+  if (!wanting.length) return []
+  let why: string
+  if (!snapshot.modules.includes('crowdsec')) why = 'the proxy has no crowdsec module (PROXY_MODULES)'
+  else if (!snapshot.security.bouncerKey) why = 'no bouncer key is configured (LAPI_BOUNCER_KEY)'
+  else return []
+  const names = wanting.slice(0, _NAMES_SHOWN).map((h) => h.domain).join(', ')
+  const more = wanting.length > _NAMES_SHOWN ? ` and ${wanting.length - _NAMES_SHOWN} more` : ''
+  return [`${why}; the bouncer is not applied to ${wanting.length} host(s): ${names}${more}`]
 }

@@ -2,27 +2,45 @@ import type { Json } from './types'
 
 export const FORWARD_AUTH_HEADERS = ['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'] as const
 
+/** The variable holding the panel's answer for one header: '' when the answer lacks it. */
+export function forwardAuthVarName(header: string): string {
+  return `panel_auth_${header.toLowerCase().replace(/-/g, '_')}`
+}
+
 /**
  * The expanded form of Caddy's `forward_auth` (proxy-and-engine.md A4): a
  * sub-request to the panel's /auth/forward. On 2xx each X-Auth-* header is first
  * deleted from the client's request (so a client-sent copy never reaches the
- * upstream, whatever the answer carries) and then set from the panel's answer.
- * Any other answer (the panel's 302 to its login page) goes back to the client.
+ * upstream, whatever the answer carries) and then set from the panel's answer
+ * when the answer has it. Any other answer (the panel's 302 to its login page)
+ * goes back to the client as it is.
+ *
+ * One difference from A4, for Caddy 2.6.2: A4 guards each set with a `vars`
+ * matcher keyed by the placeholder itself. When the answer lacks the header the
+ * placeholder is unset; 2.11 compares an unset value as "" but 2.6.2 compares it
+ * as "<nil>", so the guard passed and the upstream got the literal text
+ * `{http.reverse_proxy.header.X-Auth-User}` (seen against the stock 2.6.2). So
+ * the first route copies each header into a variable with the `vars` handler
+ * (which turns an unset placeholder into "" in both versions), and the guard
+ * matches that variable by name.
  */
 export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): Json {
-  const routes: Json[] = [{ handle: [{ handler: 'vars' }] }]
+  const copy: Json = { handler: 'vars' }
+  for (const name of FORWARD_AUTH_HEADERS) copy[forwardAuthVarName(name)] = `{http.reverse_proxy.header.${name}}`
+  const routes: Json[] = [{ handle: [copy] }]
   for (const name of FORWARD_AUTH_HEADERS) {
-    const placeholder = `{http.reverse_proxy.header.${name}}`
     routes.push({ handle: [{ handler: 'headers', request: { delete: [name] } }] })
     routes.push({
-      match: [{ not: [{ vars: { [placeholder]: [''] } }] }],
-      handle: [{ handler: 'headers', request: { set: { [name]: [placeholder] } } }],
+      match: [{ not: [{ vars: { [forwardAuthVarName(name)]: [''] } }] }],
+      handle: [{ handler: 'headers', request: { set: { [name]: [`{http.reverse_proxy.header.${name}}`] } } }],
     })
   }
   return {
     handler: 'reverse_proxy',
     upstreams: [{ dial: panel.dial }],
     ...(panel.tls ? { transport: { protocol: 'http', tls: {} } } : {}),
+    // The rewrite keeps the client's query string (Caddy's rewrite changes only the
+    // parts given); the panel reads only the X-Forwarded-* headers.
     rewrite: { method: 'GET', uri: '/auth/forward' },
     headers: { request: { set: { 'X-Forwarded-Method': ['{http.request.method}'], 'X-Forwarded-Uri': ['{http.request.uri}'] } } },
     handle_response: [{ match: { status_code: [2] }, routes }],

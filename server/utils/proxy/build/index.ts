@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { buildCrowdsecApp, buildCrowdsecHandler, hostUsesBouncer } from './crowdsec'
+import { buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesBouncer } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildLanGateRoute } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
@@ -10,8 +10,11 @@ import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
 import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
-
-/** The order of a host's request chain, read top to bottom. */
+/**
+ * The order of a host's request chain, read top to bottom: static gate
+ * (cheapest) -> ban check (403 before any WAF work) -> rate limit -> WAF ->
+ * auth sub-request -> path rules -> the host's upstream (A10).
+ */
 export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
 
 const _UNSAFE_NAME = /["'{}\\\s\u0000-\u001f\u007f]/
@@ -38,10 +41,10 @@ export function hashProxyConfig(config: unknown): string {
 }
 
 function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], warnings: string[]): Route | null {
-  const group = groups.get(host.target_group_id)
-  if (!group) { warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`); return null }
   const names = [host.domain, ...host.aliases]
   names.forEach(assertSafeHostname)
+  const group = groups.get(host.target_group_id)
+  if (!group) { warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`); return null }
 
   const routes: Route[] = []
   const chain: Json[] = []
@@ -51,8 +54,8 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         if (host.lan_only) routes.push(buildLanGateRoute())
         break
       case 'crowdsec':
+        // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         if (hostUsesBouncer(snapshot, host)) chain.push(buildCrowdsecHandler())
-        else if (host.bouncer_enabled && !snapshot.modules.includes('crowdsec') && snapshot.modules.length) warnings.push(`host ${host.domain}: the proxy has no crowdsec module; bouncer not applied`)
         break
       case 'rate_limit':
         if (host.rate_limit_enabled) {
@@ -88,6 +91,7 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
 /** Pure and deterministic: snapshot -> the full Caddy configuration plus warnings for the operator. */
 export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warnings: string[] } {
   const warnings: string[] = []
+  // Disabled hosts emit nothing; everything is sorted so equal snapshots give equal bytes.
   const hosts = [...snapshot.hosts].filter((h) => h.enabled).sort((a, b) => a.id - b.id)
   const groups = new Map([...snapshot.targetGroups].sort((a, b) => a.id - b.id).map((g) => [g.id, g]))
   const rulesByHost = new Map<number, RuleSnapshot[]>()
@@ -95,22 +99,29 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
 
   const plainRoutes: Route[] = []
   const tlsRoutes: Route[] = []
-  const plainHosts: HostSnapshot[] = []
+  const builtHosts: HostSnapshot[] = []
   const tlsHosts: HostSnapshot[] = []
   for (const host of hosts) {
     const route = _buildHostRoute(host, snapshot, groups, rulesByHost.get(host.id) ?? [], warnings)
     if (!route) continue
-    if (host.tls_mode === 'none') { plainRoutes.push(route); plainHosts.push(host) } else { tlsRoutes.push(route); tlsHosts.push(host) }
+    builtHosts.push(host)
+    if (host.tls_mode === 'none') plainRoutes.push(route)
+    else { tlsRoutes.push(route); tlsHosts.push(host) }
   }
+  warnings.push(...buildCrowdsecWarnings(snapshot, builtHosts))
 
-  // The plain server always exists: it answers ACME http-01 and redirects TLS hosts to HTTPS.
+  // The plain server always exists, even with no routes (accepted by 2.6.2): it
+  // answers ACME http-01 and carries the automatic HTTP->HTTPS redirects of TLS
+  // hosts, which Caddy appends to the server listening on http_port.
   const servers: Json = {
-    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(plainHosts) },
+    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts) },
   }
-  const manual = buildManualCertificates(snapshot, tlsHosts)
+  const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
+  // No TLS host, no https server: an empty one would hold the HTTPS port open for nothing.
   if (tlsRoutes.length) {
     servers.https = {
-      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(tlsHosts),
+      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(builtHosts),
+      // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
   }
@@ -121,7 +132,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (policies.length) tls.automation = { policies }
   if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
   if (Object.keys(tls).length) apps.tls = tls
-  if (hosts.some((h) => hostUsesBouncer(snapshot, h))) apps.crowdsec = buildCrowdsecApp(snapshot.security)
+  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) apps.crowdsec = buildCrowdsecApp(snapshot.security)
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },

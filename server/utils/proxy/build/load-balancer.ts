@@ -3,11 +3,18 @@ import type { Json, TargetGroupSnapshot } from './types'
 /** Response headers only the proxy may set: an upstream's copy is dropped. */
 export const INTERNAL_RESPONSE_HEADERS = ['X-Panel-Rule-Id']
 
-/** reverse_proxy to a target group: upstreams, selection policy, health checks, TLS to the targets. */
+/**
+ * reverse_proxy to a target group: upstreams (in the group's order, which the
+ * `first` policy relies on), selection policy, active and passive health checks,
+ * TLS to the targets. An upstream's own copy of the rule tag is dropped, so it
+ * cannot forge a rule id in the access log.
+ */
 export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: string[]): Json {
   const policy: Json = { policy: group.lb_policy }
   if (group.lb_policy === 'weighted_round_robin') {
     policy.weights = group.targets.map((t) => t.weight)
+    // Added in Caddy 2.7.0 (caddy #5579); stock 2.6.2 rejects the whole /load
+    // ("unknown module: http.reverse_proxy.selection_policies.weighted_round_robin").
     warnings.push(`target group ${group.name}: weighted_round_robin needs Caddy 2.7 or newer`)
   }
   const handler: Json = {

@@ -7,7 +7,9 @@ export const ERROR_LOGGER = 'http.log.error'
 export function buildLogging(logDir: string): Json {
   return {
     logs: {
+      // Everything else (Caddy's own messages, TLS, WAF rule matches) goes to stderr.
       default: { exclude: [ACCESS_LOGGER, ERROR_LOGGER] },
+      // `include` matches a logger and its children: http.log.access.host_<id> lands here too.
       access: { writer: { output: 'file', filename: `${logDir}/access.log` }, encoder: { format: 'json' }, include: [ACCESS_LOGGER] },
       // DEBUG: Caddy logs 4xx handler errors (WAF 403, rate-limit 429) at debug level (A7).
       error: { writer: { output: 'file', filename: `${logDir}/error.log` }, encoder: { format: 'json' }, level: 'DEBUG', include: [ERROR_LOGGER] },
@@ -15,13 +17,24 @@ export function buildLogging(logDir: string): Json {
   }
 }
 
+/** The logger suffix of a host: its lines come from `http.log.access.host_<id>` / `http.log.error.host_<id>`. */
+export function hostLoggerName(host: Pick<HostSnapshot, 'id'>): string {
+  return `host_${host.id}`
+}
+
 /**
- * Per-host logger names, so every access line says its host: `http.log.access.host_<id>`.
- * Caddy 2.6 reads `logger_names` as host -> string; later versions take an array
- * but still accept a single string, so a string works for both.
+ * Per-host logger names, so every access and error line says its host (the log
+ * ingester reads the id from the logger name). Both servers get every host: the
+ * plain server also answers TLS hosts (HTTP->HTTPS redirects, ACME http-01).
+ *
+ * Shape: a map host name -> one STRING. Caddy 2.6.2 declares `logger_names` as
+ * map[string]string and rejects an array ("cannot unmarshal array into Go struct
+ * field ServerLogConfig.servers.logs.logger_names of type string", seen against
+ * the stock 2.6.2). Caddy 2.8.0 changed it to map[string]StringArray (caddy #6088),
+ * whose unmarshaller still takes a single string, so a string works on 2.6 and 2.11.
  */
 export function buildServerLogs(hosts: HostSnapshot[]): Json {
   const loggerNames: Record<string, string> = {}
-  for (const host of hosts) for (const name of [host.domain, ...host.aliases]) loggerNames[name] = `host_${host.id}`
+  for (const host of hosts) for (const name of [host.domain, ...host.aliases]) loggerNames[name] = hostLoggerName(host)
   return { logger_names: loggerNames }
 }

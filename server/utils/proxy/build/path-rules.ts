@@ -8,9 +8,12 @@ export function sortRules(rules: RuleSnapshot[]): RuleSnapshot[] {
 }
 
 /**
- * One route per rule. Its first handler tags the response with the rule id: the
- * access log records response headers (request headers are logged as the client
- * sent them), which is how log rows learn their rule_id.
+ * One route per rule (match path, and method when given), terminal. Its first
+ * handler tags the RESPONSE with the rule id: Caddy's access log records request
+ * headers as the client sent them (it logs a copy taken before any handler runs),
+ * so a request-header tag would never show, while a client could send a forged
+ * one; response headers are logged as sent (resp_headers), and the log ingester
+ * reads the tag there. Seen against the stock 2.6.2, see docs/api.md.
  */
 export function buildRuleRoute(rule: RuleSnapshot, host: HostSnapshot, groups: Map<number, TargetGroupSnapshot>, warnings: string[]): Route | null {
   const matcher: Json = { path: [rule.path] }

@@ -4,12 +4,12 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
   if (host.tls_challenge === 'http') return { 'tls-alpn': { disabled: true } }
   if (host.tls_challenge === 'tls-alpn') return { http: { disabled: true } }
   if (!snapshot.modules.includes('dns')) {
-    warnings.push(`host ${host.domain}: DNS-01 needs the proxy's DNS modules (PROXY_MODULES lacks dns); no certificate policy emitted`)
+    warnings.push(`host ${host.domain}: DNS-01 needs the proxy's DNS modules (PROXY_MODULES lacks dns); no certificate policy emitted, so the proxy falls back to its default issuers and challenges`)
     return null
   }
   const provider = host.tls_dns_provider ? snapshot.dnsProviders[host.tls_dns_provider] : undefined
   if (!provider) {
-    warnings.push(`host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted`)
+    warnings.push(`host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted, so the proxy falls back to its default issuers and challenges`)
     return null
   }
   const credentials = { ...provider.credentials }
@@ -18,7 +18,11 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
   return { dns: { provider: { name: provider.module, ...credentials } }, http: { disabled: true }, 'tls-alpn': { disabled: true } }
 }
 
-/** One automation policy per auto-TLS host, with only the chosen challenge enabled. Never a catch-all. */
+/**
+ * One automation policy per auto-TLS host (in host order), with only the chosen
+ * challenge enabled. Never a policy without subjects: it would catch every name.
+ * Challenge keys: `http` and `tls-alpn` (with a dash), both accepted by 2.6.2.
+ */
 export function buildAcmePolicies(snapshot: ProxySnapshot, hosts: HostSnapshot[], warnings: string[]): Json[] {
   const policies: Json[] = []
   for (const host of hosts) {

@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest'
+import { HOST_HANDLER_ORDER, assertSafeHostname, buildProxyConfig, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
+import type { ProxySnapshot } from '../../server/utils/proxy/build/types'
+import { buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
+
+const security = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
+const everything = buildHostSnapshot({ lan_only: true, waf_enabled: true, waf_mode: 'blocking', rate_limit_enabled: true, auth_required: true })
+const rule = buildRuleSnapshot({ id: 7, priority: 1, path: '/x', action: 'respond', respond_status: 204, respond_body: '' })
+
+/** Which step of HOST_HANDLER_ORDER a route or handler is. */
+function stepOf(route: any, handler?: any): string {
+  if (route.match?.[0]?.not) return 'lan_gate'
+  if (!handler) return route.match ? 'rules' : 'upstream'
+  if (handler.rewrite?.uri === '/auth/forward') return 'forward_auth'
+  return handler.handler
+}
+
+describe('buildProxyConfig — handler order', () => {
+  it('HOST_HANDLER_ORDER is the one list the chain follows', () => {
+    expect([...HOST_HANDLER_ORDER]).toEqual(['lan_gate', 'crowdsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'])
+  })
+
+  it('a host with every feature runs them in that order', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security, hosts: [everything], rules: [rule] }))
+    const routes = hostSubroutes(config, 'host1.example.test')
+    const seen = [stepOf(routes[0]), ...routes[1].handle.map((h: any) => stepOf(routes[1], h)), stepOf(routes[2]), stepOf(routes[3])]
+    expect(seen).toEqual([...HOST_HANDLER_ORDER])
+    expect(routes).toHaveLength(4)
+  })
+
+  it('the host route matches all its names, is terminal and holds one subroute', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ aliases: ['www.host1.example.test'] })] })) as any
+    const [route] = config.apps.http.servers.http.routes
+    expect(route.match).toEqual([{ host: ['host1.example.test', 'www.host1.example.test'] }])
+    expect(route.terminal).toBe(true)
+    expect(route.handle.map((h: any) => h.handler)).toEqual(['subroute'])
+  })
+})
+
+describe('buildProxyConfig — determinism', () => {
+  function bigSnapshot(order: (xs: any[]) => any[]): ProxySnapshot {
+    const hosts = [1, 2, 3, 4, 5].map((id) => buildHostSnapshot({
+      id, lan_only: id % 2 === 0, auth_required: id % 3 === 0, tls_mode: (['none', 'auto', 'manual'] as const)[id % 3],
+      tls_challenge: id === 4 ? 'dns' : 'http', tls_dns_provider: id === 4 ? 'provider_b' : null, target_group_id: 1 + (id % 2),
+      enabled: id !== 5, waf_enabled: true, rate_limit_enabled: id > 2,
+    }))
+    const groups = [buildGroupSnapshot({ id: 1 }), buildGroupSnapshot({ id: 2, name: 'b', lb_policy: 'weighted_round_robin', targets: [{ address: 'b1:80', weight: 2 }, { address: 'b2:80', weight: 1 }] })]
+    const rules = [buildRuleSnapshot({ id: 1, host_id: 2, priority: 5 }), buildRuleSnapshot({ id: 2, host_id: 2, priority: 5, path: '/b' }), buildRuleSnapshot({ id: 3, host_id: 3, action: 'proxy', target_group_id: 1 })]
+    const manualCerts = [{ hostId: 2, certFile: '/c/2.crt', keyFile: '/c/2.key' }, { hostId: 5, certFile: '/c/5.crt', keyFile: '/c/5.key' }]
+    const providers: ProxySnapshot['dnsProviders'] = {}
+    for (const [k, v] of order([['provider_a', { module: 'cloudflare', credentials: { api_token: 't' } }], ['provider_b', { module: 'route53', credentials: { secret_access_key: 's', access_key_id: 'a' } }]])) providers[k] = v
+    return buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security, hosts: order(hosts), targetGroups: order(groups), rules: order(rules), manualCerts: order(manualCerts), dnsProviders: providers })
+  }
+
+  /** A seeded shuffle, so a failure is reproducible. */
+  function shuffler(seed: number) {
+    return (xs: any[]) => {
+      const out = [...xs]
+      for (let i = out.length - 1; i > 0; i--) { seed = (seed * 1103515245 + 12345) % 2 ** 31; const j = seed % (i + 1); [out[i], out[j]] = [out[j], out[i]] }
+      return out
+    }
+  }
+
+  it('shuffled input gives the same bytes, hash and warnings', () => {
+    const reference = buildProxyConfig(bigSnapshot((xs) => xs))
+    for (const seed of [1, 2, 3, 42, 1234]) {
+      const shuffled = buildProxyConfig(bigSnapshot(shuffler(seed)))
+      expect(stableStringify(shuffled.config)).toBe(stableStringify(reference.config))
+      expect(hashProxyConfig(shuffled.config)).toBe(hashProxyConfig(reference.config))
+      expect(shuffled.warnings).toEqual(reference.warnings)
+    }
+  })
+
+  it('does not change its input', () => {
+    const snapshot = bigSnapshot(shuffler(7))
+    const before = JSON.stringify(snapshot)
+    buildProxyConfig(snapshot)
+    expect(JSON.stringify(snapshot)).toBe(before)
+  })
+
+  it('stableStringify sorts keys at every level and keeps array order; the hash is sha256 hex of it', () => {
+    expect(stableStringify({ b: 1, a: { d: [2, 1], c: 2 } })).toBe('{"a":{"c":2,"d":[2,1]},"b":1}')
+    expect(hashProxyConfig({ a: 1 })).toBe('015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862')
+  })
+})
+
+describe('buildProxyConfig — modules the proxy lacks', () => {
+  it('PROXY_MODULES=none: no crowdsec, waf, rate_limit or dns anywhere, and a warning for each wish', () => {
+    const r = buildProxyConfig(buildSnapshot({
+      modules: [], security, hosts: [everything, buildHostSnapshot({ id: 2, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a' })],
+      dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } },
+    }))
+    const text = JSON.stringify(r.config)
+    for (const absent of ['crowdsec', '"waf"', 'rate_limit', 'cloudflare', '"dns"']) expect(text).not.toContain(absent)
+    const all = r.warnings.join('\n')
+    for (const wanted of [/no crowdsec module/, /no waf module/, /no ratelimit module/, /PROXY_MODULES lacks dns/]) expect(all).toMatch(wanted)
+  })
+
+  it('each module present brings only its own part', () => {
+    const r = buildProxyConfig(buildSnapshot({ modules: ['waf'], security, hosts: [everything] }))
+    const handlers = hostSubroutes(r.config, 'host1.example.test')[1].handle.map((h: any) => h.handler)
+    expect(handlers).toEqual(['waf', 'reverse_proxy'])
+    expect((r.config as any).apps.crowdsec).toBeUndefined()
+  })
+})
+
+describe('buildProxyConfig — the document', () => {
+  it('always carries the admin listener with persistence off, storage when set, and the http ports', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ adminListen: '0.0.0.0:2019', httpPort: 8080, httpsPort: 8443 })) as any
+    expect(config.admin).toEqual({ listen: '0.0.0.0:2019', config: { persist: false } })
+    expect(config.storage).toEqual({ module: 'file_system', root: '/var/lib/caddy' })
+    expect(config.apps.http.http_port).toBe(8080)
+    expect(config.apps.http.https_port).toBe(8443)
+    expect((buildProxyConfig(buildSnapshot({ storageRoot: null })).config as any).storage).toBeUndefined()
+  })
+
+  it('two servers on their listen addresses: plain hosts on http, TLS hosts on https', () => {
+    const { config } = buildProxyConfig(buildSnapshot({
+      httpListen: [':80', '[::]:80'], httpsListen: [':443'],
+      hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })],
+    })) as any
+    expect(config.apps.http.servers.http.listen).toEqual([':80', '[::]:80'])
+    expect(config.apps.http.servers.https.listen).toEqual([':443'])
+    expect(config.apps.http.servers.https.automatic_https).toBeUndefined() // redirects stay on
+  })
+
+  it('zero hosts: a valid document with the plain server and no routes, no https server, no tls app', () => {
+    const { config, warnings } = buildProxyConfig(buildSnapshot({ hosts: [] })) as any
+    expect(Object.keys(config.apps)).toEqual(['http'])
+    expect(Object.keys(config.apps.http.servers)).toEqual(['http'])
+    expect(config.apps.http.servers.http.routes).toEqual([])
+    expect(warnings).toEqual([])
+  })
+
+  it('disabled hosts emit nothing at all: no route, no policy, no certificate, no logger name', () => {
+    const { config } = buildProxyConfig(buildSnapshot({
+      hosts: [buildHostSnapshot({ enabled: false, tls_mode: 'auto' }), buildHostSnapshot({ id: 2, enabled: false, tls_mode: 'manual', domain: 'm.example.test' })],
+      manualCerts: [{ hostId: 2, certFile: '/c', keyFile: '/k' }], rules: [buildRuleSnapshot()],
+    })) as any
+    const text = JSON.stringify(config)
+    expect(text).not.toContain('host1.example.test')
+    expect(text).not.toContain('m.example.test')
+    expect(config.apps.tls).toBeUndefined()
+    expect(config.apps.http.servers.https).toBeUndefined()
+  })
+})
+
+describe('assertSafeHostname — injection guard', () => {
+  it('refuses quotes, braces, backslashes, whitespace, control characters and the empty name', () => {
+    for (const bad of ['a"b.test', "a'b.test", 'a{b}.test', 'a\\b.test', 'a b.test', 'a\tb.test', 'a\nb.test', 'a\u0000b.test', '']) expect(() => assertSafeHostname(bad)).toThrow(/unsafe host name/)
+    for (const good of ['host.example.test', '*.example.test', 'xn--bcher-kva.example', 'a-b.c']) expect(() => assertSafeHostname(good)).not.toThrow()
+  })
+
+  it('the builder throws on an unsafe domain or alias, even for a host it would skip', () => {
+    expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ domain: 'x"}.test' })] }))).toThrow(/unsafe/)
+    expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ aliases: ['ok.test', 'bad\n.test'] })] }))).toThrow(/unsafe/)
+    expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ target_group_id: 99, aliases: ['{env.X}'] })] }))).toThrow(/unsafe/)
+  })
+})
