@@ -231,3 +231,47 @@ export const notificationRules = sqliteTable('notification_rules', {
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
+
+// Hourly roll-ups of `logs` (migration 0009): see server/utils/logs/rollup.ts.
+export const logsRollupState = sqliteTable('logs_rollup_state', {
+  id: integer('id').primaryKey(),
+  lastId: integer('last_id').notNull(),
+})
+
+export const logsHourly = sqliteTable('logs_hourly', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  hostDomain: text('host_domain').notNull(),
+  status: integer('status').notNull(),
+  method: text('method').notNull(),
+  level: text('level').notNull(),
+  n: integer('n').notNull(),
+  durN: integer('dur_n').notNull(),
+  durSumUs: integer('dur_sum_us').notNull(),
+})
+
+export const logsHourlyDurations = sqliteTable('logs_hourly_durations', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  hostDomain: text('host_domain').notNull(),
+  bucketUs: integer('bucket_us').notNull(),
+  n: integer('n').notNull(),
+})
+
+export const logsHourlyHostPaths = sqliteTable('logs_hourly_host_paths', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  hostDomain: text('host_domain').notNull(),
+  path: text('path').notNull(),
+  n: integer('n').notNull(),
+})
+
+export const logsHourlyPaths = sqliteTable('logs_hourly_paths', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  path: text('path').notNull(),
+  n: integer('n').notNull(),
+})

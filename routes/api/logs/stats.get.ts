@@ -1,4 +1,8 @@
-import { defineEventHandler, getQuery } from 'h3'
-import { logStats } from '~/server/utils/logs/query'
+import { defineEventHandler, getQuery, setResponseHeader } from 'h3'
+import { computeLogStats } from '~/server/utils/logs/stats'
 
-export default defineEventHandler((event) => logStats(getQuery(event)))
+export default defineEventHandler(async (event) => {
+  const { stats, scanLimited } = await computeLogStats(getQuery(event))
+  if (scanLimited) setResponseHeader(event, 'x-logs-scan-limited', 'true') // a regex/CIDR filter stopped at its scan bound
+  return stats
+})

@@ -3,26 +3,30 @@ import { compileLogFilter } from '~/server/utils/logs/filters'
 import { MAX_BACKLOG, subscribeToLogs, writeSseComment } from '~/server/utils/logs/hub'
 
 const HEARTBEAT_MS = 15_000
+/** Bytes the response may hold unsent before the client counts as too slow and is dropped. */
+const MAX_UNSENT_BYTES = 8 * 1024 * 1024
 
 // Server-sent events: every new row matching the filter, as `event: log`.
 export default defineEventHandler((event) => {
   const filter = compileLogFilter(getQuery(event)) // a bad filter is a 400 before the stream opens
+  const res = event.node.res
   const stream = createEventStream(event)
-  let backlog = 0
+  let pending = 0
   const unsubscribe = subscribeToLogs({
     matches: filter.matches,
     send(rows) {
-      if (backlog > MAX_BACKLOG) return false
-      for (const row of rows) {
-        backlog++
-        stream.push({ event: 'log', id: String(row.id), data: JSON.stringify(row) }).finally(() => { backlog-- })
-      }
+      if (res.destroyed || pending > MAX_BACKLOG || res.writableLength > MAX_UNSENT_BYTES) return false
+      pending += rows.length
+      stream.push(rows.map((row) => ({ event: 'log', id: String(row.id), data: JSON.stringify(row) })))
+        .finally(() => { pending -= rows.length })
       return true
     },
-    drop() { stream.close() },
+    drop() { res.destroy() }, // frees what is buffered; onClosed below cleans up
   })
   writeSseComment(stream, 'connected') // sends the headers now, not at the first row
-  const heartbeat = setInterval(() => { writeSseComment(stream, 'heartbeat') }, HEARTBEAT_MS)
-  stream.onClosed(async () => { clearInterval(heartbeat); unsubscribe(); await stream.close() })
+  const heartbeat = setInterval(() => writeSseComment(stream, 'heartbeat'), HEARTBEAT_MS)
+  const cleanup = () => { clearInterval(heartbeat); unsubscribe() }
+  res.on('close', cleanup)
+  stream.onClosed(async () => { cleanup(); await stream.close() })
   return stream.send()
 })

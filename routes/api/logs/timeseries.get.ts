@@ -1,4 +1,8 @@
-import { defineEventHandler, getQuery } from 'h3'
-import { logTimeseries } from '~/server/utils/logs/query'
+import { defineEventHandler, getQuery, setResponseHeader } from 'h3'
+import { computeLogTimeseries } from '~/server/utils/logs/stats'
 
-export default defineEventHandler((event) => logTimeseries(getQuery(event)))
+export default defineEventHandler(async (event) => {
+  const { points, scanLimited } = await computeLogTimeseries(getQuery(event))
+  if (scanLimited) setResponseHeader(event, 'x-logs-scan-limited', 'true') // a regex/CIDR filter stopped at its scan bound
+  return points
+})

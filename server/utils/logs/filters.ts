@@ -1,112 +1,195 @@
-import { and, gte, inArray, lte, or, sql, type SQL } from 'drizzle-orm'
-import { logs } from '../../../db/schema'
+import { and, inArray, or, sql, type SQL } from 'drizzle-orm'
 import { badRequest } from '../core/errors'
-import { endOf, ipToBigInt, parseCidr } from '../geo/ip'
-import type { PresentedLog } from './hub'
+import { ipToBigInt, parseCidr, endOf, type Net } from '../geo/ip'
+import { compileSafeRegex, requiredLiteral } from './regex'
 
-// One filter compiler for the list, stats, timeseries and tail: the query
-// string becomes SQL conditions (bound parameters only) plus, for what SQL here
-// cannot do (regular expressions, CIDR membership), a JS predicate applied to
-// the rows SQL returns.
+// One filter compiler for the list, stats, timeseries and the live tail. The
+// query string becomes SQL conditions with bound parameters, written with
+// bare column names so that the same conditions also apply to the hourly
+// roll-up tables (which share those column names), plus a JS predicate for
+// the two things SQL cannot do here (a regular expression, CIDR membership).
+// Those two are narrowed in SQL first (a literal the regex requires, the text
+// prefix of the network) so that JS sees few rows.
 
 export const SOURCES = ['caddy_access', 'caddy_error', 'audit', 'waf_audit'] as const
-type Row = { source: string; host_id?: unknown; [k: string]: unknown }
-export interface CompiledFilter { where: SQL | undefined; predicate: ((row: Row) => boolean) | null; matches(row: PresentedLog): boolean }
+export type Dim = 'source' | 'host' | 'rule_id' | 'status' | 'method' | 'path' | 'remote_ip' | 'level' | 'query' | 'waf_rule_id' | 'waf_severity'
 
-const _list = (v: unknown): string[] => (v === undefined || v === '' ? [] : String(v).split(',').map((s) => s.trim()).filter(Boolean))
-const _ints = (v: unknown, name: string) => _list(v).map((s) => { if (!/^\d{1,12}$/.test(s)) throw badRequest(`${name}: must be integers separated by commas`); return Number(s) })
+/** A row as the API presents it (see present.ts); what the tail and the JS predicate see. */
+export interface FilterableRow { ts: string; source: string; host_id: number | null; host_domain: string | null; rule_id: number | null; status: number | null; method: string | null; path: string | null; remote_ip: string | null; user_agent: string | null; level: string | null; message: string | null; raw: string | null; waf_rule_id: number | null; waf_severity: string | null }
 
-export function parseTime(v: unknown, name: string): number | undefined {
-  if (v === undefined || v === '') return undefined
-  const s = String(v)
-  const ms = /^\d{10,14}$/.test(s) ? Number(s) : Date.parse(s)
-  if (!Number.isFinite(ms) || (!/^\d+$/.test(s) && !/^\d{4}-\d{2}-\d{2}T/.test(s))) throw badRequest(`${name}: must be an RFC 3339 time or epoch milliseconds`)
-  return ms
+export interface CompiledFilter {
+  /** Which filters are present (time aside). */
+  dims: ReadonlySet<Dim>
+  /** The filter's conditions without the time range (bare column names). */
+  dimWhere: SQL | undefined
+  /** Time range, epoch ms inclusive. */
+  fromMs?: number
+  toMs?: number
+  /** dimWhere plus the time range, on the logs table. */
+  where: SQL | undefined
+  /** What SQL cannot check: run on the rows SQL returns. Null when SQL says it all. */
+  predicate: ((row: FilterableRow) => boolean) | null
+  /** The whole filter on one presented row (live tail). */
+  matches(row: FilterableRow): boolean
 }
 
-/** status: 404 | 4xx | 500-504 | a comma list of those. */
-export function parseStatusExpression(v: unknown): Array<[number, number]> {
-  return _list(v).map((part) => {
-    let m: RegExpExecArray | null
-    if ((m = /^([1-5])xx$/i.exec(part))) return [Number(m[1]) * 100, Number(m[1]) * 100 + 99]
-    if ((m = /^(\d{3})-(\d{3})$/.exec(part)) && Number(m[1]) <= Number(m[2])) return [Number(m[1]), Number(m[2])]
-    if (/^\d{3}$/.test(part)) return [Number(part), Number(part)]
-    throw badRequest(`status: "${part}" is not a status, a class such as 4xx, or a range such as 500-504`)
+const _col = (name: string) => sql`${sql.identifier(name)}`
+const _list = (v: unknown): string[] => {
+  if (v === undefined || v === null || v === '') return []
+  const parts = Array.isArray(v) ? v.map(String) : [String(v)]
+  return parts.flatMap((p) => p.split(',')).map((s) => s.trim()).filter(Boolean)
+}
+const _one = (v: unknown): string | undefined => {
+  if (v === undefined || v === null || v === '') return undefined
+  if (Array.isArray(v)) { if (v.length > 1) throw badRequest('a filter other than the lists (source, host_id, …) may be given only once'); return v[0] === '' ? undefined : String(v[0]) }
+  return String(v)
+}
+function _ids(v: unknown, name: string): number[] {
+  return _list(v).map((s) => {
+    if (!/^[1-9]\d{0,9}$/.test(s)) throw badRequest(`${name}: must be positive integers separated by commas`)
+    return Number(s)
   })
 }
 
-/** Regular expressions from clients run on our CPU: short, and without nested quantifiers. */
-export function compileSafeRegex(pattern: string): RegExp {
-  if (pattern.length > 200) throw badRequest('path: the regular expression must be at most 200 characters')
-  if (/\([^)]*[+*}][^)]*\)\s*[+*{]/.test(pattern) || /\\[1-9]/.test(pattern))
-    throw badRequest('path: nested quantifiers and back-references are refused (they can take exponential time)')
-  try { return new RegExp(pattern) } catch (err) { throw badRequest(`path: invalid regular expression: ${(err as Error).message}`) }
+export function parseTime(v: unknown, name: string): number | undefined {
+  const s = _one(v)
+  if (s === undefined) return undefined
+  const ms = /^\d{1,15}$/.test(s) ? Number(s) : /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.test(s) ? Date.parse(s) : Number.NaN
+  if (!Number.isFinite(ms) || ms < 0 || ms > 8.64e15) throw badRequest(`${name}: must be an RFC 3339 time (2026-11-20T10:00:00Z) or epoch milliseconds`)
+  return ms
+}
+
+/** status: 404 | 4xx | 500-504 | a comma list of those; every status within 100..599. */
+export function parseStatusExpression(v: unknown): Array<[number, number]> {
+  return _list(v).map((part): [number, number] => {
+    let m: RegExpExecArray | null
+    if ((m = /^([1-5])xx$/i.exec(part))) return [Number(m[1]) * 100, Number(m[1]) * 100 + 99]
+    if ((m = /^([1-5]\d\d)-([1-5]\d\d)$/.exec(part)) && Number(m[1]) <= Number(m[2])) return [Number(m[1]), Number(m[2])]
+    if (/^[1-5]\d\d$/.test(part)) return [Number(part), Number(part)]
+    throw badRequest(`status: "${part}" is not a status (100-599), a class such as 4xx, or a range such as 500-504`)
+  })
+}
+
+/**
+ * The SQL text range holding every address of `net` as Caddy writes them
+ * (dotted quads; RFC 5952 IPv6), from the groups the prefix fixes: 10.1.0.0/16
+ * gives "10.1." .. "10.1/". Null when the prefix fixes nothing printable.
+ */
+export function cidrTextRange(net: Net): [string, string] | null {
+  if (net.family === 4) {
+    const octets = Math.floor(net.prefix / 8)
+    if (octets === 0) return null
+    const parts = [24n, 16n, 8n, 0n].slice(0, octets).map((s) => String(Number((net.start >> s) & 255n)))
+    if (octets === 4) return [parts.join('.'), `${parts.join('.')}\u0001`]
+    const p = `${parts.join('.')}.`
+    return [p, `${p.slice(0, -1)}/`]
+  }
+  const groups: string[] = []
+  for (let i = 0; i < Math.floor(net.prefix / 16); i++) {
+    const g = Number((net.start >> BigInt(112 - 16 * i)) & 0xffffn)
+    if (g === 0) break // a zero group may be printed as "::": stop before it
+    groups.push(g.toString(16))
+  }
+  if (!groups.length) return null
+  const p = `${groups.join(':')}:`
+  return [p, `${p.slice(0, -1)};`]
 }
 
 export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   const conds: SQL[] = []
-  const jsChecks: Array<(r: Row) => boolean> = []
+  const dims = new Set<Dim>()
+  const jsChecks: Array<(r: FilterableRow) => boolean> = []
+  const tail: Array<(r: FilterableRow) => boolean> = []
+
   const sources = _list(q.source)
   for (const s of sources) if (!(SOURCES as readonly string[]).includes(s)) throw badRequest(`source: "${s}" is not one of ${SOURCES.join(', ')}`)
-  if (sources.length) conds.push(inArray(logs.source, sources as (typeof SOURCES)[number][]))
-  const hostIds = _ints(q.host_id, 'host_id'), domains = _list(q.host_domain).map((d) => d.toLowerCase())
-  if (hostIds.length || domains.length) conds.push(or(...[hostIds.length ? inArray(logs.hostId, hostIds) : undefined, domains.length ? inArray(logs.hostDomain, domains) : undefined].filter(Boolean) as SQL[])!)
-  const ruleIds = _ints(q.rule_id, 'rule_id')
-  if (ruleIds.length) conds.push(inArray(logs.ruleId, ruleIds))
+  if (sources.length) { dims.add('source'); conds.push(inArray(_col('source'), sources)); tail.push((r) => sources.includes(r.source)) }
+
+  const hostIds = _ids(q.host_id, 'host_id')
+  const domains = _list(q.host_domain).map((d) => d.toLowerCase())
+  if (hostIds.length || domains.length) {
+    dims.add('host')
+    conds.push(or(hostIds.length ? inArray(_col('host_id'), hostIds) : undefined, domains.length ? inArray(_col('host_domain'), domains) : undefined)!)
+    tail.push((r) => (r.host_id !== null && hostIds.includes(r.host_id)) || (r.host_domain !== null && domains.includes(r.host_domain)))
+  }
+
+  const ruleIds = _ids(q.rule_id, 'rule_id')
+  if (ruleIds.length) { dims.add('rule_id'); conds.push(inArray(_col('rule_id'), ruleIds)); tail.push((r) => r.rule_id !== null && ruleIds.includes(r.rule_id)) }
+
   const statuses = parseStatusExpression(q.status)
-  if (statuses.length) conds.push(or(...statuses.map(([a, b]) => (a === b ? sql`${logs.status} = ${a}` : sql`${logs.status} BETWEEN ${a} AND ${b}`)))!)
+  if (statuses.length) {
+    dims.add('status')
+    conds.push(or(...statuses.map(([a, b]) => (a === b ? sql`${_col('status')} = ${a}` : sql`${_col('status')} BETWEEN ${a} AND ${b}`)))!)
+    tail.push((r) => r.status !== null && statuses.some(([a, b]) => r.status! >= a && r.status! <= b))
+  }
+
   const methods = _list(q.method).map((m) => m.toUpperCase())
   for (const m of methods) if (!/^[A-Z]{1,16}$/.test(m)) throw badRequest(`method: "${m}" is not an HTTP method`)
-  if (methods.length) conds.push(inArray(logs.method, methods))
-  if (q.path !== undefined && q.path !== '') {
-    const path = String(q.path)
-    if (path.startsWith('re:')) { const re = compileSafeRegex(path.slice(3)); jsChecks.push((r) => typeof r.path === 'string' && re.test(r.path)) }
-    else conds.push(sql`instr(${logs.path}, ${path}) > 0`)
-  }
-  if (q.remote_ip !== undefined && q.remote_ip !== '') {
-    const ip = String(q.remote_ip)
-    if (ip.includes('/')) {
-      let net
-      try { net = parseCidr(ip) } catch { throw badRequest('remote_ip: invalid CIDR') }
-      if (net.prefix > (net.family === 4 ? 32 : 128) || !Number.isInteger(net.prefix)) throw badRequest('remote_ip: invalid CIDR prefix')
-      jsChecks.push((r) => {
-        if (typeof r.remote_ip !== 'string') return false
-        try { const a = ipToBigInt(r.remote_ip); return a.family === net.family && a.value >= net.start && a.value <= endOf(net) } catch { return false }
-      })
-    } else conds.push(sql`instr(${logs.remoteIp}, ${ip}) > 0`)
-  }
-  const levels = _list(q.level).map((l) => l.toLowerCase())
-  if (levels.length) conds.push(inArray(logs.level, levels))
-  if (q.query !== undefined && q.query !== '') {
-    const t = String(q.query)
-    conds.push(sql`(instr(${logs.path}, ${t}) > 0 OR instr(${logs.userAgent}, ${t}) > 0 OR instr(${logs.message}, ${t}) > 0 OR instr(${logs.raw}, ${t}) > 0)`)
-  }
-  if (q.waf_rule_id !== undefined && q.waf_rule_id !== '') conds.push(inArray(logs.wafRuleId, _ints(q.waf_rule_id, 'waf_rule_id')))
-  const severities = _list(q.waf_severity).map((s) => s.toUpperCase())
-  if (severities.length) conds.push(inArray(logs.wafSeverity, severities))
-  const from = parseTime(q.from, 'from'), to = parseTime(q.to, 'to')
-  if (from !== undefined) conds.push(gte(logs.tsMs, from))
-  if (to !== undefined) conds.push(lte(logs.tsMs, to))
+  if (methods.length) { dims.add('method'); conds.push(inArray(_col('method'), methods)); tail.push((r) => r.method !== null && methods.includes(r.method)) }
 
-  const predicate = jsChecks.length ? (r: Row) => jsChecks.every((c) => c(r)) : null
-  // The same filter, evaluated on a presented row (live tail).
-  const matches = (r: PresentedLog): boolean => {
-    const x = r as any
-    const ts = Date.parse(x.ts)
-    const text = String(q.query ?? '')
-    return (!sources.length || sources.includes(x.source))
-      && (!(hostIds.length || domains.length) || hostIds.includes(x.host_id) || domains.includes(x.host_domain))
-      && (!ruleIds.length || ruleIds.includes(x.rule_id))
-      && (!statuses.length || statuses.some(([a, b]) => x.status >= a && x.status <= b))
-      && (!methods.length || methods.includes(x.method))
-      && (!q.path || String(q.path).startsWith('re:') || (typeof x.path === 'string' && x.path.includes(String(q.path))))
-      && (!q.remote_ip || String(q.remote_ip).includes('/') || (typeof x.remote_ip === 'string' && x.remote_ip.includes(String(q.remote_ip))))
-      && (!levels.length || levels.includes(x.level))
-      && (!text || [x.path, x.user_agent, x.message, x.raw].some((f) => typeof f === 'string' && f.includes(text)))
-      && (!q.waf_rule_id || _ints(q.waf_rule_id, 'waf_rule_id').includes(x.waf_rule_id))
-      && (!severities.length || severities.includes(x.waf_severity))
-      && (from === undefined || ts >= from) && (to === undefined || ts <= to)
-      && (!predicate || predicate(x))
+  const path = _one(q.path)
+  if (path !== undefined) {
+    dims.add('path')
+    if (path.startsWith('re:')) {
+      const re = compileSafeRegex(path.slice(3))
+      const literal = requiredLiteral(path.slice(3))
+      if (literal) conds.push(sql`instr(${_col('path')}, ${literal}) > 0`)
+      jsChecks.push((r) => r.path !== null && re.test(r.path))
+    } else {
+      conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
+      tail.push((r) => r.path !== null && r.path.includes(path))
+    }
   }
-  return { where: conds.length ? and(...conds) : undefined, predicate, matches }
+
+  const ip = _one(q.remote_ip)
+  if (ip !== undefined) {
+    dims.add('remote_ip')
+    if (ip.includes('/')) {
+      let net: Net
+      try { net = parseCidr(ip) } catch { throw badRequest(`remote_ip: "${ip}" is not a valid CIDR such as 10.0.0.0/8 or 2001:db8::/32`) }
+      const prefixText = ip.split('/')[1] ?? ''
+      if (!/^\d{1,3}$/.test(prefixText) || net.prefix > (net.family === 4 ? 32 : 128)) throw badRequest(`remote_ip: "${ip}" has an invalid prefix length`)
+      const range = cidrTextRange(net)
+      if (range) conds.push(sql`${_col('remote_ip')} >= ${range[0]} AND ${_col('remote_ip')} < ${range[1]}`)
+      const end = endOf(net)
+      jsChecks.push((r) => {
+        if (!r.remote_ip) return false
+        try { const a = ipToBigInt(r.remote_ip); return a.family === net.family && a.value >= net.start && a.value <= end } catch { return false }
+      })
+    } else {
+      conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
+      tail.push((r) => r.remote_ip !== null && r.remote_ip.includes(ip))
+    }
+  }
+
+  const levels = _list(q.level).map((l) => l.toLowerCase())
+  if (levels.length) { dims.add('level'); conds.push(inArray(_col('level'), levels)); tail.push((r) => r.level !== null && levels.includes(r.level)) }
+
+  const text = _one(q.query)
+  if (text !== undefined) {
+    dims.add('query')
+    conds.push(sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`)
+    tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f !== null && f.includes(text)))
+  }
+
+  const wafRuleIds = _ids(q.waf_rule_id, 'waf_rule_id')
+  if (wafRuleIds.length) { dims.add('waf_rule_id'); conds.push(inArray(_col('waf_rule_id'), wafRuleIds)); tail.push((r) => r.waf_rule_id !== null && wafRuleIds.includes(r.waf_rule_id)) }
+
+  const severities = _list(q.waf_severity).map((s) => s.toUpperCase())
+  for (const s of severities) if (!/^[A-Z]{1,16}$/.test(s)) throw badRequest(`waf_severity: "${s}" is not a severity name such as CRITICAL`)
+  if (severities.length) { dims.add('waf_severity'); conds.push(inArray(_col('waf_severity'), severities)); tail.push((r) => r.waf_severity !== null && severities.includes(r.waf_severity)) }
+
+  const fromMs = parseTime(q.from, 'from'), toMs = parseTime(q.to, 'to')
+  if (fromMs !== undefined && toMs !== undefined && fromMs > toMs) throw badRequest('from: must not be after to')
+  const timeConds = [fromMs !== undefined ? sql`${_col('ts_ms')} >= ${fromMs}` : undefined, toMs !== undefined ? sql`${_col('ts_ms')} <= ${toMs}` : undefined].filter((c): c is SQL => !!c)
+  if (fromMs !== undefined || toMs !== undefined) tail.push((r) => { const t = Date.parse(r.ts); return (fromMs === undefined || t >= fromMs) && (toMs === undefined || t <= toMs) })
+
+  const predicate = jsChecks.length ? (r: FilterableRow) => jsChecks.every((c) => c(r)) : null
+  const all = [...tail, ...jsChecks]
+  return {
+    dims, fromMs, toMs, predicate,
+    dimWhere: conds.length ? and(...conds) : undefined,
+    where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,
+    matches: (r) => all.every((c) => c(r)),
+  }
 }

@@ -1,21 +1,25 @@
+import type { FilterableRow } from './filters'
+
 // The in-process fan-out of new log rows to live-tail subscribers. Each
 // subscriber has its own filter and a bounded backlog: a client that cannot
 // keep up is dropped rather than allowed to grow the panel's memory.
 
-export interface PresentedLog { id: number; [k: string]: unknown }
-interface _Subscriber { matches(row: PresentedLog): boolean; send(rows: PresentedLog[]): boolean; drop(): void }
+export type PresentedLog = FilterableRow & { id: number }
+export interface LogSubscriber { matches(row: PresentedLog): boolean; send(rows: PresentedLog[]): boolean; drop(): void }
 
+/** Rows written to a subscriber's stream but not yet taken by its socket: over this, it is dropped. */
 export const MAX_BACKLOG = 1000
-const _subscribers = new Set<_Subscriber>()
+const _subscribers = new Set<LogSubscriber>()
 
-export function subscribeToLogs(sub: _Subscriber): () => void {
+export function subscribeToLogs(sub: LogSubscriber): () => void {
   _subscribers.add(sub)
   return () => { _subscribers.delete(sub) }
 }
 
 export function publishLogRows(rows: PresentedLog[]): void {
   for (const sub of _subscribers) {
-    const mine = rows.filter((r) => sub.matches(r))
+    let mine: PresentedLog[]
+    try { mine = rows.filter((r) => sub.matches(r)) } catch { mine = [] }
     if (mine.length && !sub.send(mine)) { _subscribers.delete(sub); sub.drop() }
   }
 }

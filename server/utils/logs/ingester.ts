@@ -1,137 +1,235 @@
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { eq } from 'drizzle-orm'
-import { hostNames, logOffsets, logs } from '../../../db/schema'
-import { getDb, writeTransaction } from '../core/db'
+import { sql } from 'drizzle-orm'
+import type { InStatement } from '@libsql/client'
+import { getClient, getDb, runWrite } from '../core/db'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
 import { systemActor, writeAudit } from '../core/audit'
-import { lookupIp } from '../geo/readers'
-import { publishLogRows, subscriberCount } from './hub'
+import { hostNames } from '../../../db/schema'
+import { openGeoReader } from '../geo/readers'
+import { countryOfRecord } from '../geo/walker'
+import { isLanAddress } from '../geo/ip'
 import { checkIngestedBatch } from '../ops/alerts'
+import { publishLogRows, subscriberCount } from './hub'
 import { presentLog, type LogRecord } from './present'
-import { LOG_FILES, PARSERS, type LogSource, type ParseContext } from './parse'
+import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } from './parse'
+import { headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
+import { insertStatements } from './writer'
+import { rollUpLogs, rollupMark } from './rollup'
 
-// Tails the proxy's access, error and WAF audit logs. Offsets live in the
-// database and advance in the same transaction as the rows they cover, so a
-// restart neither loses nor duplicates rows. A new inode (rotation) or a file
-// shorter than the offset (truncation) starts from the beginning.
+// Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR. Each
+// group of lines is parsed outside the write queue, then inserted (statements
+// of 100 rows) in one transaction together with the file's new position, so a
+// restart neither loses nor duplicates rows. New rows go to the live tail
+// after their commit. One panel ingests at a time (a lease row, below), so
+// replicas sharing a database never read the same file twice.
 
-export const BATCH_ROWS = 100
-export const BATCHES_PER_COMMIT = 20
-const _READ_BYTES = 4 * 1024 * 1024
-const _MAX_LINE_BYTES = 1024 * 1024
+export const COMMIT_ROWS = 5_000
+const _LEASE = 'logs:ingester'
+const _LEASE_TTL_MS = 20_000
+const _HOST_REFRESH_MS = 2_000
+const _ERROR_AUDIT_EVERY_MS = 60_000
+const _ROLLUP_BACKLOG_ROWS = 100_000
 
-let _hostCache: { atMs: number; byName: Map<string, number> } | undefined
+// Domain -> host id, from host_names; re-read when a domain is unknown (at most every 2 s).
+let _hosts: { atMs: number; byName: Map<string, number> } = { atMs: 0, byName: new Map() }
+async function _refreshHosts(force: boolean): Promise<void> {
+  if (Date.now() - _hosts.atMs < (force ? _HOST_REFRESH_MS : 30_000)) return
+  const rows = await getDb().select().from(hostNames)
+  _hosts = { atMs: Date.now(), byName: new Map(rows.map((r) => [r.name.toLowerCase(), r.hostId])) }
+}
 
-function _context(): ParseContext {
+// Country per address (LAN for private ones, as lookupIp answers): the reader is taken once per
+// group of lines, and a memo in front of it is emptied every minute (a refresh may change answers).
+let _geo: ReturnType<typeof openGeoReader> = null
+let _countries = new Map<string, string | null>()
+let _countriesAtMs = Date.now()
+function _countryOf(ip: string): string | null {
+  let c = _countries.get(ip)
+  if (c === undefined) {
+    try { c = isLanAddress(ip) ? 'LAN' : (countryOfRecord(_geo?.get(ip)) ?? null) } catch { c = null }
+    _countries.set(ip, c)
+  }
+  return c
+}
+function _refreshGeo(): void {
+  _geo = openGeoReader('country')
+  if (Date.now() - _countriesAtMs > 60_000 || _countries.size > 50_000) { _countries = new Map(); _countriesAtMs = Date.now() }
+}
+
+const _context: ParseContext = { hostIdOf: (domain) => _hosts.byName.get(domain) ?? null, countryOf: _countryOf }
+
+async function _readPosition(path: string): Promise<Position | null> {
+  const r = await getClient().execute({ sql: 'SELECT inode, offset_bytes, head FROM log_offsets WHERE path = ?', args: [path] })
+  const row = r.rows[0]
+  return row ? { inode: Number(row.inode), offset: Number(row.offset_bytes), head: String(row.head ?? '') } : null
+}
+
+function _savePosition(path: string, pos: Position): InStatement {
   return {
-    hostIdOf: (domain) => _hostCache?.byName.get(domain) ?? null,
-    countryOf: (ip) => { try { return lookupIp(ip).country } catch { return null } },
+    sql: `INSERT INTO log_offsets (path, inode, offset_bytes, updated_at, head) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (path) DO UPDATE SET inode = excluded.inode, offset_bytes = excluded.offset_bytes, updated_at = excluded.updated_at, head = excluded.head`,
+    args: [path, pos.inode, pos.offset, new Date().toISOString(), pos.head],
   }
 }
 
-async function _refreshHosts(): Promise<void> {
-  if (_hostCache && Date.now() - _hostCache.atMs < 5_000) return
-  const rows = await getDb().select().from(hostNames)
-  _hostCache = { atMs: Date.now(), byName: new Map(rows.map((r) => [r.name, r.hostId])) }
+/** Parses lines into rows; a domain the host cache does not know triggers one refresh. */
+async function _parse(source: LogSource, texts: string[]): Promise<LogRow[]> {
+  const parse = PARSERS[source]
+  const nowMs = Date.now()
+  _refreshGeo()
+  const rows = texts.map((t) => parse(t, _context, nowMs))
+  const missing = rows.filter((r) => r.hostId == null && r.hostDomain)
+  if (missing.length) {
+    await _refreshHosts(true)
+    for (const r of missing) r.hostId = _hosts.byName.get(r.hostDomain!) ?? null
+  }
+  return rows
 }
 
-async function _saveOffset(tx: Parameters<Parameters<typeof writeTransaction>[0]>[0], path: string, inode: number, offsetBytes: number) {
-  const updatedAt = new Date().toISOString()
-  await tx.insert(logOffsets).values({ path, inode, offsetBytes, updatedAt })
-    .onConflictDoUpdate({ target: logOffsets.path, set: { inode, offsetBytes, updatedAt } })
+/** Commits one group: its rows, and the position just past its last line. Returns the stored rows (with ids) when someone tails. */
+async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<LogRecord[]> {
+  const live = subscriberCount() > 0
+  const results = await runWrite(() => getClient().batch([...insertStatements(rows, live), _savePosition(path, pos)], 'write'))
+  if (!live) return []
+  const ids = results.slice(0, -1).flatMap((rs) => rs.rows.map((r) => Number(r.id)))
+  return rows.map((r, i) => ({
+    id: ids[i]!, hostId: null, hostDomain: null, ruleId: null, status: null, method: null, path: null, remoteIp: null, userAgent: null,
+    level: null, message: null, raw: null, durationMs: null, wafRuleId: null, wafSeverity: null, wafAnomalyScore: null, country: null, actor: null,
+    ...r,
+  }))
 }
 
-/** Reads what was appended since the stored offset and stores it, in batches. Returns the rows ingested. */
-export async function ingestFile(path: string, source: LogSource): Promise<number> {
-  if (!existsSync(path)) return 0
-  const st = statSync(path)
-  const stored = await getDb().select().from(logOffsets).where(eq(logOffsets.path, path)).get()
-  let offset = stored && stored.inode === st.ino && stored.offsetBytes <= st.size ? stored.offsetBytes : 0
-  if (offset === st.size) return 0
-  await _refreshHosts()
-  const ctx = _context()
-  const fd = openSync(path, 'r')
+async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Promise<number> {
   let total = 0
-  try {
-    while (offset < st.size) {
-      const buf = Buffer.alloc(Math.min(_READ_BYTES, st.size - offset))
-      const n = readSync(fd, buf, 0, buf.length, offset)
-      if (n <= 0) break
-      const end = buf.lastIndexOf(0x0a, n - 1)
-      let chunkEnd = end + 1
-      if (end < 0) {
-        // No newline: a partial last line (wait for it), unless it is already over the line limit.
-        if (n < _MAX_LINE_BYTES && offset + n >= st.size) break
-        chunkEnd = n
-      }
-      // Lines with the byte offset just past each one, so every batch commits its own offset.
-      const lines: Array<{ text: string; endOffset: number }> = []
-      for (let pos = 0; pos < chunkEnd;) {
-        let nl = buf.indexOf(0x0a, pos)
-        if (nl < 0 || nl >= chunkEnd) nl = chunkEnd - 1
-        const text = buf.subarray(pos, nl + 1).toString('utf8').replace(/\r?\n$/, '')
-        if (text.trim()) lines.push({ text: text.length > _MAX_LINE_BYTES ? text.slice(0, _MAX_LINE_BYTES) : text, endOffset: offset + nl + 1 })
-        pos = nl + 1
-      }
-      const nextOffset = offset + chunkEnd
-      // Inserts of BATCH_ROWS rows, up to BATCHES_PER_COMMIT of them per transaction together with the offset.
-      const perCommit = BATCH_ROWS * BATCHES_PER_COMMIT
-      for (let i = 0; i < lines.length; i += perCommit) {
-        const group = lines.slice(i, i + perCommit)
-        const groupEnd = i + perCommit >= lines.length ? nextOffset : group.at(-1)!.endOffset
-        const live = subscriberCount() > 0
-        const statuses: Array<number | null | undefined> = []
-        const inserted = await writeTransaction(async (tx) => {
-          const out: LogRecord[] = []
-          for (let j = 0; j < group.length; j += BATCH_ROWS) {
-            const values = group.slice(j, j + BATCH_ROWS).map((l) => PARSERS[source](l.text, ctx))
-            for (const v of values) statuses.push(v.status)
-            // Ids are only needed when someone is tailing.
-            if (live) out.push(...await tx.insert(logs).values(values).returning())
-            else await tx.insert(logs).values(values)
-          }
-          await _saveOffset(tx, path, st.ino, groupEnd)
-          return out
-        })
-        if (inserted.length) publishLogRows(inserted.map(presentLog))
-        await checkIngestedBatch(source, statuses).catch(() => {})
-        total += group.length
-      }
-      if (!lines.length) await writeTransaction((tx) => _saveOffset(tx, path, st.ino, nextOffset))
-      offset = nextOffset
-    }
-  } finally {
-    closeSync(fd)
+  let groups = 0
+  if (plan.reason !== 'append') logger.info(`log ingestion: ${path}: ${plan.reason === 'rotated-rest' ? `reading the rest of the rotated ${plan.file}` : plan.reason === 'truncated' ? 'truncated or replaced, reading from the start' : 'new file'}`)
+  for (const group of readLines(plan, COMMIT_ROWS)) {
+    groups++
+    const texts = group.map((l) => l.text).filter((t): t is string => t !== null && t.trim() !== '')
+    const rows = texts.length ? await _parse(source, texts) : []
+    const end = group.at(-1)!.end
+    const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows)
+    if (stored.length) publishLogRows(stored.map(presentLog))
+    if (rows.length) await checkIngestedBatch(source, rows.map((r) => r.status)).catch(() => {})
+    total += rows.length
+  }
+  // A new or truncated file without a complete line yet: remember that it is the one being followed.
+  if (!groups && plan.reason !== 'append' && plan.reason !== 'rotated-rest') await runWrite(() => getClient().batch([_savePosition(path, { inode: plan.inode, offset: 0, head: '' })], 'write'))
+  return total
+}
+
+/** Reads whatever was appended to `path` (or is left in its rotated predecessor) and stores it. Returns the rows ingested. */
+export async function ingestFile(path: string, source: LogSource): Promise<number> {
+  await _refreshHosts(false)
+  let total = 0
+  // At most a few plans per call: the rest of a rotated file, then the new file.
+  for (let i = 0; i < 3; i++) {
+    const plan = planRead(path, await _readPosition(path))
+    if (!plan) break
+    total += await _ingestPlan(path, source, plan)
+    if (plan.reason !== 'rotated-rest') break
   }
   return total
 }
 
-let _timer: NodeJS.Timeout | undefined
-let _stopped = false
-const _lastErrorAtMs = new Map<string, number>()
+// --- one ingester per database ---------------------------------------------
+// A lease row (table leases) held by this machine and data folder rather than
+// by this process: a panel restarted after a crash takes it back at once,
+// while a second panel sharing the database (another host or folder) waits.
 
-export function startIngester(intervalMs = 200): void {
-  const dir = getConfig().proxy.logDir
-  const tick = async () => {
-    for (const { file, source } of LOG_FILES) {
-      try { await ingestFile(join(dir, file), source) } catch (err) {
-        const message = (err as Error).message
-        logger.error(`log ingestion of ${file}: ${message}`)
-        // The ingester's own errors land in the same table, at most once a minute per file.
-        if (Date.now() - (_lastErrorAtMs.get(file) ?? 0) > 60_000) {
-          _lastErrorAtMs.set(file, Date.now())
-          await writeAudit(systemActor('log-ingester'), 'log_ingestion_error', { file, error: message }).catch(() => {})
-        }
-      }
-    }
-    if (!_stopped) _timer = setTimeout(tick, intervalMs)
-  }
-  tick()
+const _holder = () => `ingester@${hostname()}:${getConfig().dataDir}`
+
+async function _acquireIngesterLease(): Promise<boolean> {
+  const now = Date.now(), holder = _holder()
+  return runWrite(async () => {
+    const r = await getDb().run(sql`INSERT INTO leases (name, holder, expires_at_ms) VALUES (${_LEASE}, ${holder}, ${now + _LEASE_TTL_MS})
+      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
+      WHERE leases.holder = ${holder} OR leases.expires_at_ms < ${now}`)
+    return r.rowsAffected > 0
+  })
 }
 
-export function stopIngester(): void {
+async function _releaseIngesterLease(): Promise<void> {
+  await runWrite(() => getDb().run(sql`DELETE FROM leases WHERE name = ${_LEASE} AND holder = ${_holder()}`))
+}
+
+// --- the loop -------------------------------------------------------------
+
+let _timer: NodeJS.Timeout | undefined
+let _running: Promise<void> | undefined
+let _stopped = false
+let _nextLeaseCheckMs = 0
+let _lastRollupMs = 0
+let _rollupBehind = false
+const _lastErrorAuditMs = new Map<string, number>()
+const _status = { last_tick_at: null as string | null, last_error: null as string | null, last_error_at: null as string | null, rows_ingested: 0, leader: false }
+
+/** The ingester's state, for health views. */
+export function ingesterStatus() {
+  return { ..._status }
+}
+
+async function _reportError(what: string, err: unknown): Promise<void> {
+  const message = (err as Error)?.message ?? String(err)
+  logger.error(`log ingestion: ${what}: ${message}`)
+  _status.last_error = `${what}: ${message}`
+  _status.last_error_at = new Date().toISOString()
+  // The ingester's own errors land in the same table (and filters), at most once a minute per cause.
+  if (Date.now() - (_lastErrorAuditMs.get(what) ?? 0) > _ERROR_AUDIT_EVERY_MS) {
+    _lastErrorAuditMs.set(what, Date.now())
+    await writeAudit(systemActor('log-ingester'), 'log_ingestion_error', { file: what, error: message.slice(0, 500) }).catch(() => {})
+  }
+}
+
+async function _tick(dir: string): Promise<void> {
+  if (Date.now() >= _nextLeaseCheckMs) {
+    // The leader renews at half the lease's life; another panel retries every 5 s.
+    try {
+      _status.leader = await _acquireIngesterLease()
+      _nextLeaseCheckMs = Date.now() + (_status.leader ? _LEASE_TTL_MS / 2 : 5_000)
+    } catch (err) { await _reportError('lease', err); return }
+  }
+  if (!_status.leader) return
+  let ingested = 0
+  for (const { file, source } of LOG_FILES) {
+    if (_stopped) return
+    try { ingested += await ingestFile(join(dir, file), source) } catch (err) { await _reportError(file, err) }
+  }
+  _status.rows_ingested += ingested
+  // Roll up when ingestion is idle, every 10 s, or when the backlog would make queries slow
+  // (queries add the rows not rolled up yet, so waiting costs them time, never correctness).
+  // Audit rows arrive without the ingester: they are rolled up here too.
+  try {
+    const { lastId, maxId } = await rollupMark()
+    const backlog = maxId - lastId
+    const sinceMs = Date.now() - _lastRollupMs
+    if (backlog >= _ROLLUP_BACKLOG_ROWS || (backlog > 0 && (sinceMs > 10_000 || (ingested === 0 && (_rollupBehind || sinceMs > 1_000))))) {
+      const covered = await rollUpLogs({ budgetMs: ingested === 0 ? 1_000 : 250 }) // chunks of 20,000 rows, requests go in between
+      _rollupBehind = covered < backlog
+      _lastRollupMs = Date.now()
+    }
+  } catch (err) { await _reportError('roll-up', err) }
+  _status.last_tick_at = new Date().toISOString()
+}
+
+/** Starts polling every `intervalMs`; never throws, never stops on an error. */
+export function startIngester(intervalMs = 200): void {
+  const dir = getConfig().proxy.logDir
+  _stopped = false
+  const loop = () => {
+    _running = _tick(dir).catch((err) => _reportError('tick', err)).finally(() => {
+      if (!_stopped) _timer = setTimeout(loop, intervalMs)
+    })
+  }
+  loop()
+}
+
+/** Stops the loop after the group being written (no half-written group: each is one transaction). */
+export async function stopIngester(): Promise<void> {
   _stopped = true
   if (_timer) clearTimeout(_timer)
+  await _running?.catch(() => {})
+  if (_status.leader) await _releaseIngesterLease().catch(() => {})
 }

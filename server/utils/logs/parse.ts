@@ -2,92 +2,168 @@ import type { logs } from '../../../db/schema'
 
 // One line of a proxy log -> one row of the logs table. Pure: host lookups and
 // geolocation come in through `ctx`. A line that cannot be parsed becomes a row
-// with its raw text: ingestion never stops on a bad line.
+// with its raw text, and every field is checked for its type and length, so
+// that no line, however odd, can make the insert fail and stall ingestion.
 
 export type LogRow = typeof logs.$inferInsert
 export type LogSource = 'caddy_access' | 'caddy_error' | 'waf_audit'
 export interface ParseContext { hostIdOf(domain: string): number | null; countryOf(ip: string): string | null }
 
-export const RAW_LIMIT_BYTES = 64 * 1024
-const _SEVERITIES = ['EMERGENCY', 'ALERT', 'CRITICAL', 'ERROR', 'WARNING', 'NOTICE', 'INFO', 'DEBUG']
+/** `raw` keeps at most this many characters of a line. */
+export const RAW_LIMIT_CHARS = 64 * 1024
+/** Longest stored path, user agent, message. */
+export const FIELD_LIMITS = { path: 4096, userAgent: 1024, message: 4096, domain: 253, ip: 64, method: 16, level: 16 } as const
+
+/** Coraza severities 0..7 by their names (proxy-and-engine.md A2). */
+export const WAF_SEVERITIES = ['EMERGENCY', 'ALERT', 'CRITICAL', 'ERROR', 'WARNING', 'NOTICE', 'INFO', 'DEBUG'] as const
+
+// Timestamps outside 2000..2100 are not believed: the row gets the ingestion time.
+const _MIN_TS_MS = 946_684_800_000
+const _MAX_TS_MS = 4_102_444_800_000
+// Rule ids of CRS's scoring rules: they carry the anomaly score, not the attack.
+const _SCORE_RULES = new Set([949110, 959100, 980170, 980130])
 
 export function truncateRaw(line: string): string {
-  return line.length > RAW_LIMIT_BYTES ? `${line.slice(0, RAW_LIMIT_BYTES)}…[truncated ${line.length - RAW_LIMIT_BYTES} chars]` : line
+  return line.length > RAW_LIMIT_CHARS ? `${line.slice(0, RAW_LIMIT_CHARS)}…[truncated ${line.length - RAW_LIMIT_CHARS} chars]` : line
 }
 
-const _hostOnly = (host: string | undefined) => (host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase()
-const _header = (h: Record<string, string[]> | undefined, name: string) => {
-  if (!h) return undefined
-  const key = Object.keys(h).find((k) => k.toLowerCase() === name.toLowerCase())
-  return key ? h[key]?.[0] : undefined
+const _str = (v: unknown, max: number): string | null => {
+  if (typeof v === 'number' && Number.isFinite(v)) v = String(v)
+  if (typeof v !== 'string' || v === '') return null
+  return v.length > max ? v.slice(0, max) : v
 }
-const _tsMs = (ts: unknown, fallback: number) => (typeof ts === 'number' ? Math.round(ts * 1000) : fallback)
+const _int = (v: unknown, min: number, max: number): number | null =>
+  (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null)
+const _obj = (v: unknown): Record<string, any> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : undefined)
+
+function _tsMs(ms: unknown, fallback: number): number {
+  return typeof ms === 'number' && ms >= _MIN_TS_MS && ms <= _MAX_TS_MS ? Math.round(ms) : fallback
+}
+/** Seconds (float) -> milliseconds with microsecond precision. */
+function _durationMs(seconds: unknown): number | null {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0 || seconds > 1e6) return null
+  return Math.round(seconds * 1e6) / 1000
+}
+/** The Host header without port or IPv6 brackets, lower case. */
+export function domainOf(host: unknown): string | null {
+  const h = _str(host, 300)
+  if (!h) return null
+  const d = h.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase()
+  return d && d.length <= FIELD_LIMITS.domain ? d : null
+}
+function _header(h: unknown, name: string): string | null {
+  const headers = _obj(h)
+  if (!headers) return null
+  const direct = headers[name]
+  const values = direct ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name.toLowerCase()) ?? '']
+  return Array.isArray(values) ? _str(values[0], 8192) : _str(values, 8192)
+}
+const _level = (v: unknown, fallback: string) => _str(v, FIELD_LIMITS.level)?.toLowerCase() ?? fallback
+const _hostIdOfLogger = (logger: unknown) => {
+  const m = typeof logger === 'string' ? /\.host_(\d{1,9})$/.exec(logger) : null
+  return m ? Number(m[1]) : null
+}
 
 function _unparsed(source: LogSource, line: string, nowMs: number, why: string): LogRow {
   return { tsMs: nowMs, source, level: 'error', message: `unparsed log line: ${why}`, raw: truncateRaw(line) }
 }
 
-/** Caddy access log (JSON, logger http.log.access[.host_<id>]). */
-export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
-  let e: any
-  try { e = JSON.parse(line) } catch { return _unparsed('caddy_access', line, nowMs, 'not JSON') }
-  if (!e || typeof e !== 'object' || !e.request) return _unparsed('caddy_access', line, nowMs, 'no request object')
-  const req = e.request
-  const domain = _hostOnly(req.host)
-  const loggerHost = /\.host_(\d+)$/.exec(e.logger ?? '')
-  const ruleId = Number(_header(e.resp_headers, 'X-Panel-Rule-Id'))
-  const remoteIp = req.client_ip || req.remote_ip || null
+/** The request fields Caddy's access and error lines share (proxy-and-engine.md A7). */
+function _requestFields(request: unknown, ctx: ParseContext) {
+  const req = _obj(request) ?? {}
+  const remoteIp = _str(req.client_ip, FIELD_LIMITS.ip) ?? _str(req.remote_ip, FIELD_LIMITS.ip)
   return {
-    tsMs: _tsMs(e.ts, nowMs), source: 'caddy_access',
-    hostId: loggerHost ? Number(loggerHost[1]) : ctx.hostIdOf(domain), hostDomain: domain || null,
-    ruleId: Number.isInteger(ruleId) && ruleId > 0 ? ruleId : null,
-    status: typeof e.status === 'number' ? e.status : null, method: req.method ?? null, path: req.uri ?? null,
-    remoteIp, userAgent: _header(req.headers, 'User-Agent') ?? null, level: e.level ?? 'info', message: e.msg ?? null,
-    raw: truncateRaw(line), durationMs: typeof e.duration === 'number' ? Number((e.duration * 1000).toFixed(3)) : null,
+    hostDomain: domainOf(req.host), method: _str(req.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
+    path: _str(req.uri, FIELD_LIMITS.path), remoteIp, userAgent: _str(_header(req.headers, 'User-Agent'), FIELD_LIMITS.userAgent),
     country: remoteIp ? ctx.countryOf(remoteIp) : null,
   }
 }
 
-/** Caddy error log (logger http.log.error…): handler errors with the same request object. */
-export function parseErrorLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
-  let e: any
-  try { e = JSON.parse(line) } catch { return _unparsed('caddy_error', line, nowMs, 'not JSON') }
-  if (!e || typeof e !== 'object') return _unparsed('caddy_error', line, nowMs, 'not an object')
-  const req = e.request ?? {}
-  const domain = _hostOnly(req.host)
-  const remoteIp = req.client_ip || req.remote_ip || null
+function _parseJson(line: string): Record<string, any> | string {
+  let e: unknown
+  try { e = JSON.parse(line) } catch { return 'not JSON' }
+  return _obj(e) ?? 'not a JSON object'
+}
+
+/** Caddy access log (JSON, logger http.log.access[.host_<id>]). */
+export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
+  const e = _parseJson(line)
+  if (typeof e === 'string') return _unparsed('caddy_access', line, nowMs, e)
+  if (!_obj(e.request)) return _unparsed('caddy_access', line, nowMs, 'no request object')
+  const req = _requestFields(e.request, ctx)
+  const ruleTag = _header(e.resp_headers, 'X-Panel-Rule-Id')
   return {
-    tsMs: _tsMs(e.ts, nowMs), source: 'caddy_error', hostId: domain ? ctx.hostIdOf(domain) : null, hostDomain: domain || null,
-    status: typeof e.status === 'number' ? e.status : null, method: req.method ?? null, path: req.uri ?? null, remoteIp,
-    userAgent: _header(req.headers, 'User-Agent') ?? null, level: e.level ?? 'error', message: e.msg ?? null, raw: truncateRaw(line),
-    durationMs: typeof e.duration === 'number' ? Number((e.duration * 1000).toFixed(3)) : null,
-    country: remoteIp ? ctx.countryOf(remoteIp) : null,
+    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs), source: 'caddy_access',
+    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null), ...req,
+    ruleId: ruleTag && /^[1-9]\d{0,9}$/.test(ruleTag) && Number(ruleTag) < 2 ** 31 ? Number(ruleTag) : null,
+    status: _int(e.status, 0, 999), level: _level(e.level, 'info'), message: _str(e.msg, FIELD_LIMITS.message),
+    raw: truncateRaw(line), durationMs: _durationMs(e.duration),
   }
+}
+
+/** Caddy error log (logger http.log.error[.host_<id>]): handler errors with the same request object. */
+export function parseErrorLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
+  const e = _parseJson(line)
+  if (typeof e === 'string') return _unparsed('caddy_error', line, nowMs, e)
+  const req = _requestFields(e.request, ctx)
+  return {
+    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs), source: 'caddy_error',
+    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null), ...req,
+    status: _int(e.status, 0, 999), level: _level(e.level, 'error'), message: _str(e.msg, FIELD_LIMITS.message),
+    raw: truncateRaw(line), durationMs: _durationMs(e.duration),
+  }
+}
+
+interface _WafMatch { id: number; severity: number; msg: string | null }
+
+/**
+ * A matched rule of a Coraza audit entry: from `data` (audit log part K) or,
+ * without part K, from the text form in `error_message` ([id "…"] [severity "…"]).
+ */
+function _wafMatch(m: unknown): _WafMatch | null {
+  const o = _obj(m)
+  if (!o) return null
+  const data = _obj(o.data)
+  if (data && _int(data.id, 1, 2 ** 31) !== null) {
+    const sev = _int(data.severity, -1, 7) ?? -1
+    return { id: data.id, severity: sev, msg: _str(data.msg, FIELD_LIMITS.message) ?? _str(o.message, FIELD_LIMITS.message) }
+  }
+  const text = typeof o.error_message === 'string' ? o.error_message : ''
+  const id = /\[id "(\d{1,10})"\]/.exec(text)
+  if (!id) return null
+  const sevName = /\[severity "([a-z]+)"\]/i.exec(text)?.[1]?.toUpperCase()
+  const sev = sevName ? WAF_SEVERITIES.indexOf(sevName as (typeof WAF_SEVERITIES)[number]) : -1
+  return { id: Number(id[1]), severity: sev, msg: /\[msg "([^"]*)"\]/.exec(text)?.[1] ?? _str(o.message, FIELD_LIMITS.message) }
 }
 
 /** Coraza JSON audit log (proxy-and-engine.md A2): one row per transaction. */
 export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
-  let e: any
-  try { e = JSON.parse(line) } catch { return _unparsed('waf_audit', line, nowMs, 'not JSON') }
-  const tx = e?.transaction
-  if (!tx) return _unparsed('waf_audit', line, nowMs, 'no transaction')
-  const messages: any[] = Array.isArray(e.messages) ? e.messages : []
-  // The rule that mattered: the most severe one with a severity (0 = most severe); 949110 carries only the score.
-  const ranked = messages.filter((m) => typeof m?.data?.id === 'number' && m.data.id !== 949110 && m.data.id !== 980170)
-    .sort((a, b) => (a.data.severity < 0 ? 99 : a.data.severity) - (b.data.severity < 0 ? 99 : b.data.severity))
-  const top = ranked[0]?.data
-  const scoreText = messages.map((m) => m?.message ?? m?.data?.msg ?? '').find((t: string) => /Total Score: \d+/.test(t))
-  const domain = _hostOnly(tx.server_id || tx.request?.headers?.host?.[0])
-  const remoteIp = tx.client_ip || null
+  const e = _parseJson(line)
+  if (typeof e === 'string') return _unparsed('waf_audit', line, nowMs, e)
+  const tx = _obj(e.transaction)
+  if (!tx) return _unparsed('waf_audit', line, nowMs, 'no transaction object')
+  const request = _obj(tx.request) ?? {}
+  const messages: unknown[] = Array.isArray(e.messages) ? e.messages : []
+  const matches = messages.map(_wafMatch).filter((m): m is _WafMatch => m !== null)
+  // The rule that mattered: the most severe attack rule (0 = most severe, -1 = none);
+  // the scoring rules only when nothing else matched.
+  const rank = (m: _WafMatch) => (m.severity < 0 ? 99 : m.severity) + (_SCORE_RULES.has(m.id) ? 1000 : 0)
+  const top = matches.reduce<_WafMatch | null>((best, m) => (!best || rank(m) < rank(best) ? m : best), null)
+  const texts = messages.map((m) => { const o = _obj(m); return `${o?.message ?? ''} ${_obj(o?.data)?.msg ?? ''} ${o?.error_message ?? ''}` })
+  const score = texts.map((t) => /Total Score: (\d{1,9})/.exec(t)).find(Boolean)
+  const remoteIp = _str(tx.client_ip, FIELD_LIMITS.ip)
+  const hostDomain = domainOf(tx.server_id) ?? domainOf(_header(request.headers, 'host'))
+  const interrupted = tx.is_interrupted === true
   return {
-    tsMs: typeof tx.unix_timestamp === 'number' ? Math.round(tx.unix_timestamp / 1e6) : nowMs, source: 'waf_audit',
-    hostId: domain ? ctx.hostIdOf(domain) : null, hostDomain: domain || null,
-    status: tx.response?.status ?? null, method: tx.request?.method ?? null, path: tx.request?.uri ?? null, remoteIp,
-    userAgent: tx.request?.headers?.['user-agent']?.[0] ?? null, level: tx.is_interrupted ? 'warn' : 'info',
-    message: top?.msg ?? ranked[0]?.message ?? (tx.is_interrupted ? 'request blocked by the WAF' : 'WAF match'), raw: truncateRaw(line),
+    tsMs: _tsMs(typeof tx.unix_timestamp === 'number' ? tx.unix_timestamp / 1e6 : undefined, nowMs), source: 'waf_audit',
+    hostId: hostDomain ? ctx.hostIdOf(hostDomain) : null, hostDomain,
+    status: _int(_obj(tx.response)?.status, 0, 999), method: _str(request.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
+    path: _str(request.uri, FIELD_LIMITS.path), remoteIp, userAgent: _str(_header(request.headers, 'user-agent'), FIELD_LIMITS.userAgent),
+    level: interrupted ? 'warn' : 'info',
+    message: top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched'), raw: truncateRaw(line),
     wafRuleId: top?.id ?? null,
-    wafSeverity: top && top.severity >= 0 && top.severity < 8 ? _SEVERITIES[top.severity]! : null,
-    wafAnomalyScore: scoreText ? Number(/Total Score: (\d+)/.exec(scoreText)![1]) : null,
+    wafSeverity: top && top.severity >= 0 ? WAF_SEVERITIES[top.severity]! : null,
+    wafAnomalyScore: score ? Number(score[1]) : null,
     country: remoteIp ? ctx.countryOf(remoteIp) : null,
   }
 }
@@ -95,6 +171,8 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
 export const PARSERS: Record<LogSource, (line: string, ctx: ParseContext, nowMs?: number) => LogRow> = {
   caddy_access: parseAccessLine, caddy_error: parseErrorLine, waf_audit: parseWafLine,
 }
-export const LOG_FILES: Array<{ file: string; source: LogSource }> = [
+
+/** The files the generated proxy configuration writes into PROXY_LOG_DIR, and what each holds. */
+export const LOG_FILES: ReadonlyArray<{ file: string; source: LogSource }> = [
   { file: 'access.log', source: 'caddy_access' }, { file: 'error.log', source: 'caddy_error' }, { file: 'waf-audit.log', source: 'waf_audit' },
 ]

@@ -1,40 +1,70 @@
-import { sql } from 'drizzle-orm'
-import { logs } from '../../../db/schema'
 import { getClient, getDb, runWrite } from '../core/db'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor } from '../core/audit'
 import { deleteLoginAttemptsOlderThan } from '../auth/attempts'
+import { rollupCleanupStatements, rollupStatements } from './rollup'
 
-// Retention: rows older than logs.retention_days, then rows beyond
-// logs.max_entries (audit rows included), deleted in bounded batches so a
-// sweep never holds the write queue for long.
+// Retention: rows older than logs.retention_days, then the oldest rows beyond
+// logs.max_entries (audit rows included), deleted in batches of
+// DELETE_BATCH_ROWS, each its own short write transaction that also subtracts
+// the batch from the hourly roll-ups, with a pause between batches so that
+// requests and ingestion go on during a long sweep.
 
-export const DELETE_BATCH_ROWS = 5_000
+export const DELETE_BATCH_ROWS = 2_000
+const _PAUSE_MS = 5
+const _DAY_MS = 86_400_000
 
-async function _deleteInBatches(where: () => ReturnType<typeof sql>): Promise<number> {
+export interface PruneResult { removed_by_age: number; removed_by_count: number; login_attempts_cutoff: string }
+
+async function _deleteBatch(condition: string, args: Array<string | number>): Promise<number> {
+  return runWrite(async () => {
+    const found = await getClient().execute({ sql: `SELECT id FROM logs WHERE ${condition} ORDER BY id LIMIT ${DELETE_BATCH_ROWS}`, args })
+    if (!found.rows.length) return 0
+    const ids = JSON.stringify(found.rows.map((r) => Number(r.id)))
+    const inBatch = 'id IN (SELECT value FROM json_each(?))'
+    await getClient().batch([
+      // Only rows already rolled up are subtracted from the roll-ups.
+      ...rollupStatements(`${inBatch} AND id <= (SELECT last_id FROM logs_rollup_state WHERE id = 1)`, [ids], -1),
+      ...rollupCleanupStatements(inBatch, [ids]),
+      { sql: `DELETE FROM logs WHERE ${inBatch}`, args: [ids] },
+    ], 'write')
+    return found.rows.length
+  })
+}
+
+async function _deleteAll(condition: string, args: Array<string | number>): Promise<number> {
   let total = 0
   for (;;) {
-    const r = await runWrite(() => getDb().run(sql`DELETE FROM logs WHERE id IN (SELECT id FROM logs WHERE ${where()} LIMIT ${DELETE_BATCH_ROWS})`))
-    total += r.rowsAffected
-    if (r.rowsAffected < DELETE_BATCH_ROWS) return total
-    await new Promise((res) => setImmediate(res)) // let requests in between batches
+    const n = await _deleteBatch(condition, args)
+    total += n
+    if (n < DELETE_BATCH_ROWS) return total
+    await new Promise((r) => setTimeout(r, _PAUSE_MS))
   }
 }
 
-export async function pruneLogs(nowMs = Date.now()) {
-  const days = await getSetting<number>('logs.retention_days')
-  const maxEntries = await getSetting<number>('logs.max_entries')
-  const cutoff = nowMs - days * 86_400_000
-  const byAge = await _deleteInBatches(() => sql`${logs.tsMs} < ${cutoff}`)
-  const threshold = await getDb().select({ id: logs.id }).from(logs).orderBy(sql`${logs.id} DESC`).limit(1).offset(maxEntries).get()
-  const byCount = threshold ? await _deleteInBatches(() => sql`${logs.id} <= ${threshold.id}`) : 0
-  await runWrite(() => deleteLoginAttemptsOlderThan(getDb(), nowMs - 24 * 3600_000))
-  await writeAudit(systemActor('logs-prune'), 'logs_prune', { removed_by_age: byAge, removed_by_count: byCount, retention_days: days, max_entries: maxEntries })
-  return { removed_by_age: byAge, removed_by_count: byCount }
+/** The retention sweep (task logs:prune). Writes one audit row per run, also when it fails. */
+export async function pruneLogs(nowMs = Date.now()): Promise<PruneResult> {
+  const actor = systemActor('logs-prune')
+  try {
+    const days = await getSetting<number>('logs.retention_days')
+    const maxEntries = await getSetting<number>('logs.max_entries')
+    const byAge = await _deleteAll('ts_ms < ?', [nowMs - days * _DAY_MS])
+    // The id of the newest row past the cap: it and everything older go.
+    const past = await getClient().execute({ sql: 'SELECT id FROM logs ORDER BY id DESC LIMIT 1 OFFSET ?', args: [maxEntries] })
+    const byCount = past.rows.length ? await _deleteAll('id <= ?', [Number(past.rows[0]!.id)]) : 0
+    const attemptsCutoffMs = nowMs - _DAY_MS
+    await runWrite(() => deleteLoginAttemptsOlderThan(getDb(), attemptsCutoffMs))
+    const result = { removed_by_age: byAge, removed_by_count: byCount, login_attempts_cutoff: new Date(attemptsCutoffMs).toISOString() }
+    await writeAudit(actor, 'logs_prune', { ...result, retention_days: days, max_entries: maxEntries })
+    return result
+  } catch (err) {
+    await writeAudit(actor, 'logs_prune_failed', { error: (err as Error).message.slice(0, 500) }).catch(() => {})
+    throw err
+  }
 }
 
+/** Compacts the database file (task logs:vacuum, monthly). */
 export async function vacuumDatabase(): Promise<void> {
   await runWrite(async () => { await getClient().execute('VACUUM') })
   await writeAudit(systemActor('logs-vacuum'), 'database_vacuum', {})
 }
-

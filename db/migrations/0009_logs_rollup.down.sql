@@ -1,0 +1,10 @@
+DROP INDEX logs_waf_rule_idx;
+CREATE INDEX logs_waf_rule_idx ON logs (waf_rule_id);
+DROP INDEX logs_rule_idx;
+CREATE INDEX logs_rule_idx ON logs (rule_id);
+ALTER TABLE log_offsets DROP COLUMN head;
+DROP TABLE logs_hourly_paths;
+DROP TABLE logs_hourly_host_paths;
+DROP TABLE logs_hourly_durations;
+DROP TABLE logs_hourly;
+DROP TABLE logs_rollup_state;

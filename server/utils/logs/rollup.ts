@@ -1,0 +1,109 @@
+import type { InStatement } from '@libsql/client'
+import { getClient, runWrite } from '../core/db'
+
+// Hourly roll-ups of the logs table (migration 0009), so that stats and
+// hourly/daily timeseries over millions of rows read a few thousand. The
+// roll-up runs in the background over rows with id > last_id (ids only grow:
+// AUTOINCREMENT), so every writer's rows are counted (ingested, audit, or
+// inserted by hand) without slowing ingestion down. Queries read the roll-ups
+// for whole hours and add the raw rows above last_id: exact at any moment.
+// Retention subtracts what it deletes. All arithmetic is done in SQL, with
+// JS twins (bucketUsOf, pathKeyOf) for rows filtered in JS.
+
+export const HOUR_MS = 3_600_000
+/** Rows rolled up per write transaction. */
+export const ROLLUP_CHUNK_ROWS = 20_000
+
+export const HOUR_SQL = `(ts_ms / ${HOUR_MS}) * ${HOUR_MS}`
+/** A duration in integer microseconds. */
+export const DURATION_US_SQL = 'CAST(round(duration_ms * 1000) AS INTEGER)'
+/** The duration histogram bucket: microseconds rounded up to 3 significant digits. */
+export const BUCKET_SQL = (() => {
+  const u = DURATION_US_SQL
+  let text = `CASE WHEN ${u} < 1000 THEN ${u}`
+  for (let p = 10, limit = 10_000; p <= 1e10; p *= 10, limit *= 10) text += ` WHEN ${u} < ${limit} THEN ((${u} + ${p - 1}) / ${p}) * ${p}`
+  return `${text} ELSE ${u} END`
+})()
+/** The path without its query string. */
+export const PATH_KEY_SQL = "CASE WHEN instr(path, '?') > 0 THEN substr(path, 1, instr(path, '?') - 1) ELSE path END"
+
+/** JS twin of BUCKET_SQL, for a duration in ms. */
+export function bucketUsOf(durationMs: number): number {
+  const u = Math.round(durationMs * 1000)
+  if (u < 1000) return u
+  for (let p = 10, limit = 10_000; p <= 1e10; p *= 10, limit *= 10) if (u < limit) return Math.floor((u + p - 1) / p) * p
+  return u
+}
+/** JS twin of PATH_KEY_SQL. */
+export const pathKeyOf = (path: string) => { const i = path.indexOf('?'); return i < 0 ? path : path.slice(0, i) }
+
+const _DIMS = "source, coalesce(host_id, 0), coalesce(host_domain, '')"
+
+/** The four upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args). */
+export function rollupStatements(where: string, args: Array<string | number>, sign: 1 | -1): InStatement[] {
+  const s = sign < 0 ? '-' : ''
+  return [
+    { sql: `INSERT INTO logs_hourly (hour_ms, source, host_id, host_domain, status, method, level, n, dur_n, dur_sum_us)
+      SELECT ${HOUR_SQL}, ${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${s}count(*), ${s}count(duration_ms), ${s}coalesce(sum(${DURATION_US_SQL}), 0)
+      FROM logs WHERE ${where} GROUP BY 1, 2, 3, 4, 5, 6, 7
+      ON CONFLICT DO UPDATE SET n = n + excluded.n, dur_n = dur_n + excluded.dur_n, dur_sum_us = dur_sum_us + excluded.dur_sum_us`, args },
+    { sql: `INSERT INTO logs_hourly_durations (hour_ms, source, host_id, host_domain, bucket_us, n)
+      SELECT ${HOUR_SQL}, ${_DIMS}, ${BUCKET_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    { sql: `INSERT INTO logs_hourly_host_paths (hour_ms, source, host_id, host_domain, path, n)
+      SELECT ${HOUR_SQL}, ${_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    { sql: `INSERT INTO logs_hourly_paths (hour_ms, source, path, n)
+      SELECT ${HOUR_SQL}, source, ${PATH_KEY_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+  ]
+}
+
+/** Removes roll-up rows that reached zero in the hours of the rows matching `where`. */
+export function rollupCleanupStatements(where: string, args: Array<string | number>): InStatement[] {
+  const hours = `hour_ms IN (SELECT DISTINCT ${HOUR_SQL} FROM logs WHERE ${where})`
+  return ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths']
+    .map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
+}
+
+export async function rollupMark(): Promise<{ lastId: number; maxId: number }> {
+  const r = await getClient().execute('SELECT (SELECT last_id FROM logs_rollup_state WHERE id = 1) AS last_id, (SELECT coalesce(max(id), 0) FROM logs) AS max_id')
+  return { lastId: Number(r.rows[0]?.last_id ?? 0), maxId: Number(r.rows[0]?.max_id ?? 0) }
+}
+
+/**
+ * Rolls up the next rows above the mark, at most `chunkRows` ids per write
+ * transaction, until it has caught up or `budgetMs` is spent. Returns the rows' id span covered.
+ */
+export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number } = {}): Promise<number> {
+  const chunk = opts.chunkRows ?? ROLLUP_CHUNK_ROWS
+  const deadline = Date.now() + (opts.budgetMs ?? 1_000)
+  let covered = 0
+  for (;;) {
+    const step = await runWrite(async () => {
+      const { lastId, maxId } = await rollupMark()
+      if (maxId <= lastId) return 0
+      const to = Math.min(maxId, lastId + chunk)
+      await getClient().batch([
+        ...rollupStatements('id > ? AND id <= ?', [lastId, to], 1),
+        { sql: 'UPDATE logs_rollup_state SET last_id = ? WHERE id = 1', args: [to] },
+      ], 'write')
+      return to - lastId
+    })
+    covered += step
+    if (step < chunk || Date.now() > deadline) return covered
+    await new Promise((r) => setImmediate(r)) // let requests and ingestion in between chunks
+  }
+}
+
+/** Rebuilds every roll-up from the logs table (repair tool; the roll-up is otherwise incremental). */
+export async function rebuildRollups(): Promise<void> {
+  await runWrite(() => getClient().batch([
+    'DELETE FROM logs_hourly', 'DELETE FROM logs_hourly_durations', 'DELETE FROM logs_hourly_host_paths', 'DELETE FROM logs_hourly_paths',
+    'UPDATE logs_rollup_state SET last_id = 0 WHERE id = 1',
+  ], 'write'))
+  while (await rollUpLogs({ budgetMs: 60_000 }) > 0) { /* until caught up */ }
+}

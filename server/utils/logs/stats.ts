@@ -1,0 +1,185 @@
+import { and, sql, type SQL } from 'drizzle-orm'
+import { badRequest } from '../core/errors'
+import { compileLogFilter, type CompiledFilter, type Dim } from './filters'
+import { scanLogs, withSnapshot, type RunQuery } from './read'
+import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_KEY_SQL, bucketUsOf, pathKeyOf } from './rollup'
+import type { LogRecord } from './present'
+
+// Stats and timeseries. When the filter only uses dimensions a roll-up table
+// has, whole hours are read from the roll-up and the rest from raw rows: the
+// partial hours at either end of from/to, and the rows not rolled up yet (id
+// above the mark). All parts are summed in one SQL statement each, inside one
+// read snapshot. Otherwise everything is computed from raw rows.
+//
+// p95: nearest rank (index floor(0.95 × (n − 1)) of the sorted durations),
+// reported rounded up to 3 significant digits (the histogram's resolution),
+// the same way on every path. avg: to the microsecond.
+
+const _HOURLY = new Set<Dim>(['source', 'host', 'status', 'method', 'level'])
+const _DURATIONS = new Set<Dim>(['source', 'host'])
+const _HOST_PATHS = new Set<Dim>(['source', 'host'])
+const _PATHS = new Set<Dim>(['source'])
+const _within = (f: CompiledFilter, allowed: Set<Dim>) => [...f.dims].every((d) => allowed.has(d))
+const _c = (name: string) => sql`${sql.identifier(name)}`
+
+export const BUCKETS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const
+const _CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const
+
+export interface LogStats {
+  total: number; by_status_class: Record<string, number>; by_source: Record<string, number>
+  avg_duration_ms: number | null; p95_duration_ms: number | null
+  top_hosts: Array<{ host_domain: string; count: number }>; top_paths: Array<{ path: string; count: number }>
+}
+
+/** A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw part (SELECT from `from` with the given WHERE). */
+interface Parts { rollup: (where: SQL) => SQL; raw: (from: SQL, where: SQL) => SQL }
+
+/**
+ * The union of parts that together cover exactly the rows of the filter.
+ * `useRollup` false (or no whole hour in from..to): one raw part.
+ */
+function _union(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts): SQL {
+  const from = f.fromMs, to = f.toMs
+  const start = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS
+  const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS) * HOUR_MS
+  if (!useRollup || (start !== undefined && end !== undefined && start >= end)) return parts.raw(sql`logs`, f.where ?? sql`1`)
+  const ts = _c('ts_ms')
+  const pieces: SQL[] = [parts.rollup(and(f.dimWhere, start !== undefined ? sql`hour_ms >= ${start}` : undefined, end !== undefined ? sql`hour_ms < ${end}` : undefined) ?? sql`1`)]
+  // Rows not rolled up yet, inside the whole hours: by rowid (NOT INDEXED keeps rowid lookups only; +ts_ms is not an index term).
+  pieces.push(parts.raw(sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, f.dimWhere, start !== undefined ? sql`+${ts} >= ${start}` : undefined, end !== undefined ? sql`+${ts} < ${end}` : undefined)!))
+  if (from !== undefined && from < start!) pieces.push(parts.raw(sql`logs`, and(f.dimWhere, sql`${ts} >= ${from}`, sql`${ts} < ${start}`, to !== undefined ? sql`${ts} <= ${to}` : undefined)!))
+  if (to !== undefined && end! <= to) pieces.push(parts.raw(sql`logs`, and(f.dimWhere, sql`${ts} >= ${end}`, sql`${ts} <= ${to}`, from !== undefined ? sql`${ts} >= ${from}` : undefined)!))
+  return sql.join(pieces, sql` UNION ALL `)
+}
+
+async function _mark(run: RunQuery): Promise<number> {
+  const rows = await run(sql`SELECT last_id FROM logs_rollup_state WHERE id = 1`)
+  return Number(rows[0]?.last_id ?? 0)
+}
+
+const _DUR_US = sql.raw(DURATION_US_SQL), _BUCKET = sql.raw(BUCKET_SQL), _PATH_KEY = sql.raw(PATH_KEY_SQL)
+
+export function p95OfHistogram(buckets: Array<[number, number]>): number | null {
+  const total = buckets.reduce((s, [, n]) => s + n, 0)
+  if (!total) return null
+  const k = Math.floor(0.95 * (total - 1))
+  let seen = 0
+  for (const [bucketUs, n] of buckets) { seen += n; if (seen > k) return bucketUs / 1000 }
+  return null
+}
+
+const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : null)
+
+async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
+  return withSnapshot(async (run) => {
+    const lastId = await _mark(run)
+    const hourly = _within(f, _HOURLY)
+    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${_union(f, lastId, hourly, {
+      rollup: (w) => sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+      raw: (from, w) => sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+    })}) GROUP BY 1, 2`)
+    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, hourly, {
+      rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
+      raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
+    })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
+    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, _within(f, _DURATIONS), {
+      rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM logs_hourly_durations WHERE ${w} GROUP BY 1`,
+      raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
+    })}) GROUP BY 1 ORDER BY 1`)
+    const pathTable = _within(f, _PATHS) ? sql`logs_hourly_paths` : sql`logs_hourly_host_paths`
+    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, _within(f, _HOST_PATHS), {
+      rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
+      raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
+    })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
+
+    const stats = _emptyStats()
+    let durN = 0, durSum = 0
+    for (const r of counts) {
+      const n = Number(r.n)
+      stats.total += n
+      stats.by_source[String(r.k1)] = (stats.by_source[String(r.k1)] ?? 0) + n
+      const cls = _CLASSES[Number(r.k2) - 1]
+      if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + n
+      durN += Number(r.dn); durSum += Number(r.ds)
+    }
+    stats.avg_duration_ms = _avg(durSum, durN)
+    stats.p95_duration_ms = p95OfHistogram(histogram.map((r) => [Number(r.k1), Number(r.n)]))
+    stats.top_hosts = hosts.map((r) => ({ host_domain: String(r.k1), count: Number(r.n) }))
+    stats.top_paths = paths.map((r) => ({ path: String(r.k1), count: Number(r.n) }))
+    return stats
+  })
+}
+
+const _emptyStats = (): LogStats => ({ total: 0, by_status_class: {}, by_source: {}, avg_duration_ms: null, p95_duration_ms: null, top_hosts: [], top_paths: [] })
+
+function _top<K extends string>(counts: Map<string, number>, key: K): Array<Record<K, string> & { count: number }> {
+  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, 5)
+    .map(([k, count]) => ({ [key]: k, count }) as Record<K, string> & { count: number })
+}
+
+/** The same figures from rows filtered in JS (regex or CIDR filters). */
+async function _statsFromRows(rows: AsyncIterable<LogRecord>): Promise<LogStats> {
+  const stats = _emptyStats()
+  const hosts = new Map<string, number>(), paths = new Map<string, number>(), buckets = new Map<number, number>()
+  let durN = 0, durSum = 0
+  for await (const r of rows) {
+    stats.total++
+    stats.by_source[r.source] = (stats.by_source[r.source] ?? 0) + 1
+    const cls = r.status === null ? undefined : _CLASSES[Math.floor(r.status / 100) - 1]
+    if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + 1
+    if (r.hostDomain !== null) hosts.set(r.hostDomain, (hosts.get(r.hostDomain) ?? 0) + 1)
+    if (r.path !== null) { const p = pathKeyOf(r.path); paths.set(p, (paths.get(p) ?? 0) + 1) }
+    if (r.durationMs !== null) {
+      durN++; durSum += Math.round(r.durationMs * 1000)
+      const b = bucketUsOf(r.durationMs); buckets.set(b, (buckets.get(b) ?? 0) + 1)
+    }
+  }
+  stats.avg_duration_ms = _avg(durSum, durN)
+  stats.p95_duration_ms = p95OfHistogram([...buckets.entries()].sort((a, b) => a[0] - b[0]))
+  stats.top_hosts = _top(hosts, 'host_domain')
+  stats.top_paths = _top(paths, 'path')
+  return stats
+}
+
+/** GET /api/logs/stats. */
+export async function computeLogStats(q: Record<string, unknown>): Promise<{ stats: LogStats; scanLimited: boolean }> {
+  const f = compileLogFilter(q)
+  if (!f.predicate) return { stats: await _statsFromSql(f), scanLimited: false }
+  const scan = scanLogs(f)
+  return { stats: await _statsFromRows(scan.rows), scanLimited: scan.limited() }
+}
+
+export interface TimeseriesPoint { ts: string; total: number; '2xx': number; '3xx': number; '4xx': number; '5xx': number }
+
+/** GET /api/logs/timeseries: counts per bucket (minute, hour, day; UTC), oldest first, only buckets with rows. */
+export async function computeLogTimeseries(q: Record<string, unknown>): Promise<{ points: TimeseriesPoint[]; scanLimited: boolean }> {
+  const bucket = (q.bucket === undefined || q.bucket === '' ? 'hour' : String(q.bucket)) as keyof typeof BUCKETS
+  if (!Object.hasOwn(BUCKETS, bucket)) throw badRequest('bucket: must be minute, hour or day')
+  const size = BUCKETS[bucket]
+  const sizeSql = sql.raw(String(size)) // a literal: a bound JS number is a REAL, and REAL division would not bucket
+  const f = compileLogFilter(q)
+  const points = new Map<number, TimeseriesPoint>()
+  const add = (ts: number, cls: number, n: number) => {
+    let p = points.get(ts)
+    if (!p) { p = { ts: new Date(ts).toISOString(), total: 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }; points.set(ts, p) }
+    p.total += n
+    const key = _CLASSES[cls - 1]
+    if (key && key !== '1xx') p[key] += n
+  }
+  let scanLimited = false
+  if (f.predicate) {
+    const scan = scanLogs(f)
+    for await (const r of scan.rows) add(Math.floor(r.tsMs / size) * size, r.status === null ? 0 : Math.floor(r.status / 100), 1)
+    scanLimited = scan.limited()
+  } else {
+    await withSnapshot(async (run) => {
+      const lastId = await _mark(run)
+      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${_union(f, lastId, bucket !== 'minute' && _within(f, _HOURLY), {
+        rollup: (w) => sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+        raw: (from, w) => sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+      })}) GROUP BY 1, 2`)
+      for (const r of rows) add(Number(r.k1), Number(r.k2), Number(r.n))
+    })
+  }
+  return { points: [...points.values()].sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts)), scanLimited }
+}
