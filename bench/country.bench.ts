@@ -3,8 +3,8 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { Reader } from 'maxmind'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { countryOfRecord, listCountryNetworks, walkMmdb } from '../server/utils/geo/walker'
-import { rollUpNetworks } from '../server/utils/geo/rollup'
+import { countryOfRecord, listCountryNets, walkMmdb } from '../server/utils/geo/walker'
+import { rollUpNets } from '../server/utils/geo/rollup'
 import { startCrowdsec, type CrowdsecHandle } from '../tests/support/crowdsec'
 import { reportFigures, type Figure } from './report'
 
@@ -39,10 +39,10 @@ it('walks, rolls up and commits the most fragmented country of the bundled datab
   const mostFragmented = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]![0]
   for (const cc of ['LU', 'FR', mostFragmented]) {
     let t = performance.now()
-    const networks = listCountryNetworks(reader, cc)
+    const networks = listCountryNets(reader, cc)
     const walkMs = performance.now() - t
     t = performance.now()
-    const rolled = rollUpNetworks(networks)
+    const rolled = rollUpNets(networks)
     const rollMs = performance.now() - t
     const commitMs = await commit(cc, rolled.cidrs)
     const total = walkMs + rollMs + commitMs

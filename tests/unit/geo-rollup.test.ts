@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { Reader } from 'maxmind'
 import { endOf, parseCidr, sizeOf, ipToBigInt, bigIntToIp, isLanAddress } from '../../server/utils/geo/ip'
 import { FLOOR, MAX_FOREIGN_SHARE, rollUpNetworks } from '../../server/utils/geo/rollup'
-import { listCountryNetworks, walkMmdb } from '../../server/utils/geo/walker'
+import { countryOfRecord, listCountryNetworks, walkMmdb } from '../../server/utils/geo/walker'
 import { writeMmdb } from '../support/mmdb-writer'
 
 /** A deterministic pseudo-random generator so property cases are reproducible. */
@@ -74,6 +74,12 @@ describe('walkMmdb — every stored network of a database written here', () => {
     expect(listCountryNetworks(db, 'GB').sort()).toEqual(['81.2.69.0/24', '81.2.70.0/23'])
     expect(listCountryNetworks(db, 'FR').sort()).toEqual(['2a01:e00::/26', '5.0.0.0/16'])
     expect(listCountryNetworks(db, 'DE')).toEqual([])
+  })
+  it('the expansion walk lists exactly what the generic walk finds, in address order', () => {
+    for (const cc of ['US', 'GB', 'FR']) {
+      const generic = [...walkMmdb<any>(db)].filter((n) => countryOfRecord(n.data) === cc).map((n) => n.cidr)
+      expect(listCountryNetworks(db, cc)).toEqual(generic)
+    }
   })
   it('agrees with point lookups', () => {
     for (const n of walkMmdb<any>(db)) {

@@ -38,10 +38,22 @@ export function parseCidr(cidr: string): Net {
   return { family, start: value & mask(family, prefix), prefix }
 }
 
-export const mask = (family: Family, prefix: number) => ((1n << BigInt(bitsOf(family))) - 1n) ^ ((1n << BigInt(bitsOf(family) - prefix)) - 1n)
-export const sizeOf = (n: Net) => 1n << BigInt(bitsOf(n.family) - n.prefix)
+// Masks and sizes per family and prefix, computed once: the roll-up asks for them
+// hundreds of thousands of times per country.
+const _table = (bits: number, at: (p: number) => bigint) => Array.from({ length: bits + 1 }, (_, p) => at(p))
+const _MASKS = { 4: _table(32, (p) => ((1n << 32n) - 1n) ^ ((1n << BigInt(32 - p)) - 1n)), 6: _table(128, (p) => ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - p)) - 1n)) }
+const _SIZES = { 4: _table(32, (p) => 1n << BigInt(32 - p)), 6: _table(128, (p) => 1n << BigInt(128 - p)) }
+
+export const mask = (family: Family, prefix: number) => _MASKS[family][prefix]!
+export const sizeOf = (n: Net) => _SIZES[n.family][n.prefix]!
 export const endOf = (n: Net) => n.start + sizeOf(n) - 1n
 export const formatNet = (n: Net) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`
+
+/** How many leading bits a and b share (the width when they are equal). */
+export function commonLeadingBits(a: bigint, b: bigint, family: Family): number {
+  const diff = a ^ b
+  return diff === 0n ? bitsOf(family) : bitsOf(family) - diff.toString(2).length
+}
 
 export function netContains(net: Net, family: Family, value: bigint): boolean {
   return net.family === family && value >= net.start && value <= endOf(net)

@@ -1,4 +1,4 @@
-import { bitsOf, endOf, formatNet, parseCidr, sizeOf, type Family, type Net } from './ip'
+import { commonLeadingBits, endOf, formatNet, mask, parseCidr, sizeOf, type Family, type Net } from './ip'
 
 // Country networks -> supernets (spec behaviour 2). First an exact merge
 // (contained and adjacent networks, no address added), then, while there are
@@ -27,7 +27,7 @@ function _exactMerge(nets: Net[]): Net[] {
       const b = out[out.length - 1]!, a = out[out.length - 2]!
       if (a.prefix !== b.prefix || a.prefix === 0) break
       const parent = a.prefix - 1
-      const bit = 1n << BigInt(bitsOf(a.family) - a.prefix)
+      const bit = sizeOf(a)
       if ((a.start & bit) !== 0n || a.start + bit !== b.start) break
       out.splice(-2, 2, { family: a.family, start: a.start, prefix: parent })
     }
@@ -37,12 +37,9 @@ function _exactMerge(nets: Net[]): Net[] {
 
 /** The smallest network containing both (null if none at or above the floor). */
 function _commonSupernet(a: Net, b: Net): Net | null {
-  const bits = bitsOf(a.family)
-  let p = Math.min(a.prefix, b.prefix)
-  while (p > 0 && (a.start >> BigInt(bits - p)) !== (b.start >> BigInt(bits - p))) p--
+  const p = Math.min(a.prefix, b.prefix, commonLeadingBits(a.start, b.start, a.family))
   if (p < FLOOR[a.family]) return null
-  const m = ((1n << BigInt(bits)) - 1n) ^ ((1n << BigInt(bits - p)) - 1n)
-  return { family: a.family, start: a.start & m, prefix: p }
+  return { family: a.family, start: a.start & mask(a.family, p), prefix: p }
 }
 
 interface _Node { net: Net; covered: bigint; prev: _Node | null; next: _Node | null; alive: boolean; id: number }
@@ -117,9 +114,13 @@ function _rollFamily(nets: Net[], target: number, maxForeignShare: number): { ne
   return { nets: out, input, added: total - input }
 }
 
-/** Rolls networks up; the IPv4 and IPv6 shares of the target follow their network counts. */
+/** Rolls networks (CIDR text) up; see rollUpNets. */
 export function rollUpNetworks(cidrs: string[], target = TARGET_SUPERNETS, maxForeignShare = MAX_FOREIGN_SHARE): RollUpResult {
-  const nets = cidrs.map(parseCidr)
+  return rollUpNets(cidrs.map(parseCidr), target, maxForeignShare)
+}
+
+/** Rolls networks up; the IPv4 and IPv6 shares of the target follow their network counts. */
+export function rollUpNets(nets: Net[], target = TARGET_SUPERNETS, maxForeignShare = MAX_FOREIGN_SHARE): RollUpResult {
   const byFamily = (f: Family) => nets.filter((n) => n.family === f)
   const v4 = byFamily(4), v6 = byFamily(6)
   const t4 = v6.length ? Math.max(1, Math.round((target * v4.length) / (v4.length + v6.length))) : target

@@ -8,8 +8,8 @@ import { INSTANCE_ID, acquireLease, releaseLease } from '../core/lease'
 import { logger } from '../core/log'
 import { safeText } from '../core/validate'
 import { geoVersion, openGeoReader } from '../geo/readers'
-import { listCountryNetworks } from '../geo/walker'
-import { rollUpNetworks } from '../geo/rollup'
+import { listCountryNets } from '../geo/walker'
+import { rollUpNets } from '../geo/rollup'
 import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, LapiUnreachable } from './lapi'
 import { invalidateDecisionCache } from './decisions'
 
@@ -104,7 +104,7 @@ async function _runJob(job: JobRow): Promise<void> {
   try {
     const reader = openGeoReader('country')
     if (!reader) throw new Error('country.mmdb is not loaded')
-    const rolled = rollUpNetworks(listCountryNetworks(reader, cc))
+    const rolled = rollUpNets(listCountryNets(reader, cc))
     const chunks: string[][] = []
     for (let i = 0; i < rolled.cidrs.length; i += CHUNK_SIZE) chunks.push(rolled.cidrs.slice(i, i + CHUNK_SIZE))
     await _update(job.id, { chunksTotal: chunks.length, requestedCount: rolled.cidrs.length })
