@@ -89,7 +89,7 @@ beforeAll(async () => {
   cookie = await panel.login()
   // The private key is sealed in the database: unsealed here only so that the harness can
   // check that it never appears in a response or in the panel's output.
-  const row = (await panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows[0]
+  const row = (await eventually(async () => (await panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows, (r) => r.length === 1, 5_000, 50))[0]
   const stored = JSON.parse(String(row!.value))
   expect(Object.keys(stored).sort()).toEqual(['private_key_sealed', 'public_key'])
   registerTestSecret(createSecretsBox(TEST_MASTER_KEY).open(stored.private_key_sealed, 'runtime_state/push.vapid'))
@@ -177,9 +177,29 @@ describe('web push', () => {
     expect((await api('/api/notifications/push/subscriptions')).json.length).toBe(before)
   })
 
-  it('a push channel with a bad user list is a 400', async () => {
-    const res = await api('/api/notifications/channels', 'POST', { name: 'x', type: 'push', config: { user_ids: ['a'] } })
+  it.each([
+    [{ user_ids: ['a'] }, /config.user_ids/],
+    [{ user_ids: [999] }, /config.user_ids: user 999 does not exist/],
+  ])('a push channel with config %j is a 400, nothing stored', async (config, message) => {
+    const before = (await api('/api/notifications/channels')).json.length
+    const res = await api('/api/notifications/channels', 'POST', { name: 'x', type: 'push', config })
     expect(res.status).toBe(400)
-    expect(res.json.error).toMatch(/config.user_ids/)
+    expect(res.json.error).toMatch(message)
+    expect((await api('/api/notifications/channels')).json.length).toBe(before)
+  })
+
+  it('a push channel limited to users reaches only their browsers', async () => {
+    const me = (await api('/api/auth/session')).json
+    const userId = me.user.id
+    const mine = newBrowserSubscription('/push/mine')
+    await api('/api/notifications/push/subscriptions', 'POST', mine.json)
+    const ch = await api('/api/notifications/channels', 'POST', { name: 'admin only', type: 'push', config: { user_ids: [userId] } })
+    expect(ch.status).toBe(201)
+    expect(ch.json.config).toEqual({ user_ids: [userId] })
+    // A subscription of nobody in particular (user removed): not in this channel's audience.
+    await panel.db().execute({ sql: 'UPDATE push_subscriptions SET user_id = NULL WHERE id != (SELECT max(id) FROM push_subscriptions)', args: [] })
+    pushed = []
+    expect((await api(`/api/notifications/channels/${ch.json.id}/test`, 'POST')).status).toBe(200)
+    expect(pushed.map((p) => p.path)).toEqual(['/push/mine'])
   })
 })

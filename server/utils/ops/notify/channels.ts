@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import nodemailer from 'nodemailer'
 import { z } from 'zod'
-import { notificationChannels, notificationRules } from '../../../../db/schema'
+import { notificationChannels, notificationRules, users } from '../../../../db/schema'
 import { getDb, runWrite, writeTransaction } from '../../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../../core/errors'
 import { getSecretsBox } from '../../core/secrets'
@@ -77,6 +77,12 @@ export async function saveChannel(id: number | null, body: z.infer<typeof channe
     if (id !== null && !current) throw notFound('notification channel', id)
     const stored = current?.secrets ? JSON.parse(getSecretsBox().open(current.secrets, _owner(current.id))) : {}
     const { config, secrets } = _split(body.type, body.config, current?.type === body.type ? stored : {})
+    const userIds = (config.user_ids ?? []) as number[]
+    if (userIds.length) {
+      const known = (await tx.select({ id: users.id }).from(users).where(inArray(users.id, userIds))).map((u) => u.id)
+      const missing = userIds.find((u) => !known.includes(u))
+      if (missing !== undefined) throw badRequest(`config.user_ids: user ${missing} does not exist`)
+    }
     const now = new Date().toISOString()
     let row: Row
     try {

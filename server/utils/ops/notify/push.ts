@@ -137,7 +137,7 @@ export async function deliverPush(config: z.infer<typeof pushChannelConfig>, eve
       const headers: Record<string, string> = {}
       for (const [k, v] of Object.entries(req.headers)) headers[k] = String(v)
       delete headers['Content-Length']
-      const res = await fetch(s.endpoint, { method: req.method, headers, body: req.body ?? undefined, signal: AbortSignal.timeout(10_000) })
+      const res = await fetch(s.endpoint, { method: req.method, headers, body: req.body ? new Uint8Array(req.body) : undefined, signal: AbortSignal.timeout(10_000) })
       if (res.status === 404 || res.status === 410) {
         await writeTransaction(async (tx) => {
           await tx.delete(pushSubscriptions).where(eq(pushSubscriptions.id, s.id))
