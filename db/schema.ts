@@ -275,3 +275,26 @@ export const logsHourlyPaths = sqliteTable('logs_hourly_paths', {
   path: text('path').notNull(),
   n: integer('n').notNull(),
 })
+
+export const pushSubscriptions = sqliteTable('push_subscriptions', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  endpoint: text('endpoint').notNull(),
+  keys: text('keys').notNull(),
+  userId: integer('user_id'),
+  userAgent: text('user_agent'),
+  lastStatus: text('last_status'),
+  lastError: text('last_error'),
+  lastSentAt: text('last_sent_at'),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const logsHourlyBlocked = sqliteTable('logs_hourly_blocked', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  status: integer('status').notNull(),
+  remoteIp: text('remote_ip').notNull(),
+  country: text('country').notNull(),
+  n: integer('n').notNull(),
+})

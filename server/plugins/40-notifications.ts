@@ -5,6 +5,7 @@ import { logger } from '../utils/core/log'
 import { emitPanelEvent, onPanelEvent } from '../utils/ops/events'
 import { registerQueueHealth, routeEvent } from '../utils/ops/notify/queue'
 import { checkCertificateExpiry } from '../utils/ops/alerts'
+import { ensureVapidKeys } from '../utils/ops/notify/push'
 
 // Audit actions that change configuration raise config_change; a failed login raises login_failed.
 const _CONFIG_ACTIONS = /^(host_|target_group_|rule_|settings_update|dns_provider_|manual_cert_|whitelist_|scenario_|notification_|user_|backup_restore)/
@@ -17,6 +18,8 @@ export default defineNitroPlugin(() => {
       if (row.message === 'login_failed') emitPanelEvent('login_failed', { email: row.actor, remote_ip: row.remoteIp })
       else if (row.message && _CONFIG_ACTIONS.test(row.message)) emitPanelEvent('config_change', { action: row.message, actor: row.actor })
     })
+    // The VAPID key pair exists from the first boot on, so browsers can subscribe at once.
+    ensureVapidKeys().catch((err) => logger.error(`web push keys: ${(err as Error).message}`))
     checkCertificateExpiry().catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
   }, () => {})
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventually } from '../support/http'
 import { startPanel, type PanelHandle } from '../support/panel'
 
 let panel: PanelHandle
@@ -52,6 +53,27 @@ describe('dashboards against seeded logs', () => {
     expect(s.attackers_by_country).toEqual([{ country: 'XX', count: 3 }, { country: 'YY', count: 3 }])
     expect(s.top_ips[0]).toMatchObject({ ip: '198.51.100.7', count: 2 })
     expect(s.top_ips.map((i: any) => i.ip).sort()).toEqual(['198.51.100.7', '198.51.100.8', '198.51.100.9'])
+  })
+
+  it('the same figures once the hourly roll-ups hold the rows, and with new raw rows above the mark', async () => {
+    const rolledUp = async () => {
+      const r = await panel.db().execute('SELECT (SELECT last_id FROM logs_rollup_state) AS done, (SELECT max(id) FROM logs) AS last')
+      return Number(r.rows[0]!.done) >= Number(r.rows[0]!.last)
+    }
+    await eventually(rolledUp, (done) => done, 20_000, 100)
+    const blockedRollup = await panel.db().execute('SELECT sum(n) AS n FROM logs_hourly_blocked')
+    expect(Number(blockedRollup.rows[0]!.n)).toBe(6) // the five 403/429 access rows and the WAF row
+    const s = (await panel.request('/api/dashboard/security', { cookie })).json
+    expect(s.blocked_by).toEqual({ rate_limit: 1, lan_only: 1, waf: 1, bouncer: 2 })
+    expect(s.attackers_by_country).toEqual([{ country: 'XX', count: 3 }, { country: 'YY', count: 3 }])
+    const t = (await panel.request('/api/dashboard/traffic', { cookie })).json
+    expect(t.reduce((sum: number, b: any) => sum + b.total, 0)).toBe(9)
+    // One more blocked row, read raw until the next roll-up.
+    await panel.db().execute({ sql: "INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, 'caddy_access', 2, 429, '198.51.100.8', 'XX')", args: [Date.now() - 1000] })
+    const after = (await panel.request('/api/dashboard/security', { cookie })).json
+    expect(after.blocked_by.rate_limit).toBe(2)
+    expect(after.attackers_by_country[0]).toEqual({ country: 'XX', count: 4 })
+    expect(after.top_ips[0]).toMatchObject({ ip: '198.51.100.8', count: 3 })
   })
 
   it('health: every part', async () => {

@@ -26,9 +26,11 @@ describe('migrations — every migration goes up, down to zero and up again', ()
     expect(full).toContain('users')
     expect(full).toContain('logs')
     // Step down one at a time so every down file runs against its own up state.
-    for (const m of [...MIGRATIONS].reverse()) {
-      await migrateDown(client, MIGRATIONS, m.version - 1)
-      expect(await currentVersion(client)).toBe(m.version - 1)
+    // Numbers may have gaps (each branch owns its numbers): step to the previous one that exists.
+    for (let i = MIGRATIONS.length - 1; i >= 0; i--) {
+      const below = MIGRATIONS[i - 1]?.version ?? 0
+      await migrateDown(client, MIGRATIONS, below)
+      expect(await currentVersion(client)).toBe(below)
     }
     expect(await tables(client)).toEqual(['schema_migrations'])
     await migrateUp(client, MIGRATIONS)

@@ -83,6 +83,12 @@ describe('parseErrorLine', () => {
     expect(parseErrorLine('{"level":"error","ts":1777716690,"msg":"tls: handshake failure"}', ctx)).toMatchObject({ source: 'caddy_error', hostDomain: null, message: 'tls: handshake failure', tsMs: 1777716690000 })
     expect(parseErrorLine('{', ctx, 1)).toMatchObject({ source: 'caddy_error', level: 'error', raw: '{', tsMs: 1 })
   })
+  it('files a certificate line (tls.obtain / tls.renew) under the host its identifier names', () => {
+    const line = '{"level":"error","ts":1795384756.45,"logger":"tls.obtain","msg":"could not get certificate from issuer","identifier":"shop.example.org","issuer":"127.0.0.1:1-dir","error":"connection refused"}'
+    expect(parseErrorLine(line, ctx)).toMatchObject({ hostDomain: 'shop.example.org', hostId: 7, level: 'error', message: 'could not get certificate from issuer' })
+    const health = '{"level":"info","ts":1795384755.94,"logger":"http.handlers.reverse_proxy.health_checker.active","msg":"HTTP request failed","host":"127.0.0.1:4","error":"refused"}'
+    expect(parseErrorLine(health, ctx)).toMatchObject({ hostDomain: null, hostId: null, level: 'info', message: 'HTTP request failed' })
+  })
 })
 
 describe('parseWafLine', () => {

@@ -10,12 +10,15 @@ describe('buildLogging — the three logs', () => {
     expect(logs.access).toEqual({ writer: { output: 'file', filename: '/var/log/panel/access.log' }, encoder: { format: 'json' }, include: ['http.log.access'] })
   })
 
-  it('error: <logDir>/error.log at DEBUG, so 4xx handler errors (WAF 403, rate limit 429) are kept', () => {
-    expect(logs.error).toEqual({ writer: { output: 'file', filename: '/var/log/panel/error.log' }, encoder: { format: 'json' }, level: 'DEBUG', include: ['http.log.error'] })
+  it('error: <logDir>/error.log at DEBUG, so 4xx handler errors (WAF 403, rate limit 429) are kept; certificate and health-check lines too', () => {
+    expect(logs.error).toEqual({
+      writer: { output: 'file', filename: '/var/log/panel/error.log' }, encoder: { format: 'json' }, level: 'DEBUG',
+      include: ['http.log.error', 'tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker'],
+    })
   })
 
-  it('default: everything except access and error lines', () => {
-    expect(logs.default).toEqual({ exclude: ['http.log.access', 'http.log.error'] })
+  it('default: everything except access, error, certificate and health-check lines', () => {
+    expect(logs.default).toEqual({ exclude: ['http.log.access', 'http.log.error', 'tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker'] })
   })
 
   it('is the logging block of the whole config', () => {

@@ -112,7 +112,7 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Pro
     const end = group.at(-1)!.end
     const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows)
     if (stored.length) publishLogRows(stored.map(presentLog))
-    if (rows.length) await checkIngestedBatch(source, rows.map((r) => r.status)).catch(() => {})
+    if (rows.length) await checkIngestedBatch(source, rows).catch((err) => logger.warn(`events from ingested ${source} rows: ${(err as Error).message}`))
     total += rows.length
   }
   // A new or truncated file without a complete line yet: remember that it is the one being followed.

@@ -101,11 +101,15 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
   }
 }
 
-/** Caddy error log (logger http.log.error[.host_<id>]): handler errors with the same request object. */
+/**
+ * Caddy error log (logger http.log.error[.host_<id>]): handler errors with the same request object;
+ * also certificate lines (tls.obtain/tls.renew, whose `identifier` names the host) and health-check lines.
+ */
 export function parseErrorLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
   const e = _parseJson(line)
   if (typeof e === 'string') return _unparsed('caddy_error', line, nowMs, e)
   const req = _requestFields(e.request, ctx)
+  if (!req.hostDomain && typeof e.logger === 'string' && e.logger.startsWith('tls.')) req.hostDomain = domainOf(e.identifier)
   return {
     tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs), source: 'caddy_error',
     hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null), ...req,

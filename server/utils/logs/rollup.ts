@@ -37,6 +37,10 @@ export function bucketUsOf(durationMs: number): number {
 /** JS twin of PATH_KEY_SQL. */
 export const pathKeyOf = (path: string) => { const i = path.indexOf('?'); return i < 0 ? path : path.slice(0, i) }
 
+/** A blocked request: refused at the proxy (403 bouncer/LAN gate/WAF, 429 rate limit) or a WAF audit row that blocked. */
+export const BLOCKED_SQL = "((source = 'caddy_access' AND status IN (403, 429)) OR (source = 'waf_audit' AND status >= 400))"
+export const ROLLUP_TABLES = ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths', 'logs_hourly_blocked'] as const
+
 const _DIMS = "source, coalesce(host_id, 0), coalesce(host_domain, '')"
 
 /** The four upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args). */
@@ -59,13 +63,18 @@ export function rollupStatements(where: string, args: Array<string | number>, si
       SELECT ${HOUR_SQL}, source, ${PATH_KEY_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3
       ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    // Blocked requests by address and country, for the security dashboard (migration 0011).
+    { sql: `INSERT INTO logs_hourly_blocked (hour_ms, source, host_id, status, remote_ip, country, n)
+      SELECT ${HOUR_SQL}, source, coalesce(host_id, 0), coalesce(status, 0), coalesce(remote_ip, ''), coalesce(country, ''), ${s}count(*)
+      FROM logs WHERE (${where}) AND ${BLOCKED_SQL} GROUP BY 1, 2, 3, 4, 5, 6
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
   ]
 }
 
 /** Removes roll-up rows that reached zero in the hours of the rows matching `where`. */
 export function rollupCleanupStatements(where: string, args: Array<string | number>): InStatement[] {
   const hours = `hour_ms IN (SELECT DISTINCT ${HOUR_SQL} FROM logs WHERE ${where})`
-  return ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths']
+  return ROLLUP_TABLES
     .map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
 }
 
@@ -102,7 +111,7 @@ export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number }
 /** Rebuilds every roll-up from the logs table (repair tool; the roll-up is otherwise incremental). */
 export async function rebuildRollups(): Promise<void> {
   await runWrite(() => getClient().batch([
-    'DELETE FROM logs_hourly', 'DELETE FROM logs_hourly_durations', 'DELETE FROM logs_hourly_host_paths', 'DELETE FROM logs_hourly_paths',
+    ...ROLLUP_TABLES.map((t) => `DELETE FROM ${t}`),
     'UPDATE logs_rollup_state SET last_id = 0 WHERE id = 1',
   ], 'write'))
   while (await rollUpLogs({ budgetMs: 60_000 }) > 0) { /* until caught up */ }

@@ -32,13 +32,13 @@ export interface LogStats {
 }
 
 /** A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw part (SELECT from `from` with the given WHERE). */
-interface Parts { rollup: (where: SQL) => SQL; raw: (from: SQL, where: SQL) => SQL }
+export interface Parts { rollup: (where: SQL) => SQL; raw: (from: SQL, where: SQL) => SQL }
 
 /**
  * The union of parts that together cover exactly the rows of the filter.
  * `useRollup` false (or no whole hour in from..to): one raw part.
  */
-function _union(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts): SQL {
+export function rollupUnion(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts): SQL {
   const from = f.fromMs, to = f.toMs
   const start = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS
   const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS) * HOUR_MS
@@ -52,7 +52,8 @@ function _union(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Pa
   return sql.join(pieces, sql` UNION ALL `)
 }
 
-async function _mark(run: RunQuery): Promise<number> {
+/** The roll-up mark (ids at or below it are in the roll-up tables), read inside the caller's snapshot. */
+export async function readRollupMark(run: RunQuery): Promise<number> {
   const rows = await run(sql`SELECT last_id FROM logs_rollup_state WHERE id = 1`)
   return Number(rows[0]?.last_id ?? 0)
 }
@@ -72,22 +73,22 @@ const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : n
 
 async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
   return withSnapshot(async (run) => {
-    const lastId = await _mark(run)
+    const lastId = await readRollupMark(run)
     const hourly = _within(f, _HOURLY)
-    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${_union(f, lastId, hourly, {
+    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, hourly, {
       rollup: (w) => sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
       raw: (from, w) => sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
     })}) GROUP BY 1, 2`)
-    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, hourly, {
+    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, hourly, {
       rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
       raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
-    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, _within(f, _DURATIONS), {
+    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, _within(f, _DURATIONS), {
       rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM logs_hourly_durations WHERE ${w} GROUP BY 1`,
       raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 1`)
     const pathTable = _within(f, _PATHS) ? sql`logs_hourly_paths` : sql`logs_hourly_host_paths`
-    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${_union(f, lastId, _within(f, _HOST_PATHS), {
+    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, _within(f, _HOST_PATHS), {
       rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
       raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
@@ -173,8 +174,8 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
     scanLimited = scan.limited()
   } else {
     await withSnapshot(async (run) => {
-      const lastId = await _mark(run)
-      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${_union(f, lastId, bucket !== 'minute' && _within(f, _HOURLY), {
+      const lastId = await readRollupMark(run)
+      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(f, lastId, bucket !== 'minute' && _within(f, _HOURLY), {
         rollup: (w) => sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
         raw: (from, w) => sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
       })}) GROUP BY 1, 2`)

@@ -1,5 +1,5 @@
 import { and, eq, gte, sql } from 'drizzle-orm'
-import { logs } from '../../../db/schema'
+import { logs, targetGroups } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { listCertificateExpiries } from '../hosts/cert-expiry'
 import { emitPanelEvent } from './events'
@@ -9,6 +9,12 @@ import { emitPanelEvent } from './events'
 
 export const CERT_WARNING_DAYS = 21
 export const WAF_BURST_PER_MINUTE = 10
+/** A target failing its checks again after this long without a failure is a new target_unhealthy. */
+export const TARGET_QUIET_MS = 5 * 60_000
+/** While a target keeps failing, target_unhealthy is repeated at most this often. */
+export const TARGET_REPEAT_MS = 60 * 60_000
+/** Failure lines for one certificate within this span (one line per issuer, retries) are one cert_renewal_failed. */
+export const CERT_FAILURE_DEDUP_MS = 60_000
 
 /** cert_expiring_soon / manual_cert_expiring_soon for every certificate within the warning window. */
 export async function checkCertificateExpiry(nowMs = Date.now()): Promise<number> {
@@ -25,9 +31,56 @@ export async function checkCertificateExpiry(nowMs = Date.now()): Promise<number
   return n
 }
 
-/** After an ingested batch: a burst of WAF matches, or rate-limited requests, become events. */
-export async function checkIngestedBatch(source: string, statuses: Array<number | null | undefined>, nowMs = Date.now()): Promise<void> {
-  if (source === 'caddy_access') {
+export interface IngestedRow { status?: number | null; raw?: string | null; hostId?: number | null; hostDomain?: string | null; tsMs?: number }
+
+const _lastCertFailure = new Map<string, number>()
+const _targets = new Map<string, { lastFailureMs: number; lastEmittedMs: number }>()
+
+/** The target groups that list an upstream address (names, for the event). */
+async function _groupsOf(address: string): Promise<string[]> {
+  const groups = await getDb().select({ name: targetGroups.name, targets: targetGroups.targets }).from(targetGroups)
+  return groups.filter((g) => g.targets.some((t) => t.address === address)).map((g) => g.name)
+}
+
+/**
+ * Proxy lines of the error log that are events (see PROXY_EVENT_LOGGERS in the
+ * proxy's logging): a certificate that could not be obtained or renewed, and a
+ * target failing its active health check.
+ */
+async function _checkProxyErrorLines(rows: IngestedRow[], nowMs: number): Promise<void> {
+  for (const r of rows) {
+    const raw = r.raw ?? ''
+    if (!raw.includes('"logger":"tls.') && !raw.includes('health_checker')) continue
+    let e: Record<string, any>
+    try { e = JSON.parse(raw) } catch { continue }
+    const logger = String(e.logger ?? '')
+    if ((logger === 'tls.obtain' || logger === 'tls.renew') && e.msg === 'could not get certificate from issuer') {
+      const domain = String(e.identifier ?? r.hostDomain ?? '')
+      if (nowMs - (_lastCertFailure.get(domain) ?? -Infinity) < CERT_FAILURE_DEDUP_MS) continue
+      _lastCertFailure.set(domain, nowMs)
+      emitPanelEvent('cert_renewal_failed', {
+        domain, host_id: r.hostId ?? null, operation: logger === 'tls.renew' ? 'renew' : 'obtain', issuer: e.issuer ?? null, error: String(e.error ?? '').slice(0, 500),
+      })
+    } else if (logger.startsWith('http.handlers.reverse_proxy.health_checker') && typeof e.host === 'string' && /failed|unexpected|expectations/i.test(String(e.msg))) {
+      const t = _targets.get(e.host) ?? { lastFailureMs: -Infinity, lastEmittedMs: -Infinity }
+      const isNew = nowMs - t.lastFailureMs > TARGET_QUIET_MS || nowMs - t.lastEmittedMs > TARGET_REPEAT_MS
+      t.lastFailureMs = nowMs
+      if (isNew) {
+        t.lastEmittedMs = nowMs
+        emitPanelEvent('target_unhealthy', {
+          target: e.host, target_groups: await _groupsOf(e.host), check: String(e.msg), status_code: e.status_code ?? null, error: e.error ? String(e.error).slice(0, 500) : null,
+        })
+      }
+      _targets.set(e.host, t)
+    }
+  }
+}
+
+/** After an ingested batch: a burst of WAF matches, rate-limited requests, and proxy failures become events. */
+export async function checkIngestedBatch(source: string, rows: IngestedRow[], nowMs = Date.now()): Promise<void> {
+  const statuses = rows.map((r) => r.status)
+  if (source === 'caddy_error') await _checkProxyErrorLines(rows, nowMs)
+  else if (source === 'caddy_access') {
     const limited = statuses.filter((s) => s === 429).length
     if (limited) emitPanelEvent('rate_limit_triggered', { requests: limited })
   } else if (source === 'waf_audit') {

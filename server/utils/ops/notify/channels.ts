@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import nodemailer from 'nodemailer'
 import { z } from 'zod'
-import { notificationChannels, notificationRules } from '../../../../db/schema'
+import { notificationChannels, notificationRules, users } from '../../../../db/schema'
 import { getDb, runWrite, writeTransaction } from '../../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../../core/errors'
 import { getSecretsBox } from '../../core/secrets'
@@ -10,6 +10,7 @@ import { getSetting, UNCHANGED } from '../../core/settings'
 import { emailSchema, safeText } from '../../core/validate'
 import { writeAudit, type AuditContext } from '../../core/audit'
 import type { PanelEvent } from '../events'
+import { deliverPush, pushChannelConfig } from './push'
 
 // Channel catalogue: which config keys each type has and which are secret
 // (write-only, sealed, "__UNCHANGED__" keeps them). One declaration drives the
@@ -31,6 +32,8 @@ export const CHANNEL_TYPES = {
     // Incoming-webhook URLs carry their own token: treated as secrets too.
     secrets: ['webhook_url', 'bot_token'],
   },
+  // Sent to the browsers' stored push subscriptions (push.ts): all of them, or those of `user_ids`.
+  push: { schema: pushChannelConfig, secrets: [] },
 } as const
 type ChannelType = keyof typeof CHANNEL_TYPES
 
@@ -53,7 +56,6 @@ export function presentChannel(r: Row) {
 }
 
 function _split(type: string, raw: Record<string, unknown>, stored: Record<string, string>) {
-  if (type === 'push') throw badRequest('type: web push is not available in this version')
   const def = CHANNEL_TYPES[type as ChannelType]
   const merged: Record<string, unknown> = { ...raw }
   for (const k of def.secrets) {
@@ -75,6 +77,12 @@ export async function saveChannel(id: number | null, body: z.infer<typeof channe
     if (id !== null && !current) throw notFound('notification channel', id)
     const stored = current?.secrets ? JSON.parse(getSecretsBox().open(current.secrets, _owner(current.id))) : {}
     const { config, secrets } = _split(body.type, body.config, current?.type === body.type ? stored : {})
+    const userIds = (config.user_ids ?? []) as number[]
+    if (userIds.length) {
+      const known = (await tx.select({ id: users.id }).from(users).where(inArray(users.id, userIds))).map((u) => u.id)
+      const missing = userIds.find((u) => !known.includes(u))
+      if (missing !== undefined) throw badRequest(`config.user_ids: user ${missing} does not exist`)
+    }
     const now = new Date().toISOString()
     let row: Row
     try {
@@ -133,6 +141,8 @@ export async function deliver(channelId: number, event: PanelEvent): Promise<voi
     } else if (row.type === 'chat') {
       if (c.flavor === 'telegram') await _post(`${c.api_base ?? 'https://api.telegram.org'}/bot${secrets.bot_token}/sendMessage`, JSON.stringify({ chat_id: c.chat_id, text: _text(event) }))
       else await _post(secrets.webhook_url!, JSON.stringify(c.flavor === 'discord' ? { content: _text(event) } : { text: _text(event) }))
+    } else if (row.type === 'push') {
+      await deliverPush(c, event, _text(event))
     } else {
       throw new Error(`channel type ${row.type} cannot send`)
     }

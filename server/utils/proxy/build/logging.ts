@@ -2,17 +2,27 @@ import type { HostSnapshot, Json } from './types'
 
 export const ACCESS_LOGGER = 'http.log.access'
 export const ERROR_LOGGER = 'http.log.error'
+/**
+ * Caddy's own loggers whose lines the panel turns into events, written to the
+ * error log with the handler errors (so the ingester reads them):
+ * certificate obtain/renew failures ("could not get certificate from issuer")
+ * -> cert_renewal_failed; active health check failures ("HTTP request failed",
+ * "unexpected status code") -> target_unhealthy. Caddy 2.6.2's admin API
+ * `/reverse_proxy/upstreams` shows only passive `fails`, not the active check's
+ * verdict, so the log is the one source of both.
+ */
+export const PROXY_EVENT_LOGGERS = ['tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker']
 
 /** Access, error and default logs; the WAF writes its own audit file (see waf.ts). */
 export function buildLogging(logDir: string): Json {
   return {
     logs: {
-      // Everything else (Caddy's own messages, TLS, WAF rule matches) goes to stderr.
-      default: { exclude: [ACCESS_LOGGER, ERROR_LOGGER] },
+      // Everything else (Caddy's own messages, WAF rule matches) goes to stderr.
+      default: { exclude: [ACCESS_LOGGER, ERROR_LOGGER, ...PROXY_EVENT_LOGGERS] },
       // `include` matches a logger and its children: http.log.access.host_<id> lands here too.
       access: { writer: { output: 'file', filename: `${logDir}/access.log` }, encoder: { format: 'json' }, include: [ACCESS_LOGGER] },
       // DEBUG: Caddy logs 4xx handler errors (WAF 403, rate-limit 429) at debug level (A7).
-      error: { writer: { output: 'file', filename: `${logDir}/error.log` }, encoder: { format: 'json' }, level: 'DEBUG', include: [ERROR_LOGGER] },
+      error: { writer: { output: 'file', filename: `${logDir}/error.log` }, encoder: { format: 'json' }, level: 'DEBUG', include: [ERROR_LOGGER, ...PROXY_EVENT_LOGGERS] },
     },
   }
 }

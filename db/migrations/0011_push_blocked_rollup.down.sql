@@ -1,0 +1,2 @@
+DROP TABLE logs_hourly_blocked;
+DROP TABLE push_subscriptions;
