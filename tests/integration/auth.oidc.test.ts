@@ -148,6 +148,15 @@ describe('OIDC login', () => {
     expect(sessionCookieOf(second)).toBeUndefined()
   })
 
+  it('an error from the provider (consent refused) is provider_error, and uses up the state', async () => {
+    const res = await panel.request('/api/auth/oidc/login')
+    const state = new URL(res.headers.get('location')!).searchParams.get('state')!
+    const refused = await panel.request(`/api/auth/oidc/callback?error=access_denied&state=${encodeURIComponent(state)}`)
+    expect(errorCodeOf(refused)).toBe('provider_error')
+    expect((await auditRows('oidc_provider_error')).at(-1)).toMatchObject({ provider_error: 'access_denied' })
+    expect(errorCodeOf(await panel.request(`/api/auth/oidc/callback?code=x&state=${encodeURIComponent(state)}`))).toBe('state_not_found')
+  })
+
   it('an expired state (older than 10 minutes) is state_not_found', async () => {
     idp.accounts.set('sub-carol', { email: 'carol@example.test', email_verified: true })
     idp.nextAccount = 'sub-carol'
