@@ -233,6 +233,16 @@ describe('OIDC login', () => {
     expect(audit).not.toContain(idp.clientSecret)
   })
 
+  it('an unreachable provider answers provider_unreachable, audited, without hanging', async () => {
+    await panel.request('/api/settings', { method: 'PUT', cookie: admin, body: { 'oidc.issuer': 'http://127.0.0.1:1' } })
+    try {
+      expect(errorCodeOf(await panel.request('/api/auth/oidc/login'))).toBe('provider_unreachable')
+      expect((await auditRows('oidc_provider_unreachable')).length).toBeGreaterThanOrEqual(1)
+    } finally {
+      await panel.request('/api/settings', { method: 'PUT', cookie: admin, body: { 'oidc.issuer': idp.issuer } })
+    }
+  })
+
   it('with OIDC off the login answers oidc_disabled', async () => {
     await panel.request('/api/settings', { method: 'PUT', cookie: admin, body: { 'oidc.issuer': '' } })
     try {

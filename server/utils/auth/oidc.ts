@@ -8,6 +8,7 @@ import { getSetting } from '../core/settings'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { isUniqueViolation } from '../core/errors'
 import { nowMs } from '../core/clock'
+import { logger } from '../core/log'
 import { createPendingStore } from './pending-store'
 import { sanitizeRedirectTarget } from './redirect'
 import { createSession } from './sessions'
@@ -31,6 +32,7 @@ const _CLOCK_TOLERANCE_SECONDS = 30
 export type OidcErrorCode =
   | 'oidc_disabled' | 'provider_unreachable' | 'state_not_found' | 'provider_error' | 'exchange_failed'
   | 'token_invalid' | 'email_missing' | 'account_conflict' | 'email_not_allowed' | 'email_not_verified' | 'invalid_request'
+  | 'internal_error'
 
 /** A refused login: `code` goes to the login page; `details` (no secrets, no tokens) to the audit row. */
 export class OidcFailure extends Error {
@@ -247,6 +249,17 @@ export async function completeOidcLogin(query: { code?: string; state?: string; 
     await writeAudit({ ...ctx, actor: row.email }, 'oidc_login', { user_id: row.id, email: row.email, sub, created }, tx)
     return { ...session, rd: pending.rd, userId: row.id }
   })
+}
+
+/**
+ * Any failure of the OIDC routes as an OidcFailure: a browser in the middle of
+ * a login always lands on the login page, never on a JSON error. Unexpected
+ * errors are logged (their message only) and become `internal_error`.
+ */
+export function asOidcFailure(err: unknown): OidcFailure {
+  if (err instanceof OidcFailure) return err
+  logger.error(`OIDC login failed unexpectedly: ${(err as Error)?.message ?? String(err)}`)
+  return new OidcFailure('internal_error')
 }
 
 /** One audit row per refused OIDC login: `oidc_<code>`, with the allow-listed details. */

@@ -1,7 +1,7 @@
 import { defineEventHandler, getQuery, sendRedirect, setResponseHeader } from 'h3'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { oidcCallbackQuery } from '~/server/utils/auth/schemas'
-import { OidcFailure, auditOidcFailure, completeOidcLogin, loginPageWithError } from '~/server/utils/auth/oidc'
+import { OidcFailure, asOidcFailure, auditOidcFailure, completeOidcLogin, loginPageWithError } from '~/server/utils/auth/oidc'
 import { issueSessionCookie } from '~/server/utils/auth/issue'
 
 // Completes an OIDC login: session cookie + 302 to the sanitised rd, or
@@ -16,8 +16,8 @@ export default defineEventHandler(async (event) => {
     await issueSessionCookie(event, token)
     return sendRedirect(event, rd, 302)
   } catch (err) {
-    if (!(err instanceof OidcFailure)) throw err
-    await auditOidcFailure(err, ctx)
-    return sendRedirect(event, loginPageWithError(err.code), 302)
+    const failure = asOidcFailure(err)
+    await auditOidcFailure(failure, ctx).catch(() => {})
+    return sendRedirect(event, loginPageWithError(failure.code), 302)
   }
 })

@@ -1,7 +1,7 @@
 import { defineEventHandler, getQuery, sendRedirect, setResponseHeader } from 'h3'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { oidcLoginQuery } from '~/server/utils/auth/schemas'
-import { OidcFailure, auditOidcFailure, loginPageWithError, startOidcLogin } from '~/server/utils/auth/oidc'
+import { asOidcFailure, auditOidcFailure, loginPageWithError, startOidcLogin } from '~/server/utils/auth/oidc'
 
 // Starts an OIDC login: 302 to the identity provider (state, nonce, PKCE S256),
 // or to /login?oidc_error=<code> when OIDC is off or the provider is unreachable.
@@ -12,8 +12,8 @@ export default defineEventHandler(async (event) => {
   try {
     return sendRedirect(event, await startOidcLogin(rd), 302)
   } catch (err) {
-    if (!(err instanceof OidcFailure)) throw err
-    await auditOidcFailure(err, auditContextOf(event))
-    return sendRedirect(event, loginPageWithError(err.code), 302)
+    const failure = asOidcFailure(err)
+    await auditOidcFailure(failure, auditContextOf(event)).catch(() => {})
+    return sendRedirect(event, loginPageWithError(failure.code), 302)
   }
 })
