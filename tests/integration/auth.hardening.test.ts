@@ -153,4 +153,14 @@ describe('login attempts', () => {
     const rows = await lan.db().execute("SELECT email FROM login_attempts WHERE success = 0 AND email IN ('nobody-here@example.test', 'admin@example.test')")
     expect(rows.rows.length).toBeGreaterThanOrEqual(2)
   })
+
+  it('a burst of wrong passwords answers 429 with a Retry-After inside the 15-minute window', async () => {
+    const body = { email: 'burst-target@example.test', password: 'never-the-password' }
+    for (let i = 0; i < 5; i++) expect((await pub.request('/api/auth/login', { method: 'POST', body })).status).toBe(401)
+    const blocked = await pub.request('/api/auth/login', { method: 'POST', body })
+    expect(blocked.status).toBe(429)
+    const retryAfter = Number(blocked.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60)
+  })
 })
