@@ -200,12 +200,6 @@ export async function regenerateRecoveryCodes(userId: number, code: string, ctx:
   })
 }
 
-/** How many unused recovery codes a user has left (shown on the session page). */
-export async function countUnusedRecoveryCodes(tx: Tx, userId: number): Promise<number> {
-  return (await tx.select({ id: totpRecoveryCodes.id }).from(totpRecoveryCodes)
-    .where(and(eq(totpRecoveryCodes.userId, userId), isNull(totpRecoveryCodes.usedAtMs)))).length
-}
-
 const _pendingGone = () => unauthorized('the TOTP step has expired or was already used: log in with your password again')
 
 /** Second step of a password login: the pending cookie's token plus a TOTP or recovery code. */
@@ -221,7 +215,7 @@ export async function completeTotpLogin(pendingToken: string | undefined, code: 
       if (!(await totpPendingLogins.take(pendingToken!))) throw _pendingGone()
       const session = await createSession(tx, row.id, ctx)
       await writeAudit({ ...ctx, actor: row.email }, 'login', { user_id: row.id, provider: 'local', second_factor: kind }, tx)
-      return { user: presentSessionUser({ ...row }), ...session }
+      return { user: presentSessionUser(row), ...session }
     },
     onFailure: () => unauthorized('invalid code: enter the current code from the authenticator app, or a recovery code'),
   })
