@@ -8,7 +8,7 @@ export default defineNitroConfig({
   errorHandler: '~/server/error',
   experimental: { tasks: true },
   // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
-  scheduledTasks: { '17 * * * *': ['auth:prune-attempts'], '0 3 5 * *': ['geoip:refresh'], '0 */6 * * *': ['logs:prune'], '0 4 1 * *': ['logs:vacuum'],
+  scheduledTasks: { '*/10 * * * *': ['auth:sweep'], '0 3 5 * *': ['geoip:refresh'], '0 */6 * * *': ['logs:prune'], '0 4 1 * *': ['logs:vacuum'],
     // The stored backup.schedule is evaluated on every tick, so a new schedule applies at once.
     '*/5 * * * * *': ['backups:tick'], '0 6 * * *': ['certs:check-expiry'] },
   // Migrations ship inside the bundle so the built server needs no source tree.

@@ -25,6 +25,8 @@ export const users = sqliteTable('users', {
   externalId: text('external_id'),
   totpSecret: text('totp_secret'),
   totpEnabled: integer('totp_enabled', { mode: 'boolean' }).notNull().default(false),
+  /** The last accepted TOTP step (migration 0010): that step or an older one is a replay. */
+  totpLastStep: integer('totp_last_step').notNull().default(0),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
@@ -46,6 +48,22 @@ export const loginAttempts = sqliteTable('login_attempts', {
   email: text('email'),
   remoteIp: text('remote_ip'),
   success: integer('success', { mode: 'boolean' }).notNull(),
+})
+
+export const totpAttempts = sqliteTable('totp_attempts', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  tsMs: integer('ts_ms').notNull(),
+  userId: integer('user_id'),
+  remoteIp: text('remote_ip'),
+  success: integer('success', { mode: 'boolean' }).notNull(),
+})
+
+export const totpRecoveryCodes = sqliteTable('totp_recovery_codes', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  userId: integer('user_id').notNull(),
+  codeHash: text('code_hash').notNull(),
+  createdAtMs: integer('created_at_ms').notNull(),
+  usedAtMs: integer('used_at_ms'),
 })
 
 export const logs = sqliteTable('logs', {

@@ -1,38 +1,57 @@
 import { and, eq, gt, lt, min, count } from 'drizzle-orm'
-import { loginAttempts } from '../../../db/schema'
+import { loginAttempts, totpAttempts } from '../../../db/schema'
 import { getDb, type Executor } from '../core/db'
 import { tooManyRequests } from '../core/errors'
 
-/** Failures within this window count towards a lockout. */
+/** Failures within this window count towards a lockout (passwords and TOTP codes alike). */
 export const LOGIN_WINDOW_MS = 15 * 60_000
 export const MAX_FAILURES_PER_ACCOUNT = 5
 export const MAX_FAILURES_PER_SOURCE = 20
+/** Attempt rows matter for the 15-minute window; a day is kept for audits, then the sweep drops them. */
+export const ATTEMPT_RETENTION_MS = 24 * 3600_000
 
 export async function recordLoginAttempt(exec: Executor, a: { email: string | null; remoteIp: string | null; success: boolean }) {
   await exec.insert(loginAttempts).values({ tsMs: Date.now(), email: a.email, remoteIp: a.remoteIp, success: a.success })
 }
 
-async function _failuresSince(column: typeof loginAttempts.email | typeof loginAttempts.remoteIp, value: string, sinceMs: number) {
-  const r = await getDb().select({ n: count(), oldest: min(loginAttempts.tsMs) }).from(loginAttempts)
-    .where(and(eq(column, value), eq(loginAttempts.success, false), gt(loginAttempts.tsMs, sinceMs))).get()
+export async function recordTotpAttempt(exec: Executor, a: { userId: number; remoteIp: string | null; success: boolean }) {
+  await exec.insert(totpAttempts).values({ tsMs: Date.now(), userId: a.userId, remoteIp: a.remoteIp, success: a.success })
+}
+
+type _Table = typeof loginAttempts | typeof totpAttempts
+
+async function _failuresSince(table: _Table, column: any, value: string | number, sinceMs: number) {
+  const r = await getDb().select({ n: count(), oldest: min(table.tsMs) }).from(table)
+    .where(and(eq(column, value), eq(table.success, false), gt(table.tsMs, sinceMs))).get()
   return { n: r?.n ?? 0, oldestMs: r?.oldest ?? Date.now() }
+}
+
+async function _assertAllowed(table: _Table, accountColumn: any, account: string | number, remoteIp: string | null, what: string) {
+  const now = Date.now()
+  const since = now - LOGIN_WINDOW_MS
+  const acc = await _failuresSince(table, accountColumn, account, since)
+  if (acc.n >= MAX_FAILURES_PER_ACCOUNT)
+    throw tooManyRequests(`too many failed ${what} for this account: wait before trying again`, (acc.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+  if (remoteIp) {
+    const source = await _failuresSince(table, table.remoteIp, remoteIp, since)
+    if (source.n >= MAX_FAILURES_PER_SOURCE)
+      throw tooManyRequests(`too many failed ${what} from this address: wait before trying again`, (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+  }
 }
 
 /** Throws 429 with Retry-After when the account or the source has failed too often recently. */
 export async function assertLoginAllowed(email: string, remoteIp: string | null): Promise<void> {
-  const now = Date.now()
-  const since = now - LOGIN_WINDOW_MS
-  const account = await _failuresSince(loginAttempts.email, email, since)
-  if (account.n >= MAX_FAILURES_PER_ACCOUNT)
-    throw tooManyRequests('too many failed logins for this account: wait before trying again', (account.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
-  if (remoteIp) {
-    const source = await _failuresSince(loginAttempts.remoteIp, remoteIp, since)
-    if (source.n >= MAX_FAILURES_PER_SOURCE)
-      throw tooManyRequests('too many failed logins from this address: wait before trying again', (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
-  }
+  await _assertAllowed(loginAttempts, loginAttempts.email, email, remoteIp, 'logins')
 }
 
-/** Retention: attempt rows older than 24 h are dropped by the sweep. */
-export async function deleteLoginAttemptsOlderThan(exec: Executor, cutoffMs: number): Promise<void> {
-  await exec.delete(loginAttempts).where(lt(loginAttempts.tsMs, cutoffMs))
+/** The same throttle for TOTP codes (login second step, enable, disable). */
+export async function assertTotpAllowed(userId: number, remoteIp: string | null): Promise<void> {
+  await _assertAllowed(totpAttempts, totpAttempts.userId, userId, remoteIp, 'TOTP codes')
+}
+
+/** Retention: login and TOTP attempt rows older than the cutoff are dropped by the sweeps. */
+export async function deleteAttemptsOlderThan(exec: Executor, cutoffMs: number): Promise<{ login: number; totp: number }> {
+  const login = await exec.delete(loginAttempts).where(lt(loginAttempts.tsMs, cutoffMs))
+  const totp = await exec.delete(totpAttempts).where(lt(totpAttempts.tsMs, cutoffMs))
+  return { login: login.rowsAffected, totp: totp.rowsAffected }
 }

@@ -39,3 +39,18 @@ export function clearSessionCookie(event: H3Event): void {
     domain: cookieDomainFor(getConfig().domain), path: '/', httpOnly: true, sameSite: 'lax', secure: isSecureContextFor(event),
   })
 }
+
+/** The short-lived cookie of a password login waiting for its TOTP code (no Domain: the panel's host only). */
+export const TOTP_PENDING_COOKIE = 'panel_totp_pending'
+export const TOTP_PENDING_LIFETIME_MS = 5 * 60_000
+const _TOTP_PENDING_PATH = '/api/auth/login'
+
+export function setTotpPendingCookie(event: H3Event, token: string): void {
+  setCookie(event, TOTP_PENDING_COOKIE, token, {
+    path: _TOTP_PENDING_PATH, httpOnly: true, sameSite: 'strict', secure: isSecureContextFor(event), maxAge: TOTP_PENDING_LIFETIME_MS / 1000,
+  })
+}
+
+export function clearTotpPendingCookie(event: H3Event): void {
+  deleteCookie(event, TOTP_PENDING_COOKIE, { path: _TOTP_PENDING_PATH, httpOnly: true, sameSite: 'strict', secure: isSecureContextFor(event) })
+}

@@ -6,14 +6,21 @@ import { assertLoginAllowed, recordLoginAttempt } from './attempts'
 import { burnPasswordCheck, verifyPassword } from './passwords'
 import { createSession, presentSessionUser, type SessionUser } from './sessions'
 import { countUsers, findUserByEmail, insertUser, presentUser } from './users'
+import { startTotpPendingLogin } from './totp'
 
 export interface LoginResult { user: SessionUser; token: string; expiresAtMs: number }
+export type PasswordLoginResult = ({ totpPending: false } & LoginResult) | { totpPending: true; pendingToken: string }
 
-/** Email + password -> new session. Failures are recorded, audited and throttled. */
-export async function loginWithPassword(email: string, password: string, ctx: AuditContext): Promise<LoginResult> {
+/**
+ * Email + password -> new session, or a pending login waiting for its TOTP
+ * code. Failures are recorded, audited and throttled. An unknown email, or an
+ * account without a password (single sign-on), still runs one hash check: the
+ * answer takes as long as for a wrong password.
+ */
+export async function loginWithPassword(email: string, password: string, ctx: AuditContext): Promise<PasswordLoginResult> {
   await assertLoginAllowed(email, ctx.remoteIp ?? null)
   const row = await findUserByEmail(email)
-  const ok = row ? await verifyPassword(row.passwordHash, password) : (await burnPasswordCheck(password), false)
+  const ok = row?.passwordHash ? await verifyPassword(row.passwordHash, password) : (await burnPasswordCheck(password), false)
   if (!ok || !row) {
     await writeTransaction(async (tx) => {
       await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: false })
@@ -21,11 +28,19 @@ export async function loginWithPassword(email: string, password: string, ctx: Au
     })
     throw unauthorized('invalid email or password')
   }
+  if (row.totpEnabled) {
+    const pendingToken = await startTotpPendingLogin(row.id)
+    await writeTransaction(async (tx) => {
+      await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: true })
+      await writeAudit({ ...ctx, actor: row.email }, 'login_totp_pending', { user_id: row.id }, tx)
+    })
+    return { totpPending: true, pendingToken }
+  }
   return writeTransaction(async (tx) => {
     await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: true })
     const session = await createSession(tx, row.id, ctx)
     await writeAudit({ ...ctx, actor: row.email }, 'login', { user_id: row.id, provider: 'local' }, tx)
-    return { user: presentSessionUser(row), ...session }
+    return { totpPending: false as const, user: presentSessionUser(row), ...session }
   })
 }
 

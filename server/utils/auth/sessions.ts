@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { and, eq, lte, ne } from 'drizzle-orm'
 import { sessions, users } from '../../../db/schema'
 import { getDb, runWrite, type Executor } from '../core/db'
 import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
@@ -77,4 +77,22 @@ export async function deleteSessionByToken(exec: Executor, token: string): Promi
 export async function forgetCachedSessionsOfUser(exec: Executor, userId: number): Promise<void> {
   const rows = await exec.select({ tokenHash: sessions.tokenHash }).from(sessions).where(eq(sessions.userId, userId))
   await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+}
+
+/**
+ * Privilege change (role, password, TOTP): every session of the user ends, in
+ * the database and in the cache, except `keepSessionId` when given.
+ */
+export async function deleteSessionsOfUser(exec: Executor, userId: number, keepSessionId?: number): Promise<number> {
+  const where = keepSessionId === undefined ? eq(sessions.userId, userId) : and(eq(sessions.userId, userId), ne(sessions.id, keepSessionId))
+  const rows = await exec.select({ tokenHash: sessions.tokenHash }).from(sessions).where(where)
+  await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+  await exec.delete(sessions).where(where)
+  return rows.length
+}
+
+/** The sweep: sessions past their expiry are deleted (their cache entries expire on their own). */
+export async function deleteExpiredSessions(exec: Executor, nowMs = Date.now()): Promise<number> {
+  const r = await exec.delete(sessions).where(lte(sessions.expiresAtMs, nowMs))
+  return r.rowsAffected
 }

@@ -4,7 +4,7 @@ import { getDb, writeTransaction, type Executor } from '../core/db'
 import { conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { hashPassword } from './passwords'
-import { forgetCachedSessionsOfUser } from './sessions'
+import { createSession, deleteSessionsOfUser, forgetCachedSessionsOfUser } from './sessions'
 
 export type Role = 'admin' | 'viewer'
 export type UserRow = typeof users.$inferSelect
@@ -64,7 +64,12 @@ async function _otherAdminCount(tx: Executor, excludingId: number): Promise<numb
 
 export interface UserUpdate { email: string; name: string; role: Role; password?: string }
 
-export async function updateUser(id: number, input: UserUpdate, ctx: AuditContext) {
+/**
+ * A role or password change is a privilege change: every session of that user
+ * ends. When the user changed themselves (`actorUserId`), they get a new
+ * session in `session` so that they stay logged in with a fresh token.
+ */
+export async function updateUser(id: number, input: UserUpdate, ctx: AuditContext, actorUserId?: number) {
   return writeTransaction(async (tx) => {
     const row = await tx.select().from(users).where(eq(users.id, id)).get()
     if (!row) throw notFound('user', id)
@@ -79,11 +84,18 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
       if (isUniqueViolation(err)) throw conflict(`email: a user with ${input.email} already exists`)
       throw err
     }
-    await forgetCachedSessionsOfUser(tx, id)
+    const privilegeChanged = row.role !== input.role || input.password !== undefined
+    let session: { token: string; expiresAtMs: number } | undefined
+    if (privilegeChanged) {
+      await deleteSessionsOfUser(tx, id)
+      if (actorUserId === id) session = await createSession(tx, id, ctx)
+    } else {
+      await forgetCachedSessionsOfUser(tx, id)
+    }
     await writeAudit(ctx, 'user_update', {
-      user_id: id, email: updated.email, role: updated.role, password_changed: input.password !== undefined,
+      user_id: id, email: updated.email, role: updated.role, password_changed: input.password !== undefined, sessions_ended: privilegeChanged,
     }, tx)
-    return presentUser(updated)
+    return { user: presentUser(updated), session }
   })
 }
 

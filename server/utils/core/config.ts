@@ -58,6 +58,11 @@ export interface PanelConfig {
   geoip: { countryUrl: string; asnUrl: string }
   providerAApiToken?: string
   logLevel: 'info' | 'debug'
+  /**
+   * Tests only: a file holding milliseconds added to the auth clock (OIDC pending
+   * states, TOTP steps and pending logins), so that expiry is tested by advancing time.
+   */
+  testClockOffsetFile?: string
 }
 
 type Env = Record<string, string | undefined>
@@ -107,6 +112,8 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if ((adminEmail === undefined) !== (adminPassword === undefined))
     errors.push('PANEL_ADMIN_EMAIL and PANEL_ADMIN_PASSWORD must be set together')
   if (adminPassword !== undefined && adminPassword.length < 12) errors.push('PANEL_ADMIN_PASSWORD must be at least 12 characters')
+  if (adminPassword !== undefined && adminEmail !== undefined && [adminEmail.toLowerCase(), adminEmail.toLowerCase().split('@')[0]].includes(adminPassword.trim().toLowerCase()))
+    errors.push('PANEL_ADMIN_PASSWORD must not be the email address')
 
   const proxyAdminUrl = (_opt(env, 'PROXY_ADMIN_URL') ?? 'http://127.0.0.1:2019').replace(/\/+$/, '')
   if (!_isUrl(proxyAdminUrl, ['http:', 'https:'])) errors.push('PROXY_ADMIN_URL must be an http(s) URL such as http://127.0.0.1:2019')
@@ -171,6 +178,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],
+    testClockOffsetFile: _opt(env, 'PANEL_TEST_CLOCK_OFFSET_FILE'),
   }
   return { config, errors }
 }

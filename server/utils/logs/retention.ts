@@ -1,7 +1,7 @@
 import { getClient, getDb, runWrite } from '../core/db'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor } from '../core/audit'
-import { deleteLoginAttemptsOlderThan } from '../auth/attempts'
+import { ATTEMPT_RETENTION_MS, deleteAttemptsOlderThan } from '../auth/attempts'
 import { rollupCleanupStatements, rollupStatements } from './rollup'
 
 // Retention: rows older than logs.retention_days, then the oldest rows beyond
@@ -14,7 +14,9 @@ export const DELETE_BATCH_ROWS = 2_000
 const _PAUSE_MS = 5
 const _DAY_MS = 86_400_000
 
-export interface PruneResult { removed_by_age: number; removed_by_count: number; login_attempts_cutoff: string }
+export interface PruneResult {
+  removed_by_age: number; removed_by_count: number; login_attempts_cutoff: string; removed_login_attempts: number; removed_totp_attempts: number
+}
 
 async function _deleteBatch(condition: string, args: Array<string | number>): Promise<number> {
   return runWrite(async () => {
@@ -52,9 +54,13 @@ export async function pruneLogs(nowMs = Date.now()): Promise<PruneResult> {
     // The id of the newest row past the cap: it and everything older go.
     const past = await getClient().execute({ sql: 'SELECT id FROM logs ORDER BY id DESC LIMIT 1 OFFSET ?', args: [maxEntries] })
     const byCount = past.rows.length ? await _deleteAll('id <= ?', [Number(past.rows[0]!.id)]) : 0
-    const attemptsCutoffMs = nowMs - _DAY_MS
-    await runWrite(() => deleteLoginAttemptsOlderThan(getDb(), attemptsCutoffMs))
-    const result = { removed_by_age: byAge, removed_by_count: byCount, login_attempts_cutoff: new Date(attemptsCutoffMs).toISOString() }
+    // Login and TOTP attempt rows older than 24 h (spec Limits: retention sweep).
+    const attemptsCutoffMs = nowMs - ATTEMPT_RETENTION_MS
+    const attempts = await runWrite(() => deleteAttemptsOlderThan(getDb(), attemptsCutoffMs))
+    const result = {
+      removed_by_age: byAge, removed_by_count: byCount, login_attempts_cutoff: new Date(attemptsCutoffMs).toISOString(),
+      removed_login_attempts: attempts.login, removed_totp_attempts: attempts.totp,
+    }
     await writeAudit(actor, 'logs_prune', { ...result, retention_days: days, max_entries: maxEntries })
     return result
   } catch (err) {

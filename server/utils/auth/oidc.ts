@@ -1,0 +1,274 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { and, eq } from 'drizzle-orm'
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
+import { users } from '../../../db/schema'
+import { writeTransaction, type Tx } from '../core/db'
+import { getConfig } from '../core/config'
+import { getSetting } from '../core/settings'
+import { writeAudit, type AuditContext } from '../core/audit'
+import { isUniqueViolation } from '../core/errors'
+import { nowMs } from '../core/clock'
+import { logger } from '../core/log'
+import { createPendingStore } from './pending-store'
+import { sanitizeRedirectTarget } from './redirect'
+import { createSession } from './sessions'
+
+// OIDC login, authorization code flow with PKCE (S256), spec Authentication 4.
+// Login keeps state, nonce and code_verifier in a single-use pending store
+// (10 minutes) and redirects to the provider; the callback exchanges the code,
+// verifies the id_token with jose (issuer, audience, signature against the
+// provider's JWKS, expiry, nonce), upserts the user by `sub`, then checks the
+// allowlist and the email-verified requirement. Every failure has a stable code
+// that the login page shows (`/login?oidc_error=<code>`) and an audit row
+// `oidc_<code>`.
+
+export const OIDC_PENDING_LIFETIME_MS = 10 * 60_000
+export const OIDC_SCOPES = 'openid email profile'
+const _HTTP_TIMEOUT_MS = 10_000
+const _DISCOVERY_CACHE_MS = 5 * 60_000
+/** Clock skew tolerated between the panel and the identity provider when checking exp/iat/nbf. */
+const _CLOCK_TOLERANCE_SECONDS = 30
+
+export type OidcErrorCode =
+  | 'oidc_disabled' | 'provider_unreachable' | 'state_not_found' | 'provider_error' | 'exchange_failed'
+  | 'token_invalid' | 'email_missing' | 'account_conflict' | 'email_not_allowed' | 'email_not_verified' | 'invalid_request'
+  | 'internal_error'
+
+/** A refused login: `code` goes to the login page; `details` (no secrets, no tokens) to the audit row. */
+export class OidcFailure extends Error {
+  constructor(readonly code: OidcErrorCode, readonly details: Record<string, unknown> = {}) {
+    super(`OIDC login refused: ${code}`)
+  }
+}
+
+interface PendingLogin { nonce: string; codeVerifier: string; rd: string; issuer: string; clientId: string }
+
+export const oidcPendingStates = createPendingStore<PendingLogin>({ prefix: 'auth:oidc-pending', ttlMs: OIDC_PENDING_LIFETIME_MS })
+
+export function oidcRedirectUri(): string {
+  return `${getConfig().publicUrl}/api/auth/oidc/callback`
+}
+
+export function loginPageWithError(code: OidcErrorCode): string {
+  return `/login?oidc_error=${code}`
+}
+
+interface _Discovery {
+  issuer: string; authorization_endpoint: string; token_endpoint: string; jwks_uri: string
+  token_endpoint_auth_methods_supported?: string[]; id_token_signing_alg_values_supported?: string[]
+}
+
+const _discoveryCache = new Map<string, { doc: _Discovery; fetchedAtMs: number }>()
+const _jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>()
+
+function _isHttpUrl(v: unknown): v is string {
+  if (typeof v !== 'string') return false
+  try { return ['http:', 'https:'].includes(new URL(v).protocol) } catch { return false }
+}
+
+/** The provider's discovery document (cached 5 minutes); it must name the configured issuer. */
+async function _discover(issuer: string): Promise<_Discovery> {
+  const cached = _discoveryCache.get(issuer)
+  if (cached && Date.now() - cached.fetchedAtMs < _DISCOVERY_CACHE_MS) return cached.doc
+  const url = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`
+  let doc: any
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(_HTTP_TIMEOUT_MS), headers: { accept: 'application/json' } })
+    if (!res.ok) throw new OidcFailure('provider_unreachable', { reason: `discovery answered ${res.status}` })
+    doc = await res.json()
+  } catch (err) {
+    if (err instanceof OidcFailure) throw err
+    throw new OidcFailure('provider_unreachable', { reason: `discovery failed: ${(err as Error).name}` })
+  }
+  const trim = (v: string) => v.replace(/\/+$/, '')
+  if (!doc || typeof doc.issuer !== 'string' || trim(doc.issuer) !== trim(issuer) || !_isHttpUrl(doc.authorization_endpoint) || !_isHttpUrl(doc.token_endpoint) || !_isHttpUrl(doc.jwks_uri))
+    throw new OidcFailure('provider_unreachable', { reason: 'the discovery document does not match the issuer or lacks endpoints' })
+  _discoveryCache.set(issuer, { doc, fetchedAtMs: Date.now() })
+  return doc
+}
+
+function _jwksFor(uri: string) {
+  let jwks = _jwksCache.get(uri)
+  if (!jwks) {
+    jwks = createRemoteJWKSet(new URL(uri), { timeoutDuration: _HTTP_TIMEOUT_MS })
+    _jwksCache.set(uri, jwks)
+  }
+  return jwks
+}
+
+const _random = () => randomBytes(32).toString('base64url')
+const _s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url')
+
+async function _settings() {
+  return {
+    issuer: (await getSetting<string>('oidc.issuer')).trim(),
+    clientId: await getSetting<string>('oidc.client_id'),
+    allowedEmails: (await getSetting<string[]>('oidc.allowed_emails')).map((e) => e.toLowerCase()),
+    requireEmailVerified: await getSetting<boolean>('oidc.require_email_verified'),
+  }
+}
+
+/** GET /api/auth/oidc/login: the URL of the provider's authorization endpoint for a new login. */
+export async function startOidcLogin(rd: string | undefined): Promise<string> {
+  const s = await _settings()
+  if (!s.issuer || !s.clientId) throw new OidcFailure('oidc_disabled')
+  const discovery = await _discover(s.issuer)
+  const state = _random()
+  const nonce = _random()
+  const codeVerifier = _random()
+  await oidcPendingStates.put(state, {
+    nonce, codeVerifier, rd: sanitizeRedirectTarget(rd, getConfig().domain, '/'), issuer: discovery.issuer, clientId: s.clientId,
+  })
+  const url = new URL(discovery.authorization_endpoint)
+  url.searchParams.set('response_type', 'code')
+  url.searchParams.set('client_id', s.clientId)
+  url.searchParams.set('redirect_uri', oidcRedirectUri())
+  url.searchParams.set('scope', OIDC_SCOPES)
+  url.searchParams.set('state', state)
+  url.searchParams.set('nonce', nonce)
+  url.searchParams.set('code_challenge', _s256(codeVerifier))
+  url.searchParams.set('code_challenge_method', 'S256')
+  return url.toString()
+}
+
+async function _exchangeCode(discovery: _Discovery, pending: PendingLogin, code: string): Promise<string> {
+  const clientSecret = await getSetting<string>('oidc.client_secret') // decrypted only here
+  const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: oidcRedirectUri(), code_verifier: pending.codeVerifier })
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
+  const methods = discovery.token_endpoint_auth_methods_supported ?? ['client_secret_basic']
+  if (!clientSecret) {
+    body.set('client_id', pending.clientId)
+  } else if (!methods.includes('client_secret_basic') && methods.includes('client_secret_post')) {
+    body.set('client_id', pending.clientId)
+    body.set('client_secret', clientSecret)
+  } else {
+    // RFC 6749 2.3.1: both parts form-urlencoded before the Basic encoding.
+    const basic = `${encodeURIComponent(pending.clientId)}:${encodeURIComponent(clientSecret)}`
+    headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`
+  }
+  let res: Response
+  try {
+    res = await fetch(discovery.token_endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(_HTTP_TIMEOUT_MS) })
+  } catch (err) {
+    throw new OidcFailure('exchange_failed', { reason: `token endpoint unreachable: ${(err as Error).name}` })
+  }
+  let json: any
+  try { json = await res.json() } catch { json = undefined }
+  if (!res.ok) {
+    const providerError = typeof json?.error === 'string' && /^[a-z_]{1,64}$/.test(json.error) ? json.error : undefined
+    throw new OidcFailure('exchange_failed', { reason: `token endpoint answered ${res.status}`, provider_error: providerError })
+  }
+  if (typeof json?.id_token !== 'string') throw new OidcFailure('exchange_failed', { reason: 'no id_token in the token response' })
+  return json.id_token
+}
+
+function _reasonOf(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'expired'
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return err.claim === 'aud' ? 'audience' : err.claim === 'iss' ? 'issuer' : `claim_${err.claim}`
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'signature'
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return 'unknown_key'
+  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC') return 'jwks_unavailable'
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'algorithm'
+  return 'malformed'
+}
+
+function _sameSecret(a: string, b: string): boolean {
+  const x = createHash('sha256').update(a).digest()
+  const y = createHash('sha256').update(b).digest()
+  return timingSafeEqual(x, y)
+}
+
+async function _verifyIdToken(discovery: _Discovery, pending: PendingLogin, idToken: string): Promise<JWTPayload> {
+  let payload: JWTPayload
+  try {
+    ({ payload } = await jwtVerify(idToken, _jwksFor(discovery.jwks_uri), {
+      issuer: pending.issuer, audience: pending.clientId, currentDate: new Date(nowMs()), clockTolerance: _CLOCK_TOLERANCE_SECONDS,
+      requiredClaims: ['sub', 'exp', 'iat'],
+    }))
+  } catch (err) {
+    throw new OidcFailure('token_invalid', { reason: _reasonOf(err) })
+  }
+  if (typeof payload.nonce !== 'string' || !_sameSecret(payload.nonce, pending.nonce)) throw new OidcFailure('token_invalid', { reason: 'nonce' })
+  if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== pending.clientId) throw new OidcFailure('token_invalid', { reason: 'azp' })
+  if (typeof payload.sub !== 'string' || !payload.sub || payload.sub.length > 255) throw new OidcFailure('token_invalid', { reason: 'sub' })
+  return payload
+}
+
+type UserRow = typeof users.$inferSelect
+
+/** Finds the user by (oidc, sub); creates it (role viewer) or refreshes its email and name. */
+async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Promise<{ row: UserRow; created: boolean }> {
+  const now = new Date().toISOString()
+  const existing = await tx.select().from(users).where(and(eq(users.provider, 'oidc'), eq(users.externalId, sub))).get()
+  try {
+    if (existing) {
+      const row = await tx.update(users).set({ email, name: name || existing.name, updatedAt: now }).where(eq(users.id, existing.id)).returning().get()
+      return { row: row!, created: false }
+    }
+    const row = await tx.insert(users).values({
+      email, name, role: 'viewer', passwordHash: null, provider: 'oidc', externalId: sub, createdAt: now, updatedAt: now,
+    }).returning().get()
+    return { row, created: true }
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new OidcFailure('account_conflict', { sub, email })
+    throw err
+  }
+}
+
+const _claimText = (v: unknown, max: number) => (typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, max) : '')
+
+export interface OidcLoginResult { token: string; expiresAtMs: number; rd: string; userId: number }
+
+/**
+ * GET /api/auth/oidc/callback. Throws OidcFailure for every refusal; the caller
+ * audits it (auditOidcFailure) and redirects to the login page with the code.
+ */
+export async function completeOidcLogin(query: { code?: string; state?: string; error?: string }, ctx: AuditContext): Promise<OidcLoginResult> {
+  const pending = query.state ? await oidcPendingStates.take(query.state) : null
+  if (!pending) throw new OidcFailure('state_not_found')
+  if (query.error) throw new OidcFailure('provider_error', { provider_error: /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'unknown' })
+  if (!query.code) throw new OidcFailure('exchange_failed', { reason: 'no code in the callback' })
+  const discovery = await _discover(pending.issuer)
+  const idToken = await _exchangeCode(discovery, pending, query.code)
+  const claims = await _verifyIdToken(discovery, pending, idToken)
+  // From here the token is trusted (spec Authentication 4).
+  const sub = claims.sub!
+  const email = _claimText(claims.email, 254).trim().toLowerCase()
+  if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new OidcFailure('email_missing', { sub })
+  const name = _claimText(claims.name, 100)
+  const s = await _settings()
+  const { row, created } = await writeTransaction(async (tx) => {
+    const result = await _upsertUser(tx, sub, email, name)
+    if (result.created) await writeAudit({ ...ctx, actor: email }, 'oidc_user_create', { user_id: result.row.id, email, sub, role: result.row.role }, tx)
+    return result
+  })
+  if (s.allowedEmails.length && !s.allowedEmails.includes(email)) throw new OidcFailure('email_not_allowed', { sub, email, user_id: row.id })
+  if (s.requireEmailVerified && claims.email_verified !== true) throw new OidcFailure('email_not_verified', { sub, email, user_id: row.id })
+  return writeTransaction(async (tx) => {
+    const session = await createSession(tx, row.id, ctx)
+    await writeAudit({ ...ctx, actor: row.email }, 'oidc_login', { user_id: row.id, email: row.email, sub, created }, tx)
+    return { ...session, rd: pending.rd, userId: row.id }
+  })
+}
+
+/**
+ * Any failure of the OIDC routes as an OidcFailure: a browser in the middle of
+ * a login always lands on the login page, never on a JSON error. Unexpected
+ * errors are logged (their message only) and become `internal_error`.
+ */
+export function asOidcFailure(err: unknown): OidcFailure {
+  if (err instanceof OidcFailure) return err
+  logger.error(`OIDC login failed unexpectedly: ${(err as Error)?.message ?? String(err)}`)
+  return new OidcFailure('internal_error')
+}
+
+/** One audit row per refused OIDC login: `oidc_<code>`, with the allow-listed details. */
+export async function auditOidcFailure(failure: OidcFailure, ctx: AuditContext): Promise<void> {
+  const actor = typeof failure.details.email === 'string' ? failure.details.email : ctx.actor
+  await writeAudit({ ...ctx, actor }, `oidc_${failure.code}`, { code: failure.code, ...failure.details })
+}
+
+/** The sweep: pending states past their 10 minutes. */
+export function sweepExpiredOidcStates(): Promise<number> {
+  return oidcPendingStates.sweepExpired()
+}
