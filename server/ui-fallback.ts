@@ -1,0 +1,16 @@
+import { defineEventHandler, createError, setResponseHeader } from 'h3'
+import { useStorage } from 'nitropack/runtime'
+
+// Deep links of the web UI (/login, /hosts/12, ...) are answered with the SPA's
+// index.html; real files under ui/dist are served before this by the public
+// assets handler. /api/* never falls back: an unknown API path stays a JSON 404.
+export default defineEventHandler(async (event) => {
+  const path = event.path.split('?')[0]!
+  if (path === '/api' || path.startsWith('/api/') || path.startsWith('/auth/'))
+    throw createError({ statusCode: 404, statusMessage: 'Not Found', message: `no route for ${event.method} ${path}` })
+  const html = await useStorage('assets:ui').getItem<string>('index.html')
+  if (!html) throw createError({ statusCode: 404, statusMessage: 'Not Found', message: 'the web UI is not built: run npm run build' })
+  setResponseHeader(event, 'content-type', 'text/html; charset=utf-8')
+  setResponseHeader(event, 'cache-control', 'no-cache')
+  return typeof html === 'string' ? html : new TextDecoder().decode(html as any)
+})
