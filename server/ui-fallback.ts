@@ -6,7 +6,8 @@ import { useStorage } from 'nitropack/runtime'
 // assets handler. /api/* never falls back: an unknown API path stays a JSON 404.
 export default defineEventHandler(async (event) => {
   const path = event.path.split('?')[0]!
-  if (path === '/api' || path.startsWith('/api/') || path.startsWith('/auth/'))
+  // A missing file (/favicon.ico, /assets/old-hash.js) is a 404, not the app.
+  if (path === '/api' || path.startsWith('/api/') || path.startsWith('/auth/') || /\.[a-z0-9]+$/i.test(path))
     throw createError({ statusCode: 404, statusMessage: 'Not Found', message: `no route for ${event.method} ${path}` })
   const html = await useStorage('assets:ui').getItem<string>('index.html')
   if (!html) throw createError({ statusCode: 404, statusMessage: 'Not Found', message: 'the web UI is not built: run npm run build' })

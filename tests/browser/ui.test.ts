@@ -1,0 +1,241 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { eventually, httpRequest } from '../support/http'
+import { makeTempDir } from '../support/processes'
+import { ADMIN, registerTestSecret } from '../support/panel'
+import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { startTestUpstream, type TestUpstream } from '../support/upstream'
+import { createTestPki } from '../support/certs'
+import { writeMmdb } from '../support/mmdb-writer'
+import { launchChromium, screenshot, watchConsole } from './browser'
+
+// The web UI in a real Chromium against the built panel, a real Caddy and a real
+// CrowdSec. Every control is found by its role and accessible name.
+
+const DOMAIN = 'app.example.test'
+const BANNED_ONE = '203.0.113.77'
+const BANNED_TWO = '203.0.113.78'
+const VIEWER = { email: 'viewer@example.test', password: 'viewer-password-123' }
+// A country database written by the test: LU expands into two supernets.
+const GEO_DB = writeMmdb([
+  ['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['5.0.2.0/23', { country_code: 'LU' }],
+  ['2a01:e00::/32', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }], ['203.0.113.0/24', { country_code: 'FR' }],
+])
+
+let cs: CrowdsecHandle
+let stack: ProxyStack
+let upstream: TestUpstream
+let chrome: { browser: BrowserContext; close(): Promise<void> }
+let page: Page
+let base: string
+const consoleErrors: string[] = []
+
+const through = (path = '/', host = DOMAIN) => httpRequest({ port: stack.httpPort, host, path })
+
+beforeAll(async () => {
+  cs = await startCrowdsec()
+  registerTestSecret(cs.machinePassword, cs.bouncerKey, VIEWER.password)
+  // Bans exist before any screen reads the (15 s cached) decision list.
+  await postDecisions(cs, [{ value: BANNED_ONE, duration: '2h' }, { value: BANNED_TWO, duration: '2h' }])
+  upstream = await startTestUpstream()
+  const dataDir = makeTempDir('panel-ui-')
+  mkdirSync(join(dataDir, 'geoip'))
+  writeFileSync(join(dataDir, 'geoip/country.mmdb'), GEO_DB)
+  // The browser talks to 127.0.0.1: no cookie Domain (an IP has no parent domain).
+  stack = await startProxyStack({ dataDir, env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+  base = stack.panel.url
+  chrome = await launchChromium()
+  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  watchConsole(page, consoleErrors)
+  page.on('dialog', (d) => d.accept())
+  page.setDefaultTimeout(15_000)
+}, 120_000)
+
+afterAll(async () => {
+  await chrome?.close()
+  await stack?.stop()
+  await upstream?.stop()
+  await cs?.stop()
+})
+
+describe('the web UI in Chromium', () => {
+  it('answers a deep link with the app, sends it to login with rd, and returns there after login', async () => {
+    await page.goto(`${base}/hosts`)
+    await page.waitForURL(/\/login\?rd=%2Fhosts$/)
+    await expectVisible(page.getByRole('heading', { name: 'Sign in' }))
+    await screenshot(page, 'login')
+    await page.getByLabel('Email').fill(ADMIN.email)
+    await page.getByLabel('Password').fill('wrong-password-123')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expectVisible(page.getByRole('alert'))
+    consoleErrors.splice(0) // the refused login's 401 is the scenario here, not an app error
+    await page.getByLabel('Password').fill(ADMIN.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${base}/hosts`)
+    await expectVisible(page.getByRole('heading', { name: 'Hosts' }))
+    await expectVisible(page.getByText('No hosts yet'))
+  })
+
+  it('creates a target group and a host, and a request through Caddy reaches the upstream', async () => {
+    await page.getByRole('link', { name: 'Target groups' }).click()
+    await page.getByRole('button', { name: 'Add target group' }).click()
+    await page.getByLabel('Group name').fill('web')
+    await page.getByLabel('Target 1 address').fill(`127.0.0.1:${upstream.port}`)
+    await page.getByRole('button', { name: 'Save target group' }).click()
+    await expectVisible(page.getByText('Target group web saved.'))
+    await expectVisible(page.getByRole('cell', { name: `127.0.0.1:${upstream.port}` }))
+    await screenshot(page, 'target-groups')
+
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click()
+    await page.getByRole('link', { name: 'Add host' }).click()
+    await page.getByLabel('Domain', { exact: true }).fill(DOMAIN)
+    await page.getByLabel('Target group').selectOption({ label: 'web' })
+    await page.getByLabel('TLS mode').selectOption('none')
+    await page.getByRole('button', { name: 'Create host' }).click()
+    await expectVisible(page.getByText('Host created and applied to the proxy.'))
+    await page.waitForURL(/\/hosts\/\d+$/)
+
+    const res = await through('/from-the-browser-test')
+    expect(res.status).toBe(200)
+    expect(upstream.requests.some((r) => r.url === '/from-the-browser-test')).toBe(true)
+  })
+
+  it('toggles LAN-only on the host and the proxy keeps serving loopback', async () => {
+    await page.getByRole('checkbox', { name: 'LAN only' }).check()
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await expectVisible(page.getByText('Host saved and applied to the proxy.'))
+    const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
+    expect(hosts[0]).toMatchObject({ domain: DOMAIN, lan_only: true })
+    expect((await through('/lan-only-from-loopback')).status).toBe(200)
+    await screenshot(page, 'host-edit')
+    await page.getByRole('link', { name: '← Hosts' }).click()
+    await expectVisible(page.getByText('LAN only'))
+  })
+
+  it('uploads a certificate: the host switches to it and its metadata is listed', async () => {
+    const pki = createTestPki()
+    const leaf = pki.leaf(DOMAIN, { sans: [DOMAIN] })
+    registerTestSecret(leaf.keyPem)
+    const dir = makeTempDir('pem-')
+    writeFileSync(join(dir, 'cert.pem'), leaf.certPem)
+    writeFileSync(join(dir, 'key.pem'), leaf.keyPem)
+    writeFileSync(join(dir, 'chain.pem'), pki.intermediatePem)
+    await page.getByRole('link', { name: 'Certificates' }).click()
+    await page.getByLabel('Host', { exact: true }).selectOption({ label: DOMAIN })
+    await page.getByLabel('Certificate PEM file').setInputFiles(join(dir, 'cert.pem'))
+    await page.getByLabel('Private key PEM file').setInputFiles(join(dir, 'key.pem'))
+    await page.getByLabel('Chain PEM file (optional)').setInputFiles(join(dir, 'chain.pem'))
+    await page.getByRole('button', { name: 'Upload certificate' }).click()
+    await expectVisible(page.getByText(`Certificate for ${DOMAIN} uploaded; the host now uses it.`))
+    await expectVisible(page.getByRole('link', { name: `Download certificate of ${DOMAIN}` }))
+    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({ tls_mode: 'manual', certificate: { source: 'manual' } })
+    await screenshot(page, 'certificates')
+  })
+
+  it('unbans one decision and an IP from the Security screen', async () => {
+    await page.getByRole('link', { name: 'Security' }).click()
+    await page.getByRole('button', { name: `Unban ${BANNED_ONE}` }).click()
+    await expectVisible(page.getByText(`Decision for ${BANNED_ONE} removed.`))
+    await expect.poll(async () => (await decisionsFor(cs, BANNED_ONE)).length, { timeout: 10_000 }).toBe(0)
+
+    await page.getByLabel('IP address to unban').fill(BANNED_TWO)
+    await page.getByRole('button', { name: 'Unban IP' }).click()
+    await expectVisible(page.getByText(`${BANNED_TWO}: 1 decision(s) removed.`))
+    expect(await decisionsFor(cs, BANNED_TWO)).toEqual([])
+    await expectHidden(page.getByRole('button', { name: `Unban ${BANNED_TWO}` }))
+  })
+
+  it('runs a country expansion and the progress bar reaches completed', async () => {
+    await page.getByLabel('Country code').fill('LU')
+    await page.getByLabel('Ban duration').fill('1h')
+    await page.getByRole('button', { name: 'Ban country' }).click()
+    const bar = page.getByRole('progressbar', { name: 'Expansion progress of LU' })
+    await expectVisible(bar)
+    await expectVisible(page.getByText('completed', { exact: true }).first(), 30_000)
+    expect(await bar.getAttribute('value')).toBe('100')
+    await expectVisible(page.getByRole('button', { name: 'Revoke ban of LU' }))
+    expect((await decisionsFor(cs, '5.0.1.7')).map((d) => d.origin)).toEqual(['panel-country-LU'])
+    await screenshot(page, 'security')
+  })
+
+  it('shows a request made during the test in the live tail, with the filter kept', async () => {
+    await page.getByRole('link', { name: 'Logs' }).click()
+    await page.getByLabel('Path').fill('/live-tail-probe')
+    await page.getByRole('button', { name: 'Apply filters' }).click()
+    await page.waitForURL(/path=%2Flive-tail-probe/)
+    await page.getByRole('button', { name: 'Live tail' }).click()
+    await expectVisible(page.getByRole('status').filter({ hasText: 'live' }))
+    await through('/not-matching-the-filter')
+    await through('/live-tail-probe?x=1')
+    await expectVisible(page.getByText(`GET ${DOMAIN}/live-tail-probe`), 30_000)
+    await expect.poll(() => page.getByText('/not-matching-the-filter').count()).toBe(0)
+    await page.getByRole('button', { name: 'Stop live tail' }).click()
+    await page.getByRole('row', { name: /^Log row \d+$/ }).first().click()
+    await expectVisible(page.getByRole('heading', { name: 'Raw line' }))
+    await screenshot(page, 'logs')
+  })
+
+  it('takes screenshots of the other main screens with real data', async () => {
+    for (let i = 0; i < 5; i++) await through(`/page-${i}`)
+    await httpRequest({ port: stack.httpPort, host: 'unknown.example.test', path: '/' })
+    await page.getByRole('link', { name: 'Dashboard' }).click()
+    await expectVisible(page.getByRole('img', { name: /^Requests per hour by status class/ }))
+    await expectVisible(page.getByRole('img', { name: /^World map of attackers/ }))
+    await screenshot(page, 'dashboard')
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click()
+    await expectVisible(page.getByRole('link', { name: DOMAIN }))
+    await screenshot(page, 'hosts')
+    await page.getByRole('link', { name: 'DNS providers' }).click()
+    await expectVisible(page.getByRole('button', { name: /^Configure / }).first())
+    await screenshot(page, 'dns-providers')
+    await page.getByRole('link', { name: 'Settings' }).click()
+    await page.getByLabel('New user email').fill(VIEWER.email)
+    await page.getByLabel('Password (12+ characters)').fill(VIEWER.password)
+    await page.getByRole('button', { name: 'Add user' }).click()
+    await expectVisible(page.getByText(`User ${VIEWER.email} created.`))
+    await page.getByRole('button', { name: 'Create backup now' }).click()
+    await expectVisible(page.getByText(/^Backup .* created\.$/))
+    await screenshot(page, 'settings')
+  })
+
+  it('a viewer sees no mutation controls and gets 403 when forcing one', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(/\/login/)
+    await page.getByLabel('Email').fill(VIEWER.email)
+    await page.getByLabel('Password').fill(VIEWER.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expectVisible(page.getByRole('heading', { name: 'Dashboard' }))
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click()
+    await expectVisible(page.getByRole('link', { name: DOMAIN }))
+    await expectHidden(page.getByRole('link', { name: 'Add host' }))
+    expect(await page.getByRole('checkbox', { name: `Enabled: ${DOMAIN}` }).isDisabled()).toBe(true)
+    await page.getByRole('link', { name: DOMAIN }).click()
+    await expectVisible(page.getByLabel('Domain', { exact: true }))
+    await expectHidden(page.getByRole('button', { name: 'Save host' }))
+    await expectHidden(page.getByRole('button', { name: 'Delete host' }))
+    await page.getByRole('link', { name: 'Security' }).click()
+    await expectVisible(page.getByRole('heading', { name: 'Decisions' }))
+    await expectHidden(page.getByRole('button', { name: 'Unban IP' }))
+    await expectHidden(page.getByRole('button', { name: 'Ban country' }))
+    await expectHidden(page.getByRole('button', { name: /^Revoke ban of/ }))
+    // Forcing a mutation with the viewer's own session cookie.
+    const hostId = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0].id
+    const forced = await chrome.browser.request.post(`${base}/api/hosts/${hostId}/toggle`)
+    expect(forced.status()).toBe(403)
+    expect((await forced.json()).error).toMatch(/viewer/)
+  })
+
+  it('logged no console error in the whole run', () => {
+    expect(consoleErrors).toEqual([])
+  })
+})
+
+async function expectVisible(locator: ReturnType<Page['getByRole']>, timeout = 15_000) {
+  await locator.waitFor({ state: 'visible', timeout })
+}
+async function expectHidden(locator: ReturnType<Page['getByRole']>) {
+  expect(await locator.count()).toBe(0)
+}
