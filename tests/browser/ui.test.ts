@@ -64,7 +64,7 @@ afterAll(async () => {
 describe('the web UI in Chromium', () => {
   it('answers a deep link with the app, sends it to login with rd, and returns there after login', async () => {
     await page.goto(`${base}/hosts`)
-    await page.waitForURL(/\/login\?rd=%2Fhosts$/)
+    await page.waitForURL(/\/login\?rd=(%2F|\/)hosts$/)
     await expectVisible(page.getByRole('heading', { name: 'Sign in' }))
     await screenshot(page, 'login')
     await page.getByLabel('Email').fill(ADMIN.email)
@@ -124,7 +124,7 @@ describe('the web UI in Chromium', () => {
     writeFileSync(join(dir, 'key.pem'), leaf.keyPem)
     writeFileSync(join(dir, 'chain.pem'), pki.intermediatePem)
     await page.getByRole('link', { name: 'Certificates' }).click()
-    await page.getByLabel('Host', { exact: true }).selectOption({ label: DOMAIN })
+    await page.getByLabel('Host of the certificate').selectOption({ label: DOMAIN })
     await page.getByLabel('Certificate PEM file').setInputFiles(join(dir, 'cert.pem'))
     await page.getByLabel('Private key PEM file').setInputFiles(join(dir, 'key.pem'))
     await page.getByLabel('Chain PEM file (optional)').setInputFiles(join(dir, 'chain.pem'))
@@ -165,7 +165,7 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('link', { name: 'Logs' }).click()
     await page.getByLabel('Path').fill('/live-tail-probe')
     await page.getByRole('button', { name: 'Apply filters' }).click()
-    await page.waitForURL(/path=%2Flive-tail-probe/)
+    await page.waitForURL(/path=(%2F|\/)live-tail-probe/)
     await page.getByRole('button', { name: 'Live tail' }).click()
     await expectVisible(page.getByRole('status').filter({ hasText: 'live' }))
     await through('/not-matching-the-filter')
