@@ -5,6 +5,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually, httpRequest } from '../support/http'
 import { makeTempDir } from '../support/processes'
+import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
 import { ADMIN, registerTestSecret } from '../support/panel'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
@@ -23,6 +24,7 @@ const VIEWER = { email: 'viewer@example.test', password: 'viewer-password-123' }
 const GEO_DB = writeMmdb([
   ['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['5.0.2.0/23', { country_code: 'LU' }],
   ['2a01:e00::/32', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }], ['203.0.113.0/24', { country_code: 'FR' }],
+  ['198.51.100.0/24', { country_code: 'DE' }],
 ])
 
 let cs: CrowdsecHandle
@@ -31,6 +33,7 @@ let upstream: TestUpstream
 let chrome: { browser: BrowserContext; close(): Promise<void> }
 let page: Page
 let base: string
+let ns: PublicClientNamespace
 const consoleErrors: string[] = []
 
 const through = (path = '/', host = DOMAIN) => httpRequest({ port: stack.httpPort, host, path })
@@ -41,11 +44,14 @@ beforeAll(async () => {
   // Bans exist before any screen reads the (15 s cached) decision list.
   await postDecisions(cs, [{ value: BANNED_ONE, duration: '2h' }, { value: BANNED_TWO, duration: '2h' }])
   upstream = await startTestUpstream()
+  // A network namespace on 198.51.100.0/24 is the public client (its country is DE in the test database);
+  // it must exist before Caddy binds 198.51.100.1.
+  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: ['198.51.100.10'] })
   const dataDir = makeTempDir('panel-ui-')
   mkdirSync(join(dataDir, 'geoip'))
   writeFileSync(join(dataDir, 'geoip/country.mmdb'), GEO_DB)
   // The browser talks to 127.0.0.1: no cookie Domain (an IP has no parent domain).
-  stack = await startProxyStack({ dataDir, env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+  stack = await startProxyStack({ dataDir, httpListenExtra: ['198.51.100.1'], env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   base = stack.panel.url
   chrome = await launchChromium()
   page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
@@ -58,10 +64,25 @@ afterAll(async () => {
   await chrome?.close()
   await stack?.stop()
   await upstream?.stop()
+  await ns?.destroy()
   await cs?.stop()
 })
 
 describe('the web UI in Chromium', () => {
+  it('is served at / with deep links answered by the app, while /api/* and missing files stay JSON 404s', async () => {
+    for (const path of ['/', '/login', '/hosts/12', '/security']) {
+      const res = await stack.panel.request(path)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/)
+      expect(res.text).toContain('<div id="app"></div>')
+    }
+    const api404 = await stack.panel.request('/api/no-such-route', { cookie: stack.admin })
+    expect([api404.status, api404.json]).toEqual([404, { error: 'no route for GET /api/no-such-route' }])
+    expect((await stack.panel.request('/api/hosts')).status).toBe(401)
+    expect((await stack.panel.request('/assets/missing-chunk.js')).status).toBe(404)
+    expect((await stack.panel.request('/healthz')).text).toBe('ok')
+  })
+
   it('answers a deep link with the app, sends it to login with rd, and returns there after login', async () => {
     await page.goto(`${base}/hosts`)
     await page.waitForURL(/\/login\?rd=(%2F|\/)hosts$/)
@@ -103,13 +124,18 @@ describe('the web UI in Chromium', () => {
     expect(upstream.requests.some((r) => r.url === '/from-the-browser-test')).toBe(true)
   })
 
-  it('toggles LAN-only on the host and the proxy keeps serving loopback', async () => {
-    await page.getByRole('checkbox', { name: 'LAN only' }).check()
-    await page.getByRole('button', { name: 'Save host' }).click()
-    await expectVisible(page.getByText('Host saved and applied to the proxy.'))
-    const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
-    expect(hosts[0]).toMatchObject({ domain: DOMAIN, lan_only: true })
-    expect((await through('/lan-only-from-loopback')).status).toBe(200)
+  it('toggles LAN-only on the host: a public client gets 403, loopback still passes', async () => {
+    {
+      const fromPublic = () => ns.curl(`http://198.51.100.1:${stack.httpPort}/from-public`, ['-H', `Host: ${DOMAIN}`])
+      expect((await fromPublic()).status).toBe(200)
+      await page.getByRole('checkbox', { name: 'LAN only' }).check()
+      await page.getByRole('button', { name: 'Save host' }).click()
+      await expectVisible(page.getByText('Host saved and applied to the proxy.'))
+      const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
+      expect(hosts[0]).toMatchObject({ domain: DOMAIN, lan_only: true })
+      for (let i = 0; i < 3; i++) expect((await fromPublic()).status).toBe(403)
+      expect((await through('/lan-only-from-loopback')).status).toBe(200)
+    }
     await screenshot(page, 'host-edit')
     await page.getByRole('link', { name: '← Hosts' }).click()
     await expectVisible(page.getByText('LAN only'))
@@ -146,6 +172,11 @@ describe('the web UI in Chromium', () => {
     await expectVisible(page.getByText(`${BANNED_TWO}: 1 decision(s) removed.`))
     expect(await decisionsFor(cs, BANNED_TWO)).toEqual([])
     await expectHidden(page.getByRole('button', { name: `Unban ${BANNED_TWO}` }))
+
+    await page.getByLabel('Address or CIDR to whitelist').fill('192.0.2.10')
+    await page.getByLabel('Whitelist reason').fill('office')
+    await page.getByRole('button', { name: 'Add to whitelist' }).click()
+    await expectVisible(page.getByRole('button', { name: 'Remove 192.0.2.10 from the whitelist' }))
   })
 
   it('runs a country expansion and the progress bar reaches completed', async () => {
@@ -173,6 +204,7 @@ describe('the web UI in Chromium', () => {
     await expectVisible(page.getByText(`GET ${DOMAIN}/live-tail-probe`), 30_000)
     await expect.poll(() => page.getByText('/not-matching-the-filter').count()).toBe(0)
     await page.getByRole('button', { name: 'Stop live tail' }).click()
+    await page.getByRole('button', { name: 'Clear filters' }).click()
     await page.getByRole('row', { name: /^Log row \d+$/ }).first().click()
     await expectVisible(page.getByRole('heading', { name: 'Raw line' }))
     await screenshot(page, 'logs')
@@ -183,7 +215,7 @@ describe('the web UI in Chromium', () => {
     await httpRequest({ port: stack.httpPort, host: 'unknown.example.test', path: '/' })
     await page.getByRole('link', { name: 'Dashboard' }).click()
     await expectVisible(page.getByRole('img', { name: /^Requests per hour by status class/ }))
-    await expectVisible(page.getByRole('img', { name: /^World map of attackers/ }))
+    await expectVisible(page.getByRole('img', { name: /^World map of attackers: Germany \d+/ }))
     await screenshot(page, 'dashboard')
     await page.getByRole('link', { name: 'Hosts', exact: true }).click()
     await expectVisible(page.getByRole('link', { name: DOMAIN }))
