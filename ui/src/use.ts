@@ -34,7 +34,7 @@ export function useAction() {
       const rec = (r as any)?.reconcile
       const text = typeof okText === 'function' ? okText(r) : okText
       if (rec?.status === 'pending') msg.value = { kind: 'warn', text: `${text} The proxy could not be reached, so the change is pending and will be applied when it answers${rec.error ? `: ${rec.error}` : '.'}` }
-      else msg.value = { kind: 'ok', text: rec?.warnings?.length ? `${text} Warnings: ${rec.warnings.join('; ')}` : text }
+      else msg.value = rec?.warnings?.length ? { kind: 'warn', text: `${text} Warnings: ${rec.warnings.join('; ')}` } : { kind: 'ok', text }
       return r
     } catch (e) {
       msg.value = { kind: 'error', text: errorText(e) }
