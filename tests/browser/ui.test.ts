@@ -181,7 +181,9 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Unban IP' }).click()
     await expectVisible(page.getByText(`${BANNED_TWO}: 1 decision(s) removed.`))
     expect(await decisionsFor(cs, BANNED_TWO)).toEqual([])
-    await expectHidden(page.getByRole('button', { name: `Unban ${BANNED_TWO}` }))
+    // The list reloads after the message shows: wait for the row to go.
+    await page.getByRole('button', { name: `Unban ${BANNED_TWO}` }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: `Unban ${BANNED_ONE}` }).waitFor({ state: 'detached' })
 
     await page.getByLabel('Address or CIDR to whitelist').fill('192.0.2.10')
     await page.getByLabel('Whitelist reason').fill('office')
@@ -263,6 +265,8 @@ describe('the web UI in Chromium', () => {
     await expectHidden(page.getByRole('button', { name: 'Delete host' }))
     await page.getByRole('link', { name: 'Security' }).click()
     await expectVisible(page.getByRole('heading', { name: 'Decisions' }))
+    await expectVisible(page.getByRole('cell', { name: 'Luxembourg (LU)' }))
+    await expectVisible(page.getByRole('cell', { name: '192.0.2.10' }))
     await expectHidden(page.getByRole('button', { name: 'Unban IP' }))
     await expectHidden(page.getByRole('button', { name: 'Ban country' }))
     await expectHidden(page.getByRole('button', { name: /^Revoke ban of/ }))
