@@ -92,7 +92,7 @@ describe('the web UI in Chromium', () => {
     await page.getByLabel('Password').fill('wrong-password-123')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await expectVisible(page.getByRole('alert'))
-    consoleErrors.splice(0) // the refused login's 401 is the scenario here, not an app error
+    expect(consoleErrors.splice(0)).toEqual([expect.stringMatching(/status of 401/)]) // the refused login is the scenario
     await page.getByLabel('Password').fill(ADMIN.password)
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL(`${base}/hosts`)
@@ -118,6 +118,16 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Create host' }).click()
     await expectVisible(page.getByText('Host created and applied to the proxy.'))
     await page.waitForURL(/\/hosts\/\d+$/)
+
+    // The API's {error} text is what the operator sees: a second host with the same name.
+    const hostUrl = page.url()
+    await page.goto(`${base}/hosts/new`)
+    await page.getByLabel('Domain', { exact: true }).fill(DOMAIN)
+    await page.getByLabel('TLS mode').selectOption('none')
+    await page.getByRole('button', { name: 'Create host' }).click()
+    await expectVisible(page.getByRole('alert').filter({ hasText: `domain: ${DOMAIN} is already used by host` }))
+    expect(consoleErrors.splice(0)).toEqual([expect.stringMatching(/status of 409/)]) // the refusal is the scenario
+    await page.goto(hostUrl)
 
     const res = await through('/from-the-browser-test')
     expect(res.status).toBe(200)
