@@ -41,6 +41,8 @@ const through = (path = '/', host = DOMAIN) => httpRequest({ port: stack.httpPor
 beforeAll(async () => {
   cs = await startCrowdsec()
   registerTestSecret(cs.machinePassword, cs.bouncerKey, VIEWER.password)
+  await cs.cscli(['scenarios', 'install', 'crowdsecurity/http-probing'])
+  await cs.cscli(['scenarios', 'install', 'crowdsecurity/http-crawl-non_statics'])
   // Bans exist before any screen reads the (15 s cached) decision list.
   await postDecisions(cs, [{ value: BANNED_ONE, duration: '2h' }, { value: BANNED_TWO, duration: '2h' }])
   upstream = await startTestUpstream()
@@ -199,6 +201,10 @@ describe('the web UI in Chromium', () => {
     await page.getByLabel('Whitelist reason').fill('office')
     await page.getByRole('button', { name: 'Add to whitelist' }).click()
     await expectVisible(page.getByRole('button', { name: 'Remove 192.0.2.10 from the whitelist' }))
+
+    await page.getByRole('checkbox', { name: 'Scenario crowdsecurity/http-probing enabled' }).uncheck()
+    await expectVisible(page.getByText('crowdsecurity/http-probing disabled: reload the engine to apply.'))
+    expect((await stack.panel.request('/api/security/scenarios', { cookie: stack.admin })).json.disabled_count).toBe(1)
   })
 
   it('runs a country expansion and the progress bar reaches completed', async () => {
