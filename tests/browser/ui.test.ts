@@ -252,7 +252,19 @@ describe('the web UI in Chromium', () => {
     await screenshot(page, 'hosts-phone')
     await page.setViewportSize({ width: 1280, height: 900 })
     await page.getByRole('link', { name: 'DNS providers' }).click()
-    await expectVisible(page.getByRole('button', { name: /^Configure / }).first())
+    const token = 'ui-test-dns-token-0123456789abcdefghijklmn'
+    registerTestSecret(token)
+    await page.getByRole('button', { name: 'Configure Cloudflare' }).click()
+    await page.getByLabel('API token (Zone:Read and DNS:Edit)').fill(token)
+    await page.getByRole('button', { name: 'Save Cloudflare' }).click()
+    await expectVisible(page.getByText('Cloudflare saved.'))
+    // Saved again without touching the secret: __UNCHANGED__ keeps it; it is never shown.
+    await page.getByRole('button', { name: 'Configure Cloudflare' }).click()
+    expect(await page.getByLabel('API token (Zone:Read and DNS:Edit)').inputValue()).toBe('')
+    await page.getByRole('button', { name: 'Save Cloudflare' }).click()
+    await expectVisible(page.getByText('Cloudflare saved.'))
+    expect((await stack.panel.request('/api/dns-providers/provider_a', { cookie: stack.admin })).json).toMatchObject({ configured: true, enabled: true })
+    expect(await page.content()).not.toContain(token)
     await screenshot(page, 'dns-providers')
     await page.getByRole('link', { name: 'Settings' }).click()
     await page.getByLabel('New user email').fill(VIEWER.email)
@@ -275,6 +287,14 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Create backup now' }).click()
     await expectVisible(page.getByText(/^Backup .* created\.$/))
     await screenshot(page, 'settings')
+
+    // Last admin step: delete the uploaded certificate, reverting the host to no TLS.
+    await page.getByRole('link', { name: 'Certificates' }).click()
+    await page.getByLabel(`TLS mode after deleting the certificate of ${DOMAIN}`).selectOption('none')
+    await page.getByRole('button', { name: `Delete certificate of ${DOMAIN}` }).click()
+    await expectVisible(page.getByText(`Certificate of ${DOMAIN} deleted.`))
+    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({ tls_mode: 'none', certificate: null })
+    expect((await through('/after-revert')).status).toBe(200)
   })
 
   it('a viewer sees no mutation controls and gets 403 when forcing one', async () => {
