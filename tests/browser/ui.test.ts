@@ -247,6 +247,11 @@ describe('the web UI in Chromium', () => {
     await screenshot(page, 'dashboard')
     await page.getByRole('link', { name: 'Hosts', exact: true }).click()
     await expectVisible(page.getByRole('link', { name: DOMAIN }))
+    await page.getByLabel('Search hosts').fill('nothing-like-this')
+    await expectVisible(page.getByText('No host matches this search.'))
+    await page.getByLabel('Search hosts').fill('app.example')
+    await expectVisible(page.getByRole('link', { name: DOMAIN }))
+    await page.getByLabel('Search hosts').fill('')
     await screenshot(page, 'hosts')
     await page.setViewportSize({ width: 390, height: 844 })
     await screenshot(page, 'hosts-phone')
@@ -266,6 +271,16 @@ describe('the web UI in Chromium', () => {
     expect((await stack.panel.request('/api/dns-providers/provider_a', { cookie: stack.admin })).json).toMatchObject({ configured: true, enabled: true })
     expect(await page.content()).not.toContain(token)
     await screenshot(page, 'dns-providers')
+
+    // The host form offers only valid TLS choices: a wildcard with ACME gets DNS-01 only,
+    // and only providers that are enabled and configured.
+    await page.goto(`${base}/hosts/new`)
+    await page.getByLabel('Domain', { exact: true }).fill('*.wild.example.test')
+    const options = (label: string) => page.getByLabel(label).locator('option').allTextContents()
+    expect(await options('ACME challenge')).toEqual(['DNS-01'])
+    expect(await options('DNS provider')).toEqual(['Cloudflare'])
+    await page.getByLabel('Domain', { exact: true }).fill('plain.example.test')
+    expect(await options('ACME challenge')).toEqual(['HTTP-01', 'TLS-ALPN-01', 'DNS-01'])
     await page.getByRole('link', { name: 'Settings' }).click()
     await page.getByLabel('New user email').fill(VIEWER.email)
     await page.getByLabel('Password (12+ characters)').fill(VIEWER.password)
