@@ -24,6 +24,9 @@ const builtAt = existsSync(entry) ? statSync(entry).mtimeMs : 0
 const sourcesAt = Math.max(...SOURCES.map((s) => newestMtime(join(root, s))))
 if (builtAt < sourcesAt) {
   console.log(builtAt ? 'sources changed since the last build: building…' : 'no build yet: building…')
+  // The web UI first: nitro build copies ui/dist into the output.
+  const ui = spawnSync(process.execPath, [join(root, 'scripts/build-ui.mjs')], { cwd: root, stdio: 'inherit' })
+  if (ui.status !== 0) process.exit(ui.status ?? 1)
   const r = spawnSync(process.execPath, [join(root, 'node_modules/nitropack/dist/cli/index.mjs'), 'build'], { cwd: root, stdio: 'inherit' })
   if (r.status !== 0) process.exit(r.status ?? 1)
 }

@@ -30,7 +30,9 @@ afterAll(async () => { await panel?.stop() })
 
 describe('routing errors answer {error}', () => {
   it('unknown route: 404', async () => expectError(await panel.request('/api/no-such-thing', { cookie: admin }), 404, /no route/))
-  it('unknown top-level route: 404', async () => expectError(await panel.request('/nowhere'), 404))
+  // A GET of an unknown top-level path is a deep link of the web UI (it answers the app, see docs/ui.md).
+  it('unknown top-level route: 405 for any other method', async () => expectError(await panel.request('/nowhere', { method: 'POST', cookie: admin }), 405, /not allowed/))
+  it('unknown top-level file: 404', async () => expectError(await panel.request('/nowhere.txt'), 404))
   it('wrong method: 405', async () => expectError(await panel.request('/api/setup', { method: 'DELETE', cookie: admin }), 405, /not allowed/))
 })
 

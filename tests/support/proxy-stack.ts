@@ -12,7 +12,7 @@ export interface ProxyStack {
 }
 
 /** A real Caddy plus the built panel driving it (PROXY_MODULES=none unless overridden). */
-export async function startProxyStack(opts: { env?: Record<string, string>; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number } = {}): Promise<ProxyStack> {
+export async function startProxyStack(opts: { env?: Record<string, string>; dataDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number } = {}): Promise<ProxyStack> {
   const caddy = await startCaddy()
   const httpPort = opts.httpPort ?? await freePort()
   const httpsPort = opts.httpsPort ?? await freePort()
@@ -21,6 +21,7 @@ export async function startProxyStack(opts: { env?: Record<string, string>; http
   let panel: PanelHandle
   try {
     panel = await startPanel({
+      dataDir: opts.dataDir,
       env: {
         PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: 'none', PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
         PROXY_HTTP_LISTEN: httpListen.join(','), PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,

@@ -1,0 +1,38 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { makeTempDir } from '../support/processes'
+import { REPO_ROOT } from '../support/build'
+
+// Debian's Chromium driven by playwright-core (flags: shared docs, real-components §4).
+export const CHROMIUM = '/usr/bin/chromium'
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
+export const SCREENSHOT_DIR = join(REPO_ROOT, 'docs/screenshots')
+
+export async function launchChromium(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
+  // A persistent context on a fresh profile folder: nothing from another run leaks in.
+  const context = await chromium.launchPersistentContext(makeTempDir('chromium-profile-'), {
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 },
+  })
+  return { browser: context, close: () => context.close() }
+}
+
+/**
+ * Collects console errors and uncaught page errors; the tests fail on any.
+ * One browser log line is expected and allowed: the 401 of GET /api/auth/session,
+ * which is how the app learns that nobody is logged in (the cookie is HttpOnly).
+ */
+export function watchConsole(page: Page, into: string[]) {
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return
+    if (/status of 401/.test(m.text()) && /\/api\/auth\/session$/.test(m.location().url ?? '')) return
+    into.push(`${m.text()} @ ${m.location().url}`)
+  })
+  page.on('pageerror', (e) => into.push(`uncaught: ${e.message}`))
+}
+
+export async function screenshot(page: Page, name: string) {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true })
+}

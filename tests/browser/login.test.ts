@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { startPanel, type PanelHandle } from '../support/panel'
+import { launchChromium, screenshot, watchConsole } from './browser'
+
+// The login screen on a fresh panel: first-run setup, the OIDC button, oidc_error in
+// words, `rd`, and a phone-width layout. No proxy or engine needed here.
+
+const OWNER = { email: 'owner@example.test', password: 'owner-password-123', name: 'Owner' }
+let panel: PanelHandle
+let chrome: { browser: BrowserContext; close(): Promise<void> }
+let page: Page
+const consoleErrors: string[] = []
+
+beforeAll(async () => {
+  panel = await startPanel({ setupAdmin: false, env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+  chrome = await launchChromium()
+  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  watchConsole(page, consoleErrors)
+  page.setDefaultTimeout(15_000)
+}, 60_000)
+afterAll(async () => { await chrome?.close(); await panel?.stop() })
+
+describe('login screen', () => {
+  it('offers first-run setup while no user exists, then goes to rd', async () => {
+    await page.goto(`${panel.url}/login?rd=/settings`)
+    await page.getByRole('heading', { name: 'Create the first admin' }).waitFor()
+    await page.getByLabel('Name').fill(OWNER.name)
+    await page.getByLabel('Email').fill(OWNER.email)
+    await page.getByLabel('Password (at least 12 characters)').fill(OWNER.password)
+    await page.getByRole('button', { name: 'Create admin and sign in' }).click()
+    await page.waitForURL(`${panel.url}/settings`)
+    await page.getByText(`${OWNER.email} · admin · signed in with local`).waitFor()
+    expect((await panel.request('/api/setup')).json).toEqual({ needs_setup: false })
+  })
+
+  it('shows the OIDC button when configured, carrying rd, and oidc_error codes in words', async () => {
+    const cookie = await panel.login(OWNER.email, OWNER.password)
+    const put = await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'oidc.issuer': 'https://id.example.test', 'oidc.client_id': 'panel', 'oidc.display_name': 'Company SSO' } })
+    expect(put.status).toBe(200)
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(/\/login/)
+    await page.goto(`${panel.url}/login?oidc_error=state_not_found&rd=/logs`)
+    await page.getByRole('alert').filter({ hasText: 'The single sign-on attempt expired or was already used. Please try again.' }).waitFor()
+    const sso = page.getByRole('link', { name: 'Sign in with Company SSO' })
+    expect(await sso.getAttribute('href')).toBe('/api/auth/oidc/login?rd=%2Flogs')
+    await page.goto(`${panel.url}/login?oidc_error=something_new`)
+    await page.getByRole('alert').filter({ hasText: 'Single sign-on failed (something_new).' }).waitFor()
+  })
+
+  it('fits a phone-width screen and works with the keyboard alone', async () => {
+    await page.setViewportSize({ width: 360, height: 740 })
+    await page.goto(`${panel.url}/login?rd=/logs`)
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360)
+    await page.getByLabel('Email').focus()
+    await page.keyboard.type(OWNER.email)
+    await page.keyboard.press('Tab')
+    await page.keyboard.type(OWNER.password)
+    await page.keyboard.press('Enter')
+    await page.waitForURL(`${panel.url}/logs`)
+    await page.getByRole('heading', { name: 'Logs' }).waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360)
+    await screenshot(page, 'logs-phone')
+  })
+
+  it('logged no console error', () => {
+    expect(consoleErrors).toEqual([])
+  })
+})

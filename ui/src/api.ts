@@ -1,0 +1,46 @@
+// The only way the UI talks to the panel: the public /api/* routes with the
+// session cookie. Every failure becomes an ApiError carrying the API's {error} text.
+export class ApiError extends Error {
+  constructor(public status: number, message: string) { super(message) }
+}
+
+let onUnauthorized: (() => void) | null = null
+export function setUnauthorizedHandler(fn: () => void) { onUnauthorized = fn }
+
+export type Query = Record<string, string | number | boolean | undefined | null | Array<string | number>>
+
+export function toQuery(query: Query = {}): string {
+  const p = new URLSearchParams()
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined || v === null || v === '') continue
+    p.set(k, Array.isArray(v) ? v.join(',') : String(v))
+  }
+  const s = p.toString()
+  return s ? `?${s}` : ''
+}
+
+export async function api<T = any>(path: string, opts: { method?: string; body?: unknown; form?: FormData; query?: Query } = {}): Promise<T> {
+  const init: RequestInit = { method: opts.method ?? 'GET', credentials: 'same-origin', headers: { accept: 'application/json' } }
+  if (opts.form) init.body = opts.form
+  else if (opts.body !== undefined) {
+    init.body = JSON.stringify(opts.body)
+    ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
+  }
+  let res: Response
+  try {
+    res = await fetch(path + toQuery(opts.query), init)
+  } catch {
+    throw new ApiError(0, 'the panel cannot be reached: check your connection')
+  }
+  if (res.status === 204) return null as T
+  const text = await res.text()
+  let json: any = null
+  try { json = text ? JSON.parse(text) : null } catch { /* not JSON */ }
+  if (!res.ok) {
+    if (res.status === 401 && !path.startsWith('/api/auth/') && !path.startsWith('/api/setup')) onUnauthorized?.()
+    throw new ApiError(res.status, json?.error ?? `request failed with HTTP ${res.status}`)
+  }
+  return json as T
+}
+
+export const errorText = (e: unknown) => e instanceof Error ? e.message : String(e)

@@ -1,0 +1,15 @@
+import { createApp } from 'vue'
+import App from './App.vue'
+import { router } from './router'
+import { setUnauthorizedHandler } from './api'
+import { session } from './session'
+import './style.css'
+
+// A session that expires while a screen is open sends the operator back to login, then here.
+setUnauthorizedHandler(() => {
+  session.user = null
+  const here = router.currentRoute.value
+  if (here.name !== 'login') router.replace({ name: 'login', query: { rd: here.fullPath } })
+})
+
+createApp(App).use(router).mount('#app')
