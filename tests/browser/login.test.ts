@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startPanel, type PanelHandle } from '../support/panel'
+import { generateHOTP } from '@oslojs/otp'
+import { decodeBase32IgnorePadding } from '@oslojs/encoding'
 import { launchChromium, screenshot, watchConsole } from './browser'
 
 // The login screen on a fresh panel: first-run setup, the OIDC button, oidc_error in
@@ -20,6 +22,11 @@ beforeAll(async () => {
   page.setDefaultTimeout(15_000)
 }, 60_000)
 afterAll(async () => { await chrome?.close(); await panel?.stop() })
+
+async function sessionCookieFromPage(): Promise<string> {
+  const cookie = (await chrome.browser.cookies()).find((c) => c.name === 'panel_session')
+  return `panel_session=${cookie!.value}`
+}
 
 describe('login screen', () => {
   it('offers first-run setup while no user exists, then goes to rd', async () => {
@@ -62,6 +69,40 @@ describe('login screen', () => {
     await page.getByRole('heading', { name: 'Logs' }).waitFor()
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360)
     await screenshot(page, 'logs-phone')
+  })
+
+  it('enrols TOTP with a QR code, shows recovery codes once, then asks for a code (or a recovery code) at sign-in', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await page.goto(`${panel.url}/settings`)
+    await page.getByRole('button', { name: 'Set up two-factor authentication' }).click()
+    await page.getByRole('img', { name: 'QR code to scan with an authenticator app' }).waitFor()
+    const hint = await page.getByText('Or enter this key by hand:').textContent()
+    const secret = decodeBase32IgnorePadding(hint!.split(':')[1]!.trim())
+    const step = Math.floor(Date.now() / 30_000)
+    await page.getByLabel('Code from the app').fill(generateHOTP(secret, BigInt(step), 6))
+    await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click()
+    const codes = page.getByRole('list', { name: 'Recovery codes' }).getByRole('listitem')
+    await codes.first().waitFor()
+    expect(await codes.count()).toBe(10)
+    const recovery = (await codes.first().textContent())!.trim()
+
+    const signInWith = async (secondFactor: string) => {
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.waitForURL(/\/login/)
+      await page.goto(`${panel.url}/login?rd=/hosts`)
+      await page.getByLabel('Email').fill(OWNER.email)
+      await page.getByLabel('Password').fill(OWNER.password)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('heading', { name: 'Two-factor code' }).waitFor()
+      await page.getByLabel('Authentication or recovery code').fill(secondFactor)
+      await page.getByRole('button', { name: 'Verify' }).click()
+      await page.waitForURL(`${panel.url}/hosts`)
+    }
+    // The enrolment used this step's code, and a code is accepted once: the next step's (within ±1) signs in.
+    await signInWith(generateHOTP(secret, BigInt(step + 1), 6))
+    await signInWith(recovery)
+    const me = (await panel.request('/api/auth/session', { cookie: await sessionCookieFromPage() })).json as { user: { totp_enabled: boolean } }
+    expect(me.user.totp_enabled).toBe(true)
   })
 
   it('logged no console error', () => {
