@@ -8,7 +8,9 @@ import { REPO_ROOT } from '../support/build'
 export const CHROMIUM = '/usr/bin/chromium'
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
-export const SCREENSHOT_DIR = join(REPO_ROOT, 'docs/screenshots')
+// The README's screenshots are rewritten only when asked (UPDATE_SCREENSHOTS=1), so
+// that a test run leaves the checkout clean; otherwise they go to a temporary folder.
+export const SCREENSHOT_DIR = process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs/screenshots') : makeTempDir('panel-screenshots-')
 
 export async function launchChromium(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
   // A persistent context on a fresh profile folder: nothing from another run leaks in.
