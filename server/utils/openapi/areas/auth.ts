@@ -11,6 +11,9 @@ export const userSchema = z.strictObject({
   created_at: timestamp(), updated_at: nullableTimestamp(),
 })
 
+/** The user as a session carries it (login, session info). */
+export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at: true })
+
 const sessionCookie = { 'Set-Cookie': 'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)' }
 
 export const authOperations = [
@@ -28,7 +31,7 @@ export const authOperations = [
     description: '5 failures for one account or 20 from one address within 15 minutes answer 429 with Retry-After.',
     body: loginBody,
     responses: {
-      200: ok('logged in', z.strictObject({ user: userSchema }), { headers: sessionCookie }),
+      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
       401: ok('bad credentials'),
       429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
     },
@@ -39,7 +42,7 @@ export const authOperations = [
   }),
   operation({
     method: 'get', path: '/api/auth/session', access: 'session', summary: 'The current session and its user',
-    responses: { 200: ok('the session', z.strictObject({ user: userSchema, expires_at: timestamp() })) },
+    responses: { 200: ok('the session', z.strictObject({ user: sessionUserSchema, expires_at: timestamp() })) },
   }),
   operation({
     method: 'get', path: '/api/auth/providers', access: 'public', summary: 'Login methods for the login page',
