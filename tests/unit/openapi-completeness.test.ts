@@ -42,6 +42,8 @@ describe('OpenAPI document completeness', () => {
         expect(op.responses.default, `${method} ${path}`).toBeDefined()
         expect(Object.keys(op.responses).some((s) => /^[23]\d\d$/.test(s)), `${method} ${path} documents a success status`).toBe(true)
       }
+    const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, any>).map((op) => op.operationId))
+    expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length)
     // Public routes carry no security requirement; the rest need the session cookie.
     expect((doc.paths['/api/auth/login'] as any).post.security).toEqual([])
     expect((doc.paths['/api/hosts'] as any).get.security).toEqual([{ panelSession: [] }])
