@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { PROXY_MODULE_NAMES } from '~/server/utils/core/config'
+import { WAF_AUDIT_SCENARIO } from '~/server/utils/security/profiles'
 import { REPO_ROOT } from '../support/build'
 
 // deploy/: the images and the compose stack cannot be built here (no container
@@ -237,6 +238,13 @@ describe('deploy/compose.yaml', () => {
     expect(docs[0].labels.type).toBe('caddy')
     expect(mounts(services.crowdsec).get(env.PROXY_LOG_DIR!)).toBe(mounts(panel).get(env.PROXY_LOG_DIR!))
     expect(services.crowdsec.environment.COLLECTIONS).toContain('crowdsecurity/caddy')
+    // The WAF log's parser and scenario are mounted; true_detect_mode's profile knows the scenario's name.
+    expect(docs[1].labels.type).toBe('coraza-audit')
+    expect(parseYaml(read('crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).filter).toContain("'coraza-audit'")
+    expect(parseYaml(read('crowdsec/scenarios/panel-coraza-waf-blocks.yaml')).name).toBe(WAF_AUDIT_SCENARIO)
+    const engine = mounts(services.crowdsec)
+    expect(engine.get('/etc/crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).toBe('./crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')
+    expect(engine.get('/etc/crowdsec/scenarios/panel-coraza-waf-blocks.yaml')).toBe('./crowdsec/scenarios/panel-coraza-waf-blocks.yaml')
   })
 
   it('passes `docker compose config` when a container client is installed (none on the project machines)', () => {
