@@ -9,7 +9,7 @@
 #      machine_password  the password of the engine machine `panel` (alerts, decision deletion)
 # 2. Fills the engine's config folder from the image's defaults on the first run
 #    (what the engine's own start script would do), so that step 3 can hand it over.
-# 3. Gives the shared folders to uid 1000, the user the panel and the proxy run as:
+# 3. Gives the panel's data and the shared folders to uid 1000, the user the panel and the proxy run as:
 #    the panel writes the whitelist parser, scenario links, profiles.yaml and the
 #    CRS plugin into the engine's folders, and reads the proxy's logs and storage.
 #    The engine runs as root and still reads everything.
@@ -33,6 +33,6 @@ if [ ! -e /etc/crowdsec/config.yaml ] && [ -d /staging/etc/crowdsec ]; then
 fi
 mkdir -p /etc/crowdsec/parsers/s02-enrich /etc/crowdsec/scenarios /var/lib/crowdsec/data/crs-plugins
 
-chown -R 1000:1000 "$SECRETS" /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
+chown -R 1000:1000 "$SECRETS" /var/lib/panel /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
 chmod 0700 "$SECRETS" && chmod 0600 "$SECRETS"/*
 echo "init: done"
