@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { channelBody } from '../../ops/notify/channels'
-import { ruleBody as notificationRuleBody } from '../../ops/notify/queue'
+import { EVENT_NAMES, ruleBody as notificationRuleBody } from '../../ops/notify/queue'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 import { geoStatusSchema } from './countries'
 import { timeseriesPointSchema } from './logs'
@@ -16,7 +16,7 @@ export const channelSchema = z.strictObject({
   last_status: nullable(z.string()), last_error: nullable(z.string()), last_sent_at: nullableTimestamp(), created_at: timestamp(), updated_at: nullableTimestamp(),
 })
 export const notificationRuleSchema = z.strictObject({
-  id: z.number().int(), name: z.string(), events: z.array(z.string()), channel_ids: z.array(z.number().int()), throttle_seconds: z.number().int(),
+  id: z.number().int(), name: z.string(), events: z.array(z.enum(EVENT_NAMES as [string, ...string[]])), channel_ids: z.array(z.number().int()), throttle_seconds: z.number().int(),
   enabled: z.boolean(), created_at: timestamp(), updated_at: nullableTimestamp(),
 })
 export const backupSchema = z.strictObject({
@@ -43,7 +43,8 @@ export const opsOperations = [
     responses: { 200: ok('delivered', z.strictObject({ status: z.literal('ok') })), 404: ok('no such channel'), 502: ok('the delivery failed: "test delivery failed: <reason>"') },
   }),
   operation({ method: 'get', path: '/api/notifications/rules', access: 'session', summary: 'Notification rules', responses: { 200: ok('rules', z.array(notificationRuleSchema)) } }),
-  operation({ method: 'post', path: '/api/notifications/rules', access: 'session', summary: 'Create a rule (unknown event names: 400)', body: notificationRuleBody, responses: { 201: ok('the rule', notificationRuleSchema) } }),
+  operation({ method: 'post', path: '/api/notifications/rules', access: 'session', summary: 'Create a rule (unknown event names: 400)', body: notificationRuleBody,
+    description: `Events: ${EVENT_NAMES.join(', ')}.`, responses: { 201: ok('the rule', notificationRuleSchema) } }),
   operation({
     method: 'put', path: '/api/notifications/rules/{id}', access: 'session', summary: 'Replace a rule', params: idParam('rule'), body: notificationRuleBody,
     responses: { 200: ok('the rule', notificationRuleSchema), 404: ok('no such rule') },

@@ -1,11 +1,15 @@
 import { z } from 'zod'
 import { dnsProviderBody } from '../../hosts/dns-providers'
+import { DNS_PROVIDER_CATALOGUE } from '../../hosts/dns-catalogue'
 import { noContent, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: DNS-01 provider catalogue and credentials, manual certificates.
 
+/** The catalogue's names: a provider added to the catalogue is in the reference at once. */
+const providerName = () => z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]])
+
 export const dnsProviderSchema = z.strictObject({
-  name: z.enum(['provider_a', 'provider_b']), display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
+  name: providerName(), display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
   fields: z.array(z.strictObject({ key: z.string(), label: z.string(), required: z.boolean(), placeholder: z.string().optional(), secret: z.boolean().optional() })),
   proxy_module: z.string(), docs_url: z.string(),
 })
@@ -16,7 +20,7 @@ export const manualCertSchema = z.strictObject({
   uploaded_at: timestamp(), uploaded_by: z.string(),
 })
 
-const nameParam = { name: { schema: z.enum(['provider_a', 'provider_b']), description: 'catalogue name' } }
+const nameParam = { name: { schema: providerName(), description: 'catalogue name' } }
 const hostIdParam = { host_id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'host id' } }
 const rejected = ok('the proxy rejected the configuration; its text is in the message')
 
