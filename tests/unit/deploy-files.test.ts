@@ -148,15 +148,23 @@ describe('deploy/proxy/Dockerfile', () => {
     expect(last(runtime, 'USER')!.args).toBe('1000:1000')
     expect(JSON.parse(last(runtime, 'CMD')!.args)).toEqual(['caddy', 'run', '--config', '/etc/caddy/bootstrap.json'])
     const bootstrap = JSON.parse(read('proxy/bootstrap.json'))
-    expect(bootstrap.admin.listen).toMatch(/:2019$/)
+    // No address in the file: CADDY_ADMIN, loopback unless compose sets the control-network address.
+    expect(bootstrap.admin.listen).toBeUndefined()
+    expect(all(runtime, 'ENV').map((e) => e.args).join(' ')).toMatch(/\bCADDY_ADMIN=127\.0\.0\.1:2019\b/)
     expect(bootstrap.apps).toBeUndefined()
     expect(bootstrap.storage.root).toBe('/var/lib/caddy')
     expect(all(runtime, 'EXPOSE').map((e) => e.args).join(' ')).not.toMatch(/2019/)
   })
 })
 
+/** Compose's own substitution with the defaults: ${VAR:-default} -> default, ${VAR:?message} -> a stand-in. */
+function withDefaults(text: string): string {
+  return text.replace(/\$\{(\w+):-([^}]*)\}/g, '$2').replace(/\$\{(\w+):\?[^}]*\}/g, 'set-by-operator.example')
+}
+
 describe('deploy/compose.yaml', () => {
-  const compose = parseYaml(read('compose.yaml')) as any
+  const raw = parseYaml(read('compose.yaml')) as any
+  const compose = parseYaml(withDefaults(read('compose.yaml'))) as any
   const services = compose.services as Record<string, any>
   const panel = services.panel
   const env = panel.environment as Record<string, string>
@@ -190,6 +198,8 @@ describe('deploy/compose.yaml', () => {
     expect(names.length).toBeGreaterThan(20)
     const missing = names.filter((n) => !(n in env) && !(`${n}_FILE` in env) && !(aliases.has(n) && aliases.get(n)! in env))
     expect(missing, `add these to services.panel.environment in deploy/compose.yaml: ${missing.join(', ')}`).toEqual([])
+    // Operator choices stay ${...} so that .env can set them.
+    expect(raw.services.panel.environment.PANEL_DOMAIN).toMatch(/^\$\{PANEL_DOMAIN:\?/)
     const unknown = Object.keys(env).filter((k) => !names.includes(k) && !names.includes(k.replace(/_FILE$/, '')) && k !== 'TZ')
     expect(unknown, 'variables config.ts does not read').toEqual([])
     expect(env.HOST).toBe('0.0.0.0')
@@ -212,8 +222,23 @@ describe('deploy/compose.yaml', () => {
     expect(published.filter((p) => /2019|8080|7422/.test(p))).toEqual([])
     expect(services.crowdsec.ports).toBeUndefined()
     for (const p of panel.ports) expect(p).toMatch(/^127\.0\.0\.1:/)
-    expect(new URL(env.PROXY_ADMIN_URL!).hostname).toBe('proxy')
     expect(new URL(env.LAPI_URL!).hostname).toBe('crowdsec')
+  })
+
+  it('keeps the admin API on the proxy\'s fixed address of the control network, which upstream services never join', () => {
+    const proxy = services.proxy
+    const controlIp = proxy.networks.control.ipv4_address
+    expect(controlIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
+    const subnet = compose.networks.control.ipam.config[0].subnet as string
+    expect(controlIp.split('.').slice(0, 3).join('.')).toBe(subnet.split('/')[0]!.split('.').slice(0, 3).join('.'))
+    // The panel pushes admin.listen = host:port of PROXY_ADMIN_URL; the bootstrap config uses CADDY_ADMIN.
+    expect(new URL(env.PROXY_ADMIN_URL!).host).toBe(`${controlIp}:2019`)
+    expect(proxy.environment.CADDY_ADMIN).toBe(`${controlIp}:2019`)
+    expect(JSON.parse(read('proxy/bootstrap.json')).admin.listen).toBeUndefined()
+    // Only the proxy is on the upstreams' network; the control plane is not.
+    expect(Object.keys(proxy.networks).sort()).toEqual(['apps', 'control'])
+    for (const name of ['panel', 'crowdsec']) expect(services[name].networks).toEqual(['control'])
+    expect(compose.networks.apps.name).toBe('edge-apps')
   })
 
   it('shares each folder at the same path in the panel and the proxy (the pushed config names the panel\'s paths)', () => {
