@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { createUserBody, loginBody, roleSchema, setupBody, updateUserBody } from '../../auth/schemas'
-import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { loginBody, roleSchema, setupBody } from '../../auth/schemas'
+import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
-// Area: authentication, first-run setup, users, ForwardAuth.
+// Area: authentication, first-run setup, ForwardAuth (users: system.ts).
 // (TOTP and OIDC routes land in this file as they are added.)
 
 export const userSchema = z.strictObject({
@@ -55,27 +55,5 @@ export const authOperations = [
       200: ok('valid session; empty body', undefined, { headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' } }),
       302: ok('no valid session: go to the login page', undefined, { headers: { Location: '<PANEL_PUBLIC_URL>/login?rd=<escaped url>' } }),
     },
-  }),
-  operation({
-    method: 'get', path: '/api/users', access: 'admin', summary: 'List users',
-    responses: { 200: ok('every user', z.array(userSchema)) },
-  }),
-  operation({
-    method: 'post', path: '/api/users', access: 'admin', summary: 'Create a local user',
-    body: createUserBody,
-    responses: { 201: ok('the user', userSchema), 409: ok('the email is taken') },
-  }),
-  operation({
-    method: 'get', path: '/api/users/{id}', access: 'admin', summary: 'One user', params: idParam('user'),
-    responses: { 200: ok('the user', userSchema), 404: ok('no such user') },
-  }),
-  operation({
-    method: 'put', path: '/api/users/{id}', access: 'admin', summary: 'Replace a user (password optional)', params: idParam('user'),
-    body: updateUserBody,
-    responses: { 200: ok('the user', userSchema), 404: ok('no such user'), 409: ok('email taken, or the last admin would be demoted') },
-  }),
-  operation({
-    method: 'delete', path: '/api/users/{id}', access: 'admin', summary: 'Delete a user (never the last admin)', params: idParam('user'),
-    responses: { 204: noContent(), 404: ok('no such user'), 409: ok('the last admin cannot be deleted') },
   }),
 ]

@@ -1,9 +1,11 @@
 import { z } from 'zod'
 import { SETTINGS_CATALOGUE } from '../../core/settings'
-import { nullableTimestamp, ok, operation } from '../registry'
+import { createUserBody, updateUserBody } from '../../auth/schemas'
+import { idParam, noContent, nullableTimestamp, ok, operation } from '../registry'
+import { userSchema } from './auth'
 import { engineHealthSchema, proxyHealthSchema } from './ops'
 
-// Area: system health, run-time settings, liveness, this reference itself.
+// Area: system health, run-time settings, users, liveness, this reference itself.
 
 const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
 const int = () => z.number().int()
@@ -44,5 +46,27 @@ export const systemOperations = [
   operation({
     method: 'get', path: '/api/docs', access: 'session', summary: 'This API reference as a page (self-contained HTML)',
     responses: { 200: ok('HTML page', undefined, { contentType: 'text/html' }) },
+  }),
+  operation({
+    method: 'get', path: '/api/users', access: 'admin', summary: 'List users',
+    responses: { 200: ok('every user', z.array(userSchema)) },
+  }),
+  operation({
+    method: 'post', path: '/api/users', access: 'admin', summary: 'Create a local user',
+    body: createUserBody,
+    responses: { 201: ok('the user', userSchema), 409: ok('the email is taken') },
+  }),
+  operation({
+    method: 'get', path: '/api/users/{id}', access: 'admin', summary: 'One user', params: idParam('user'),
+    responses: { 200: ok('the user', userSchema), 404: ok('no such user') },
+  }),
+  operation({
+    method: 'put', path: '/api/users/{id}', access: 'admin', summary: 'Replace a user (password optional)', params: idParam('user'),
+    body: updateUserBody,
+    responses: { 200: ok('the user', userSchema), 404: ok('no such user'), 409: ok('email taken, or the last admin would be demoted') },
+  }),
+  operation({
+    method: 'delete', path: '/api/users/{id}', access: 'admin', summary: 'Delete a user (never the last admin)', params: idParam('user'),
+    responses: { 204: noContent(), 404: ok('no such user'), 409: ok('the last admin cannot be deleted') },
   }),
 ]
