@@ -19,8 +19,8 @@ const DOMAIN = 'manual.example.test'
 async function upload(id: number, parts: Record<string, string>) {
   const form = new FormData()
   for (const [k, v] of Object.entries(parts)) form.append(k, new Blob([v], { type: 'application/x-pem-file' }), `${k}.pem`)
-  const res = await fetch(`${stack.panel.url}/api/manual-certs/${id}`, { method: 'POST', headers: { cookie: stack.admin }, body: form })
-  return { status: res.status, json: await res.json() as any }
+  const res = await stack.panel.request(`/api/manual-certs/${id}`, { method: 'POST', cookie: stack.admin, form })
+  return { status: res.status, json: res.json }
 }
 const certsDir = () => join(stack.panel.dataDir, 'certs')
 const filesOnDisk = () => { try { return readdirSync(certsDir()).sort() } catch { return [] } }

@@ -24,7 +24,20 @@ function _assertNoSecret(text: string, where: string): void {
 }
 
 export interface PanelResponse<T = any> { status: number; headers: Headers; text: string; json: T }
-export interface RequestOptions { method?: string; body?: unknown; rawBody?: string | Buffer; cookie?: string; headers?: Record<string, string> }
+
+/** What a response observer sees: every answer of `PanelHandle.request`. */
+export interface ObservedResponse { method: string; path: string; status: number; headers: Headers; text: string; json: unknown }
+const _observers: Array<(r: ObservedResponse) => void> = []
+/**
+ * Registers a check run on every response of every panel the harness started
+ * (the OpenAPI contract check in tests/support/openapi-contract.ts); a throw
+ * fails the request, hence the test. Returns the unregister function.
+ */
+export function observePanelResponses(observer: (r: ObservedResponse) => void): () => void {
+  _observers.push(observer)
+  return () => { const i = _observers.indexOf(observer); if (i >= 0) _observers.splice(i, 1) }
+}
+export interface RequestOptions { method?: string; body?: unknown; rawBody?: string | Buffer; form?: FormData; cookie?: string; headers?: Record<string, string> }
 
 export interface PanelHandle {
   url: string; port: number; dataDir: string; pid: number
@@ -85,14 +98,16 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     async request(path, o = {}) {
       const headers: Record<string, string> = { ...o.headers }
       if (o.cookie) headers.cookie = o.cookie
-      let body: string | Uint8Array | undefined = o.rawBody
+      let body: string | Uint8Array | FormData | undefined = o.rawBody
       if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json' }
+      if (o.form) body = o.form // multipart: fetch sets the boundary
       const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body: body as BodyInit | undefined, redirect: 'manual' })
       const text = await res.text()
       _assertNoSecret(text, `the response to ${o.method ?? 'GET'} ${path}`)
       for (const [k, v] of res.headers) if (k !== 'set-cookie') _assertNoSecret(v, `response header ${k} of ${path}`)
       let json: any
       try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }
+      for (const observe of _observers) observe({ method: o.method ?? 'GET', path, status: res.status, headers: res.headers, text, json })
       return { status: res.status, headers: res.headers, text, json }
     },
     async login(email = ADMIN.email, password = ADMIN.password) {

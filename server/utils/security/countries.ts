@@ -69,6 +69,11 @@ export async function getJob(id: number) {
   return presentJob(row)
 }
 
+export const jobsQuery = z.object({
+  country: z.string().max(2).optional(),
+  limit: z.coerce.number().int('limit: must be an integer').min(1, 'must be at least 1').max(200, 'must be at most 200').default(20),
+})
+
 export async function listJobs(country: string | undefined, limit: number) {
   const where = country ? eq(countryJobs.countryCode, normalizeCountryCode(country)) : undefined
   return (await getDb().select().from(countryJobs).where(where).orderBy(desc(countryJobs.createdAt), desc(countryJobs.id)).limit(limit)).map(presentJob)

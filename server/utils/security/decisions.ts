@@ -87,6 +87,8 @@ export function assertIp(value: string, field = 'ip'): string {
  * every Range containing it, except the ranges of a country ban (removing one
  * would unban a whole network; those are revoked per country).
  */
+export const unbanIpBody = z.strictObject({ ip: z.string().max(64) })
+
 export async function unbanIp(ip: string, ctx: AuditContext) {
   const covering = await fetchActiveDecisions({ ip })
   const removed: number[] = []

@@ -12,6 +12,9 @@ import { writeFileAtomically, yamlString } from './engine-files'
 // decision. The host keys are the ones the hub parsers set (proxy-and-engine.md
 // B6): `target_host` for AppSec, `target_fqdn` for access-log scenarios.
 
+/** The scenario of deploy/crowdsec/scenarios/panel-coraza-waf-blocks.yaml. */
+export const WAF_AUDIT_SCENARIO = 'panel/coraza-waf-blocks'
+
 const _BEGIN = '# BEGIN panel-managed profiles (true_detect_mode): edits here are overwritten'
 const _END = '# END panel-managed profiles'
 
@@ -24,7 +27,8 @@ export function renderTrueDetectProfiles(hostsWithNames: Array<{ id: number; nam
   if (!hostsWithNames.length) return ''
   const docs = hostsWithNames.map((h) => {
     const any = h.names.map(_hostCondition).join(' || ')
-    const filter = `Alert.Remediation == true && (Alert.GetScenario() startsWith "crowdsecurity/appsec" || Alert.GetScenario() == "crowdsecurity/crowdsec-appsec-outofband") && any(Alert.Events, {${any}})`
+    // WAF scenarios: the engine's AppSec ones, and deploy/'s panel/coraza-waf-blocks (the proxy WAF's audit log).
+    const filter = `Alert.Remediation == true && (Alert.GetScenario() startsWith "crowdsecurity/appsec" || Alert.GetScenario() == "crowdsecurity/crowdsec-appsec-outofband" || Alert.GetScenario() == "${WAF_AUDIT_SCENARIO}") && any(Alert.Events, {${any}})`
     // No `on_error`: CrowdSec 1.4 refuses the key (newer engines accept it). The
     // filter only calls nil-safe accessors (GetMeta answers "" for a missing key).
     return [`name: panel_true_detect_host_${h.id}`, 'filters:', `  - ${JSON.stringify(filter)}`, 'on_success: break'].join('\n')

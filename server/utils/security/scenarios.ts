@@ -1,4 +1,5 @@
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync, symlinkSync, unlinkSync } from 'node:fs'
+import { z } from 'zod'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { scenarioOverrides } from '../../../db/schema'
@@ -80,6 +81,8 @@ export async function listScenarios() {
     ...(available ? { last_modified_at: statSync(dir!).mtime.toISOString() } : {}),
   }
 }
+
+export const scenarioPatchBody = z.strictObject({ disabled: z.boolean({ message: 'must be true or false' }) })
 
 /** PATCH: `{name}` arrives URL-encoded (`crowdsecurity%2Fhttp-probing`) and is decoded here. */
 export async function setScenarioDisabled(rawName: string, disabled: boolean, ctx: AuditContext) {

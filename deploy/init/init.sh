@@ -1,0 +1,38 @@
+#!/bin/sh
+# The stack's one-shot init step (service `init` in deploy/compose.yaml), run by
+# `docker compose up` before the other services, as root, in the engine's image.
+# Idempotent: what exists is kept, so it runs harmlessly at every `up`.
+#
+# 1. Generates the secrets once into /run/panel-secrets (volume panel-secrets):
+#      master_key        PANEL_MASTER_KEY: seals DNS tokens, private keys, SMTP/OIDC secrets
+#      bouncer_key       the bouncer key the panel reads decisions with and hands to the proxy
+#      machine_password  the password of the engine machine `panel` (alerts, decision deletion)
+# 2. Fills the engine's config folder from the image's defaults on the first run
+#    (what the engine's own start script would do), so that step 3 can hand it over.
+# 3. Gives the panel's data and the shared folders to uid 1000, the user the panel and the proxy run as:
+#    the panel writes the whitelist parser, scenario links, profiles.yaml and the
+#    CRS plugin into the engine's folders, and reads the proxy's logs and storage.
+#    The engine runs as root and still reads everything.
+set -eu
+umask 077
+SECRETS=/run/panel-secrets
+mkdir -p "$SECRETS"
+for name in master_key bouncer_key machine_password; do
+  if [ -s "$SECRETS/$name" ]; then
+    echo "init: $name kept"
+  else
+    # 48 random bytes, base64 without / + = (safe in YAML, shell and URLs), 64 characters.
+    head -c 48 /dev/urandom | base64 | tr -d '/+=\n' | head -c 64 > "$SECRETS/$name"
+    echo "init: $name created"
+  fi
+done
+
+if [ ! -e /etc/crowdsec/config.yaml ] && [ -d /staging/etc/crowdsec ]; then
+  cp -an /staging/etc/crowdsec/* /etc/crowdsec/
+  echo "init: engine configuration populated from the image"
+fi
+mkdir -p /etc/crowdsec/parsers/s02-enrich /etc/crowdsec/scenarios /var/lib/crowdsec/data/crs-plugins
+
+chown -R 1000:1000 "$SECRETS" /var/lib/panel /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
+chmod 0700 "$SECRETS" && chmod 0600 "$SECRETS"/*
+echo "init: done"

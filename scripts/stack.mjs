@@ -1,0 +1,112 @@
+// npm run stack: the built panel with Debian's Caddy and the CrowdSec local API
+// on loopback, started with the same code as the integration tests
+// (tests/support/), plus a demo upstream and a demo host. Prints the URLs and
+// the login, and stops everything on Ctrl-C or SIGTERM.
+//
+//   npm run stack                 (builds the panel first when a source is newer)
+//   SKIP_PANEL_BUILD=1 npm run stack
+//   npm run stack -- --no-demo    (no demo upstream/host)
+//
+// Everything lives in temporary folders that are removed on exit: this is a
+// place to look around, not to keep data. Debian's Caddy has no plugins, so
+// the panel runs with PROXY_MODULES=none: decisions show in the panel and the
+// local API, but only the plugin-built proxy (deploy/proxy) enforces them.
+//
+// The last line printed once everything is up is `STACK_READY {json}` (URLs,
+// ports, PIDs) for scripts and tests/integration/stack.test.ts.
+import { fileURLToPath } from 'node:url'
+import { createJiti } from 'jiti'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const withDemo = !process.argv.includes('--no-demo')
+// tests/support is TypeScript with extensionless imports: jiti (already a Nitro dependency) loads it.
+const jiti = createJiti(import.meta.url, { alias: { '~': root } })
+const support = await jiti.import('../tests/support/index.ts')
+const { removeTempDirs } = await jiti.import('../tests/support/processes.ts')
+
+const log = (line) => process.stdout.write(`[stack] ${line}\n`)
+const started = [] // stop order: last started first
+let stopping = false
+
+async function stopAll(reason) {
+  if (stopping) return
+  stopping = true
+  log(`stopping (${reason})...`)
+  for (const { name, stop } of started.reverse()) {
+    try { await stop() } catch (err) { log(`${name}: ${err.message}`) }
+  }
+  removeTempDirs()
+  log('stopped')
+}
+
+// Our own handlers replace the test harness's (which SIGKILL at once): stop in
+// order, then exit. A second signal exits at once; the exit hook of
+// tests/support/processes.ts still kills whatever is left.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.removeAllListeners(sig)
+  process.on(sig, () => {
+    if (stopping) process.exit(130)
+    stopAll(sig).then(() => process.exit(0), () => process.exit(1))
+  })
+}
+
+try {
+  if (process.env.SKIP_PANEL_BUILD !== '1') {
+    log('building the panel when stale (SKIP_PANEL_BUILD=1 skips this)...')
+    if (support.ensureBuilt(root)) log('built')
+  }
+  const caddy = await support.startCaddy()
+  started.push({ name: 'caddy', stop: () => caddy.stop() })
+  log(`caddy ${caddy.adminUrl} (admin API, loopback only), pid ${caddy.pid}`)
+  const crowdsec = await support.startCrowdsec()
+  started.push({ name: 'crowdsec', stop: () => crowdsec.stop() })
+  log(`crowdsec local API ${crowdsec.url}, pid ${crowdsec.pid}`)
+  const [httpPort, httpsPort] = await support.freePorts(2)
+  const logDir = support.makeTempDir('stack-proxy-logs-')
+  const panel = await support.startPanel({
+    env: {
+      PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: 'none', PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
+      PROXY_HTTP_LISTEN: `127.0.0.1:${httpPort}`, PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
+      ...support.panelEnvFor(crowdsec),
+    },
+  })
+  started.push({ name: 'panel', stop: () => panel.stop() })
+  log(`panel ${panel.url}, pid ${panel.pid}`)
+
+  let demo = null
+  if (withDemo) {
+    const upstream = await support.startTestUpstream()
+    started.push({ name: 'demo upstream', stop: () => upstream.stop() })
+    const cookie = await panel.login()
+    const group = await panel.request('/api/target-groups', { method: 'POST', cookie, body: { name: 'demo', targets: [{ address: `127.0.0.1:${upstream.port}` }] } })
+    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'demo.localhost', target_group_id: group.json.id, tls_mode: 'none' } })
+    if (host.status !== 201) throw new Error(`creating the demo host failed: ${host.status} ${host.text}`)
+    demo = { domain: 'demo.localhost', upstream: upstream.url, reconcile: host.json.reconcile.status }
+  }
+
+  const ready = {
+    panel: panel.url, docs: `${panel.url}/api/docs`, login: { email: support.ADMIN.email, password: support.ADMIN.password },
+    proxy: { http: `http://127.0.0.1:${httpPort}`, https: `https://127.0.0.1:${httpsPort}`, admin: caddy.adminUrl },
+    lapi: crowdsec.url, cscli: `cscli -c ${crowdsec.configFile}`, proxy_log_dir: logDir, data_dir: panel.dataDir, demo,
+    pids: { panel: panel.pid, caddy: caddy.pid, crowdsec: crowdsec.pid },
+  }
+  process.stdout.write(`
+  Panel        ${ready.panel}    (API reference: ${ready.docs})
+  Login        ${ready.login.email} / ${ready.login.password}
+  Proxy        ${ready.proxy.http} and ${ready.proxy.https} (admin API ${ready.proxy.admin}, loopback only)
+  Local API    ${ready.lapi}
+${demo ? `  Demo host    curl -H 'Host: demo.localhost' ${ready.proxy.http}/   (served by ${demo.upstream})\n` : ''}
+  Log in:      curl -c /tmp/panel.cookies -H 'content-type: application/json' \\
+                 -d '{"email":"${ready.login.email}","password":"${ready.login.password}"}' ${ready.panel}/api/auth/login
+  A ban:       ${ready.cscli} decisions add --ip 198.51.100.7 --duration 1h
+               then: curl -b /tmp/panel.cookies ${ready.panel}/api/security/decisions
+               (Debian's Caddy has no bouncer plugin: the ban shows here; the deploy/proxy image enforces it)
+  Ctrl-C stops everything and removes the temporary folders.
+
+STACK_READY ${JSON.stringify(ready)}
+`)
+} catch (err) {
+  log(`start failed: ${err.stack ?? err.message}`)
+  await stopAll('start failed')
+  process.exit(1)
+}

@@ -1,0 +1,59 @@
+import { z } from 'zod'
+import { loginBody, roleSchema, setupBody } from '../../auth/schemas'
+import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+
+// Area: authentication, first-run setup, ForwardAuth (users: system.ts).
+// (TOTP and OIDC routes land in this file as they are added.)
+
+export const userSchema = z.strictObject({
+  id: z.number().int(), email: z.string(), name: z.string(), role: roleSchema,
+  provider: z.string().describe('local or oidc'), totp_enabled: z.boolean(),
+  created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+
+/** The user as a session carries it (login, session info). */
+export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at: true })
+
+const sessionCookie = { 'Set-Cookie': 'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)' }
+
+export const authOperations = [
+  operation({
+    method: 'get', path: '/api/setup', access: 'public', summary: 'Whether the first admin still has to be created',
+    responses: { 200: ok('setup state', z.strictObject({ needs_setup: z.boolean() })) },
+  }),
+  operation({
+    method: 'post', path: '/api/setup', access: 'public', summary: 'Create the first admin (only while no user exists)',
+    body: setupBody,
+    responses: { 201: ok('the admin, logged in', userSchema, { headers: sessionCookie }), 409: ok('a user already exists') },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/login', access: 'public', summary: 'Log in with email and password',
+    description: '5 failures for one account or 20 from one address within 15 minutes answer 429 with Retry-After.',
+    body: loginBody,
+    responses: {
+      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
+      401: ok('bad credentials'),
+      429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
+    },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/logout', access: 'session', summary: 'Log out: deletes the session and clears the cookie',
+    responses: { 204: noContent() },
+  }),
+  operation({
+    method: 'get', path: '/api/auth/session', access: 'session', summary: 'The current session and its user',
+    responses: { 200: ok('the session', z.strictObject({ user: sessionUserSchema, expires_at: timestamp() })) },
+  }),
+  operation({
+    method: 'get', path: '/api/auth/providers', access: 'public', summary: 'Login methods for the login page',
+    responses: { 200: ok('login methods', z.strictObject({ local: z.literal(true), oidc: z.strictObject({ enabled: z.boolean(), display_name: z.string() }) })) },
+  }),
+  operation({
+    method: 'get', path: '/auth/forward', access: 'proxy', summary: "ForwardAuth: the proxy's sub-request",
+    description: 'Called by the proxy with the browser\'s cookies. 200 with X-Auth-User, X-Auth-Email, X-Auth-Name and X-Auth-Provider for a valid session; otherwise 302 to <PANEL_PUBLIC_URL>/login?rd=<original URL rebuilt from X-Forwarded-Proto/Host/Uri>.',
+    responses: {
+      200: ok('valid session; empty body', undefined, { headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' } }),
+      302: ok('no valid session: go to the login page', undefined, { headers: { Location: '<PANEL_PUBLIC_URL>/login?rd=<escaped url>' } }),
+    },
+  }),
+]

@@ -1,0 +1,84 @@
+import { z } from 'zod'
+import { hostBody, ruleBody, targetGroupBody } from '../../hosts/schemas'
+import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, timestamp } from '../registry'
+
+// Area: hosts, target groups, path rules.
+
+export const certificateSummarySchema = z.union([z.strictObject({
+  source: z.enum(['acme', 'manual']), not_after: z.union([z.string(), z.null()]), issuer: z.union([z.string(), z.null()]),
+}), z.null()])
+
+export const hostSchema = z.strictObject({
+  id: z.number().int(), domain: z.string(), aliases: z.array(z.string()), target_group_id: z.number().int(), enabled: z.boolean(),
+  tls_mode: z.enum(['auto', 'manual', 'none']), tls_challenge: z.enum(['dns', 'http', 'tls-alpn']),
+  tls_email: z.union([z.string(), z.null()]), tls_dns_provider: z.union([z.string(), z.null()]), tls_acme_ca_url: z.union([z.string(), z.null()]),
+  lan_only: z.boolean(), true_detect_mode: z.boolean(), auth_required: z.boolean(),
+  waf_enabled: z.boolean(), waf_mode: z.enum(['detection', 'blocking']), rate_limit_enabled: z.boolean(),
+  rate_limit_rps: z.number().int(), rate_limit_burst: z.number().int(), bouncer_enabled: z.boolean(),
+  created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema,
+})
+const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
+
+export const targetGroupSchema = z.strictObject({
+  id: z.number().int(), name: z.string(),
+  targets: z.array(z.strictObject({ address: z.string(), weight: z.number().int() })),
+  scheme: z.enum(['http', 'https']), lb_policy: z.string(),
+  health_check: z.union([z.strictObject({ path: z.string(), interval_seconds: z.number().int(), expect_status: z.number().int() }), z.null()]),
+  tls_skip_verify: z.boolean(), created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+
+export const ruleSchema = z.strictObject({
+  id: z.number().int(), host_id: z.number().int(), priority: z.number().int(), path: z.string(), methods: z.array(z.string()),
+  action: z.enum(['proxy', 'redirect', 'respond']), target_group_id: z.union([z.number().int(), z.null()]),
+  redirect_url: z.union([z.string(), z.null()]), redirect_status: z.union([z.number().int(), z.null()]),
+  respond_status: z.union([z.number().int(), z.null()]), respond_body: z.union([z.string(), z.null()]),
+  created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+
+const rejected = ok('the proxy rejected the configuration ("proxy rejected configuration: <text>"); nothing was written')
+
+export const hostsOperations = [
+  operation({ method: 'get', path: '/api/hosts', access: 'session', summary: 'List hosts', responses: { 200: ok('every host', z.array(hostSchema)) } }),
+  operation({
+    method: 'post', path: '/api/hosts', access: 'session', summary: 'Create a host (reconciles the proxy)', body: hostBody,
+    responses: { 201: ok('the host and the reconcile outcome', hostWithReconcile), 409: ok('a domain or alias is taken'), 502: rejected },
+  }),
+  operation({ method: 'get', path: '/api/hosts/{id}', access: 'session', summary: 'One host', params: idParam('host'), responses: { 200: ok('the host', hostSchema), 404: ok('no such host') } }),
+  operation({
+    method: 'put', path: '/api/hosts/{id}', access: 'session', summary: 'Replace a host (reconciles the proxy)', params: idParam('host'), body: hostBody,
+    description: 'Optional booleans left out keep their stored values; other optional fields take their defaults.',
+    responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 409: ok('a domain or alias is taken'), 502: rejected },
+  }),
+  operation({
+    method: 'delete', path: '/api/hosts/{id}', access: 'session', summary: 'Delete a host (reconciles the proxy)', params: idParam('host'),
+    responses: { 204: noContent(), 404: ok('no such host'), 502: rejected },
+  }),
+  operation({
+    method: 'post', path: '/api/hosts/{id}/toggle', access: 'session', summary: 'Flip `enabled`', params: idParam('host'),
+    responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 502: rejected },
+  }),
+  operation({ method: 'get', path: '/api/hosts/{id}/rules', access: 'session', summary: "A host's path rules", params: idParam('host'), responses: { 200: ok('rules by priority', z.array(ruleSchema)), 404: ok('no such host') } }),
+  operation({
+    method: 'post', path: '/api/hosts/{id}/rules', access: 'session', summary: 'Add a path rule to a host', params: idParam('host'), body: ruleBody,
+    responses: { 201: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such host'), 502: rejected },
+  }),
+  operation({
+    method: 'put', path: '/api/rules/{id}', access: 'session', summary: 'Replace a path rule', params: idParam('rule'), body: ruleBody,
+    responses: { 200: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such rule'), 502: rejected },
+  }),
+  operation({ method: 'delete', path: '/api/rules/{id}', access: 'session', summary: 'Delete a path rule', params: idParam('rule'), responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected } }),
+  operation({ method: 'get', path: '/api/target-groups', access: 'session', summary: 'List target groups', responses: { 200: ok('every group', z.array(targetGroupSchema)) } }),
+  operation({
+    method: 'post', path: '/api/target-groups', access: 'session', summary: 'Create a target group', body: targetGroupBody,
+    responses: { 201: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })), 409: ok('the name is taken') },
+  }),
+  operation({ method: 'get', path: '/api/target-groups/{id}', access: 'session', summary: 'One target group', params: idParam('target group'), responses: { 200: ok('the group', targetGroupSchema), 404: ok('no such group') } }),
+  operation({
+    method: 'put', path: '/api/target-groups/{id}', access: 'session', summary: 'Replace a target group (reconciles the proxy)', params: idParam('target group'), body: targetGroupBody,
+    responses: { 200: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such group'), 409: ok('the name is taken'), 502: rejected },
+  }),
+  operation({
+    method: 'delete', path: '/api/target-groups/{id}', access: 'session', summary: 'Delete a target group', params: idParam('target group'),
+    responses: { 204: noContent(), 404: ok('no such group'), 409: ok('a host or rule still uses it') },
+  }),
+]

@@ -1,0 +1,21 @@
+import type { OperationDoc } from '../registry'
+import { authOperations } from './auth'
+import { hostsOperations } from './hosts'
+import { tlsOperations } from './tls'
+import { securityOperations } from './security'
+import { countriesOperations } from './countries'
+import { logsOperations } from './logs'
+import { opsOperations } from './ops'
+import { systemOperations } from './system'
+
+/** Every area, in the order the reference shows them (the tag of each operation). */
+export const API_AREAS: Array<{ tag: string; description: string; operations: OperationDoc[] }> = [
+  { tag: 'auth', description: 'Sessions, first-run setup, ForwardAuth', operations: authOperations },
+  { tag: 'hosts', description: 'Hosts, target groups, path rules', operations: hostsOperations },
+  { tag: 'tls', description: 'DNS-01 providers, manual certificates', operations: tlsOperations },
+  { tag: 'security', description: 'Decisions, whitelist, scenarios, drift, AppSec tuning', operations: securityOperations },
+  { tag: 'countries', description: 'Country bans, expansion jobs, geolocation', operations: countriesOperations },
+  { tag: 'logs', description: 'Log rows, statistics, live tail', operations: logsOperations },
+  { tag: 'ops', description: 'Notifications, backups, dashboards', operations: opsOperations },
+  { tag: 'system', description: 'Health, settings, users, this reference', operations: systemOperations },
+]

@@ -1,0 +1,77 @@
+import { z } from 'zod'
+import { channelBody } from '../../ops/notify/channels'
+import { EVENT_NAMES, ruleBody as notificationRuleBody } from '../../ops/notify/queue'
+import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { geoStatusSchema } from './countries'
+import { timeseriesPointSchema } from './logs'
+
+// Area: operations: notifications, backups, dashboards.
+// (Web push routes land in this file as they are added.)
+
+const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
+
+export const channelSchema = z.strictObject({
+  id: z.number().int(), name: z.string(), type: z.enum(['webhook', 'email', 'chat', 'push']), enabled: z.boolean(),
+  config: z.record(z.string(), z.unknown()).describe('secret parts show as "__SET__" or ""'),
+  last_status: nullable(z.string()), last_error: nullable(z.string()), last_sent_at: nullableTimestamp(), created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+export const notificationRuleSchema = z.strictObject({
+  id: z.number().int(), name: z.string(), events: z.array(z.enum(EVENT_NAMES as [string, ...string[]])), channel_ids: z.array(z.number().int()), throttle_seconds: z.number().int(),
+  enabled: z.boolean(), created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+export const backupSchema = z.strictObject({
+  id: z.number().int(), file_name: z.string(), size_bytes: z.number().int(), created_at: timestamp(), kind: z.enum(['scheduled', 'manual']),
+  status: z.enum(['ok', 'failed']), sha256: nullable(z.string()), error: z.string().optional(),
+})
+const lastBackupSchema = z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) })
+export const proxyHealthSchema = z.strictObject({
+  reachable: nullable(z.boolean()), last_reconcile_at: nullableTimestamp(), last_reconcile_status: z.enum(['ok', 'pending', 'rejected', 'never']),
+  last_error: nullable(z.string()), warnings: z.array(z.string()),
+})
+export const engineHealthSchema = z.strictObject({ reachable: nullable(z.boolean()), checked_at: nullableTimestamp(), since: nullableTimestamp(), error: nullable(z.string()) })
+
+export const opsOperations = [
+  operation({ method: 'get', path: '/api/notifications/channels', access: 'session', summary: 'Notification channels', responses: { 200: ok('channels', z.array(channelSchema)) } }),
+  operation({ method: 'post', path: '/api/notifications/channels', access: 'session', summary: 'Create a channel', body: channelBody, responses: { 201: ok('the channel', channelSchema) } }),
+  operation({
+    method: 'put', path: '/api/notifications/channels/{id}', access: 'session', summary: 'Replace a channel (`__UNCHANGED__` keeps a secret part)', params: idParam('channel'), body: channelBody,
+    responses: { 200: ok('the channel', channelSchema), 404: ok('no such channel') },
+  }),
+  operation({ method: 'delete', path: '/api/notifications/channels/{id}', access: 'session', summary: 'Delete a channel', params: idParam('channel'), responses: { 204: noContent(), 404: ok('no such channel') } }),
+  operation({
+    method: 'post', path: '/api/notifications/channels/{id}/test', access: 'session', summary: 'Send a test notification now', params: idParam('channel'),
+    responses: { 200: ok('delivered', z.strictObject({ status: z.literal('ok') })), 404: ok('no such channel'), 502: ok('the delivery failed: "test delivery failed: <reason>"') },
+  }),
+  operation({ method: 'get', path: '/api/notifications/rules', access: 'session', summary: 'Notification rules', responses: { 200: ok('rules', z.array(notificationRuleSchema)) } }),
+  operation({ method: 'post', path: '/api/notifications/rules', access: 'session', summary: 'Create a rule (unknown event names: 400)', body: notificationRuleBody,
+    description: `Events: ${EVENT_NAMES.join(', ')}.`, responses: { 201: ok('the rule', notificationRuleSchema) } }),
+  operation({
+    method: 'put', path: '/api/notifications/rules/{id}', access: 'session', summary: 'Replace a rule', params: idParam('rule'), body: notificationRuleBody,
+    responses: { 200: ok('the rule', notificationRuleSchema), 404: ok('no such rule') },
+  }),
+  operation({ method: 'delete', path: '/api/notifications/rules/{id}', access: 'session', summary: 'Delete a rule', params: idParam('rule'), responses: { 204: noContent(), 404: ok('no such rule') } }),
+  operation({ method: 'get', path: '/api/backups', access: 'session', summary: 'Backups, newest first', responses: { 200: ok('backups', z.array(backupSchema)) } }),
+  operation({ method: 'post', path: '/api/backups', access: 'session', summary: 'Take a consistent snapshot now', responses: { 201: ok('the backup', backupSchema) } }),
+  operation({
+    method: 'get', path: '/api/backups/{id}/download', access: 'session', summary: 'The snapshot file (gzip)', params: idParam('backup'),
+    responses: { 200: ok('gzip of the database file', undefined, { contentType: 'application/gzip' }), 404: ok('no such backup') },
+  }),
+  operation({ method: 'delete', path: '/api/backups/{id}', access: 'session', summary: 'Delete a backup', params: idParam('backup'), responses: { 204: noContent(), 404: ok('no such backup') } }),
+  operation({
+    method: 'post', path: '/api/backups/{id}/restore', access: 'session', summary: 'Replace the database by a snapshot (after an integrity check), then reconcile', params: idParam('backup'),
+    responses: { 200: ok('restored', z.strictObject({ restored: backupSchema, reconcile: z.looseObject({ status: z.string(), error: z.string().optional() }) })), 400: ok('the snapshot failed its integrity check'), 404: ok('no such backup') },
+  }),
+  operation({ method: 'get', path: '/api/dashboard/traffic', access: 'session', summary: 'Requests of the last 24 h, hourly by status class, oldest first', responses: { 200: ok('24 buckets', z.array(timeseriesPointSchema)) } }),
+  operation({
+    method: 'get', path: '/api/dashboard/security', access: 'session', summary: 'Blocked requests of the last 24 h',
+    responses: { 200: ok('counts', z.strictObject({
+      blocked_24h: z.number().int(), blocked_by: z.strictObject({ bouncer: z.number().int(), waf: z.number().int(), lan_only: z.number().int(), rate_limit: z.number().int() }),
+      attackers_by_country: z.array(z.strictObject({ country: nullable(z.string()), count: z.number().int() })),
+      top_ips: z.array(z.strictObject({ ip: nullable(z.string()), count: z.number().int(), country: nullable(z.string()), as_number: nullable(z.number().int()) })),
+    })) },
+  }),
+  operation({
+    method: 'get', path: '/api/dashboard/health', access: 'session', summary: 'Health of the proxy, the engine, geolocation and backups',
+    responses: { 200: ok('health', z.strictObject({ proxy: proxyHealthSchema, security_engine: engineHealthSchema, geoip: geoStatusSchema, backups: lastBackupSchema })) },
+  }),
+]

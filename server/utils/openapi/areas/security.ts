@@ -1,0 +1,78 @@
+import { z } from 'zod'
+import { decisionsQuery, unbanIpBody } from '../../security/decisions'
+import { whitelistBody } from '../../security/whitelist'
+import { scenarioPatchBody } from '../../security/scenarios'
+import { appsecTuningBody } from '../../security/appsec'
+import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+
+// Area: the security engine (decisions, whitelist, scenarios, drift, AppSec
+// tuning, check-self, overview). Country bans and jobs: countries.ts.
+
+const nullableString = () => z.union([z.string(), z.null()])
+
+export const decisionSchema = z.strictObject({
+  id: z.number().int(), value: z.string(), scope: z.string().describe('Ip, Range, Country or AS'), type: z.string(), origin: z.string(),
+  scenario: z.string(), duration: z.string().describe('time left, Go duration'), until: nullableString(),
+  country: nullableString(), as_number: z.union([z.number().int(), z.null()]),
+})
+const rawDecisionSchema = z.strictObject({ id: z.number().int(), value: z.string(), scope: z.string(), type: z.string(), origin: z.string(), scenario: z.string(), duration: z.string() })
+
+export const whitelistEntrySchema = z.strictObject({ value: z.string(), reason: z.string(), created_at: timestamp(), created_by: z.string() })
+
+export const scenarioSchema = z.strictObject({
+  short_name: z.string(), source: z.enum(['hub', 'local']), canonical_name: z.string(), path: z.string(), disabled: z.boolean(), description: z.string().optional(),
+})
+
+const driftPart = z.strictObject({ drift_detected: z.boolean(), checked_at: nullableTimestamp(), details: z.array(z.string()) })
+const appsecTuningSchema = z.strictObject({ inbound_threshold: z.number().int(), outbound_threshold: z.number().int(), path: nullableString().describe("the CRS plugin file in the engine's data folder"), drift_detected: z.boolean() })
+
+export const securityOperations = [
+  operation({
+    method: 'get', path: '/api/security/decisions', access: 'session', summary: 'Active decisions (cached 15 s)', query: decisionsQuery,
+    responses: { 200: ok('decisions, annotated with country and ASN where the value is an address', z.array(decisionSchema)), 503: ok('the local API is unreachable') },
+  }),
+  operation({
+    method: 'delete', path: '/api/security/decisions/{id}', access: 'session', summary: 'Unban one decision (idempotent)',
+    params: { id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'decision id' } },
+    responses: { 204: noContent(), 503: ok('the local API is unreachable') },
+  }),
+  operation({
+    method: 'post', path: '/api/security/decisions/unban-ip', access: 'session', summary: "Remove every active decision banning an address (country-ban ranges are kept)", body: unbanIpBody,
+    responses: { 200: ok('what was removed and what was kept', z.strictObject({ ip: z.string(), removed_decision_count: z.number().int(), removed_decision_ids: z.array(z.number().int()), kept_country_decisions: z.array(decisionSchema) })), 503: ok('the local API is unreachable') },
+  }),
+  operation({ method: 'get', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist entries', responses: { 200: ok('entries', z.strictObject({ entries: z.array(whitelistEntrySchema) })) } }),
+  operation({
+    method: 'post', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist an address or CIDR (removes the decisions it covers)', body: whitelistBody,
+    responses: { 201: ok('the entry', whitelistEntrySchema.extend({ removed_decision_count: z.number().int() })), 409: ok('already whitelisted') },
+  }),
+  operation({
+    method: 'delete', path: '/api/security/whitelist/{value}', access: 'session', summary: 'Remove a whitelist entry',
+    params: { value: { schema: z.string(), description: 'the address or CIDR, URL-encoded (/ as %2F)' } },
+    responses: { 204: noContent(), 404: ok('no such entry') },
+  }),
+  operation({
+    method: 'get', path: '/api/security/scenarios', access: 'session', summary: "The engine's scenarios and the operator-disabled set",
+    responses: { 200: ok('scenarios', z.strictObject({ scenarios: z.array(scenarioSchema), is_available: z.boolean(), mount_path: nullableString(), disabled_count: z.number().int(), last_modified_at: timestamp().optional(), drift_detected: z.boolean() })) },
+  }),
+  operation({
+    method: 'patch', path: '/api/security/scenarios/{name}', access: 'session', summary: 'Disable or re-enable a scenario',
+    params: { name: { schema: z.string(), description: '<author>/<name>, URL-encoded (crowdsecurity%2Fhttp-probing)' } }, body: scenarioPatchBody,
+    responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario') },
+  }),
+  operation({ method: 'get', path: '/api/security/drift', access: 'session', summary: 'Whether the engine files drifted from the stored settings', responses: { 200: ok('drift per surface', z.strictObject({ scenarios: driftPart, appsec: driftPart })) } }),
+  operation({ method: 'get', path: '/api/security/appsec-tuning', access: 'session', summary: 'CRS anomaly thresholds of the AppSec engine', responses: { 200: ok('thresholds', appsecTuningSchema) } }),
+  operation({ method: 'put', path: '/api/security/appsec-tuning', access: 'session', summary: 'Set the CRS anomaly thresholds', body: appsecTuningBody, responses: { 200: ok('thresholds', appsecTuningSchema) } }),
+  operation({
+    method: 'get', path: '/api/security/check-self', access: 'session', summary: "Is the caller's own address banned or whitelisted",
+    responses: { 200: ok('the verdict', z.strictObject({ ip: nullableString(), banned: z.boolean(), decisions: z.array(rawDecisionSchema), whitelisted: z.boolean(), country: nullableString(), as_number: z.union([z.number().int(), z.null()]) })), 503: ok('the local API is unreachable') },
+  }),
+  operation({
+    method: 'get', path: '/api/security/overview', access: 'session', summary: 'Per-host protection counts',
+    responses: { 200: ok('counts', z.strictObject({
+      hosts_total: z.number().int(), waf: z.strictObject({ enabled: z.number().int(), modes: z.strictObject({ detection: z.number().int(), blocking: z.number().int() }) }),
+      rate_limit_enabled: z.number().int(), forward_auth_enabled: z.number().int(), lan_only: z.number().int(),
+      certificates: z.strictObject({ total: z.number().int(), valid: z.number().int(), expiring_soon: z.number().int(), expired: z.number().int(), manual: z.number().int(), acme: z.number().int() }),
+      proxy_modules_missing: z.array(z.string()),
+    })) },
+  }),
+]

@@ -1,0 +1,72 @@
+import { z } from 'zod'
+import { SETTINGS_CATALOGUE } from '../../core/settings'
+import { createUserBody, updateUserBody } from '../../auth/schemas'
+import { idParam, noContent, nullableTimestamp, ok, operation } from '../registry'
+import { userSchema } from './auth'
+import { engineHealthSchema, proxyHealthSchema } from './ops'
+
+// Area: system health, run-time settings, users, liveness, this reference itself.
+
+const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
+const int = () => z.number().int()
+
+/** PUT body: any subset of the catalogue's keys, each with the schema the route validates it with. */
+export const settingsPatchSchema = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key, d.schema.optional().describe(d.description)])))
+/** GET answer: every key; secrets as "__SET__" or "". */
+export const settingsSchema = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key, (d.secret ? z.enum(['__SET__', '']) : d.schema).describe(d.description)])))
+
+export const systemHealthSchema = z.strictObject({
+  memory: z.strictObject({ alloc_bytes: int(), sys_bytes: int(), gc_count: int() }),
+  event_loop: z.strictObject({ lag_ms: z.number(), p99_lag_ms: z.number(), active_handles: int() }),
+  db: z.strictObject({ open_connections: int(), idle: int(), in_use: int(), write_queue_waiting: int(), file_size_bytes: nullable(int()), wal_size_bytes: nullable(int()) }),
+  panel: z.strictObject({ mode: z.enum(['lan', 'public']), domain: z.string(), uptime_seconds: int(), version: z.string() }),
+  workers: z.strictObject({ notification_queue_depth: int(), notification_queue_capacity: int(), notification_queue_dropped: int() }).optional(),
+  scheduler: z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) }).optional(),
+  proxy: proxyHealthSchema.optional(),
+  security_engine: engineHealthSchema.optional(),
+})
+
+export const systemOperations = [
+  operation({
+    method: 'get', path: '/healthz', access: 'public', summary: 'Liveness: `ok` while the HTTP layer answers (probes nothing)',
+    responses: { 200: ok('the text ok', undefined, { contentType: 'text/plain' }) },
+  }),
+  operation({ method: 'get', path: '/api/system/health', access: 'session', summary: 'Runtime, database, workers, scheduler, proxy and engine health', responses: { 200: ok('health', systemHealthSchema) } }),
+  operation({ method: 'get', path: '/api/settings', access: 'session', summary: 'Every run-time setting', responses: { 200: ok('settings', settingsSchema) } }),
+  operation({
+    method: 'put', path: '/api/settings', access: 'session', summary: 'Change some settings (validated all at once; `__UNCHANGED__` keeps a secret)',
+    description: 'Keys that the proxy configuration depends on reconcile the proxy in the same request.',
+    body: settingsPatchSchema,
+    responses: { 200: ok('every setting after the change', settingsSchema) },
+  }),
+  operation({
+    method: 'get', path: '/api/openapi.json', access: 'session', summary: 'This API reference as OpenAPI 3.1',
+    responses: { 200: ok('the document', z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.record(z.string(), z.unknown()) })) },
+  }),
+  operation({
+    method: 'get', path: '/api/docs', access: 'session', summary: 'This API reference as a page (self-contained HTML)',
+    responses: { 200: ok('HTML page', undefined, { contentType: 'text/html' }) },
+  }),
+  operation({
+    method: 'get', path: '/api/users', access: 'admin', summary: 'List users',
+    responses: { 200: ok('every user', z.array(userSchema)) },
+  }),
+  operation({
+    method: 'post', path: '/api/users', access: 'admin', summary: 'Create a local user',
+    body: createUserBody,
+    responses: { 201: ok('the user', userSchema), 409: ok('the email is taken') },
+  }),
+  operation({
+    method: 'get', path: '/api/users/{id}', access: 'admin', summary: 'One user', params: idParam('user'),
+    responses: { 200: ok('the user', userSchema), 404: ok('no such user') },
+  }),
+  operation({
+    method: 'put', path: '/api/users/{id}', access: 'admin', summary: 'Replace a user (password optional)', params: idParam('user'),
+    body: updateUserBody,
+    responses: { 200: ok('the user', userSchema), 404: ok('no such user'), 409: ok('email taken, or the last admin would be demoted') },
+  }),
+  operation({
+    method: 'delete', path: '/api/users/{id}', access: 'admin', summary: 'Delete a user (never the last admin)', params: idParam('user'),
+    responses: { 204: noContent(), 404: ok('no such user'), 409: ok('the last admin cannot be deleted') },
+  }),
+]

@@ -1,0 +1,105 @@
+import { z, type ZodType } from 'zod'
+import { SESSION_COOKIE } from '../auth/sessions'
+import { PANEL_VERSION } from '../core/version'
+import { errorSchema, type OperationDoc } from './registry'
+import { API_AREAS } from './areas'
+
+// Builds the OpenAPI 3.1 document from the area registries. JSON Schema
+// 2020-12 is OpenAPI 3.1's own dialect, so zod's output is used as is (minus
+// its $schema key). Request schemas are converted on their input side (fields
+// with defaults are optional), response schemas on their output side.
+
+type JsonSchema = Record<string, unknown>
+
+function _jsonSchema(schema: ZodType, io: 'input' | 'output'): JsonSchema {
+  const out = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as JsonSchema
+  delete out.$schema
+  return _withoutSafeIntegerBounds(out) as JsonSchema
+}
+
+/** zod bounds every integer by ±(2^53-1); that says nothing to a reader, so it goes. */
+function _withoutSafeIntegerBounds(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(_withoutSafeIntegerBounds)
+  if (!v || typeof v !== 'object') return v
+  const out: Record<string, unknown> = {}
+  for (const [k, x] of Object.entries(v)) {
+    if ((k === 'minimum' || k === 'maximum') && Math.abs(x as number) === Number.MAX_SAFE_INTEGER) continue
+    out[k] = _withoutSafeIntegerBounds(x)
+  }
+  return out
+}
+
+const _ERROR_REF = { $ref: '#/components/schemas/Error' }
+const _ERROR_RESPONSE = { description: 'any error: a 4xx/5xx status and `{"error": "..."}`', content: { 'application/json': { schema: _ERROR_REF } } }
+
+/** Every operation of every area, with its tag. */
+export function listOperations(): Array<OperationDoc & { tag: string }> {
+  return API_AREAS.flatMap((a) => a.operations.map((o) => ({ ...o, tag: a.tag })))
+}
+
+function _security(access: OperationDoc['access']) {
+  return access === 'public' || access === 'proxy' ? [] : [{ panelSession: [] }]
+}
+
+function _operationObject(op: OperationDoc & { tag: string }) {
+  const parameters: unknown[] = []
+  for (const [name, p] of Object.entries(op.params ?? {}))
+    parameters.push({ name, in: 'path', required: true, description: p.description, schema: _jsonSchema(p.schema, 'input') })
+  if (op.query) {
+    const q = _jsonSchema(op.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] }
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      const { description, ...rest } = schema
+      parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest })
+    }
+  }
+  const responses: Record<string, unknown> = {}
+  for (const [status, r] of Object.entries(op.responses)) {
+    const isError = Number(status) >= 400
+    const content = r.schema ? { 'application/json': { schema: _jsonSchema(r.schema, 'output') } }
+      : r.contentType ? { [r.contentType]: { schema: { type: 'string' } } }
+      : isError ? { 'application/json': { schema: _ERROR_REF } } : undefined
+    responses[status] = {
+      description: r.description,
+      ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
+      ...(content ? { content } : {}),
+    }
+  }
+  responses.default = _ERROR_RESPONSE
+  const access = { public: 'No session needed.', session: 'Needs a session; viewers may call GETs only.', admin: 'Needs the admin role.', proxy: "Called by the proxy (ForwardAuth); carries the browser's cookies." }[op.access]
+  return {
+    tags: [op.tag], summary: op.summary, operationId: `${op.method}${op.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    description: [op.description, access].filter(Boolean).join('\n\n'),
+    security: _security(op.access),
+    ...(parameters.length ? { parameters } : {}),
+    ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: _jsonSchema(op.body, 'input') } } } } : {}),
+    ...(op.multipart ? { requestBody: { required: true, content: { 'multipart/form-data': { schema: _jsonSchema(op.multipart, 'input') } } } } : {}),
+    responses,
+  }
+}
+
+/** The whole document (deterministic: areas and operations in declaration order). */
+export function buildOpenApiDocument() {
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const op of listOperations()) {
+    const item = (paths[op.path] ??= {})
+    if (item[op.method]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} is declared twice`)
+    item[op.method] = _operationObject(op)
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Edge panel API', version: PANEL_VERSION,
+      description: 'Control panel for a Caddy reverse proxy and a CrowdSec security engine. JSON in and out; every error is `{"error": "<what to fix>"}` with a 4xx/5xx status. '
+        + `Authenticate with POST /api/auth/login; the session travels in the \`${SESSION_COOKIE}\` cookie (scripts send the same cookie). Mutations with a browser Origin of another site are refused (403).`,
+    },
+    tags: API_AREAS.map((a) => ({ name: a.tag, description: a.description })),
+    components: {
+      schemas: { Error: _jsonSchema(errorSchema, 'output') },
+      securitySchemes: { panelSession: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'The session cookie set by POST /api/auth/login or POST /api/setup' } },
+    },
+    security: [{ panelSession: [] }],
+    paths,
+  }
+}
+
+export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>

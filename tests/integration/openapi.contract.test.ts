@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { registerTestSecret, startPanel, sessionCookieOf, type PanelHandle } from '../support/panel'
+import { createTestPki } from '../support/certs'
+import { buildOpenApiDocument } from '../../server/utils/openapi/document'
+
+// The served reference, and a sweep over the operations the area suites do not
+// reach, so that their real answers go through the contract check too
+// (tests/support/openapi-contract.ts checks every response of panel.request).
+
+let panel: PanelHandle
+let cookie: string
+const ADMIN = { email: 'owner@example.test', password: 'owner-password-123' }
+
+beforeAll(async () => {
+  registerTestSecret(ADMIN.password, 'viewer-password-1', 'contract-hook-secret')
+  panel = await startPanel({ setupAdmin: false, env: { PANEL_DOMAIN: 'panel.example.test' } })
+})
+afterAll(async () => { await panel?.stop() })
+
+describe('first run and sessions', () => {
+  it('creates the first admin through /api/setup and reads the session', async () => {
+    expect((await panel.request('/api/setup')).json).toEqual({ needs_setup: true })
+    const setup = await panel.request('/api/setup', { method: 'POST', body: { ...ADMIN, name: 'Owner' } })
+    expect(setup.status).toBe(201)
+    cookie = sessionCookieOf(setup)!
+    expect(cookie).toMatch(/^panel_session=/)
+    expect((await panel.request('/api/setup', { method: 'POST', body: ADMIN })).status).toBe(409)
+    expect((await panel.request('/api/auth/session', { cookie })).json.user.email).toBe(ADMIN.email)
+    expect((await panel.request('/api/auth/providers')).json.local).toBe(true)
+  })
+
+  it('answers ForwardAuth with the X-Auth headers, or a redirect to the login page', async () => {
+    const ok = await panel.request('/auth/forward', { cookie })
+    expect(ok.status).toBe(200)
+    expect(ok.headers.get('x-auth-user')).toBe(ADMIN.email)
+    const away = await panel.request('/auth/forward', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-uri': '/x' } })
+    expect(away.status).toBe(302)
+  })
+})
+
+describe('the reference itself', () => {
+  it('serves the document built from the registry, to a session only', async () => {
+    const res = await panel.request('/api/openapi.json', { cookie })
+    expect(res.status).toBe(200)
+    expect(res.json).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())))
+    expect((await panel.request('/api/openapi.json')).status).toBe(401)
+  })
+
+  it('renders every operation in a self-contained page', async () => {
+    const res = await panel.request('/api/docs', { cookie })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(res.text).not.toMatch(/<script|<link|src="http/)
+    for (const path of Object.keys(buildOpenApiDocument().paths)) expect(res.text).toContain(path.replace(/&/g, '&amp;'))
+  })
+})
+
+describe('operations the area suites leave out', () => {
+  it('users: create, read, replace, list, delete', async () => {
+    const created = await panel.request('/api/users', { method: 'POST', cookie, body: { email: 'viewer@example.test', password: 'viewer-password-1', role: 'viewer' } })
+    expect(created.status).toBe(201)
+    const id = created.json.id
+    expect((await panel.request(`/api/users/${id}`, { cookie })).status).toBe(200)
+    expect((await panel.request(`/api/users/${id}`, { method: 'PUT', cookie, body: { email: 'viewer@example.test', name: 'Viewer', role: 'viewer' } })).json.name).toBe('Viewer')
+    expect((await panel.request('/api/users', { cookie })).json).toHaveLength(2)
+    expect((await panel.request(`/api/users/${id}`, { method: 'DELETE', cookie })).status).toBe(204)
+    expect((await panel.request(`/api/users/${id}`, { cookie })).status).toBe(404)
+  })
+
+  it('target groups, hosts and path rules (proxy unreachable: pending)', async () => {
+    const group = await panel.request('/api/target-groups', { method: 'POST', cookie, body: { name: 'app', targets: [{ address: '127.0.0.1:9' }] } })
+    expect(group.status).toBe(201)
+    expect((await panel.request('/api/target-groups', { cookie })).json).toHaveLength(1)
+    expect((await panel.request(`/api/target-groups/${group.json.id}`, { cookie })).status).toBe(200)
+    const put = await panel.request(`/api/target-groups/${group.json.id}`, { method: 'PUT', cookie, body: { name: 'app', targets: [{ address: '127.0.0.1:10', weight: 2 }], health_check: { path: '/healthz' } } })
+    expect(put.status).toBe(200)
+    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'app.example.test', target_group_id: group.json.id, tls_mode: 'none' } })
+    expect(host.status).toBe(201)
+    const rule = await panel.request(`/api/hosts/${host.json.id}/rules`, { method: 'POST', cookie, body: { path: '/old/*', action: 'redirect', redirect_url: '/new', redirect_status: 301 } })
+    expect(rule.status).toBe(201)
+    expect((await panel.request(`/api/hosts/${host.json.id}/rules`, { cookie })).json).toHaveLength(1)
+    expect((await panel.request(`/api/rules/${rule.json.id}`, { method: 'PUT', cookie, body: { path: '/old/*', action: 'respond', respond_status: 410, respond_body: 'gone' } })).status).toBe(200)
+    expect((await panel.request(`/api/rules/${rule.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
+    expect((await panel.request(`/api/target-groups/${group.json.id}`, { method: 'DELETE', cookie })).status).toBe(409)
+  })
+
+  it('manual certificate upload and download', async () => {
+    const group = (await panel.request('/api/target-groups', { cookie })).json[0]
+    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'manual.example.test', target_group_id: group.id, tls_mode: 'none' } })
+    const pki = createTestPki()
+    const leaf = pki.leaf('manual.example.test')
+    const form = new FormData()
+    form.append('cert_pem', new Blob([leaf.certPem]), 'cert.pem')
+    form.append('key_pem', new Blob([leaf.keyPem]), 'key.pem')
+    form.append('chain_pem', new Blob([pki.intermediatePem]), 'chain.pem')
+    const up = await panel.request(`/api/manual-certs/${host.json.id}`, { method: 'POST', cookie, form })
+    expect(up.status).toBe(201)
+    const download = await panel.request(`/api/manual-certs/${host.json.id}/download`, { cookie })
+    expect(download.status).toBe(200)
+    expect(download.text).toContain('BEGIN CERTIFICATE')
+    expect(download.text).not.toContain('PRIVATE KEY')
+  })
+
+  it('notification channels and rules: replace, list, delete', async () => {
+    const channel = await panel.request('/api/notifications/channels', { method: 'POST', cookie, body: { name: 'hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 'contract-hook-secret' } } })
+    expect(channel.status).toBe(201)
+    expect(channel.json.config.secret).toBe('__SET__')
+    const replaced = await panel.request(`/api/notifications/channels/${channel.json.id}`, { method: 'PUT', cookie, body: { name: 'hook 2', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook2', secret: '__UNCHANGED__' } } })
+    expect(replaced.status).toBe(200)
+    const rule = await panel.request('/api/notifications/rules', { method: 'POST', cookie, body: { name: 'r', events: ['backup_failed'], channel_ids: [channel.json.id] } })
+    expect(rule.status).toBe(201)
+    expect((await panel.request('/api/notifications/rules', { cookie })).json).toHaveLength(1)
+    expect((await panel.request(`/api/notifications/rules/${rule.json.id}`, { method: 'PUT', cookie, body: { name: 'r2', events: ['backup_failed', 'config_change'], channel_ids: [channel.json.id], throttle_seconds: 60 } })).status).toBe(200)
+    expect((await panel.request(`/api/notifications/rules/${rule.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
+    expect((await panel.request(`/api/notifications/channels/${channel.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
+  })
+
+  it('backups: take, download, delete', async () => {
+    const backup = await panel.request('/api/backups', { method: 'POST', cookie })
+    expect(backup.status).toBe(201)
+    const download = await panel.request(`/api/backups/${backup.json.id}/download`, { cookie })
+    expect(download.status).toBe(200)
+    expect(download.headers.get('content-type')).toBe('application/gzip')
+    expect((await panel.request(`/api/backups/${backup.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
+  })
+
+  it('errors on unknown paths keep the {error} shape; logout ends the session', async () => {
+    expect((await panel.request('/api/no-such-thing', { cookie })).json).toEqual({ error: expect.any(String) })
+    expect((await panel.request('/api/auth/logout', { method: 'POST', cookie })).status).toBe(204)
+    expect((await panel.request('/api/auth/session', { cookie })).status).toBe(401)
+  })
+})

@@ -1,0 +1,103 @@
+import { appendFileSync } from 'node:fs'
+import Ajv2020 from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import { buildOpenApiDocument } from '../../server/utils/openapi/document'
+import { observePanelResponses, type ObservedResponse } from './panel'
+
+// The OpenAPI contract check: every answer that PanelHandle.request receives
+// from an /api/* path (and /healthz, /auth/forward) is checked against the
+// document the panel serves (built from the same registry,
+// server/utils/openapi/): the operation must exist, the status must be
+// documented (errors may fall back to `default`, the {error} shape), and a JSON
+// body must match the response schema. A mismatch throws, which fails the test
+// at the request that got it.
+//
+// Loaded for every test file by vitest (setupFiles). OPENAPI_CONTRACT=0 turns it
+// off; OPENAPI_COVERAGE_FILE=<path> appends one JSON line per checked response
+// ({method, path, status}) so that `node scripts/openapi-coverage.mjs <path>`
+// can list the operations the suite never exercised.
+
+interface CompiledOperation {
+  method: string
+  template: string
+  pattern: RegExp
+  staticSegments: number
+  responses: Map<string, { validate?: ((v: unknown) => boolean) & { errors?: unknown }; contentTypes: string[] }>
+}
+
+let _operations: CompiledOperation[] | undefined
+let _validateError: ((v: unknown) => boolean) & { errors?: unknown } | undefined
+
+/** Compiled at the first response checked (unit test files never pay for it). */
+function _compile(): CompiledOperation[] {
+  const doc = buildOpenApiDocument()
+  const ajv = new (Ajv2020 as any)({ strict: false, allErrors: true })
+  ;(addFormats as any)(ajv)
+  ajv.addSchema({ $id: 'panel-openapi', components: doc.components })
+  const compile = (schema: unknown) => ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"panel-openapi#/components/')))
+  _validateError = compile(doc.components.schemas.Error)
+  const out: CompiledOperation[] = []
+  for (const [template, item] of Object.entries(doc.paths)) {
+    const segments = template.split('/')
+    const pattern = new RegExp('^' + segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/') + '$')
+    for (const [method, op] of Object.entries(item as Record<string, any>)) {
+      const responses = new Map<string, { validate?: any; contentTypes: string[] }>()
+      for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
+        const content = (r.content ?? {}) as Record<string, { schema: unknown }>
+        const json = content['application/json']
+        responses.set(status, { validate: json ? compile(json.schema) : undefined, contentTypes: Object.keys(content) })
+      }
+      out.push({ method: method.toUpperCase(), template, pattern, staticSegments: segments.filter((s) => !s.startsWith('{')).length, responses })
+    }
+  }
+  // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
+  return out.sort((a, b) => b.staticSegments - a.staticSegments)
+}
+
+function _isChecked(path: string): boolean {
+  return path.startsWith('/api/') || path === '/healthz' || path === '/auth/forward'
+}
+
+function _describeErrors(errors: unknown): string {
+  return JSON.stringify(errors, null, 1).slice(0, 2000)
+}
+
+/** Throws when the response does not match the document. Exported for the contract's own tests. */
+export function checkResponseAgainstDocument(r: ObservedResponse): { template: string | null } {
+  const ops = (_operations ??= _compile())
+  const path = r.path.split('?')[0]!
+  const where = `${r.method} ${path} answered ${r.status}`
+  const candidates = ops.filter((o) => o.pattern.test(path))
+  const op = candidates.find((o) => o.method === r.method)
+  const contentType = (r.headers.get('content-type') ?? '').split(';')[0]!.trim()
+  if (!op) {
+    // Unknown paths and wrong methods must still answer with the {error} shape.
+    if (r.status < 400) throw new Error(`OpenAPI contract: ${where}, but the document has no ${r.method} operation for this path: add it to server/utils/openapi/areas/`)
+    if (!_validateError!(r.json)) throw new Error(`OpenAPI contract: ${where} with a body that is not {"error": "..."}: ${r.text.slice(0, 300)}`)
+    return { template: null }
+  }
+  const documented = op.responses.get(String(r.status))
+  const expected = documented ?? (r.status >= 400 ? op.responses.get('default') : undefined)
+  if (!expected) throw new Error(`OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].join(', ')} for ${op.method} ${op.template}`)
+  if (expected.validate) {
+    if (contentType !== 'application/json') throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says application/json`)
+    if (!expected.validate(r.json)) throw new Error(`OpenAPI contract: ${where}; the body does not match the documented schema of ${op.method} ${op.template} ${documented ? r.status : 'default'}:\n${_describeErrors(expected.validate.errors)}\nbody: ${r.text.slice(0, 1500)}`)
+  } else if (expected.contentTypes.length && !expected.contentTypes.includes(contentType)) {
+    throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says ${expected.contentTypes.join(' or ')}`)
+  } else if (!expected.contentTypes.length && r.text !== '' && r.status !== 302 && op.template !== '/auth/forward') {
+    throw new Error(`OpenAPI contract: ${where} with a body, but the document says none: ${r.text.slice(0, 200)}`)
+  }
+  return { template: op.template }
+}
+
+let _enabled = false
+export function enableOpenApiContract(): void {
+  if (process.env.OPENAPI_CONTRACT === '0' || _enabled) return
+  _enabled = true
+  const coverageFile = process.env.OPENAPI_COVERAGE_FILE
+  observePanelResponses((r) => {
+    if (!_isChecked(r.path.split('?')[0]!)) return
+    const { template } = checkResponseAgainstDocument(r)
+    if (coverageFile && template) appendFileSync(coverageFile, JSON.stringify({ method: r.method, path: template, status: r.status }) + '\n')
+  })
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { checkResponseAgainstDocument } from '../support/openapi-contract'
+
+// The contract check itself: it must refuse what the document does not allow.
+
+const json = (method: string, path: string, status: number, body: unknown) =>
+  ({ method, path, status, headers: new Headers({ 'content-type': 'application/json' }), text: JSON.stringify(body), json: body })
+
+const host = {
+  id: 1, domain: 'a.example.test', aliases: [], target_group_id: 1, enabled: true, tls_mode: 'none', tls_challenge: 'http', tls_email: null,
+  tls_dns_provider: null, tls_acme_ca_url: null, lan_only: false, true_detect_mode: false, auth_required: false, waf_enabled: false,
+  waf_mode: 'detection', rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, bouncer_enabled: true,
+  created_at: '2026-01-01T00:00:00.000Z', updated_at: null, certificate: null,
+}
+
+describe('OpenAPI contract check', () => {
+  it('accepts a body that matches, with a query string and a path parameter', () => {
+    expect(checkResponseAgainstDocument(json('GET', '/api/hosts/1?x=1', 200, host))).toEqual({ template: '/api/hosts/{id}' })
+    expect(checkResponseAgainstDocument(json('GET', '/api/hosts', 200, [host])).template).toBe('/api/hosts')
+  })
+
+  it('refuses a missing field, an extra field and a wrong type', () => {
+    const { certificate: _, ...missing } = host
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, missing))).toThrow(/does not match the documented schema[\s\S]*certificate/)
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, { ...host, secret: 'x' }))).toThrow(/additional/)
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, { ...host, enabled: 'yes' }))).toThrow(/boolean/)
+  })
+
+  it('refuses an undocumented success status and a route the document lacks', () => {
+    expect(() => checkResponseAgainstDocument(json('POST', '/api/hosts', 200, host))).toThrow(/lists only/)
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/not-documented', 200, {}))).toThrow(/no GET operation/)
+  })
+
+  it('lets any error status through when it has the {error} shape, and only then', () => {
+    expect(checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 418, { error: 'no' })).template).toBe('/api/hosts/{id}')
+    expect(checkResponseAgainstDocument(json('GET', '/api/nowhere', 401, { error: 'authentication required' })).template).toBeNull()
+    expect(() => checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 400, { message: 'no' }))).toThrow(/does not match/)
+  })
+
+  it('picks a static path over a parameter (/api/logs/stats is not /api/logs/{id})', () => {
+    const stats = { total: 0, by_status_class: {}, by_source: {}, avg_duration_ms: null, p95_duration_ms: null, top_hosts: [], top_paths: [] }
+    expect(checkResponseAgainstDocument(json('GET', '/api/logs/stats', 200, stats)).template).toBe('/api/logs/stats')
+  })
+
+  it('checks the media type of non-JSON answers and that 204 has no body', () => {
+    const text = (path: string, status: number, type: string, body: string) => ({ method: 'GET', path, status, headers: new Headers({ 'content-type': type }), text: body, json: undefined })
+    expect(checkResponseAgainstDocument(text('/api/backups/1/download', 200, 'application/gzip', 'x')).template).toBe('/api/backups/{id}/download')
+    expect(() => checkResponseAgainstDocument(text('/api/backups/1/download', 200, 'text/html', 'x'))).toThrow(/Content-Type/)
+    expect(() => checkResponseAgainstDocument({ ...text('/api/hosts/1', 204, '', 'oops'), method: 'DELETE' })).toThrow(/says none/)
+  })
+})
