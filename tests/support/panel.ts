@@ -117,7 +117,8 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
       return cookie
     },
     db() {
-      dbClient ??= createClient({ url: `file:${join(dataDir, 'panel.db')}` })
+      // A busy timeout like the panel's own: the panel may hold the write lock when a test inserts.
+      dbClient ??= createClient({ url: `file:${join(dataDir, 'panel.db')}`, timeout: 5000 })
       return dbClient
     },
     async stop() {

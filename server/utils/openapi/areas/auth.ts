@@ -1,9 +1,8 @@
 import { z } from 'zod'
-import { loginBody, roleSchema, setupBody } from '../../auth/schemas'
+import { emptyBody, loginBody, oidcCallbackQuery, oidcLoginQuery, roleSchema, setupBody, totpCodeBody } from '../../auth/schemas'
 import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: authentication, first-run setup, ForwardAuth (users: system.ts).
-// (TOTP and OIDC routes land in this file as they are added.)
 
 export const userSchema = z.strictObject({
   id: z.number().int(), email: z.string(), name: z.string(), role: roleSchema,
@@ -31,10 +30,52 @@ export const authOperations = [
     description: '5 failures for one account or 20 from one address within 15 minutes answer 429 with Retry-After.',
     body: loginBody,
     responses: {
-      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
+      200: ok('logged in, or (account with TOTP) a pending second step: `{totp_pending: true}` with a short-lived panel_totp_pending cookie',
+        z.union([z.strictObject({ user: sessionUserSchema }), z.strictObject({ totp_pending: z.literal(true) })]), { headers: sessionCookie }),
       401: ok('bad credentials'),
       429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
     },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/login/totp', access: 'public', summary: 'Second login step: a TOTP code (or a recovery code) with the pending cookie',
+    description: 'A code is accepted once, within ±1 30-second step. Failures are throttled like passwords (429 with Retry-After).',
+    body: totpCodeBody,
+    responses: {
+      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
+      401: ok('wrong, replayed or expired code, or no pending login'),
+      429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
+    },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/totp/setup', access: 'session', summary: 'Start TOTP enrolment: a new secret and its otpauth:// URI (not active until enabled)',
+    body: emptyBody,
+    responses: { 200: ok('the secret to enter in an authenticator app', z.strictObject({ secret: z.string(), otpauth_uri: z.string() })), 409: ok('TOTP is already on, or not for this account') },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/totp/enable', access: 'session', summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
+    body: totpCodeBody,
+    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 401: ok('wrong code') },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/totp/disable', access: 'session', summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
+    body: totpCodeBody,
+    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 401: ok('wrong code') },
+  }),
+  operation({
+    method: 'post', path: '/api/auth/totp/recovery-codes', access: 'session', summary: 'A new set of recovery codes (the old set stops working)',
+    body: totpCodeBody,
+    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 401: ok('wrong code') },
+  }),
+  operation({
+    method: 'get', path: '/api/auth/oidc/login', access: 'public', summary: 'Start an OIDC login (authorization code with PKCE S256)',
+    query: oidcLoginQuery,
+    responses: { 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
+  }),
+  operation({
+    method: 'get', path: '/api/auth/oidc/callback', access: 'public', summary: 'OIDC redirect URI: completes the login',
+    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, invalid_request, provider_error, internal_error (docs/auth.md).',
+    query: oidcCallbackQuery,
+    responses: { 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
   }),
   operation({
     method: 'post', path: '/api/auth/logout', access: 'session', summary: 'Log out: deletes the session and clears the cookie',

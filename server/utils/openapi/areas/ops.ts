@@ -1,12 +1,12 @@
 import { z } from 'zod'
 import { channelBody } from '../../ops/notify/channels'
+import { pushSubscriptionBody } from '../../ops/notify/push'
 import { EVENT_NAMES, ruleBody as notificationRuleBody } from '../../ops/notify/queue'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 import { geoStatusSchema } from './countries'
 import { timeseriesPointSchema } from './logs'
 
 // Area: operations: notifications, backups, dashboards.
-// (Web push routes land in this file as they are added.)
 
 const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
 
@@ -30,7 +30,20 @@ export const proxyHealthSchema = z.strictObject({
 })
 export const engineHealthSchema = z.strictObject({ reachable: nullable(z.boolean()), checked_at: nullableTimestamp(), since: nullableTimestamp(), error: nullable(z.string()) })
 
+export const pushSubscriptionSchema = z.strictObject({
+  id: z.number().int(), endpoint_origin: z.string().describe('only the origin: the full endpoint is a capability URL'), user_id: nullable(z.number().int()),
+  user_agent: nullable(z.string()), last_status: nullable(z.string()), last_error: nullable(z.string()), last_sent_at: nullableTimestamp(),
+  created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+
 export const opsOperations = [
+  operation({ method: 'get', path: '/api/notifications/push/public-key', access: 'session', summary: 'The VAPID application server key for PushManager.subscribe', responses: { 200: ok('base64url of the uncompressed P-256 public key', z.strictObject({ public_key: z.string() })) } }),
+  operation({ method: 'get', path: '/api/notifications/push/subscriptions', access: 'session', summary: 'Browser push subscriptions', responses: { 200: ok('subscriptions', z.array(pushSubscriptionSchema)) } }),
+  operation({
+    method: 'post', path: '/api/notifications/push/subscriptions', access: 'session', summary: "Store a browser's PushSubscription.toJSON()", body: pushSubscriptionBody,
+    responses: { 201: ok('stored', pushSubscriptionSchema), 200: ok('that endpoint was already stored; keys refreshed', pushSubscriptionSchema) },
+  }),
+  operation({ method: 'delete', path: '/api/notifications/push/subscriptions/{id}', access: 'session', summary: 'Remove a push subscription', params: idParam('subscription'), responses: { 204: noContent(), 404: ok('no such subscription') } }),
   operation({ method: 'get', path: '/api/notifications/channels', access: 'session', summary: 'Notification channels', responses: { 200: ok('channels', z.array(channelSchema)) } }),
   operation({ method: 'post', path: '/api/notifications/channels', access: 'session', summary: 'Create a channel', body: channelBody, responses: { 201: ok('the channel', channelSchema) } }),
   operation({
