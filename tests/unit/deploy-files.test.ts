@@ -63,7 +63,8 @@ function panelVariables(): { names: string[]; aliases: Map<string, string> } {
   // `_opt(env, 'PORT') ?? _opt(env, 'NITRO_PORT')`: the second is another name for the first.
   const aliases = new Map<string, string>()
   for (const m of src.matchAll(/_opt\(env, '([A-Z0-9_]+)'\) \?\? _opt\(env, '([A-Z0-9_]+)'\)/g)) aliases.set(m[2]!, m[1]!)
-  return { names: [...names].sort(), aliases }
+  // PANEL_TEST_* are test hooks (docs/testing.md), never part of a deployment.
+  return { names: [...names].filter((n) => !n.startsWith('PANEL_TEST_')).sort(), aliases }
 }
 
 describe('deploy/panel/Dockerfile', () => {
