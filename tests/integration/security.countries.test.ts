@@ -133,7 +133,7 @@ describe('the real country database', () => {
       for (const cc of ['LU', 'FR']) {
         const res = await panel.request(`/api/security/countries/${cc}/expand`, { method: 'POST', cookie, body: { duration: '24h' } })
         const job = await waitForJob(panel, cookie, res.json.id, 120_000)
-        expect(job).toMatchObject({ state: 'completed', chunks_failed: 0 })
+        expect(job, `job ${cc}: ${job.error_message}`).toMatchObject({ state: 'completed', chunks_failed: 0 })
         expect(job.chunks_done).toBe(job.chunks_total)
         const record = (await panel.request('/api/security/countries', { cookie })).json.find((r: any) => r.country_code === cc)
         const inLapi = (await originDecisions(cc)).map((d: any) => d.value).sort()

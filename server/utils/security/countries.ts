@@ -101,6 +101,26 @@ function _alertFor(cc: string, chunk: string[], index: number, total: number, du
   }]
 }
 
+/**
+ * POST one chunk's alert. A chunk that fails is tried once more after a short
+ * pause: a busy local API (seen once in a CI run, cause not caught) should not
+ * leave a hole in a country ban. Should the first attempt have landed after
+ * all, the range is banned twice; a re-expansion or a revoke removes both.
+ */
+async function _commitChunkWithOneRetry(cc: string, alert: ReturnType<typeof _alertFor>, label: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await machineRequest('POST', 'v1/alerts', { body: alert })
+      if (res.status !== 201) throw new Error(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`)
+      return
+    } catch (err) {
+      if (attempt >= 2) throw err
+      logger.warn(`country ${cc}: chunk ${label} failed, trying once more: ${_describe(err)}`)
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+}
+
 /** Runs one job to its end; never throws (the job row records the outcome). */
 async function _runJob(job: JobRow): Promise<void> {
   const cc = job.countryCode
@@ -120,8 +140,7 @@ async function _runJob(job: JobRow): Promise<void> {
     try { await deleteDecisionsMatching({ origin: originOf(cc) }) } catch (err) { firstError = _describe(err) }
     for (const [i, chunk] of chunks.entries()) {
       try {
-        const res = await machineRequest('POST', 'v1/alerts', { body: _alertFor(cc, chunk, i, chunks.length, job.duration) })
-        if (res.status !== 201) throw new Error(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`)
+        await _commitChunkWithOneRetry(cc, _alertFor(cc, chunk, i, chunks.length, job.duration), `${i + 1}/${chunks.length}`)
         committed.push(...chunk)
       } catch (err) {
         failed++
