@@ -12,7 +12,7 @@ export default defineNitroConfig({
     // The stored backup.schedule is evaluated on every tick, so a new schedule applies at once.
     '*/5 * * * * *': ['backups:tick'], '0 6 * * *': ['certs:check-expiry'] },
   // Migrations ship inside the bundle so the built server needs no source tree.
-  serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }, { baseName: 'ui', dir: './ui/dist', pattern: 'index.html' }],
+  serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }, { baseName: 'ui', dir: './ui/dist-html', pattern: 'index.html' }],
   // The web UI (built by scripts/build-ui.mjs first): files at `/`, deep links answered with index.html.
   publicAssets: [{ dir: './ui/dist/assets', baseURL: '/assets', maxAge: 31536000 }, { dir: './ui/dist', baseURL: '/' }],
   handlers: [{ route: '/**', method: 'get', handler: '~/server/ui-fallback.ts' }],

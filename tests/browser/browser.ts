@@ -20,15 +20,10 @@ export async function launchChromium(): Promise<{ browser: BrowserContext; close
   return { browser: context, close: () => context.close() }
 }
 
-/**
- * Collects console errors and uncaught page errors; the tests fail on any.
- * One browser log line is expected and allowed: the 401 of GET /api/auth/session,
- * which is how the app learns that nobody is logged in (the cookie is HttpOnly).
- */
+/** Collects console errors and uncaught page errors; the tests fail on any. */
 export function watchConsole(page: Page, into: string[]) {
   page.on('console', (m) => {
     if (m.type() !== 'error') return
-    if (/status of 401/.test(m.text()) && /\/api\/auth\/session$/.test(m.location().url ?? '')) return
     into.push(`${m.text()} @ ${m.location().url}`)
   })
   page.on('pageerror', (e) => into.push(`uncaught: ${e.message}`))

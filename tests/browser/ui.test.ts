@@ -77,7 +77,10 @@ describe('the web UI in Chromium', () => {
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toMatch(/^text\/html/)
       expect(res.text).toContain('<div id="app"></div>')
+      expect(res.text).toContain('<meta name="panel-session" content="none">')
     }
+    // With a valid cookie the page says so: the app then asks for the session instead of assuming none.
+    expect((await stack.panel.request('/hosts/12', { cookie: stack.admin })).text).toContain('<meta name="panel-session" content="active">')
     const api404 = await stack.panel.request('/api/no-such-route', { cookie: stack.admin })
     expect([api404.status, api404.json]).toEqual([404, { error: 'no route for GET /api/no-such-route' }])
     expect((await stack.panel.request('/api/hosts')).status).toBe(401)

@@ -17,7 +17,7 @@ function _newest(path: string): number {
   const st = statSync(path)
   if (!st.isDirectory()) return st.mtimeMs
   let newest = st.mtimeMs
-  for (const name of readdirSync(path)) if (name !== 'node_modules' && name !== 'dist') newest = Math.max(newest, _newest(join(path, name)))
+  for (const name of readdirSync(path)) if (name !== 'node_modules' && name !== 'dist' && name !== 'dist-html') newest = Math.max(newest, _newest(join(path, name)))
   return newest
 }
 
