@@ -67,6 +67,13 @@ function panelVariables(): { names: string[]; aliases: Map<string, string> } {
   return { names: [...names].filter((n) => !n.startsWith('PANEL_TEST_')).sort(), aliases }
 }
 
+describe('.dockerignore', () => {
+  it('keeps the host\'s modules, builds and databases out of the image build', () => {
+    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
+    for (const p of ['node_modules', '.output', '.data', 'data', 'ui/dist']) expect(ignored, `.dockerignore must list ${p}`).toContain(p)
+  })
+})
+
 describe('deploy/panel/Dockerfile', () => {
   const { stages } = parseDockerfile(read('panel/Dockerfile'))
   const runtime = stages.at(-1)!
@@ -77,7 +84,7 @@ describe('deploy/panel/Dockerfile', () => {
   })
 
   it('builds in the first stage and ships only the bundle (production dependencies traced by Nitro)', () => {
-    expect(all(stages[0]!, 'RUN').map((r) => r.args).join('\n')).toMatch(/npm ci[\s\S]*nitro build/)
+    expect(all(stages[0]!, 'RUN').map((r) => r.args).join('\n')).toMatch(/npm ci[\s\S]*npm run build/)
     const copies = all(runtime, 'COPY').map((c) => c.args)
     const fromBuild = copies.filter((c) => c.includes('--from='))
     expect(fromBuild).toEqual([expect.stringMatching(/--from=build \/src\/\.output \.\/\.output$/)])
