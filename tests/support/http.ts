@@ -50,12 +50,20 @@ export function presentedCertificate(port: number, servername: string, ca: strin
 /** Reads a server-sent events body until `needle` shows up or the time is up; returns what was read. */
 export async function readSseUntil(body: ReadableStream<Uint8Array>, needle: string, timeoutMs = 5_000): Promise<string> {
   const reader = body.getReader()
+  const decoder = new TextDecoder()
   let text = ''
   const deadline = Date.now() + timeoutMs
+  // One read is kept pending across the waits: a read abandoned on a timeout
+  // would swallow the chunk that later resolves it.
+  let pending: Promise<ReadableStreamReadResult<Uint8Array>> | undefined
   while (!text.includes(needle) && Date.now() < deadline) {
-    const { value, done } = await Promise.race([reader.read(), new Promise<{ value: undefined; done: false }>((r) => setTimeout(() => r({ value: undefined, done: false }), 250))])
-    if (done) break
-    if (value) text += new TextDecoder().decode(value)
+    pending ??= reader.read()
+    const tick = new Promise<'tick'>((r) => setTimeout(() => r('tick'), Math.max(1, Math.min(250, deadline - Date.now()))))
+    const result = await Promise.race([pending, tick])
+    if (result === 'tick') continue
+    pending = undefined
+    if (result.done) break
+    if (result.value) text += decoder.decode(result.value, { stream: true })
   }
   await reader.cancel()
   return text
