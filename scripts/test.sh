@@ -12,9 +12,13 @@ if [ "${PANEL_TEST_BROWSER:-0}" = 1 ] || [ -d tests/browser ]; then want_browser
 
 section "system packages"
 missing=()
-for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip; do
+# Debian's caddy is the compatibility suite's stock 2.6.2; Debian's crowdsec
+# package brings the offline hub and data the engine built below runs on; gcc
+# builds CrowdSec (cgo sqlite).
+for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip gcc; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
 done
+[ -d /usr/share/crowdsec/hub ] || missing+=(crowdsec-hub)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing: ${missing[*]}; installing from Debian"
@@ -26,7 +30,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -s /etc/crowdsec/online_api_credentials.yaml ]; then
     echo '# no CAPI (offline)' | $SUDO tee /etc/crowdsec/online_api_credentials.yaml >/dev/null
   fi
-  pkgs=(caddy pebble crowdsec jq openssl curl iproute2)
+  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc)
   if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"
 else
@@ -37,6 +41,14 @@ if [ "${SKIP_NPM_CI:-0}" != 1 ]; then
   section "npm ci"
   npm ci --no-audit --no-fund
 fi
+
+section "edge components (production Caddy, CrowdSec)"
+command -v go >/dev/null 2>&1 || { echo "go is not installed: the edge components build from Go modules" >&2; exit 1; }
+t0=$SECONDS
+edge_paths=$(bash scripts/build-edge.sh)
+echo "$edge_paths"
+echo "edge components ready in $((SECONDS - t0)) s"
+while IFS= read -r line; do export "$line"; done <<<"$edge_paths"
 
 section "build"
 npm run build

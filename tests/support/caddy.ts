@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshRequest } from './admin-http'
+import { edgeBinaries, STOCK_CADDY_BIN } from './edge-bins'
 import { freePort } from './ports'
 import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
-export const CADDY_BIN = '/usr/bin/caddy'
 
 export interface CaddyHandle {
   /** 'http://127.0.0.1:<port>' */
@@ -12,6 +12,8 @@ export interface CaddyHandle {
   /** '127.0.0.1:<port>': every config sent to /load must carry it as admin.listen. */
   adminListen: string
   workDir: string
+  /** The binary: the production Caddy with its plugins, or Debian's stock one. */
+  bin: string
   /** An empty folder for `"storage": {"module": "file_system", "root": storageDir}`. */
   storageDir: string
   /** Caddy's stderr/stdout (JSON lines). */
@@ -30,12 +32,15 @@ export interface CaddyHandle {
 }
 
 /**
- * The stock Debian Caddy, started with an empty bootstrap config whose admin API
- * listens on a free loopback port, in its own folder (no Caddyfile there; XDG dirs
- * and HOME inside it; config persistence off).
+ * Caddy started with an empty bootstrap config whose admin API listens on a free
+ * loopback port, in its own folder (no Caddyfile there; XDG dirs and HOME inside
+ * it; config persistence off). By default the production Caddy with every plugin
+ * (deploy/proxy/caddy, built by scripts/build-edge.sh); `stock: true` runs
+ * Debian's Caddy 2.6.2 for the compatibility suite.
  */
-export async function startCaddy(opts: { workDir?: string } = {}): Promise<CaddyHandle> {
-  requireBinary(CADDY_BIN, 'caddy')
+export async function startCaddy(opts: { workDir?: string; stock?: boolean } = {}): Promise<CaddyHandle> {
+  const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
+  requireBinary(bin, 'caddy')
   const workDir = opts.workDir ?? makeTempDir('caddy-')
   for (const d of ['data', 'config', 'home', 'storage']) mkdirSync(join(workDir, d), { recursive: true })
   const port = await freePort()
@@ -49,7 +54,7 @@ export async function startCaddy(opts: { workDir?: string } = {}): Promise<Caddy
 
   const start = async () => {
     const t0 = performance.now()
-    proc = startProcess(CADDY_BIN, ['run', '--config', bootstrap], {
+    proc = startProcess(bin, ['run', '--config', bootstrap], {
       cwd: workDir, logFile,
       env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home') },
     })
@@ -64,7 +69,7 @@ export async function startCaddy(opts: { workDir?: string } = {}): Promise<Caddy
   }
   await start()
   return {
-    adminUrl, adminListen, workDir, storageDir: join(workDir, 'storage'), logFile,
+    adminUrl, adminListen, workDir, bin, storageDir: join(workDir, 'storage'), logFile,
     get pid() { return proc!.pid },
     get startMs() { return startMs },
     async stop() { await proc?.stop() },

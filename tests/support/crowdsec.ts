@@ -1,16 +1,28 @@
-import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freshRequest } from './admin-http'
+import { REPO_ROOT } from './build'
+import { edgeBinaries } from './edge-bins'
 import { freePorts } from './ports'
 import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
 const run = promisify(execFile)
 
-export const CROWDSEC_BIN = '/usr/bin/crowdsec'
-export const CSCLI_BIN = '/usr/bin/cscli'
+/** The engine's binaries: CrowdSec built from its module source by scripts/build-edge.sh. */
+export const crowdsecBinaries = () => ({ crowdsec: edgeBinaries().crowdsec, cscli: edgeBinaries().cscli })
+/**
+ * Sources the harness keeps the engine's own scenarios from acting on (a parser
+ * whitelist of its own): public-client addresses 198.51.100.1-127. A test about
+ * the engine's own decisions uses an address of 198.51.100.128/25. Loopback is
+ * already whitelisted by the hub's crowdsecurity/whitelists.
+ */
+export const HARNESS_WHITELIST = ['198.51.100.0/25']
+/** The offline hub and data of Debian's package (the engine binary is ours; the hub cannot be downloaded here). */
+const DEBIAN_HUB = '/usr/share/crowdsec/hub', DEBIAN_DATA = '/usr/share/crowdsec/data', DEBIAN_ETC = '/etc/crowdsec'
+const DEPLOY_CROWDSEC = join(REPO_ROOT, 'deploy/crowdsec')
 /** The LAPI refuses a User-Agent that is not shaped name/version (Node's fetch sends `node`). */
 export const LAPI_USER_AGENT = 'panel-test/1.0'
 
@@ -27,8 +39,14 @@ export interface CrowdsecHandle {
   configFile: string
   dataDir: string
   hubDir: string
-  /** The file the agent would read (acquis.yaml points at it with labels type: caddy). */
+  /** Whether the agent runs (acquisition, parsers, scenarios) beside the local API. */
+  agent: boolean
+  /** The proxy's log folder the agent reads. */
+  logDir: string
+  /** `<logDir>/access.log`, read with labels type: caddy. */
   accessLogFile: string
+  /** `<logDir>/waf-audit.log`, read with labels type: coraza-audit (deploy/crowdsec's parser). */
+  wafAuditLogFile: string
   logFile: string
   readonly pid: number
   /** Milliseconds the last start took until /health answered up. */
@@ -44,25 +62,51 @@ export interface CrowdsecHandle {
   testConfig(): Promise<{ ok: boolean; output: string }>
 }
 
+export interface CrowdsecOptions {
+  /** false: the local API alone (`-no-cs`). Default: the whole engine, agent and local API. */
+  agent?: boolean
+  /** The proxy's log folder (PROXY_LOG_DIR of the panel driving the proxy). Default: a folder of its own. */
+  logDir?: string
+  /** Sources the engine's scenarios never act on; default HARNESS_WHITELIST. */
+  harnessWhitelist?: string[]
+}
+
+/** The harness's own parser whitelist (never the panel's file). */
+function _harnessWhitelistYaml(entries: string[]): string {
+  const ips = entries.filter((e) => !e.includes('/')), cidrs = entries.filter((e) => e.includes('/'))
+  return ['name: panel-test/harness-whitelist', 'description: "test clients the engine must not ban by itself"', 'whitelist:',
+    '  reason: "test harness client"', ...(ips.length ? [`  ip: ${JSON.stringify(ips)}`] : []), ...(cidrs.length ? [`  cidr: ${JSON.stringify(cidrs)}`] : []), ''].join('\n')
+}
+
 /**
- * The CrowdSec local API alone (`-no-cs`) with an isolated configuration on a free
- * loopback port, a machine `panel` (random password) and a bouncer `panel-bouncer`
- * (random key). CS_LAPI_SECRET is fixed per handle, so JWTs survive restarts.
+ * CrowdSec (the version scripts/build-edge.sh pins) with an isolated configuration
+ * on a free loopback port: by default the whole engine, its agent reading the
+ * proxy's access log (hub collection crowdsecurity/caddy) and WAF audit log
+ * (deploy/crowdsec's parser and scenario), beside the local API. A machine
+ * `panel` (random password) and a bouncer `panel-bouncer` (random key).
+ * CS_LAPI_SECRET is fixed per handle, so JWTs survive restarts.
  */
-export async function startCrowdsec(): Promise<CrowdsecHandle> {
-  requireBinary(CROWDSEC_BIN, 'crowdsec')
-  requireBinary(CSCLI_BIN, 'cscli')
+export async function startCrowdsec(opts: CrowdsecOptions = {}): Promise<CrowdsecHandle> {
+  const { crowdsec: CROWDSEC_BIN, cscli: CSCLI_BIN } = crowdsecBinaries()
+  requireBinary(CROWDSEC_BIN, 'crowdsec (built by scripts/build-edge.sh)')
+  requireBinary(CSCLI_BIN, 'cscli (built by scripts/build-edge.sh)')
+  requireBinary(DEBIAN_HUB, "the offline hub of Debian's crowdsec package")
+  const agent = opts.agent ?? true
   const root = makeTempDir('crowdsec-')
   const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
   mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
-  cpSync('/usr/share/crowdsec/hub', hub, { recursive: true })
-  for (const f of readdirSync('/usr/share/crowdsec/data')) cpSync(join('/usr/share/crowdsec/data', f), join(data, f), { recursive: true })
-  cpSync('/etc/crowdsec/patterns', join(etc, 'patterns'), { recursive: true })
-  for (const f of ['profiles.yaml', 'simulation.yaml']) cpSync(join('/etc/crowdsec', f), join(etc, f))
+  cpSync(DEBIAN_HUB, hub, { recursive: true })
+  for (const f of readdirSync(DEBIAN_DATA)) cpSync(join(DEBIAN_DATA, f), join(data, f), { recursive: true })
+  cpSync(join(DEBIAN_ETC, 'patterns'), join(etc, 'patterns'), { recursive: true })
+  for (const f of ['profiles.yaml', 'simulation.yaml']) cpSync(join(DEBIAN_ETC, f), join(etc, f))
+  mkdirSync(join(etc, 'notifications'), { recursive: true })
   writeFileSync(join(etc, 'local_api_credentials.yaml'), '')
-  const accessLogFile = join(root, 'access.log')
-  writeFileSync(accessLogFile, '')
-  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n`)
+  const logDir = opts.logDir ?? join(root, 'proxy-logs')
+  mkdirSync(logDir, { recursive: true })
+  const accessLogFile = join(logDir, 'access.log'), wafAuditLogFile = join(logDir, 'waf-audit.log')
+  // The files exist before the agent starts (Caddy appends to them).
+  for (const f of [accessLogFile, wafAuditLogFile]) if (!existsSync(f)) writeFileSync(f, '')
+  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n---\nfilenames: [${wafAuditLogFile}]\nlabels: {type: coraza-audit}\n`)
   const [port, promPort] = await freePorts(2)
   const configFile = join(etc, 'config.yaml')
   writeFileSync(configFile, `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
@@ -97,12 +141,15 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     const r = await freshRequest(`${url}/health`, { timeoutMs: 2_000, headers: { 'user-agent': LAPI_USER_AGENT } })
     return r.status === 200 && r.body.includes('"up"')
   }
-  const start = async () => {
+  const start = async (withAgent = agent) => {
     const t0 = performance.now()
     // Started directly (no shell, no `cd … &&`): the PID is crowdsec's own.
-    proc = startProcess(CROWDSEC_BIN, ['-c', configFile, '-no-cs'], { cwd: root, logFile, env: { CS_LAPI_SECRET: secret } })
+    const logStart = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0
+    proc = startProcess(CROWDSEC_BIN, ['-c', configFile, ...(withAgent ? [] : ['-no-cs'])], { cwd: root, logFile, env: { CS_LAPI_SECRET: secret } })
     try {
       await waitFor(healthy, { timeoutMs: 20_000, what: `crowdsec LAPI (${url})`, process: proc })
+      // The agent has loaded its parsers and scenarios and follows its files.
+      if (withAgent) await waitFor(async () => readFileSync(logFile, 'utf8').slice(logStart).includes(AGENT_READY_LINE), { timeoutMs: 30_000, what: 'crowdsec agent', process: proc })
     } catch (err) {
       await proc.stop()
       throw err
@@ -117,7 +164,20 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       throw new Error(`cscli ${args.join(' ')} failed: ${e.stderr || e.message}`)
     }
   }
-  await start()
+  // The agent side: the hub's caddy collection, the project's WAF audit parser and
+  // scenario (deploy/crowdsec, as the compose stack mounts them), the harness whitelist.
+  if (agent) {
+    await cscli(['collections', 'install', 'crowdsecurity/caddy'])
+    await cscli(['parsers', 'install', 'crowdsecurity/syslog-logs', 'crowdsecurity/dateparse-enrich', 'crowdsecurity/whitelists'])
+    for (const [from, to] of [['parsers/s01-parse/panel-coraza-audit.yaml', 'parsers/s01-parse'], ['scenarios/panel-coraza-waf-blocks.yaml', 'scenarios']] as const) {
+      mkdirSync(join(etc, to), { recursive: true })
+      copyFileSync(join(DEPLOY_CROWDSEC, from), join(etc, to, from.split('/').pop()!))
+    }
+    const harness = opts.harnessWhitelist ?? HARNESS_WHITELIST
+    if (harness.length) writeFileSync(join(etc, 'parsers/s02-enrich/harness-whitelist.yaml'), _harnessWhitelistYaml(harness))
+  }
+  // The local API alone first: the agent cannot log in before its machine exists.
+  await start(false)
   const machineId = 'panel'
   const machinePassword = randomBytes(16).toString('hex')
   const machineCredentialsFile = join(etc, 'panel_credentials.yaml')
@@ -127,13 +187,15 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
     // The agent side (crowdsec -t, or a run without -no-cs) logs in with its own machine.
     await cscli(['machines', 'add', 'agent', '--password', randomBytes(16).toString('hex'), '-f', join(etc, 'local_api_credentials.yaml'), '--force'])
+    // The agent could not log in before its machine existed: start it again, now as the whole engine.
+    if (agent) { await proc?.stop(); await start(true) }
   } catch (err) {
     await proc?.stop()
     throw err
   }
   return {
-    url, machineId, machinePassword, machineCredentialsFile, bouncerKey,
-    configDir: etc, configFile, dataDir: data, hubDir: hub, accessLogFile, logFile, cscli,
+    url, machineId, machinePassword, machineCredentialsFile, bouncerKey, agent, logDir,
+    configDir: etc, configFile, dataDir: data, hubDir: hub, accessLogFile, wafAuditLogFile, logFile, cscli,
     get pid() { return proc!.pid },
     get startMs() { return startMs },
     async stop() { await proc?.stop() },
@@ -150,6 +212,9 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     },
   }
 }
+
+/** A line the agent logs once its acquisition runs (parsers and scenarios loaded). */
+const AGENT_READY_LINE = 'Starting processing data'
 
 export interface TestDecision { value: string; scope?: 'Ip' | 'Range'; origin?: string; scenario?: string; duration?: string; type?: string }
 

@@ -6,24 +6,31 @@ import { makeTempDir } from './processes'
 
 export type { CaddyHandle }
 
+/** Every module the production Caddy has (the panel's own default). */
+export const ALL_PROXY_MODULES = 'crowdsec,waf,ratelimit,dns'
+
 export interface ProxyStack {
   caddy: CaddyHandle; panel: PanelHandle; admin: string; httpPort: number; httpsPort: number; logDir: string
   stop(): Promise<void>
 }
 
-/** A real Caddy plus the built panel driving it (PROXY_MODULES=none unless overridden). */
-export async function startProxyStack(opts: { env?: Record<string, string>; dataDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number } = {}): Promise<ProxyStack> {
-  const caddy = await startCaddy()
+/**
+ * A real Caddy plus the built panel driving it: the production Caddy with every
+ * module by default; `stockCaddy: true` runs Debian's Caddy 2.6.2 with
+ * PROXY_MODULES=none (the compatibility suite).
+ */
+export async function startProxyStack(opts: { env?: Record<string, string>; dataDir?: string; logDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number; stockCaddy?: boolean } = {}): Promise<ProxyStack> {
+  const caddy = await startCaddy({ stock: opts.stockCaddy })
   const httpPort = opts.httpPort ?? await freePort()
   const httpsPort = opts.httpsPort ?? await freePort()
-  const logDir = makeTempDir('proxy-logs-')
+  const logDir = opts.logDir ?? makeTempDir('proxy-logs-')
   const httpListen = [`127.0.0.1:${httpPort}`, ...(opts.httpListenExtra ?? []).map((a) => `${a}:${httpPort}`)]
   let panel: PanelHandle
   try {
     panel = await startPanel({
       dataDir: opts.dataDir,
       env: {
-        PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: 'none', PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
+        PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES, PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
         PROXY_HTTP_LISTEN: httpListen.join(','), PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
         PANEL_DOMAIN: 'panel.example.test', PANEL_PUBLIC_URL: 'https://panel.example.test',
         ...opts.env,

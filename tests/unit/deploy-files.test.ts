@@ -118,37 +118,38 @@ describe('deploy/panel/Dockerfile', () => {
 })
 
 describe('deploy/proxy/Dockerfile', () => {
-  const { stages, globalArgs } = parseDockerfile(read('proxy/Dockerfile'))
+  const { stages } = parseDockerfile(read('proxy/Dockerfile'))
   const build = stages[0]!, runtime = stages.at(-1)!
-  const xcaddy = all(build, 'RUN').find((r) => r.args.startsWith('xcaddy build'))!
+  const goMod = read('proxy/caddy/go.mod'), mainGo = read('proxy/caddy/main.go')
 
-  it('builds Caddy with xcaddy, every plugin at a pinned version', () => {
-    expect(build.from).toMatch(/^caddy:[\d.]+-builder$/)
-    expect(xcaddy).toBeDefined()
-    const defaults = new Map([...globalArgs, ...all(build, 'ARG')].map((a) => a.args.split('=') as [string, string]).filter((a) => a[1]))
-    const caddyVersion = /xcaddy build v\$\{(\w+)\}/.exec(xcaddy.args)
-    expect(defaults.get(caddyVersion![1]!)).toMatch(/^2\.\d+\.\d+$/)
-    const modules = [...xcaddy.args.matchAll(/--with (\S+)/g)].map((m) => m[1]!)
-    expect(modules.length).toBeGreaterThanOrEqual(6)
-    for (const m of modules) {
-      const version = /@(\S+)$/.exec(m)?.[1]
-      expect(version, `${m} has no version`).toBeDefined()
-      const resolved = version!.replace(/^\$\{(\w+)\}$/, (_x, name: string) => defaults.get(name) ?? '')
-      expect(resolved, `${m}: pinned to a tag or commit`).toMatch(/^(v\d+\.\d+\.\d+|[0-9a-f]{12,40})$/)
-    }
+  it('builds the Go module in deploy/proxy/caddy, the one the tests build, verified against its go.sum', () => {
+    expect(build.from).toMatch(/^golang:1\.\d+/)
+    const copies = all(build, 'COPY').map((c) => c.args).join(' ')
+    for (const f of ['caddy/go.mod', 'caddy/go.sum', 'caddy/main.go']) expect(copies).toContain(f)
+    const goBuild = all(build, 'RUN').find((r) => r.args.includes('go build'))!
+    expect(goBuild.args).toMatch(/-mod=readonly/)
+    // The test build (scripts/build-edge.sh) uses the same folder and the same flags.
+    const script = readFileSync(join(REPO_ROOT, 'scripts/build-edge.sh'), 'utf8')
+    expect(script).toContain('deploy/proxy/caddy')
+    expect(script).toMatch(/GOFLAGS=-mod=readonly go build -trimpath -ldflags '-s -w'/)
+    expect(goBuild.args).toMatch(/go build -trimpath -ldflags '-s -w'/)
   })
 
-  it('has a plugin for every proxy module the panel can drive, and checks them in the build', () => {
-    const modules = xcaddy.args
-    const needs: Record<(typeof PROXY_MODULE_NAMES)[number], RegExp[]> = {
-      crowdsec: [/caddy-crowdsec-bouncer\/http@/, /caddy-crowdsec-bouncer\/appsec@/],
-      waf: [/coraza-caddy\/v2@/],
-      ratelimit: [/caddy-ratelimit@/],
-      dns: [/caddy-dns\/cloudflare@/, /caddy-dns\/route53@/],
+  it('pins every plugin the panel can drive to a version, and imports it', () => {
+    const required = new Map([...goMod.matchAll(/^\s*(\S+) (v\S+)(?: \/\/ indirect)?$/gm)].map((m) => [m[1]!, m[2]!]))
+    const needs: Record<(typeof PROXY_MODULE_NAMES)[number], string[]> = {
+      crowdsec: ['github.com/hslatman/caddy-crowdsec-bouncer'],
+      waf: ['github.com/corazawaf/coraza-caddy/v2'],
+      ratelimit: ['github.com/mholt/caddy-ratelimit'],
+      dns: ['github.com/caddy-dns/cloudflare', 'github.com/caddy-dns/route53', 'github.com/caddy-dns/rfc2136'],
     }
-    for (const name of PROXY_MODULE_NAMES) for (const re of needs[name]) expect(modules, name).toMatch(re)
+    for (const name of PROXY_MODULE_NAMES) for (const mod of needs[name]) {
+      expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)
+      expect(mainGo, `${mod} is not imported by main.go`).toContain(`"${mod}`)
+    }
+    expect(required.get('github.com/caddyserver/caddy/v2')).toMatch(/^v2\.\d+\.\d+$/)
     const check = all(build, 'RUN').find((r) => r.args.includes('list-modules'))!.args
-    for (const id of ['crowdsec', 'http.handlers.crowdsec', 'http.handlers.waf', 'http.handlers.rate_limit', 'dns.providers.cloudflare', 'dns.providers.route53']) expect(check).toContain(id)
+    for (const id of ['crowdsec', 'http.handlers.crowdsec', 'http.handlers.appsec', 'http.handlers.waf', 'http.handlers.rate_limit', 'dns.providers.cloudflare', 'dns.providers.route53', 'dns.providers.rfc2136']) expect(check).toContain(id)
   })
 
   it('runs unprivileged on the bootstrap config, whose admin API is for the internal network only', () => {

@@ -1,0 +1,32 @@
+// The production Caddy: Caddy's own command and standard modules plus every
+// plugin the panel's configuration uses. This folder is the one list of plugin
+// versions: deploy/proxy/Dockerfile builds it, and scripts/test.sh builds it
+// for the tests (scripts/build-edge.sh), so the image and the tests cannot
+// disagree about a version.
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	// Security engine bouncer: the crowdsec app, HTTP handler, AppSec handler, layer4 matcher.
+	_ "github.com/hslatman/caddy-crowdsec-bouncer/appsec"
+	_ "github.com/hslatman/caddy-crowdsec-bouncer/http"
+	_ "github.com/hslatman/caddy-crowdsec-bouncer/layer4"
+
+	// WAF (Coraza with the OWASP Core Rule Set embedded).
+	_ "github.com/corazawaf/coraza-caddy/v2"
+
+	// Per-host rate limit.
+	_ "github.com/mholt/caddy-ratelimit"
+
+	// DNS-01 providers.
+	_ "github.com/caddy-dns/cloudflare"
+	_ "github.com/caddy-dns/rfc2136"
+	_ "github.com/caddy-dns/route53"
+)
+
+func main() {
+	caddycmd.Main()
+}
