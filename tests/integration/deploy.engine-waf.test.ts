@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { REPO_ROOT } from '../support/build'
-import { CROWDSEC_BIN, decisionsFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { crowdsecBinaries, decisionsFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { makeTempDir } from '../support/processes'
 import { renderTrueDetectProfiles } from '../../server/utils/security/profiles'
 
@@ -34,15 +34,15 @@ function auditLine(ip: string, interrupted: boolean, n: number, host = 'shop.exa
 }
 
 beforeAll(async () => {
-  cs = await startCrowdsec()
-  const etc = cs.configDir
-  for (const d of ['parsers/s00-raw', 'parsers/s01-parse', 'parsers/s02-enrich', 'scenarios']) mkdirSync(join(etc, d), { recursive: true })
-  // crowdsecurity/non-syslog (inside syslog-logs.yaml) turns the acquisition's type label into evt.Parsed.program.
-  symlinkSync(join(cs.hubDir, 'parsers/s00-raw/crowdsecurity/syslog-logs.yaml'), join(etc, 'parsers/s00-raw/syslog-logs.yaml'))
-  // The event's time from the audit line (the engine image installs it with crowdsecurity/linux).
-  symlinkSync(join(cs.hubDir, 'parsers/s02-enrich/crowdsecurity/dateparse-enrich.yaml'), join(etc, 'parsers/s02-enrich/dateparse-enrich.yaml'))
-  copyFileSync(join(DEPLOY, 'parsers/s01-parse/panel-coraza-audit.yaml'), join(etc, 'parsers/s01-parse/panel-coraza-audit.yaml'))
-  copyFileSync(join(DEPLOY, 'scenarios/panel-coraza-waf-blocks.yaml'), join(etc, 'scenarios/panel-coraza-waf-blocks.yaml'))
+  // The harness installs what the compose stack mounts: the hub's syslog-logs
+  // (its non-syslog node turns the acquisition's type label into
+  // evt.Parsed.program) and dateparse-enrich, and deploy/crowdsec's parser and
+  // scenario. No harness whitelist: the replayed addresses must count.
+  cs = await startCrowdsec({ harnessWhitelist: [] })
+  for (const f of ['parsers/s00-raw/syslog-logs.yaml', 'parsers/s02-enrich/dateparse-enrich.yaml', 'parsers/s01-parse/panel-coraza-audit.yaml', 'scenarios/panel-coraza-waf-blocks.yaml']) {
+    expect(existsSync(join(cs.configDir, f)), f).toBe(true)
+  }
+  expect(readFileSync(join(cs.configDir, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8')).toBe(readFileSync(join(DEPLOY, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8'))
 })
 afterAll(async () => { await cs?.stop() })
 
@@ -87,7 +87,7 @@ async function replay(lines: string[]): Promise<{ stdout: string; stderr: string
   const dir = makeTempDir('waf-audit-')
   const log = join(dir, 'waf-audit.log')
   writeFileSync(log, lines.join('\n') + '\n')
-  return run(CROWDSEC_BIN, ['-c', cs.configFile, '-dsn', `file://${log}`, '-type', 'coraza-audit', '-no-api'], { cwd: dir, timeout: 60_000 })
+  return run(crowdsecBinaries().crowdsec, ['-c', cs.configFile, '-dsn', `file://${log}`, '-type', 'coraza-audit', '-no-api'], { cwd: dir, timeout: 60_000 })
     .catch((err: { stdout?: string; stderr?: string; message: string }) => { throw new Error(`${err.message}\n${err.stdout}\n${err.stderr}`) })
 }
 

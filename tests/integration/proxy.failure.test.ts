@@ -14,9 +14,10 @@ async function hostsState(stack: ProxyStack) {
 
 describe('the proxy rejects a configuration', () => {
   // Symptom this guards: a panel that commits before the push leaves the database
-  // ahead of the proxy. Stock Caddy answers: "unknown module: http.handlers.crowdsec".
+  // ahead of the proxy. A Caddy built without the plugin the panel is told it
+  // has (Debian's stock Caddy here) answers: "unknown module: http.handlers.crowdsec".
   it('answers 502 with Caddy\'s own text and leaves the database unchanged', async () => {
-    const stack = await startProxyStack({ env: { PROXY_MODULES: 'crowdsec', LAPI_BOUNCER_KEY: 'test-bouncer-key-123' } })
+    const stack = await startProxyStack({ stockCaddy: true, env: { PROXY_MODULES: 'crowdsec', LAPI_BOUNCER_KEY: 'test-bouncer-key-123' } })
     try {
       const group = await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })
       const before = await hostsState(stack)

@@ -30,7 +30,8 @@ describe('decisions from the real local API', () => {
     const ip = all.find((d) => d.value === '198.51.100.20')
     expect(ip).toMatchObject({ scope: 'Ip', type: 'ban', origin: 'cscli', scenario: 'manual/ban', country: null, as_number: null })
     expect(Date.parse(ip.until)).toBeGreaterThan(Date.now() + 3 * 3600_000)
-    expect(ip.duration).toMatch(/^3h59m/)
+    // The time left, as the engine words it (1.7.8 rounds a fresh 4h ban to 4h0m0s).
+    expect(ip.duration).toMatch(/^(3h59m\d|4h0m0s)/)
   })
 
   it('filters by q (value or scenario), scope and origin', async () => {

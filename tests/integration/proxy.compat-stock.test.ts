@@ -1,0 +1,46 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { httpRequest } from '../support/http'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { startTestUpstream } from '../support/upstream'
+
+// Compatibility: the panel still drives Debian's stock Caddy 2.6.2 (no plugins)
+// with PROXY_MODULES=none. Every other proxy test runs the production Caddy.
+
+let stack: ProxyStack
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  stack = await startProxyStack({ stockCaddy: true })
+})
+afterAll(async () => { await stack?.stop(); await up?.stop() })
+
+describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
+  it('runs the stock binary', async () => {
+    const config = await stack.caddy.getConfig() as { apps?: unknown }
+    expect(stack.caddy.bin).toBe('/usr/bin/caddy')
+    expect(config).toBeTruthy()
+  })
+
+  it('loads a host with every plugin feature asked for, applies what it can and says what it cannot', async () => {
+    const group = await createGroup(stack, { name: 'compat', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    const res = await createHost(stack, {
+      domain: 'compat.example.test', target_group_id: group.id, lan_only: true, auth_required: false,
+      waf_enabled: true, rate_limit_enabled: true, rate_limit_rps: 5, rate_limit_burst: 5,
+    })
+    expect(res.status, res.text).toBe(201)
+    expect(res.json.reconcile.status).toBe('applied')
+    const warnings: string[] = res.json.reconcile.warnings ?? []
+    expect(warnings.join('\n')).toMatch(/no waf module/)
+    expect(warnings.join('\n')).toMatch(/no ratelimit module/)
+    expect(warnings.join('\n')).toMatch(/no crowdsec module/)
+    const held = JSON.stringify(await stack.caddy.getConfig())
+    for (const handler of ['"crowdsec"', '"waf"', '"rate_limit"']) expect(held).not.toContain(`"handler":${handler}`)
+  })
+
+  it('proxies to the upstream, with the LAN gate passing loopback', async () => {
+    const res = await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/compat' })
+    expect(res.status).toBe(200)
+    expect(up.requests.at(-1)!.url).toBe('/compat')
+  })
+})
