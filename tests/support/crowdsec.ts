@@ -260,11 +260,16 @@ export function panelEnvFor(cs: CrowdsecHandle): Record<string, string> {
   return { LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: cs.hubDir, CROWDSEC_DATA_DIR: cs.dataDir }
 }
 
-/** The alerts the engine holds for a source (as the machine sees them), with their decisions. */
-export async function alertsFor(cs: CrowdsecHandle, ip: string): Promise<Array<{ id: number; scenario: string; decisions: Array<{ value: string; type: string }> | null }>> {
+type TestAlert = { id: number; scenario: string; source?: { ip?: string; value?: string }; decisions: Array<{ value: string; type: string }> | null }
+/**
+ * The alerts the engine holds whose source is `ip`, with their decisions. Filtered
+ * here: the local API's `ip` filter matches decisions, so it never finds an alert
+ * that made none (true_detect_mode).
+ */
+export async function alertsFor(cs: CrowdsecHandle, ip: string): Promise<TestAlert[]> {
   const token = await machineToken(cs)
-  const res = await fetch(`${cs.url}/v1/alerts?ip=${encodeURIComponent(ip)}`, { headers: { 'user-agent': LAPI_USER_AGENT, authorization: `Bearer ${token}` } })
+  const res = await fetch(`${cs.url}/v1/alerts?limit=1000`, { headers: { 'user-agent': LAPI_USER_AGENT, authorization: `Bearer ${token}` } })
   const text = await res.text()
-  if (res.status !== 200) throw new Error(`GET /v1/alerts?ip=${ip} answered ${res.status}: ${text}`)
-  return (JSON.parse(text) as never[] | null) ?? []
+  if (res.status !== 200) throw new Error(`GET /v1/alerts answered ${res.status}: ${text}`)
+  return ((JSON.parse(text) as TestAlert[] | null) ?? []).filter((a) => a.source?.ip === ip || a.source?.value === ip)
 }
