@@ -1,5 +1,6 @@
-// npm run stack: the built panel with Debian's Caddy and the CrowdSec local API
-// on loopback, started with the same code as the integration tests
+// npm run stack: the built panel with the production Caddy (every plugin) and
+// the whole CrowdSec engine (agent reading the proxy's logs, local API) on
+// loopback, both built by scripts/build-edge.sh, started with the same code as the integration tests
 // (tests/support/), plus a demo upstream and a demo host. Prints the URLs and
 // the login, and stops everything on Ctrl-C or SIGTERM.
 //
@@ -8,9 +9,7 @@
 //   npm run stack -- --no-demo    (no demo upstream/host)
 //
 // Everything lives in temporary folders that are removed on exit: this is a
-// place to look around, not to keep data. Debian's Caddy has no plugins, so
-// the panel runs with PROXY_MODULES=none: decisions show in the panel and the
-// local API, but only the plugin-built proxy (deploy/proxy) enforces them.
+// place to look around, not to keep data.
 //
 // The last line printed once everything is up is `STACK_READY {json}` (URLs,
 // ports, PIDs) for scripts and tests/integration/stack.test.ts.
@@ -58,14 +57,14 @@ try {
   const caddy = await support.startCaddy()
   started.push({ name: 'caddy', stop: () => caddy.stop() })
   log(`caddy ${caddy.adminUrl} (admin API, loopback only), pid ${caddy.pid}`)
-  const crowdsec = await support.startCrowdsec()
-  started.push({ name: 'crowdsec', stop: () => crowdsec.stop() })
-  log(`crowdsec local API ${crowdsec.url}, pid ${crowdsec.pid}`)
-  const [httpPort, httpsPort] = await support.freePorts(2)
   const logDir = support.makeTempDir('stack-proxy-logs-')
+  const crowdsec = await support.startCrowdsec({ logDir })
+  started.push({ name: 'crowdsec', stop: () => crowdsec.stop() })
+  log(`crowdsec local API ${crowdsec.url} (agent reading ${logDir}), pid ${crowdsec.pid}`)
+  const [httpPort, httpsPort] = await support.freePorts(2)
   const panel = await support.startPanel({
     env: {
-      PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: 'none', PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
+      PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: support.ALL_PROXY_MODULES, PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
       PROXY_HTTP_LISTEN: `127.0.0.1:${httpPort}`, PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
       ...support.panelEnvFor(crowdsec),
     },
@@ -87,7 +86,7 @@ try {
   const ready = {
     panel: panel.url, docs: `${panel.url}/api/docs`, login: { email: support.ADMIN.email, password: support.ADMIN.password },
     proxy: { http: `http://127.0.0.1:${httpPort}`, https: `https://127.0.0.1:${httpsPort}`, admin: caddy.adminUrl },
-    lapi: crowdsec.url, cscli: `cscli -c ${crowdsec.configFile}`, proxy_log_dir: logDir, data_dir: panel.dataDir, demo,
+    lapi: crowdsec.url, cscli: `${support.crowdsecBinaries().cscli} -c ${crowdsec.configFile}`, proxy_log_dir: logDir, data_dir: panel.dataDir, demo,
     pids: { panel: panel.pid, caddy: caddy.pid, crowdsec: crowdsec.pid },
   }
   process.stdout.write(`
@@ -100,7 +99,7 @@ ${demo ? `  Demo host    curl -H 'Host: demo.localhost' ${ready.proxy.http}/   (
                  -d '{"email":"${ready.login.email}","password":"${ready.login.password}"}' ${ready.panel}/api/auth/login
   A ban:       ${ready.cscli} decisions add --ip 198.51.100.7 --duration 1h
                then: curl -b /tmp/panel.cookies ${ready.panel}/api/security/decisions
-               (Debian's Caddy has no bouncer plugin: the ban shows here; the deploy/proxy image enforces it)
+               the proxy's bouncer enforces it at its next poll (security_engine.ticker_interval, 15 s by default)
   Ctrl-C stops everything and removes the temporary folders.
 
 STACK_READY ${JSON.stringify(ready)}
