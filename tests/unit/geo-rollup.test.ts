@@ -55,6 +55,44 @@ describe('rollUpNetworks — properties over random country-like inputs', () => 
     expect(res.addedAddresses.v4).toBeLessThanOrEqual(res.inputAddresses.v4)
   })
 
+  // Regression (issue: "a country ban committed a /15"): inputs wider than the
+  // floor were kept whole, and exact merges of sibling /16s went on upwards.
+  it.each([
+    { input: ['10.0.0.0/15'], expected: ['10.0.0.0/16', '10.1.0.0/16'] },
+    { input: ['10.0.0.0/16', '10.1.0.0/16'], expected: ['10.0.0.0/16', '10.1.0.0/16'] },
+    { input: ['10.0.0.0/14', '10.2.5.0/24'], expected: ['10.0.0.0/16', '10.1.0.0/16', '10.2.0.0/16', '10.3.0.0/16'] },
+    { input: ['2001:da0::/27'], expected: ['2001:da0::/28', '2001:db0::/28'] },
+  ])('splits $input at the floor and never merges above it', ({ input, expected }) => {
+    for (const target of [1, 200]) {
+      const res = rollUpNetworks(input, target)
+      expect(res.cidrs).toEqual(expected)
+      expect(res.addedAddresses.v4 + res.addedAddresses.v6).toBe(0n)
+    }
+  })
+
+  it.each([7, 8, 9, 10])('seed %i with wide and sibling inputs: nothing wider than the floor, every input address covered', (seed) => {
+    const r = rng(seed)
+    const input: string[] = []
+    for (let i = 0; i < 150; i++) {
+      const a = 1 + Math.floor(r() * 200), b = Math.floor(r() * 256)
+      const prefix = 11 + Math.floor(r() * 14) // /11 to /24: many wider than the floor
+      input.push(`${bigIntToIp(parseCidr(`${a}.${b}.0.0/${prefix}`).start, 4)}/${prefix}`)
+      if (r() < 0.3) { const p6 = 23 + Math.floor(r() * 17); input.push(`${bigIntToIp(parseCidr(`2001:${Math.floor(r() * 65536).toString(16)}::/${p6}`).start, 6)}/${p6}`) }
+    }
+    for (const target of [1, 200]) {
+      const res = rollUpNetworks(input, target)
+      const out = res.cidrs.map(parseCidr)
+      for (const s of out) expect(s.prefix, `${bigIntToIp(s.start, s.family)}/${s.prefix}`).toBeGreaterThanOrEqual(FLOOR[s.family])
+      for (const n of input.map(parseCidr)) {
+        // Every address of the input, piece by floor-sized piece.
+        const step = sizeOf({ family: n.family, start: 0n, prefix: Math.max(n.prefix, FLOOR[n.family]) })
+        for (let start = n.start; start <= endOf(n); start += step) expect(covers(out, { family: n.family, start, prefix: Math.max(n.prefix, FLOOR[n.family]) })).toBe(true)
+      }
+      const total = out.reduce((sum, n) => sum + sizeOf(n), 0n)
+      expect(total).toBe(res.inputAddresses.v4 + res.inputAddresses.v6 + res.addedAddresses.v4 + res.addedAddresses.v6)
+    }
+  })
+
   it('never goes wider than /16 even when asked for one supernet', () => {
     const res = rollUpNetworks(['10.0.0.0/24', '10.1.0.0/24', '10.0.128.0/24'], 1)
     expect(res.cidrs.every((c) => Number(c.split('/')[1]) >= 16)).toBe(true)

@@ -4,7 +4,8 @@ import { commonLeadingBits, endOf, formatNet, mask, parseCidr, sizeOf, type Fami
 // (contained and adjacent networks, no address added), then, while there are
 // more than the target, the cheapest merges of neighbouring networks into their
 // common supernet, where cheapest = fewest addresses added outside the inputs.
-// Limits: never wider than /16 (IPv4) or /28 (IPv6), and never a supernet whose
+// Limits: never wider than /16 (IPv4) or /28 (IPv6) (wider inputs are split,
+// exact merges stop there too), and never a supernet whose
 // added (foreign) addresses exceed MAX_FOREIGN_SHARE (half) of its size. A country that
 // cannot get under the target within those limits keeps more supernets.
 
@@ -15,8 +16,23 @@ export const MAX_FOREIGN_SHARE = 0.5
 
 export interface RollUpResult { cidrs: string[]; inputAddresses: { v4: bigint; v6: bigint }; addedAddresses: { v4: bigint; v6: bigint } }
 
+/**
+ * Networks wider than the floor as floor-sized pieces: a country database holds
+ * some (a /15, a /12), and a committed supernet may never be wider than the floor.
+ */
+export function splitToFloor(nets: Net[]): Net[] {
+  const out: Net[] = []
+  for (const n of nets) {
+    const floor = FLOOR[n.family]
+    if (n.prefix >= floor) { out.push(n); continue }
+    const step = sizeOf({ family: n.family, start: 0n, prefix: floor })
+    for (let start = n.start; start <= endOf(n); start += step) out.push({ family: n.family, start, prefix: floor })
+  }
+  return out
+}
+
 function _exactMerge(nets: Net[]): Net[] {
-  const sorted = [...nets].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.prefix - b.prefix))
+  const sorted = splitToFloor(nets).sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.prefix - b.prefix))
   const out: Net[] = []
   for (const n of sorted) {
     const last = out.at(-1)
@@ -25,7 +41,8 @@ function _exactMerge(nets: Net[]): Net[] {
     // Collapse sibling pairs upwards: [a/p, b/p] with a aligned to /p-1 -> a/p-1.
     while (out.length >= 2) {
       const b = out[out.length - 1]!, a = out[out.length - 2]!
-      if (a.prefix !== b.prefix || a.prefix === 0) break
+      // Exact, but never wider than the floor either.
+      if (a.prefix !== b.prefix || a.prefix <= FLOOR[a.family]) break
       const parent = a.prefix - 1
       const bit = sizeOf(a)
       if ((a.start & bit) !== 0n || a.start + bit !== b.start) break
