@@ -69,6 +69,8 @@ export interface CrowdsecOptions {
   logDir?: string
   /** Sources the engine's scenarios never act on; default HARNESS_WHITELIST. */
   harnessWhitelist?: string[]
+  /** Registers the engine to a central API (a loopback stand-in) with this console (sharing) file. */
+  onlineApi?: { url: string; consoleFile: string }
 }
 
 /** The harness's own parser whitelist (never the panel's file). */
@@ -128,9 +130,15 @@ api:
     log_level: info
     listen_uri: 127.0.0.1:${port}
     profiles_path: ${etc}/profiles.yaml
-    trusted_ips: [127.0.0.1, "::1"]
+    trusted_ips: [127.0.0.1, "::1"]${opts.onlineApi ? `
+    console_path: ${etc}/console.yaml
+    online_client: {credentials_path: ${etc}/online_api_credentials.yaml}` : ''}
 prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: ${promPort}}
 `)
+  if (opts.onlineApi) {
+    copyFileSync(opts.onlineApi.consoleFile, join(etc, 'console.yaml'))
+    writeFileSync(join(etc, 'online_api_credentials.yaml'), `url: ${opts.onlineApi.url}\nlogin: panel-test-engine\npassword: ${randomBytes(16).toString('hex')}\n`)
+  }
   const url = `http://127.0.0.1:${port}`
   const logFile = join(root, 'lapi.log')
   // A fixed JWT secret (64+ chars) keeps machine tokens valid across restarts.
