@@ -47,6 +47,8 @@ export interface CrowdsecHandle {
   accessLogFile: string
   /** `<logDir>/waf-audit.log`, read with labels type: coraza-audit (deploy/crowdsec's parser). */
   wafAuditLogFile: string
+  /** With `appsec: true`: the AppSec listener, 'http://127.0.0.1:<port>' (the bouncer's appsec_url). */
+  appsecUrl?: string
   logFile: string
   readonly pid: number
   /** Milliseconds the last start took until /health answered up. */
@@ -71,6 +73,12 @@ export interface CrowdsecOptions {
   harnessWhitelist?: string[]
   /** Registers the engine to a central API (a loopback stand-in) with this console (sharing) file. */
   onlineApi?: { url: string; consoleFile: string }
+  /**
+   * The AppSec component with deploy/crowdsec's configuration and rules (as the
+   * compose stack mounts them), listening on a free loopback port (`appsecUrl`).
+   * Needs the agent.
+   */
+  appsec?: boolean
 }
 
 /** The harness's own parser whitelist (never the panel's file). */
@@ -94,6 +102,7 @@ export async function startCrowdsec(opts: CrowdsecOptions = {}): Promise<Crowdse
   requireBinary(CSCLI_BIN, 'cscli (built by scripts/build-edge.sh)')
   requireBinary(DEBIAN_HUB, "the offline hub of Debian's crowdsec package")
   const agent = opts.agent ?? true
+  if (opts.appsec && !agent) throw new Error('startCrowdsec: AppSec is a datasource of the agent; appsec: true needs agent: true')
   const root = makeTempDir('crowdsec-')
   const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
   mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
@@ -108,8 +117,11 @@ export async function startCrowdsec(opts: CrowdsecOptions = {}): Promise<Crowdse
   const accessLogFile = join(logDir, 'access.log'), wafAuditLogFile = join(logDir, 'waf-audit.log')
   // The files exist before the agent starts (Caddy appends to them).
   for (const f of [accessLogFile, wafAuditLogFile]) if (!existsSync(f)) writeFileSync(f, '')
-  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n---\nfilenames: [${wafAuditLogFile}]\nlabels: {type: coraza-audit}\n`)
-  const [port, promPort] = await freePorts(2)
+  const [port, promPort, appsecPort] = await freePorts(3)
+  const appsecUrl = opts.appsec ? `http://127.0.0.1:${appsecPort}` : undefined
+  // deploy/crowdsec/acquis.yaml's AppSec source, on loopback (compose listens on the control network).
+  const appsecSource = appsecUrl ? `---\nsource: appsec\nlisten_addr: 127.0.0.1:${appsecPort}\nappsec_config: panel/appsec\nlabels: {type: appsec}\n` : ''
+  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n---\nfilenames: [${wafAuditLogFile}]\nlabels: {type: coraza-audit}\n${appsecSource}`)
   const configFile = join(etc, 'config.yaml')
   writeFileSync(configFile, `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
 config_paths:
@@ -158,6 +170,8 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       await waitFor(healthy, { timeoutMs: 20_000, what: `crowdsec LAPI (${url})`, process: proc })
       // The agent has loaded its parsers and scenarios and follows its files.
       if (withAgent) await waitFor(async () => readFileSync(logFile, 'utf8').slice(logStart).includes(AGENT_READY_LINE), { timeoutMs: 30_000, what: 'crowdsec agent', process: proc })
+      // AppSec listens a moment after the agent's ready line; any HTTP answer (401 without a key) means up.
+      if (withAgent && appsecUrl) await waitFor(async () => (await freshRequest(appsecUrl, { timeoutMs: 2_000 })).status > 0, { timeoutMs: 20_000, what: `crowdsec AppSec (${appsecUrl})`, process: proc })
     } catch (err) {
       await proc.stop()
       throw err
@@ -181,6 +195,7 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       mkdirSync(join(etc, to), { recursive: true })
       copyFileSync(join(DEPLOY_CROWDSEC, from), join(etc, to, from.split('/').pop()!))
     }
+    if (appsecUrl) for (const kind of ['appsec-configs', 'appsec-rules']) cpSync(join(DEPLOY_CROWDSEC, kind), join(etc, kind), { recursive: true })
     const harness = opts.harnessWhitelist ?? HARNESS_WHITELIST
     if (harness.length) writeFileSync(join(etc, 'parsers/s02-enrich/harness-whitelist.yaml'), _harnessWhitelistYaml(harness))
   }
@@ -202,7 +217,7 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     throw err
   }
   return {
-    url, machineId, machinePassword, machineCredentialsFile, bouncerKey, agent, logDir,
+    url, machineId, machinePassword, machineCredentialsFile, bouncerKey, agent, logDir, appsecUrl,
     configDir: etc, configFile, dataDir: data, hubDir: hub, accessLogFile, wafAuditLogFile, logFile, cscli,
     get pid() { return proc!.pid },
     get startMs() { return startMs },
@@ -265,7 +280,10 @@ export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Arra
 
 /** The environment a panel needs to drive this engine. */
 export function panelEnvFor(cs: CrowdsecHandle): Record<string, string> {
-  return { LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: cs.hubDir, CROWDSEC_DATA_DIR: cs.dataDir }
+  return {
+    LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: cs.hubDir, CROWDSEC_DATA_DIR: cs.dataDir,
+    ...(cs.appsecUrl ? { LAPI_APPSEC_URL: cs.appsecUrl } : {}),
+  }
 }
 
 type TestAlert = { id: number; scenario: string; source?: { ip?: string; value?: string }; decisions: Array<{ value: string; type: string }> | null }

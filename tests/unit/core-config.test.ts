@@ -13,7 +13,12 @@ describe('parseConfig — defaults', () => {
     expect(config.proxy.adminUrl).toBe('http://127.0.0.1:2019')
     expect(config.proxy.modules).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns'])
     expect(config.lapi.url).toBe('http://127.0.0.1:8080')
+    expect(config.lapi.appsecUrl).toBeUndefined()
     expect(config.publicUrl).toBe('https://localhost')
+  })
+
+  it('reads LAPI_APPSEC_URL without its trailing slash', () => {
+    expect(parseConfig({ LAPI_APPSEC_URL: 'http://crowdsec:7422/' }).config.lapi.appsecUrl).toBe('http://crowdsec:7422')
   })
 
   it('reads PROXY_MODULES=none as no modules', () => {
@@ -32,6 +37,7 @@ describe('parseConfig — every problem listed with its fix', () => {
     [{ PANEL_ADMIN_EMAIL: 'a@b.c' }, /must be set together/],
     [{ PANEL_ADMIN_EMAIL: 'a@b.c', PANEL_ADMIN_PASSWORD: 'short' }, /at least 12 characters/],
     [{ PANEL_DOMAIN: 'bad domain"' }, /PANEL_DOMAIN must be a host name/],
+    [{ LAPI_APPSEC_URL: 'crowdsec:7422' }, /LAPI_APPSEC_URL must be an http\(s\) URL such as http:\/\/crowdsec:7422/],
   ]
   it.each(cases)('%j', (env, expected) => {
     expect(parseConfig(env).errors.join('\n')).toMatch(expected)

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { PROXY_MODULE_NAMES } from '~/server/utils/core/config'
 import { WAF_AUDIT_SCENARIO } from '~/server/utils/security/profiles'
+import { APPSEC_PLUGIN_FILE } from '~/server/utils/security/appsec'
+import { APPSEC_THRESHOLD_HEADER } from '~/server/utils/proxy/build/crowdsec'
 import { REPO_ROOT } from '../support/build'
 
 // deploy/: the images and the compose stack cannot be built here (no container
@@ -266,7 +268,7 @@ describe('deploy/compose.yaml', () => {
   })
 
   it('has the engine read the proxy\'s access log and the WAF\'s audit log from the shared log volume', () => {
-    const docs = read('crowdsec/acquis.yaml').split(/^---$/m).map((d) => parseYaml(d))
+    const docs = read('crowdsec/acquis.yaml').split(/^---$/m).map((d) => parseYaml(d)).filter((d: any) => d.filenames)
     const files = docs.flatMap((d: any) => d.filenames as string[])
     expect(files).toEqual([`${env.PROXY_LOG_DIR}/access.log`, `${env.PROXY_LOG_DIR}/waf-audit.log`])
     expect(docs[0].labels.type).toBe('caddy')
@@ -279,6 +281,27 @@ describe('deploy/compose.yaml', () => {
     const engine = mounts(services.crowdsec)
     expect(engine.get('/etc/crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).toBe('./crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')
     expect(engine.get('/etc/crowdsec/scenarios/panel-coraza-waf-blocks.yaml')).toBe('./crowdsec/scenarios/panel-coraza-waf-blocks.yaml')
+  })
+
+  it('runs the project\'s AppSec configuration where the panel points the proxy\'s bouncer (LAPI_APPSEC_URL)', () => {
+    const appsec = read('crowdsec/acquis.yaml').split(/^---$/m).map((d) => parseYaml(d)).find((d: any) => d.source === 'appsec')
+    expect(appsec).toMatchObject({ appsec_config: 'panel/appsec', labels: { type: 'appsec' } })
+    const url = new URL(env.LAPI_APPSEC_URL!)
+    expect(url.hostname).toBe('crowdsec')
+    expect(appsec.listen_addr).toBe(`0.0.0.0:${url.port}`)
+    // The configuration and every rule it names are mounted where the engine's hub finds local items.
+    const engine = mounts(services.crowdsec)
+    const config = parseYaml(read('crowdsec/appsec-configs/panel-appsec.yaml'))
+    expect(config.name).toBe('panel/appsec')
+    expect(engine.get('/etc/crowdsec/appsec-configs/panel-appsec.yaml')).toBe('./crowdsec/appsec-configs/panel-appsec.yaml')
+    const ruleNames = new Map<string, string>()
+    for (const [dst, src] of engine) if (dst.startsWith('/etc/crowdsec/appsec-rules/')) ruleNames.set(parseYaml(read(src.replace(/^\.\//, ''))).name, dst)
+    expect([...ruleNames.keys()].sort()).toEqual([...config.inband_rules].sort())
+    // The threshold rule reads the header the proxy sets and the file the panel writes.
+    const threshold = read('crowdsec/appsec-rules/panel-appsec-threshold.yaml')
+    expect(threshold).toContain(`REQUEST_HEADERS:${APPSEC_THRESHOLD_HEADER} `)
+    expect(parseYaml(threshold).seclang_files_rules).toEqual([APPSEC_PLUGIN_FILE.join('/')])
+    expect(mounts(panel).get(env.CROWDSEC_DATA_DIR!)).toBe(engine.get('/var/lib/crowdsec/data'))
   })
 
   it('passes `docker compose config` when a container client is installed (none on the project machines)', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { buildCrowdsecApp, buildCrowdsecHandler } from '../../server/utils/proxy/build/crowdsec'
+import { APPSEC_THRESHOLD_HEADER, buildCrowdsecApp, buildCrowdsecHandler } from '../../server/utils/proxy/build/crowdsec'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const withKey = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
@@ -33,6 +33,42 @@ describe('buildCrowdsecHandler — per host', () => {
     const { config, warnings } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot({ bouncer_enabled: false })] }))
     expect(JSON.stringify(config)).not.toContain('crowdsec')
     expect(warnings).toEqual([])
+  })
+})
+
+describe('AppSec (LAPI_APPSEC_URL) — per host, right after the bouncer', () => {
+  const withAppsec = { ...withKey, appsecUrl: 'http://crowdsec:7422' }
+  const waf = { inboundThreshold: 7, outboundThreshold: 4 }
+
+  it('puts `appsec` right after `crowdsec`, with the threshold header set before and removed after', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit'], security: withAppsec, waf, hosts: [buildHostSnapshot({ waf_enabled: true, rate_limit_enabled: true })] })) as any
+    const chain = hostSubroutes(config, 'host1.example.test')[0].handle.map((h: any) => h.handler)
+    expect(chain).toEqual(['headers', 'crowdsec', 'appsec', 'headers', 'rate_limit', 'waf'])
+    const [set, , , del] = hostSubroutes(config, 'host1.example.test')[0].handle
+    // `set` replaces whatever the client sent under that name.
+    expect(set).toEqual({ handler: 'headers', request: { set: { [APPSEC_THRESHOLD_HEADER]: ['7'] } } })
+    expect(del).toEqual({ handler: 'headers', request: { delete: [APPSEC_THRESHOLD_HEADER] } })
+    expect(config.apps.crowdsec).toMatchObject({ appsec_url: 'http://crowdsec:7422', appsec_fail_open: true })
+  })
+
+  it('the header carries the stored inbound threshold: a change changes the pushed config', () => {
+    const build = (inboundThreshold: number) => buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withAppsec, waf: { ...waf, inboundThreshold }, hosts: [buildHostSnapshot()] })).config
+    expect(JSON.stringify(build(3))).toContain(`"${APPSEC_THRESHOLD_HEADER}":["3"]`)
+    expect(JSON.stringify(build(3))).not.toEqual(JSON.stringify(build(10)))
+  })
+
+  it('nothing of AppSec for a host without the bouncer, or without an AppSec URL', () => {
+    const off = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withAppsec, hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, bouncer_enabled: false })] })).config
+    expect(JSON.stringify(hostSubroutes(off, 'host2.example.test'))).not.toMatch(/appsec/i)
+    const none = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot()] })).config as any
+    expect(hostSubroutes(none, 'host1.example.test')[0].handle).toEqual([{ handler: 'crowdsec' }])
+    expect(none.apps.crowdsec.appsec_url).toBeUndefined()
+  })
+
+  it('names AppSec in the warning when the bouncer cannot be applied', () => {
+    const { config, warnings } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: { ...withAppsec, bouncerKey: null }, hosts: [buildHostSnapshot()] }))
+    expect(JSON.stringify(config)).not.toMatch(/appsec/i)
+    expect(warnings).toEqual(['no bouncer key is configured (LAPI_BOUNCER_KEY); the bouncer and AppSec are not applied to 1 host(s): host1.example.test'])
   })
 })
 

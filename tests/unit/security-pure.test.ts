@@ -38,6 +38,10 @@ describe('renderWhitelistFile — the engine parser format', () => {
     expect(text).toContain('  ip: ["192.0.2.7", "2001:db8::1"]')
     expect(text).toContain('  cidr: ["198.51.100.0/24"]')
   })
+
+  it('renders nothing for no entries: the engine refuses an empty whitelist node', () => {
+    expect(renderWhitelistFile([])).toBeNull()
+  })
 })
 
 describe('true_detect_mode profiles block', () => {

@@ -43,7 +43,8 @@ export interface PanelConfig {
     certsDir: string
   }
   certsDir: string
-  lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string }
+  /** appsecUrl: the engine's AppSec listener as the proxy reaches it (the bouncer's appsec_url); unset = no AppSec. */
+  lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string; appsecUrl?: string }
   crowdsecConfigDir?: string
   /** The engine's hub folder (index + items); default <config dir>/hub. */
   crowdsecHubDir?: string
@@ -136,6 +137,8 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
 
   const lapiUrl = (_opt(env, 'LAPI_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
   if (!_isUrl(lapiUrl, ['http:', 'https:'])) errors.push('LAPI_URL must be an http(s) URL such as http://127.0.0.1:8080')
+  const appsecUrl = _opt(env, 'LAPI_APPSEC_URL')?.replace(/\/+$/, '')
+  if (appsecUrl !== undefined && !_isUrl(appsecUrl, ['http:', 'https:'])) errors.push('LAPI_APPSEC_URL must be an http(s) URL such as http://crowdsec:7422 (the engine\'s AppSec listener as the proxy reaches it), or unset')
   const geoCountry = _opt(env, 'GEOIP_COUNTRY_URL') ?? _DEFAULT_GEOIP_COUNTRY_URL
   const geoAsn = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
   for (const [name, v] of [['GEOIP_COUNTRY_URL', geoCountry], ['GEOIP_ASN_URL', geoAsn]] as const)
@@ -170,6 +173,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       machineId: _opt(env, 'LAPI_MACHINE_ID'),
       machinePassword: env.LAPI_MACHINE_PASSWORD || undefined,
       bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
+      appsecUrl,
     },
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
     crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),

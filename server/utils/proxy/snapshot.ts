@@ -61,7 +61,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     },
     security: {
       lapiUrl: cfg.lapi.url, bouncerKey: cfg.lapi.bouncerKey ?? null,
-      tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec), appsecUrl: null,
+      tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec), appsecUrl: cfg.lapi.appsecUrl ?? null,
     },
     waf: { inboundThreshold: await getSetting<number>('appsec.inbound_threshold', exec), outboundThreshold: await getSetting<number>('appsec.outbound_threshold', exec) },
     dnsProviders: {},

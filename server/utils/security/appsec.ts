@@ -8,8 +8,11 @@ import type { AuditContext } from '../core/audit'
 import { insideFolder, writeFileAtomically } from './engine-files'
 
 // CRS anomaly thresholds for the engine's AppSec component, written as a
-// panel-owned CRS plugin file (loaded before the CRS rules; proxy-and-engine.md
-// B8). The proxy's own WAF reads the same stored values.
+// panel-owned CRS plugin file in the engine's data folder. The project's AppSec
+// rule panel/appsec-threshold (deploy/crowdsec/appsec-rules/) loads it at engine
+// start and reload, one directive per line; between reloads the proxy carries the
+// stored value to AppSec in a request header (proxy/build/crowdsec.ts), so a
+// change applies without a reload. The proxy's own WAF reads the same values.
 
 export const APPSEC_PLUGIN_FILE = ['crs-plugins', 'panel', 'panel-config.conf']
 

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { eq } from 'drizzle-orm'
 import { z } from 'zod'
@@ -36,8 +37,14 @@ export async function listWhitelist() {
   return { entries: (await getDb().select().from(whitelistEntries).orderBy(whitelistEntries.value)).map(presentWhitelistEntry) }
 }
 
-/** The parser whitelist the engine loads (stage s02-enrich), derived from the database. */
-export function renderWhitelistFile(entries: { value: string }[]): string {
+/**
+ * The parser whitelist the engine loads (stage s02-enrich), derived from the
+ * database; null for no entries. The engine (1.4.6 to 1.7.8) refuses to start
+ * on a whitelist node with no entry ("Node is empty"), so no file is written
+ * then; one empty list beside a non-empty one loads.
+ */
+export function renderWhitelistFile(entries: { value: string }[]): string | null {
+  if (!entries.length) return null
   const ips = entries.filter((e) => !e.value.includes('/')).map((e) => yamlString(e.value))
   const cidrs = entries.filter((e) => e.value.includes('/')).map((e) => yamlString(e.value))
   return [
@@ -54,7 +61,10 @@ export function renderWhitelistFile(entries: { value: string }[]): string {
 
 export async function writeWhitelistFile(): Promise<void> {
   const entries = await getDb().select().from(whitelistEntries).orderBy(whitelistEntries.value)
-  writeFileAtomically(insideFolder(engineConfigDir(), ...WHITELIST_FILE), renderWhitelistFile(entries))
+  const path = insideFolder(engineConfigDir(), ...WHITELIST_FILE)
+  const text = renderWhitelistFile(entries)
+  if (text === null) rmSync(path, { force: true })
+  else writeFileAtomically(path, text)
 }
 
 /** Adds an entry; the active decisions it covers go first (a 503 then changes nothing). */

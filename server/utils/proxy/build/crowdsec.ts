@@ -9,6 +9,29 @@ export function buildCrowdsecHandler(): Json {
   return { handler: 'crowdsec' }
 }
 
+export function hostUsesAppsec(snapshot: ProxySnapshot, host: HostSnapshot): boolean {
+  return hostUsesBouncer(snapshot, host) && !!snapshot.security.appsecUrl
+}
+
+/**
+ * The request header that carries the panel's inbound anomaly threshold to the
+ * engine's AppSec component. The bouncer forwards the request's headers, and the
+ * panel's AppSec rules (deploy/crowdsec/appsec-rules/panel-appsec-threshold.yaml)
+ * read it, so a threshold change applies with the next proxy push, without an
+ * engine reload. The proxy sets it (a client's own value is overwritten) and
+ * removes it again after AppSec, so neither the WAF nor the upstream sees it.
+ */
+export const APPSEC_THRESHOLD_HEADER = 'X-Panel-Appsec-Threshold'
+
+export function buildAppsecThresholdHeader(inboundThreshold: number): Json {
+  return { handler: 'headers', request: { set: { [APPSEC_THRESHOLD_HEADER]: [String(Math.trunc(inboundThreshold))] } } }
+}
+
+/** The AppSec handler (asks the engine's AppSec listener about each request), then the header removed. */
+export function buildAppsecHandlers(): Json[] {
+  return [{ handler: 'appsec' }, { handler: 'headers', request: { delete: [APPSEC_THRESHOLD_HEADER] } }]
+}
+
 /** `apps.crowdsec`: the streaming bouncer's connection to the local API (A1). */
 export function buildCrowdsecApp(security: ProxySnapshot['security']): Json {
   return {
@@ -36,5 +59,6 @@ export function buildCrowdsecWarnings(snapshot: ProxySnapshot, hosts: HostSnapsh
   else return []
   const names = wanting.slice(0, _NAMES_SHOWN).map((h) => h.domain).join(', ')
   const more = wanting.length > _NAMES_SHOWN ? ` and ${wanting.length - _NAMES_SHOWN} more` : ''
-  return [`${why}; the bouncer is not applied to ${wanting.length} host(s): ${names}${more}`]
+  const what = snapshot.security.appsecUrl ? 'the bouncer and AppSec are' : 'the bouncer is'
+  return [`${why}; ${what} not applied to ${wanting.length} host(s): ${names}${more}`]
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesBouncer } from './crowdsec'
+import { buildAppsecHandlers, buildAppsecThresholdHeader, buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildLanGateRoute } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
@@ -15,7 +15,7 @@ import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGrou
  * (cheapest) -> ban check (403 before any WAF work) -> rate limit -> WAF ->
  * auth sub-request -> path rules -> the host's upstream (A10).
  */
-export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
+export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'appsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
 
 const _UNSAFE_NAME = /["'{}\\\s\u0000-\u001f\u007f]/
 
@@ -55,7 +55,13 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         break
       case 'crowdsec':
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
+        // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
+        if (hostUsesAppsec(snapshot, host)) chain.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
         if (hostUsesBouncer(snapshot, host)) chain.push(buildCrowdsecHandler())
+        break
+      case 'appsec':
+        // After the ban check (a banned source never reaches AppSec), before the rate limit and the WAF.
+        if (hostUsesAppsec(snapshot, host)) chain.push(...buildAppsecHandlers())
         break
       case 'rate_limit':
         if (host.rate_limit_enabled) {
