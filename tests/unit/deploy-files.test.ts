@@ -173,6 +173,16 @@ function withDefaults(text: string): string {
   return text.replace(/\$\{(\w+):-([^}]*)\}/g, '$2').replace(/\$\{(\w+):\?[^}]*\}/g, 'set-by-operator.example')
 }
 
+describe('deploy/crowdsec/console.yaml', () => {
+  // The panel's alerts have no hub scenario hash: the engine classes them
+  // custom (tests/integration/edge.sharing.test.ts shows they leave with the defaults).
+  it('shares no custom, manual or tainted alert, and compose mounts it', () => {
+    const console = parseYaml(read('crowdsec/console.yaml'))
+    expect(console).toMatchObject({ share_custom: false, share_manual_decisions: false, share_tainted: false, share_context: false })
+    expect(read('compose.yaml')).toContain('./crowdsec/console.yaml:/etc/crowdsec/console.yaml:ro')
+  })
+})
+
 describe('deploy/compose.yaml', () => {
   const raw = parseYaml(read('compose.yaml')) as any
   const compose = parseYaml(withDefaults(read('compose.yaml'))) as any
