@@ -5,18 +5,20 @@ const ctx: ParseContext = { hostIdOf: (d) => (d === 'shop.example.org' ? 7 : nul
 // proxy-and-engine.md A7, with the panel's per-host logger name and rule tag.
 const access = '{"level":"info","ts":1777716672.481,"logger":"http.log.access.host_12","msg":"handled request","request":{"remote_ip":"172.20.0.1","remote_port":"40412","client_ip":"198.51.100.23","proto":"HTTP/2.0","method":"POST","host":"shop.example.org:8443","uri":"/cart/add?id=42","headers":{"User-Agent":["Mozilla/5.0 (X11; Linux x86_64)"],"Content-Type":["application/json"],"Cookie":["REDACTED"]},"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"shop.example.org","ech":false}},"bytes_read":27,"user_id":"","duration":0.0132,"size":512,"status":201,"resp_headers":{"Server":["Caddy"],"X-Panel-Rule-Id":["3"]}}'
 const errorLine = '{"level":"error","ts":1777716690.02,"logger":"http.log.error","msg":"dial tcp 172.20.0.9:3000: connect: connection refused","request":{"remote_ip":"172.20.0.1","remote_port":"40420","client_ip":"198.51.100.23","proto":"HTTP/1.1","method":"GET","host":"shop.example.org","uri":"/","headers":{"User-Agent":["curl/8.9"]}},"duration":0.0021,"status":502,"err_id":"p4k2x9w1q","err_trace":"reverseproxy.statusError (reverseproxy.go:1390)"}'
-// proxy-and-engine.md A2 (parts ABIJDEFHKZ).
+// CRS 4.15.0's blocking rule as Coraza v3.3.3 writes it in `data.raw` (captured from the plugin Caddy).
+const DENY_949110 = `SecRule TX:BLOCKING_INBOUND_ANOMALY_SCORE "@ge %{tx.inbound_anomaly_score_threshold}" "id:949110,phase:2,deny,t:none,msg:'Inbound Anomaly Score Exceeded (Total Score: %{TX.BLOCKING_INBOUND_ANOMALY_SCORE})',tag:'anomaly-evaluation',tag:'OWASP_CRS',ver:'OWASP_CRS/4.15.0'"`
+// proxy-and-engine.md A2 (parts ABIJDEFHKZ); a blocked transaction, as Coraza writes it: response status 0.
 const waf = {
   transaction: {
     timestamp: '2026/05/02 10:11:12', unix_timestamp: 1777716672000000000, id: 'kQzTbWfRnYpLxHsM', client_ip: '198.51.100.23', client_port: 0, host_ip: '', host_port: 0, server_id: 'shop.example.org',
     request: { method: 'GET', protocol: 'HTTP/2.0', uri: "/search?q=%27+or+1%3D1--", http_version: '', headers: { host: ['shop.example.org'], 'user-agent': ['curl/8.9'] }, body: '', files: null, args: {}, length: 0 },
-    response: { protocol: '', status: 403, headers: {}, body: '' }, producer: { connector: '', version: '', server: '', rule_engine: 'On', stopwatch: '...', rulesets: ['OWASP_CRS/4.25.0'] },
+    response: { protocol: '', status: 0, headers: {}, body: '' }, producer: { connector: '', version: '', server: '', rule_engine: 'On', stopwatch: '...', rulesets: ['OWASP_CRS/4.25.0'] },
     highest_severity: '', is_interrupted: true,
   },
   messages: [
     { actionset: 'OWASP_CRS/4.25.0', message: 'XSS Attack Detected', error_message: '', data: { id: 941100, msg: 'XSS Attack Detected', severity: 3, tags: [] } },
     { actionset: 'OWASP_CRS/4.25.0', message: 'SQL Injection Attack Detected via libinjection', error_message: '[client "198.51.100.23"] Coraza: Warning. ...', data: { file: '@owasp_crs/REQUEST-942-APPLICATION-ATTACK-SQLI.conf', line: 47, id: 942100, rev: '', msg: 'SQL Injection Attack Detected via libinjection', data: "Matched Data: s&1c found within ARGS:q: ' or 1=1--", severity: 2, ver: 'OWASP_CRS/4.25.0', maturity: 0, accuracy: 0, tags: ['attack-sqli', 'OWASP_CRS'], raw: 'SecRule ...' } },
-    { actionset: '', message: 'Inbound Anomaly Score Exceeded (Total Score: 10)', error_message: '', data: { id: 949110, msg: 'Inbound Anomaly Score Exceeded (Total Score: 10)', severity: -1 } },
+    { actionset: '', message: 'Inbound Anomaly Score Exceeded (Total Score: 10)', error_message: '', data: { id: 949110, msg: 'Inbound Anomaly Score Exceeded (Total Score: 10)', severity: -1, raw: DENY_949110 } },
   ],
 }
 
@@ -113,6 +115,43 @@ describe('parseWafLine', () => {
     e.messages = []
     expect(parseWafLine(JSON.stringify(e), ctx)).toMatchObject({ wafRuleId: null, wafSeverity: null, wafAnomalyScore: null, message: 'WAF rule matched' })
   })
+  describe('status: what the client got', () => {
+    const entry = (tx: Record<string, unknown>, messages: unknown[] = waf.messages) => JSON.stringify({ ...waf, transaction: { ...waf.transaction, ...tx }, messages })
+    const denyRule = (actions: string, operator = '@ge 5') => ({ message: 'm', data: { id: 9990001, msg: 'm', severity: 2, raw: `SecRule TX:SCORE "${operator}" "${actions}"` } })
+
+    it.each([
+      // Coraza writes 0 when a request phase interrupted (the response never existed).
+      ['blocked in a request phase (response status 0)', { is_interrupted: true, response: { status: 0 } }, 403],
+      // The response phase interrupted (outbound anomaly): the entry keeps the upstream's 200, the client got 403.
+      ['blocked in the response phase (upstream status kept)', { is_interrupted: true, response: { status: 200 } }, 403],
+      ['blocked, entry without a response part', { is_interrupted: true, response: undefined }, 403],
+      // Detection mode: nothing interrupted, the upstream's answer went out.
+      ['detection mode: the upstream answer', { is_interrupted: false, response: { status: 200 } }, 200],
+      ['not interrupted, the upstream failed', { is_interrupted: false, response: { status: 502 } }, 502],
+    ])('%s', (_, tx, status) => {
+      expect(parseWafLine(entry(tx), ctx).status).toBe(status)
+    })
+
+    it("a deny rule's own status: is the answer", () => {
+      const blocked = { is_interrupted: true, response: { status: 0 } }
+      expect(parseWafLine(entry(blocked, [waf.messages[1], denyRule("id:9990001,phase:2,deny,status:406,msg:'custom'")]), ctx).status).toBe(406)
+      expect(parseWafLine(entry(blocked, [denyRule("id:9990001,phase:1,t:none,status:429,deny")]), ctx).status).toBe(429)
+    })
+
+    it('is not fooled by deny or status: inside quoted values, operators or non-deny rules', () => {
+      const blocked = { is_interrupted: true, response: { status: 0 } }
+      // "status:500" only inside msg; "deny" only in the operator; a pass rule with status: (not the interrupting one).
+      expect(parseWafLine(entry(blocked, [denyRule("id:9990001,phase:2,deny,msg:'upstream said status:500, deny'")]), ctx).status).toBe(403)
+      expect(parseWafLine(entry(blocked, [denyRule('id:9990002,phase:2,pass,status:418', '@rx deny')]), ctx).status).toBe(403)
+      expect(parseWafLine(entry(blocked, [denyRule('id:9990003,phase:2,block,status:418')]), ctx).status).toBe(403)
+    })
+
+    it('a detection-mode entry keeps level info, the attack rule and the score it would have been blocked with', () => {
+      const row = parseWafLine(entry({ is_interrupted: false, response: { status: 200 }, producer: { rule_engine: 'DetectionOnly' } }), ctx)
+      expect(row).toMatchObject({ status: 200, level: 'info', wafRuleId: 942100, wafSeverity: 'CRITICAL', wafAnomalyScore: 10 })
+    })
+  })
+
   it.each([['{"messages":[]}', 'no transaction object'], ['oops', 'not JSON']])('keeps a malformed entry: %s', (line, why) => {
     expect(parseWafLine(line, ctx, 3)).toEqual({ tsMs: 3, source: 'waf_audit', level: 'error', raw: line, message: `unparsed log line: ${why}` })
   })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { WAF_THRESHOLD_RULE_ID, buildWafHandler } from '../../server/utils/proxy/build/waf'
+import { WAF_DETECTION_AUDIT_RULE_ID, WAF_THRESHOLD_RULE_ID, buildWafHandler } from '../../server/utils/proxy/build/waf'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const settings = { waf: { inboundThreshold: 10, outboundThreshold: 8 }, logDir: '/var/log/panel' }
@@ -29,16 +29,36 @@ describe('buildWafHandler — directives', () => {
     ])
   })
 
-  it('detection: DetectionOnly, and nothing else changes', () => {
-    const detection = linesOf('detection')
-    expect(detection).toContain('SecRuleEngine DetectionOnly')
-    expect(detection).not.toContain('SecRuleEngine On')
-    expect(detection.filter((l) => !l.startsWith('SecRuleEngine'))).toEqual(linesOf('blocking').filter((l) => !l.startsWith('SecRuleEngine')))
+  it('detection: DetectionOnly, every status relevant, and a logging-phase rule that drops the entry below both thresholds', () => {
+    expect(linesOf('detection')).toEqual([
+      'Include @coraza.conf-recommended',
+      `SecAction "id:${WAF_THRESHOLD_RULE_ID},phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8"`,
+      'Include @crs-setup.conf.example',
+      'Include @owasp_crs/*.conf',
+      'SecRuleEngine DetectionOnly',
+      'SecAuditEngine RelevantOnly',
+      'SecAuditLogRelevantStatus ".*"',
+      `SecRule TX:BLOCKING_INBOUND_ANOMALY_SCORE "@lt %{tx.inbound_anomaly_score_threshold}" "id:${WAF_DETECTION_AUDIT_RULE_ID},phase:5,pass,nolog,chain"`,
+      '    SecRule TX:BLOCKING_OUTBOUND_ANOMALY_SCORE "@lt %{tx.outbound_anomaly_score_threshold}" "ctl:auditEngine=Off"',
+      'SecAuditLogParts ABIJDEFHKZ',
+      'SecAuditLogType Serial',
+      'SecAuditLogFormat JSON',
+      'SecAuditLog /var/log/panel/waf-audit.log',
+    ])
   })
 
-  it('uses an id of its own, not a CRS one (900110 would be a duplicate id)', () => {
-    expect(WAF_THRESHOLD_RULE_ID).not.toBe(900110)
-    expect(String(WAF_THRESHOLD_RULE_ID)).toHaveLength(7)
+  it('blocking keeps the recommended audit selection (no status override, no logging-phase rule)', () => {
+    const blocking = linesOf('blocking').join('\n')
+    expect(blocking).not.toContain('SecAuditLogRelevantStatus')
+    expect(blocking).not.toContain(String(WAF_DETECTION_AUDIT_RULE_ID))
+  })
+
+  it('uses ids of its own, not CRS ones (900110 would be a duplicate id)', () => {
+    for (const id of [WAF_THRESHOLD_RULE_ID, WAF_DETECTION_AUDIT_RULE_ID]) {
+      expect(id).not.toBe(900110)
+      expect(String(id)).toHaveLength(7)
+    }
+    expect(WAF_DETECTION_AUDIT_RULE_ID).not.toBe(WAF_THRESHOLD_RULE_ID)
   })
 
   it('refuses a log directory that would break out of the directive', () => {

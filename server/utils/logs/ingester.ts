@@ -34,10 +34,22 @@ const _ROLLUP_BACKLOG_ROWS = 100_000
 
 // Domain -> host id, from host_names; re-read when a domain is unknown (at most every 2 s).
 let _hosts: { atMs: number; byName: Map<string, number> } = { atMs: 0, byName: new Map() }
+let _hostsGeneration = 0
+/**
+ * After a change of host names: the next line re-reads them, whatever the throttle says. Without
+ * it, a WAF line (which names its host only by domain) of a host created less than 2 s after the
+ * last re-read kept host_id null for good.
+ */
+export function forgetHostNames(): void {
+  _hostsGeneration++
+  _hosts = { ..._hosts, atMs: 0 }
+}
 async function _refreshHosts(force: boolean): Promise<void> {
   if (Date.now() - _hosts.atMs < (force ? _HOST_REFRESH_MS : 30_000)) return
+  const generation = _hostsGeneration
   const rows = await getDb().select().from(hostNames)
-  _hosts = { atMs: Date.now(), byName: new Map(rows.map((r) => [r.name.toLowerCase(), r.hostId])) }
+  // A change committed while this read ran may be missing from it: keep the cache stale then.
+  _hosts = { atMs: generation === _hostsGeneration ? Date.now() : 0, byName: new Map(rows.map((r) => [r.name.toLowerCase(), r.hostId])) }
 }
 
 // Country per address (LAN for private ones, as lookupIp answers): the reader is taken once per

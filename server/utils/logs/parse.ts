@@ -21,7 +21,9 @@ export const WAF_SEVERITIES = ['EMERGENCY', 'ALERT', 'CRITICAL', 'ERROR', 'WARNI
 const _MIN_TS_MS = 946_684_800_000
 const _MAX_TS_MS = 4_102_444_800_000
 // Rule ids of CRS's scoring rules: they carry the anomaly score, not the attack.
-const _SCORE_RULES = new Set([949110, 959100, 980170, 980130])
+const _SCORE_RULES = new Set([949110, 949111, 959100, 980170, 980130])
+/** What coraza-caddy answers for a `deny` without `status:` (Coraza's deny action defaults to 403). */
+const _DENY_DEFAULT_STATUS = 403
 
 export function truncateRaw(line: string): string {
   return line.length > RAW_LIMIT_CHARS ? `${line.slice(0, RAW_LIMIT_CHARS)}…[truncated ${line.length - RAW_LIMIT_CHARS} chars]` : line
@@ -118,7 +120,7 @@ export function parseErrorLine(line: string, ctx: ParseContext, nowMs = Date.now
   }
 }
 
-interface _WafMatch { id: number; severity: number; msg: string | null }
+interface _WafMatch { id: number; severity: number; msg: string | null; raw: string }
 
 /**
  * A matched rule of a Coraza audit entry: from `data` (audit log part K) or,
@@ -130,14 +132,30 @@ function _wafMatch(m: unknown): _WafMatch | null {
   const data = _obj(o.data)
   if (data && _int(data.id, 1, 2 ** 31) !== null) {
     const sev = _int(data.severity, -1, 7) ?? -1
-    return { id: data.id, severity: sev, msg: _str(data.msg, FIELD_LIMITS.message) ?? _str(o.message, FIELD_LIMITS.message) }
+    return { id: data.id, severity: sev, msg: _str(data.msg, FIELD_LIMITS.message) ?? _str(o.message, FIELD_LIMITS.message), raw: typeof data.raw === 'string' ? data.raw : '' }
   }
   const text = typeof o.error_message === 'string' ? o.error_message : ''
   const id = /\[id "(\d{1,10})"\]/.exec(text)
   if (!id) return null
   const sevName = /\[severity "([a-z]+)"\]/i.exec(text)?.[1]?.toUpperCase()
   const sev = sevName ? WAF_SEVERITIES.indexOf(sevName as (typeof WAF_SEVERITIES)[number]) : -1
-  return { id: Number(id[1]), severity: sev, msg: /\[msg "([^"]*)"\]/.exec(text)?.[1] ?? _str(o.message, FIELD_LIMITS.message) }
+  return { id: Number(id[1]), severity: sev, msg: /\[msg "([^"]*)"\]/.exec(text)?.[1] ?? _str(o.message, FIELD_LIMITS.message), raw: '' }
+}
+
+/**
+ * The status the client got for an interrupted transaction. Coraza's audit entry has no
+ * interruption status (its response status is 0, or the upstream's when the response phase
+ * interrupted); coraza-caddy answers a `deny` with the rule's `status:` or 403. A logged rule
+ * with `deny` in an interrupted transaction is the one that interrupted (deny stops
+ * evaluation at once), so its own `status:` is read from its text; a status inherited from
+ * SecDefaultAction is not visible there (the panel's configuration sets none).
+ */
+function _interruptionStatus(matches: _WafMatch[]): number {
+  // The rule's action list: its last double-quoted argument, with 'quoted' values (msg, tag) blanked.
+  const actions = (raw: string) => (/"([^"]*)"\s*$/.exec(raw)?.[1] ?? '').replace(/'[^']*'/g, "''")
+  const deny = matches.map((m) => actions(m.raw)).filter((a) => /(?:^|,)\s*deny\s*(?:,|$)/.test(a)).at(-1)
+  const status = deny ? /(?:^|,)\s*status:([1-5]\d\d)\s*(?:,|$)/.exec(deny) : null
+  return status ? Number(status[1]) : _DENY_DEFAULT_STATUS
 }
 
 /** Coraza JSON audit log (proxy-and-engine.md A2): one row per transaction. */
@@ -158,10 +176,13 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
   const remoteIp = _str(tx.client_ip, FIELD_LIMITS.ip)
   const hostDomain = domainOf(tx.server_id) ?? domainOf(_header(request.headers, 'host'))
   const interrupted = tx.is_interrupted === true
+  // What the client got: the interruption's answer when blocked, else the response's status
+  // (200 in detection mode, where nothing is interrupted).
+  const status = interrupted ? _interruptionStatus(matches) : _int(_obj(tx.response)?.status, 0, 999)
   return {
     tsMs: _tsMs(typeof tx.unix_timestamp === 'number' ? tx.unix_timestamp / 1e6 : undefined, nowMs), source: 'waf_audit',
     hostId: hostDomain ? ctx.hostIdOf(hostDomain) : null, hostDomain,
-    status: _int(_obj(tx.response)?.status, 0, 999), method: _str(request.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
+    status, method: _str(request.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
     path: _str(request.uri, FIELD_LIMITS.path), remoteIp, userAgent: _str(_header(request.headers, 'user-agent'), FIELD_LIMITS.userAgent),
     level: interrupted ? 'warn' : 'info',
     message: top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched'), raw: truncateRaw(line),
