@@ -191,7 +191,7 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
   if (agent) {
     await cscli(['collections', 'install', 'crowdsecurity/caddy'])
     await cscli(['parsers', 'install', 'crowdsecurity/syslog-logs', 'crowdsecurity/dateparse-enrich', 'crowdsecurity/whitelists'])
-    for (const [from, to] of [['parsers/s01-parse/panel-coraza-audit.yaml', 'parsers/s01-parse'], ['scenarios/panel-coraza-waf-blocks.yaml', 'scenarios']] as const) {
+    for (const [from, to] of [['parsers/s01-parse/panel-coraza-audit.yaml', 'parsers/s01-parse'], ['parsers/s02-enrich/00-panel-client-ip.yaml', 'parsers/s02-enrich'], ['scenarios/panel-coraza-waf-blocks.yaml', 'scenarios']] as const) {
       mkdirSync(join(etc, to), { recursive: true })
       copyFileSync(join(DEPLOY_CROWDSEC, from), join(etc, to, from.split('/').pop()!))
     }

@@ -33,6 +33,7 @@ export function buildSnapshot(overrides: Partial<ProxySnapshot> = {}): ProxySnap
     acme: { email: null, caUrl: null, trustedRootsPemFile: null },
     security: { lapiUrl: 'http://127.0.0.1:8080', bouncerKey: null, tickerInterval: '15s', appsecUrl: null },
     waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
+    whitelist: [], clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
     hosts: [buildHostSnapshot()], targetGroups: [buildGroupSnapshot()], rules: [],
     ...overrides,
   }

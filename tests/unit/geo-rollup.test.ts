@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Reader } from 'maxmind'
-import { endOf, parseCidr, sizeOf, ipToBigInt, bigIntToIp, isLanAddress } from '../../server/utils/geo/ip'
+import { endOf, parseCidr, sizeOf, ipToBigInt, bigIntToIp, isLanAddress, subtractNetworks } from '../../server/utils/geo/ip'
 import { FLOOR, MAX_FOREIGN_SHARE, rollUpNetworks } from '../../server/utils/geo/rollup'
 import { countryOfRecord, listCountryNetworks, walkMmdb } from '../../server/utils/geo/walker'
 import { writeMmdb } from '../support/mmdb-writer'
@@ -132,5 +132,25 @@ describe('ip helpers', () => {
   it.each(['8.8.8.8', '172.32.0.1', '2001:db8::1', '198.51.100.7'])('%s is not LAN', (ip) => expect(isLanAddress(ip)).toBe(false))
   it('round-trips IPv6 text', () => {
     for (const ip of ['2001:db8::1', '::', '::1', '2a01:e00::', 'fe80::1:2:3:4']) expect(bigIntToIp(ipToBigInt(ip).value, 6)).toBe(ip)
+  })
+})
+
+describe('subtractNetworks — a country range split around whitelisted sources', () => {
+  const text = (nets: ReturnType<typeof parseCidr>[]) => nets.map((n) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`)
+  it.each([
+    { net: '10.0.0.0/24', holes: ['10.0.0.5'], expected: ['10.0.0.0/30', '10.0.0.4/32', '10.0.0.6/31', '10.0.0.8/29', '10.0.0.16/28', '10.0.0.32/27', '10.0.0.64/26', '10.0.0.128/25'] },
+    { net: '10.0.0.0/24', holes: ['10.0.0.128/25'], expected: ['10.0.0.0/25'] },
+    { net: '10.0.0.0/24', holes: ['10.0.0.0/16'], expected: [] },
+    { net: '10.0.0.0/24', holes: ['10.0.1.1', '2001:db8::1'], expected: ['10.0.0.0/24'] },
+  ])('$net minus $holes', ({ net, holes, expected }) => {
+    expect(text(subtractNetworks(parseCidr(net), holes.map(parseCidr)))).toEqual(expected)
+  })
+
+  it('covers exactly the addresses outside the holes', () => {
+    const net = parseCidr('10.0.0.0/20'), holes = ['10.0.3.7', '10.0.8.0/26', '10.0.15.255'].map(parseCidr)
+    const out = subtractNetworks(net, holes)
+    const total = out.reduce((s, n) => s + sizeOf(n), 0n)
+    expect(total).toBe(sizeOf(net) - 1n - 64n - 1n)
+    for (const h of holes) expect(out.some((n) => n.start <= h.start && endOf(h) <= endOf(n))).toBe(false)
   })
 })

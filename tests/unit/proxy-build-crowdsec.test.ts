@@ -92,3 +92,30 @@ describe('buildCrowdsecHandler — module or key missing', () => {
     expect(warnings.join()).toMatch(/no bouncer key is configured \(LAPI_BOUNCER_KEY\)/)
   })
 })
+
+describe('the whitelist — whitelisted sources skip the bouncer whatever decisions exist', () => {
+  const whitelist = ['198.51.100.0/28', '2001:db8::1']
+
+  it('puts the bouncer (and AppSec) in a route of its own that whitelisted sources do not match', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf'], security: { ...withKey, appsecUrl: 'http://crowdsec:7422' }, whitelist, hosts: [buildHostSnapshot({ waf_enabled: true })] })) as any
+    const [gate, rest] = hostSubroutes(config, 'host1.example.test')
+    expect(gate.match).toEqual([{ not: [{ remote_ip: { ranges: whitelist } }] }])
+    expect(gate.handle.map((h: any) => h.handler)).toEqual(['headers', 'crowdsec', 'appsec', 'headers'])
+    expect(gate.terminal).toBeUndefined()
+    // The WAF still looks at whitelisted sources: the whitelist is about bans.
+    expect(rest.handle.map((h: any) => h.handler)).toEqual(['waf'])
+  })
+
+  it('judges the same client address as the LAN gate: client_ip with trusted proxies', () => {
+    const clientIp = { trustedProxies: ['198.51.100.40/32'], headers: ['X-Forwarded-For'] }
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist, clientIp, hosts: [buildHostSnapshot({ lan_only: true })] }))
+    const [lan, gate] = hostSubroutes(config, 'host1.example.test')
+    expect(lan.match[0].not[0].client_ip).toBeDefined()
+    expect(gate.match).toEqual([{ not: [{ client_ip: { ranges: whitelist } }] }])
+  })
+
+  it('an empty whitelist keeps the bouncer in the host chain', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist: [], hosts: [buildHostSnapshot()] }))
+    expect(hostSubroutes(config, 'host1.example.test')[0]).toEqual({ handle: [{ handler: 'crowdsec' }] })
+  })
+})

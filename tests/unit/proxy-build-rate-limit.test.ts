@@ -7,7 +7,7 @@ describe('buildRateLimitHandler — per client', () => {
   it('allows rps + burst events per window of (rps + burst) / rps seconds, keyed by the peer address, in a zone per host', () => {
     expect(buildRateLimitHandler(buildHostSnapshot({ id: 7, rate_limit_rps: 10, rate_limit_burst: 5 }))).toEqual({
       handler: 'rate_limit',
-      rate_limits: { host_7: { key: '{http.request.remote.host}', window: '1500ms', max_events: 15 } },
+      rate_limits: { host_7: { key: '{http.vars.client_ip}', window: '1500ms', max_events: 15 } },
     })
   })
 

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 
 // The only module that reads process.env. Every variable has a default and a
@@ -25,6 +26,12 @@ export interface PanelConfig {
   publicUrl: string
   /** Where the proxy reaches the panel for ForwardAuth sub-requests. */
   internalUrl: string
+  /**
+   * Peers (the proxy in front of the panel) whose X-Forwarded-For is believed for
+   * the client address of audit rows, sessions and login throttling. Empty: the
+   * connection's own address is the client.
+   */
+  trustedProxies: string[]
   adminEmail?: string
   adminPassword?: string
   proxy: {
@@ -108,6 +115,13 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const internalHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
   const internalUrl = (_opt(env, 'PANEL_INTERNAL_URL') ?? `http://${internalHost.includes(':') ? `[${internalHost}]` : internalHost}:${port}`).replace(/\/+$/, '')
   if (Number.isInteger(port) && !_isUrl(internalUrl, ['http:', 'https:'])) errors.push('PANEL_INTERNAL_URL must be an http(s) URL such as http://panel:3000')
+  const trustedProxies = (_opt(env, 'PANEL_TRUSTED_PROXIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  for (const t of trustedProxies) {
+    const [addr, bits, extra] = t.split('/')
+    const family = isIP(addr ?? '')
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))))
+      errors.push(`PANEL_TRUSTED_PROXIES must be a comma list of IP addresses or CIDRs such as 127.0.0.1/32,172.18.0.0/16 (got "${t}")`)
+  }
   const adminEmail = _opt(env, 'PANEL_ADMIN_EMAIL')
   const adminPassword = env.PANEL_ADMIN_PASSWORD || undefined
   if ((adminEmail === undefined) !== (adminPassword === undefined))
@@ -158,7 +172,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const config: PanelConfig = {
     port, host, dataDir, databaseUrl,
     databaseAuthToken: _opt(env, 'PANEL_DATABASE_AUTH_TOKEN'),
-    masterKey, domain, mode: mode as PanelConfig['mode'], publicUrl, internalUrl, adminEmail, adminPassword,
+    masterKey, domain, mode: mode as PanelConfig['mode'], publicUrl, internalUrl, trustedProxies, adminEmail, adminPassword,
     proxy: {
       adminUrl: proxyAdminUrl, modules,
       logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),

@@ -1,4 +1,5 @@
 import { inArray } from 'drizzle-orm'
+import { isIP } from 'node:net'
 import { Cron } from 'croner'
 import { z, type ZodType } from 'zod'
 import { settings } from '../../../db/schema'
@@ -22,6 +23,12 @@ const _cron = z.string().trim().max(100).refine((v) => {
 }, 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)')
 const _text = (max: number) => z.string().max(max, `must be at most ${max} characters`)
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
+const _cidr = z.string().trim().toLowerCase().max(64).refine((v) => {
+  const [addr, bits, extra] = v.split('/')
+  const family = isIP(addr ?? '')
+  return !!family && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)))
+}, 'must be an IP address or a CIDR such as 192.0.2.0/24')
+const _headerName = z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/, 'must be an HTTP header name such as X-Forwarded-For')
 const _int = (min: number, max: number) => z.number().int('must be an integer').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)
 
 interface SettingDef<T = unknown> {
@@ -42,6 +49,10 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
   _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
   _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
   _def({ key: 'security_engine.ticker_interval', schema: _goDuration, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period" }),
+  _def({ key: 'proxy.trusted_proxies', schema: z.array(_cidr).max(100, 'must list at most 100 ranges'), default: () => [] as string[], affectsProxy: true,
+    description: 'addresses of the CDN or load balancer in front of the proxy; only from these is the client-address header believed (empty: none, every request is judged by its connection address)' }),
+  _def({ key: 'proxy.client_ip_headers', schema: z.array(_headerName).min(1, 'must name at least one header').max(4, 'must name at most 4 headers'), default: () => ['X-Forwarded-For'], affectsProxy: true,
+    description: 'headers a trusted proxy puts the client address in, first found wins (X-Forwarded-For, CF-Connecting-IP, X-Real-IP ...)' }),
   _def({ key: 'acme.email', schema: z.union([z.literal(''), emailSchema]), default: () => '', affectsProxy: true, description: 'default ACME account email' }),
   _def({ key: 'acme.ca_url', schema: _optionalUrl, default: () => '', affectsProxy: true, description: 'default ACME directory URL (empty: the proxy default)' }),
   _def({ key: 'appsec.inbound_threshold', schema: _int(1, 10_000), default: () => 5, affectsProxy: true, description: 'CRS inbound anomaly threshold (engine AppSec and proxy WAF)' }),

@@ -66,3 +66,18 @@ export function isLanAddress(ip: string): boolean {
   if (family === 6 && value >> 32n === 0xffffn) return isLanAddress(bigIntToIp(value & 0xffffffffn, 4))
   return LAN_CIDRS.some((n) => netContains(n, family, value))
 }
+
+/**
+ * `net` minus `holes`: the networks that cover exactly the addresses of `net`
+ * outside every hole (a country range split around a whitelisted address).
+ * Each hole inside `net` costs at most one network per prefix bit between them.
+ */
+export function subtractNetworks(net: Net, holes: Net[]): Net[] {
+  const inside = holes.filter((h) => h.family === net.family && h.start <= endOf(net) && endOf(h) >= net.start)
+  if (!inside.length) return [net]
+  if (inside.some((h) => h.start <= net.start && endOf(h) >= endOf(net))) return []
+  const half = sizeOf(net) / 2n
+  const lower: Net = { family: net.family, start: net.start, prefix: net.prefix + 1 }
+  const upper: Net = { family: net.family, start: net.start + half, prefix: net.prefix + 1 }
+  return [...subtractNetworks(lower, inside), ...subtractNetworks(upper, inside)]
+}

@@ -1,4 +1,4 @@
-import { hosts, rules, targetGroups } from '../../../db/schema'
+import { hosts, rules, targetGroups, whitelistEntries } from '../../../db/schema'
 import { getConfig } from '../core/config'
 import type { Executor } from '../core/db'
 import { getSetting } from '../core/settings'
@@ -64,6 +64,11 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec), appsecUrl: cfg.lapi.appsecUrl ?? null,
     },
     waf: { inboundThreshold: await getSetting<number>('appsec.inbound_threshold', exec), outboundThreshold: await getSetting<number>('appsec.outbound_threshold', exec) },
+    whitelist: (await exec.select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value).sort(),
+    clientIp: {
+      trustedProxies: await getSetting<string[]>('proxy.trusted_proxies', exec),
+      headers: await getSetting<string[]>('proxy.client_ip_headers', exec),
+    },
     dnsProviders: {},
     manualCerts: [],
     hosts: hostRows.map(hostRowToSnapshot),

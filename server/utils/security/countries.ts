@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, ne } from 'drizzle-orm'
 import { z } from 'zod'
-import { countryBans, countryJobs } from '../../../db/schema'
+import { countryBans, countryJobs, whitelistEntries } from '../../../db/schema'
 import { getDb, runWrite, writeTransaction } from '../core/db'
 import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
@@ -10,6 +10,7 @@ import { safeText } from '../core/validate'
 import { geoVersion, openGeoReader } from '../geo/readers'
 import { listCountryNets } from '../geo/walker'
 import { rollUpNets } from '../geo/rollup'
+import { formatNet, parseCidr, subtractNetworks } from '../geo/ip'
 import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, LapiUnreachable } from './lapi'
 import { invalidateDecisionCache } from './decisions'
 
@@ -121,6 +122,13 @@ async function _commitChunkWithOneRetry(cc: string, alert: ReturnType<typeof _al
   }
 }
 
+/** Country CIDRs with every whitelisted address or range cut out of them. */
+export function excludeWhitelisted(cidrs: string[], whitelist: string[]): string[] {
+  if (!whitelist.length) return cidrs
+  const holes = whitelist.map(parseCidr)
+  return cidrs.flatMap((c) => subtractNetworks(parseCidr(c), holes).map(formatNet))
+}
+
 /** Runs one job to its end; never throws (the job row records the outcome). */
 async function _runJob(job: JobRow): Promise<void> {
   const cc = job.countryCode
@@ -130,9 +138,11 @@ async function _runJob(job: JobRow): Promise<void> {
     const reader = openGeoReader('country')
     if (!reader) throw new Error('country.mmdb is not loaded')
     const rolled = rollUpNets(listCountryNets(reader, cc))
+    // Never a range that contains a whitelisted address: split around it.
+    const cidrs = excludeWhitelisted(rolled.cidrs, (await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value))
     const chunks: string[][] = []
-    for (let i = 0; i < rolled.cidrs.length; i += CHUNK_SIZE) chunks.push(rolled.cidrs.slice(i, i + CHUNK_SIZE))
-    await _update(job.id, { chunksTotal: chunks.length, requestedCount: rolled.cidrs.length })
+    for (let i = 0; i < cidrs.length; i += CHUNK_SIZE) chunks.push(cidrs.slice(i, i + CHUNK_SIZE))
+    await _update(job.id, { chunksTotal: chunks.length, requestedCount: cidrs.length })
     const committed: string[] = []
     let firstError: string | undefined
     let failed = 0

@@ -9,6 +9,7 @@ import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { safeText } from '../core/validate'
 import { logger } from '../core/log'
+import { reconcileInTransaction } from '../proxy/reconciler'
 import { deleteDecisionsMatching } from './lapi'
 import { invalidateDecisionCache } from './decisions'
 import { engineConfigDir, insideFolder, writeFileAtomically, yamlString } from './engine-files'
@@ -82,6 +83,8 @@ export async function addWhitelistEntry(input: z.infer<typeof whitelistBody>, ct
     const now = new Date().toISOString()
     const inserted = (await tx.insert(whitelistEntries).values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor }).returning().get())!
     await writeAudit(ctx, 'whitelist_add', { value, removed_decisions: removed }, tx)
+    // The proxy's bouncer skips whitelisted sources: the configuration changes too.
+    await reconcileInTransaction(tx, ctx, `whitelist entry ${value} added`)
     return inserted
   })
   await writeWhitelistFile()
@@ -96,6 +99,7 @@ export async function removeWhitelistEntry(raw: string, ctx: AuditContext): Prom
     if (!row) throw notFound('whitelist entry', value)
     await tx.delete(whitelistEntries).where(eq(whitelistEntries.value, value))
     await writeAudit(ctx, 'whitelist_delete', { value }, tx)
+    await reconcileInTransaction(tx, ctx, `whitelist entry ${value} removed`)
   })
   await writeWhitelistFile()
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { buildAppsecHandlers, buildAppsecThresholdHeader, buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
-import { buildLanGateRoute } from './lan-gate'
+import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
 import { buildRateLimitHandler } from './rate-limit'
@@ -48,20 +48,24 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
 
   const routes: Route[] = []
   const chain: Json[] = []
+  const bouncer: Json[] = []
   for (const step of HOST_HANDLER_ORDER) {
     switch (step) {
       case 'lan_gate':
-        if (host.lan_only) routes.push(buildLanGateRoute())
+        if (host.lan_only) routes.push(buildLanGateRoute(snapshot.clientIp))
         break
       case 'crowdsec':
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
-        if (hostUsesAppsec(snapshot, host)) chain.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
-        if (hostUsesBouncer(snapshot, host)) chain.push(buildCrowdsecHandler())
+        if (hostUsesAppsec(snapshot, host)) bouncer.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
+        if (hostUsesBouncer(snapshot, host)) bouncer.push(buildCrowdsecHandler())
         break
       case 'appsec':
         // After the ban check (a banned source never reaches AppSec), before the rate limit and the WAF.
-        if (hostUsesAppsec(snapshot, host)) chain.push(...buildAppsecHandlers())
+        if (hostUsesAppsec(snapshot, host)) bouncer.push(...buildAppsecHandlers())
+        // Whitelisted sources skip the bouncer (and AppSec) whatever decisions exist: a route of its own.
+        if (bouncer.length && snapshot.whitelist.length) routes.push({ match: [{ not: [buildClientAddressMatcher(snapshot.whitelist, snapshot.clientIp)] }], handle: bouncer.splice(0) })
+        else chain.push(...bouncer.splice(0))
         break
       case 'rate_limit':
         if (host.rate_limit_enabled) {
@@ -120,13 +124,13 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   // answers ACME http-01 and carries the automatic HTTP->HTTPS redirects of TLS
   // hosts, which Caddy appends to the server listening on http_port.
   const servers: Json = {
-    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts) },
+    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp) },
   }
   const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
   // No TLS host, no https server: an empty one would hold the HTTPS port open for nothing.
   if (tlsRoutes.length) {
     servers.https = {
-      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(builtHosts),
+      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }

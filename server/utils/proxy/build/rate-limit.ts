@@ -16,12 +16,16 @@ export function rateLimitZone(rps: number, burst: number): { max_events: number;
   return { max_events: maxEvents, window: `${Math.ceil((maxEvents * 1000) / rps)}ms` }
 }
 
-/** Per-client limit: rps sustained, rps + burst at once. */
+/**
+ * Per-client limit: rps sustained, rps + burst at once. The client is Caddy's
+ * client address: the connection's peer, or with trusted proxies the address
+ * they forwarded, so one CDN does not share one allowance among all its visitors.
+ */
 export function buildRateLimitHandler(host: HostSnapshot): Json {
   return {
     handler: 'rate_limit',
     rate_limits: {
-      [`host_${host.id}`]: { key: '{http.request.remote.host}', ...rateLimitZone(host.rate_limit_rps, host.rate_limit_burst) },
+      [`host_${host.id}`]: { key: '{http.vars.client_ip}', ...rateLimitZone(host.rate_limit_rps, host.rate_limit_burst) },
     },
   }
 }

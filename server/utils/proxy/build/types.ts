@@ -33,6 +33,10 @@ export interface ProxySnapshot {
   acme: { email: string | null; caUrl: string | null; trustedRootsPemFile: string | null }
   security: { lapiUrl: string; bouncerKey: string | null; tickerInterval: string; appsecUrl: string | null }
   waf: { inboundThreshold: number; outboundThreshold: number }
+  /** The operator's whitelist (IPs and CIDRs): the bouncer never judges these sources. */
+  whitelist: string[]
+  /** Proxies in front of Caddy whose client-address headers are believed (empty: none). */
+  clientIp: { trustedProxies: string[]; headers: string[] }
   dnsProviders: Record<string, { module: 'cloudflare' | 'route53'; credentials: Record<string, string> }>
   manualCerts: { hostId: number; certFile: string; keyFile: string }[]
   hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
