@@ -46,6 +46,8 @@ const _def = <T>(d: SettingDef<T>) => d as SettingDef<unknown>
 export const SETTINGS_CATALOGUE: SettingDef[] = [
   _def({ key: 'logs.retention_days', schema: _int(1, 3650), default: () => 30, description: 'days log rows are kept' }),
   _def({ key: 'logs.max_entries', schema: _int(1000, 100_000_000), default: () => 500_000, description: 'most log rows kept (audit rows included)' }),
+  _def({ key: 'logs.waf_audit_max_bytes', schema: _int(65_536, 10 * 1024 ** 3), default: () => 64 * 1024 ** 2,
+    description: "size past which the WAF audit log's already-ingested part is cut from the file" }),
   _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
   _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
   _def({ key: 'security_engine.ticker_interval', schema: _goDuration, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period" }),

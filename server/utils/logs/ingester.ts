@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process'
+import { closeSync, openSync, readSync, statSync, type Stats } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { sql } from 'drizzle-orm'
 import type { InStatement } from '@libsql/client'
 import { getClient, getDb, runWrite } from '../core/db'
 import { getConfig } from '../core/config'
+import { getSetting } from '../core/settings'
 import { logger } from '../core/log'
 import { systemActor, writeAudit } from '../core/audit'
 import { hostNames } from '../../../db/schema'
@@ -14,7 +18,7 @@ import { checkIngestedBatch } from '../ops/alerts'
 import { publishLogRows, subscriberCount } from './hub'
 import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } from './parse'
-import { headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
+import { HEAD_BYTES, headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
 import { insertStatements } from './writer'
 import { rollUpLogs, rollupMark } from './rollup'
 
@@ -132,6 +136,48 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Pro
   return total
 }
 
+// --- bounding the WAF audit log ---------------------------------------------
+// Coraza keeps its audit log open for appending and never rotates it, and only a
+// configuration reload (which empties the bouncer's decisions) reopens it. So
+// the ingested part is cut from the front of the file in place: the kernel's
+// collapse-range (fallocate) removes whole blocks under the inode lock, so an
+// append racing it lands after it, never in the removed range. Only blocks
+// wholly before the ingested offset go; the position moves back by as much.
+
+const _execFileAsync = promisify(execFile)
+let _collapseUnsupported: string | undefined
+
+/** The position after cutting, or null when nothing needs cutting (or it cannot be done here). */
+export async function collapseIngestedPrefix(path: string, maxBytes: number): Promise<Position | null> {
+  if (_collapseUnsupported) return null
+  const pos = await _readPosition(path)
+  let st: Stats
+  try { st = statSync(path) } catch { return null }
+  if (!pos || st.ino !== pos.inode || pos.offset < maxBytes) return null
+  const block = st.blksize || 4096
+  const cut = Math.floor(pos.offset / block) * block
+  if (cut <= 0) return null
+  // The fingerprint of the file as it will start: bytes the ingester already read, so they cannot change.
+  const fd = openSync(path, 'r')
+  let headAfter: Buffer
+  try {
+    headAfter = Buffer.alloc(Math.min(HEAD_BYTES, pos.offset - cut))
+    readSync(fd, headAfter, 0, headAfter.length, cut)
+  } finally { closeSync(fd) }
+  try {
+    await _execFileAsync('fallocate', ['--collapse-range', '--offset', '0', '--length', String(cut), path])
+  } catch (err) {
+    _collapseUnsupported = ((err as { stderr?: string }).stderr || (err as Error).message).trim()
+    logger.warn(`WAF audit log: cannot cut the ingested part of ${path} on this filesystem (${_collapseUnsupported}); it grows until rotated by hand`)
+    return null
+  }
+  const next: Position = { inode: pos.inode, offset: pos.offset - cut, head: headFor(headAfter, pos.offset - cut) }
+  // A crash right here re-reads at most one block (from the start of the cut file): duplicates, never a loss.
+  await runWrite(() => getClient().batch([_savePosition(path, next)], 'write'))
+  logger.info(`WAF audit log: cut ${cut} ingested bytes from ${path}`)
+  return next
+}
+
 /** Reads whatever was appended to `path` (or is left in its rotated predecessor) and stores it. Returns the rows ingested. */
 export async function ingestFile(path: string, source: LogSource): Promise<number> {
   await _refreshHosts(false)
@@ -209,6 +255,10 @@ async function _tick(dir: string): Promise<void> {
     if (_stopped) return
     try { ingested += await ingestFile(join(dir, file), source) } catch (err) { await _reportError(file, err) }
   }
+  try {
+    const wafAudit = LOG_FILES.find((f) => f.source === 'waf_audit')!.file
+    await collapseIngestedPrefix(join(dir, wafAudit), await getSetting<number>('logs.waf_audit_max_bytes'))
+  } catch (err) { await _reportError('waf-audit bound', err) }
   _status.rows_ingested += ingested
   // Roll up when ingestion is idle, every 10 s, or when the backlog would make queries slow
   // (queries add the rows not rolled up yet, so waiting costs them time, never correctness).
