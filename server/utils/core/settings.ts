@@ -7,7 +7,7 @@ import { badRequest } from './errors'
 import { getConfig } from './config'
 import { getSecretsBox } from './secrets'
 import { writeAudit, type AuditContext } from './audit'
-import { describeZodError, emailSchema } from './validate'
+import { describeZodError, emailSchema, parseGoDurationMs } from './validate'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
 // and docs/configuration.md. Environment values are only defaults.
@@ -16,6 +16,13 @@ export const UNCHANGED = '__UNCHANGED__'
 export const SECRET_SET = '__SET__'
 
 const _goDuration = z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 15s, 1m or 2h30m')
+// The bouncer refuses 0s at start ("lapi update interval must be positive") and
+// takes 1ms as 1000 pulls a second; above 10 minutes a ban waits too long to bite.
+const _TICKER_MIN_MS = 1_000, _TICKER_MAX_MS = 600_000
+const _tickerInterval = _goDuration.refine((v) => {
+  const ms = parseGoDurationMs(v)
+  return ms !== null && ms >= _TICKER_MIN_MS && ms <= _TICKER_MAX_MS
+}, 'must be from 1s to 10m (the bouncer polls the local API this often: 0s is refused by it, less than 1s floods the local API, more than 10m delays every ban)')
 const _optionalUrl = z.string().trim().max(2048).refine((v) => v === '' || /^https?:\/\//.test(v), 'must be an http(s) URL or empty')
 const _cron = z.string().trim().max(100).refine((v) => {
   try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
@@ -41,7 +48,7 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
   _def({ key: 'logs.max_entries', schema: _int(1000, 100_000_000), default: () => 500_000, description: 'most log rows kept (audit rows included)' }),
   _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
   _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
-  _def({ key: 'security_engine.ticker_interval', schema: _goDuration, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period" }),
+  _def({ key: 'security_engine.ticker_interval', schema: _tickerInterval, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period (1s to 10m)" }),
   _def({ key: 'acme.email', schema: z.union([z.literal(''), emailSchema]), default: () => '', affectsProxy: true, description: 'default ACME account email' }),
   _def({ key: 'acme.ca_url', schema: _optionalUrl, default: () => '', affectsProxy: true, description: 'default ACME directory URL (empty: the proxy default)' }),
   _def({ key: 'appsec.inbound_threshold', schema: _int(1, 10_000), default: () => 5, affectsProxy: true, description: 'CRS inbound anomaly threshold (engine AppSec and proxy WAF)' }),
