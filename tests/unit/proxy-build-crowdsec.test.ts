@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { buildCrowdsecApp, buildCrowdsecHandler } from '../../server/utils/proxy/build/crowdsec'
+import { buildProxyConfig, hashProxyConfig } from '../../server/utils/proxy/build/index'
+import { buildBouncerWarmupRoute, buildCrowdsecApp, buildCrowdsecHandler, stripBouncerWarmup } from '../../server/utils/proxy/build/crowdsec'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const withKey = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
@@ -54,5 +54,39 @@ describe('buildCrowdsecHandler — module or key missing', () => {
     const { config, warnings } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: { ...withKey, bouncerKey: null } }))
     expect(JSON.stringify(config)).not.toContain('crowdsec')
     expect(warnings.join()).toMatch(/no bouncer key is configured \(LAPI_BOUNCER_KEY\)/)
+  })
+})
+
+describe('buildBouncerWarmupRoute — the sources banned at push time, refused while the new bouncer loads', () => {
+  const warmup = { untilMs: 1_800_000_000_000, sources: ['198.51.100.200', '203.0.113.0/24'] }
+  const tlsHost = buildHostSnapshot({ id: 3, domain: 'tls.example.test', tls_mode: 'auto' })
+
+  it('is the first route of each server that has bouncer hosts, for those hosts only, until the given time', () => {
+    const hosts = [buildHostSnapshot({ aliases: ['www.host1.example.test'] }), buildHostSnapshot({ id: 2, bouncer_enabled: false }), tlsHost]
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts, bouncerWarmup: warmup })) as any
+    const http = config.apps.http.servers.http.routes[0], https = config.apps.http.servers.https.routes[0]
+    expect(http).toEqual(buildBouncerWarmupRoute('http', ['host1.example.test', 'www.host1.example.test'], warmup))
+    expect(https['@id']).toBe('bouncer_warmup_https')
+    expect(https.match[0].host).toEqual(['tls.example.test'])
+    expect(http.match[0].expression).toBe('int({time.now.unix_ms}) < 1800000000000')
+    expect(http.handle[0].routes).toEqual([{ match: [{ client_ip: { ranges: warmup.sources } }], handle: [{ handler: 'static_response', status_code: 403 }] }])
+  })
+
+  it('nothing banned, or no host with the bouncer: no route', () => {
+    const none = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, bouncerWarmup: { ...warmup, sources: [] } })).config
+    expect(JSON.stringify(none)).not.toContain('bouncer_warmup')
+    const off = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot({ bouncer_enabled: false })], bouncerWarmup: warmup })).config
+    expect(JSON.stringify(off)).not.toContain('bouncer_warmup')
+  })
+
+  it('leaves the hash unchanged: the identity of a configuration is what the database says', () => {
+    const base = buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot(), tlsHost] })
+    const plain = buildProxyConfig(base).config
+    const gated = buildProxyConfig({ ...base, bouncerWarmup: warmup }).config
+    const later = buildProxyConfig({ ...base, bouncerWarmup: { untilMs: warmup.untilMs + 1, sources: ['192.0.2.1'] } }).config
+    expect(JSON.stringify(gated)).not.toBe(JSON.stringify(plain))
+    expect(hashProxyConfig(gated)).toBe(hashProxyConfig(plain))
+    expect(hashProxyConfig(later)).toBe(hashProxyConfig(plain))
+    expect(stripBouncerWarmup(gated)).toEqual(plain)
   })
 })
