@@ -88,13 +88,17 @@ describe('a banned source through the production proxy and the whole engine', ()
     const loadsBefore = loadRequests()
     const auditsBefore = await auditCount('proxy_reconcile')
     const bannedProbe = prober(BANNED), allowedProbe = prober(ALLOWED)
-    const adminAnswers: Array<{ status: number; ms: number }> = []
+    // Each /load replaces Caddy's admin server: a request caught in the swap is reset,
+    // and answered when sent again at once. Counted, not hidden.
+    const adminAnswers: Array<{ status: number; ms: number; resets: number }> = []
     let probingAdmin = true
     const adminLoop = (async () => {
       while (probingAdmin) {
         const t0 = performance.now()
-        const r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 }))
-        adminAnswers.push({ status: r.status, ms: performance.now() - t0 })
+        let resets = 0
+        let r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 }))
+        if (r.status === 0) { resets++; r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 })) }
+        adminAnswers.push({ status: r.status, ms: performance.now() - t0, resets })
         await new Promise((r) => setTimeout(r, 50))
       }
     })()
@@ -111,7 +115,7 @@ describe('a banned source through the production proxy and the whole engine', ()
       await bannedProbe.stop(); await allowedProbe.stop()
     }
     const banned = bannedProbe.answers(), allowed = allowedProbe.answers()
-    console.log(`[push-queue] burst: banned ${banned.length} probes (${resets(banned)} reset), allowed ${allowed.length} (${allowed.filter((a) => a.status === 200).length} x 200, ${resets(allowed)} reset), admin API ${adminAnswers.length} answers, slowest ${Math.max(...adminAnswers.map((a) => a.ms)).toFixed(0)} ms`)
+    console.log(`[push-queue] burst: banned ${banned.length} probes (${resets(banned)} reset), allowed ${allowed.length} (${allowed.filter((a) => a.status === 200).length} x 200, ${resets(allowed)} reset), admin API ${adminAnswers.length} answers (${adminAnswers.filter((a) => a.resets).length} after a reset), slowest ${Math.max(...adminAnswers.map((a) => a.ms)).toFixed(0)} ms`)
     expect(banned.length).toBeGreaterThan(50)
     expect(notForbidden(banned)).toEqual([])
     expect(allowed.filter((a) => a.status === 200).length).toBeGreaterThan(50)
