@@ -1,10 +1,11 @@
 import { defineNitroErrorHandler } from 'nitropack/runtime'
 import { send, setResponseHeader, setResponseStatus } from 'h3'
 import { logger } from './utils/core/log'
+import { redactSecrets } from './utils/core/redact'
 
 // Every error leaves the process as {"error": "..."}. Unexpected errors are logged
 // with their context and answered with a generic text: internals never leak.
-export default defineNitroErrorHandler((error, event) => {
+export default defineNitroErrorHandler(async (error, event) => {
   let status = error.statusCode || 500
   let message: string
   if (error.unhandled || status >= 500 && !error.statusMessage) {
@@ -13,6 +14,8 @@ export default defineNitroErrorHandler((error, event) => {
     message = 'internal error'
   } else {
     message = error.message || error.statusMessage || 'error'
+    // A 5xx may carry the proxy's or the engine's text: redacted at its source, checked once more here.
+    if (status >= 500) message = await redactSecrets(message)
   }
   if (status === 404 && /Cannot find any route/.test(message)) message = `no route for ${event.method} ${event.path.split('?')[0]!}`
   if (status === 405) message = `method ${event.method} is not allowed on ${event.path.split('?')[0]}`

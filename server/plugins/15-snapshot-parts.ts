@@ -1,10 +1,13 @@
 import { defineNitroPlugin } from 'nitropack/runtime'
 import { registerSnapshotPart } from '../utils/proxy/snapshot'
-import { addDnsProvidersToSnapshot } from '../utils/hosts/dns-providers'
+import { addDnsProvidersToSnapshot, dnsCredentialSecrets } from '../utils/hosts/dns-providers'
+import { registerSecretSource } from '../utils/core/redact'
 import { addManualCertsToSnapshot } from '../utils/hosts/manual-certs'
 
-// What the proxy configuration needs beyond hosts, groups and rules.
+// What the proxy configuration needs beyond hosts, groups and rules, and the
+// stored secrets proxy and engine text is redacted against.
 export default defineNitroPlugin(() => {
   registerSnapshotPart(addDnsProvidersToSnapshot)
   registerSnapshotPart(addManualCertsToSnapshot)
+  registerSecretSource(dnsCredentialSecrets)
 })

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestUpstream } from '../support/upstream'
+import { startCrowdsec } from '../support/crowdsec'
+import { registerTestSecret } from '../support/panel'
 import { eventually, httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
@@ -14,25 +16,28 @@ async function hostsState(stack: ProxyStack) {
 
 describe('the proxy rejects a configuration', () => {
   // Symptom this guards: a panel that commits before the push leaves the database
-  // ahead of the proxy. A Caddy built without the plugin the panel is told it
-  // has (Debian's stock Caddy here) answers: "unknown module: http.handlers.crowdsec".
+  // ahead of the proxy. Stock Caddy answers: "unknown module: http.handlers.crowdsec".
+  // The local API answers (LAPI alone): with it down the push would wait for it instead.
   it('answers 502 with Caddy\'s own text and leaves the database unchanged', async () => {
-    const stack = await startProxyStack({ stockCaddy: true, env: { PROXY_MODULES: 'crowdsec', LAPI_BOUNCER_KEY: 'test-bouncer-key-123' } })
+    const cs = await startCrowdsec({ agent: false })
+    registerTestSecret(cs.bouncerKey)
+    const stack = await startProxyStack({ stockCaddy: true, env: { PROXY_MODULES: 'crowdsec', LAPI_URL: cs.url, LAPI_BOUNCER_KEY: cs.bouncerKey } }).catch(async (err) => { await cs.stop(); throw err })
     try {
       const group = await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })
       const before = await hostsState(stack)
       const res = await createHost(stack, { domain: 'rejected.example.test', target_group_id: group.id })
       expect(res.status).toBe(502)
       expect(res.json.error).toMatch(/^proxy rejected configuration: .*unknown module/)
-      expect(res.json.error).not.toContain('test-bouncer-key-123')
+      expect(res.json.error).not.toContain(cs.bouncerKey)
       expect(await hostsState(stack)).toBe(before)
       expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json).toEqual([])
       const health = await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })
       expect(health.json.proxy.last_reconcile_status).toBe('rejected')
       expect(health.json.proxy.last_error).toMatch(/unknown module/)
-      expect(stack.panel.output()).not.toContain('test-bouncer-key-123')
+      expect(stack.panel.output()).not.toContain(cs.bouncerKey)
     } finally {
       await stack.stop()
+      await cs.stop()
     }
   })
 })

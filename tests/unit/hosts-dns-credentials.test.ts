@@ -1,20 +1,24 @@
 import { describe, expect, it } from 'vitest'
 import { mergeCredentials } from '../../server/utils/hosts/dns-providers'
-import { findDnsProvider } from '../../server/utils/hosts/dns-catalogue'
+import { findDnsProvider, secretCredentialValues } from '../../server/utils/hosts/dns-catalogue'
 import { buildProxyConfig, hashProxyConfig } from '../../server/utils/proxy/build/index'
 import { buildHostSnapshot, buildSnapshot } from '../support/factories'
 
 const a = findDnsProvider('provider_a')!
 const b = findDnsProvider('provider_b')!
+// Shaped like real ones (AWS's documentation examples), none of them real.
+const CF_TOKEN = 'Abcdefghij0123456789_-ABCDEFGHIJ0123456789'
+const AWS_KEY_ID_1 = 'AKIAIOSFODNN7EXAMPLE', AWS_KEY_ID_2 = 'AKIAI44QH8DHBEXAMPLE'
+const AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
 
 describe('mergeCredentials — the PUT rules of the spec', () => {
   it('replaces fields that are sent and keeps fields sent as __UNCHANGED__', () => {
-    const stored = { access_key_id: 'AKIA1', secret_access_key: 'old-secret', region: 'eu-west-1' }
-    expect(mergeCredentials(b, stored, { access_key_id: 'AKIA2', secret_access_key: '__UNCHANGED__' }))
-      .toEqual({ access_key_id: 'AKIA2', secret_access_key: 'old-secret' })
+    const stored = { access_key_id: AWS_KEY_ID_1, secret_access_key: AWS_SECRET, region: 'eu-west-1' }
+    expect(mergeCredentials(b, stored, { access_key_id: AWS_KEY_ID_2, secret_access_key: '__UNCHANGED__' }))
+      .toEqual({ access_key_id: AWS_KEY_ID_2, secret_access_key: AWS_SECRET })
   })
   it('keeps everything when no credentials are sent (enabled flag only)', () => {
-    expect(mergeCredentials(a, { api_token: 't' }, undefined)).toEqual({ api_token: 't' })
+    expect(mergeCredentials(a, { api_token: CF_TOKEN }, undefined)).toEqual({ api_token: CF_TOKEN })
   })
   it.each([
     [{ api_token: 'x', zone_token: 'y' }, /credentials.zone_token: unknown field/],
@@ -29,6 +33,49 @@ describe('mergeCredentials — the PUT rules of the spec', () => {
     try { mergeCredentials(b, null, { access_key_id: 'AKIA-VISIBLE', secret_access_key: 'SECRET-VALUE', bogus: 'x' }) } catch (e) {
       expect((e as Error).message).not.toMatch(/SECRET-VALUE|AKIA-VISIBLE/)
     }
+  })
+})
+
+describe('credential formats — what the proxy modules accept at provision, refused at save', () => {
+  it.each([
+    ['a legacy Cloudflare token (40 characters)', a, { api_token: CF_TOKEN }],
+    ['35 characters, the shortest legacy token', a, { api_token: 'x'.repeat(35) }],
+    ['50 characters, the longest legacy token', a, { api_token: 'x'.repeat(50) }],
+    ['a cfut_ user token', a, { api_token: `cfut_${'A'.repeat(32)}` }],
+    ['a cfat_ account token', a, { api_token: `cfat_${'b1_-'.repeat(20)}` }],
+    ['AWS keys and a region', b, { access_key_id: AWS_KEY_ID_1, secret_access_key: AWS_SECRET, region: 'us-gov-west-1' }],
+    ['AWS keys without a region', b, { access_key_id: AWS_KEY_ID_1, secret_access_key: AWS_SECRET }],
+  ])('accepts %s', (_name, def, given) => {
+    expect(mergeCredentials(def, null, given as Record<string, string>)).toEqual(given)
+  })
+
+  it.each([
+    ['34 characters', a, { api_token: 'x'.repeat(34) }, /^credentials\.api_token: must be a Cloudflare API token/],
+    ['51 characters', a, { api_token: 'x'.repeat(51) }, /credentials\.api_token: .*35 to 50 characters/],
+    ['a quote inside', a, { api_token: `"${'x'.repeat(38)}"` }, /credentials\.api_token: .*no quotes, braces or spaces/],
+    ['a placeholder', a, { api_token: '{env.CLOUDFLARE_API_TOKEN_ABCDEFGHIJKLMN}' }, /credentials\.api_token/],
+    ['a space inside', a, { api_token: `${'x'.repeat(20)} ${'x'.repeat(20)}` }, /credentials\.api_token/],
+    ['a cfat_ token with a dot', a, { api_token: `cfat_${'A'.repeat(40)}.x` }, /credentials\.api_token/],
+    ['an access key id of 15 characters', b, { access_key_id: 'AKIAIOSFODNN7EX', secret_access_key: AWS_SECRET }, /^credentials\.access_key_id: must be an AWS access key ID/],
+    ['a secret with a space', b, { access_key_id: AWS_KEY_ID_1, secret_access_key: 'wJalrXUtnFEMI K7MDENG/bPxRfiCYEXAMPLEKEY' }, /^credentials\.secret_access_key: must be an AWS secret access key/],
+    ['a secret placeholder', b, { access_key_id: AWS_KEY_ID_1, secret_access_key: '{env.AWS_SECRET_ACCESS_KEY}' }, /^credentials\.secret_access_key/],
+    ['a region that is not one', b, { access_key_id: AWS_KEY_ID_1, secret_access_key: AWS_SECRET, region: 'Europe (Paris)' }, /^credentials\.region: must be an AWS region such as us-east-1/],
+  ])('refuses %s with the rule, never the value', (_name, def, given, message) => {
+    let error = ''
+    try { mergeCredentials(def, null, given as Record<string, string>) } catch (e) { error = (e as Error).message }
+    expect(error).toMatch(message)
+    for (const value of Object.values(given)) expect(error).not.toContain(value)
+  })
+
+  it('a stored value is checked too when it is kept with __UNCHANGED__', () => {
+    expect(() => mergeCredentials(a, { api_token: 'legacy-token-too-short' }, { api_token: '__UNCHANGED__' })).toThrow(/credentials\.api_token: must be a Cloudflare API token/)
+  })
+})
+
+describe('secretCredentialValues — what proxy text is redacted against', () => {
+  it('every value but the region', () => {
+    expect(secretCredentialValues(b, { access_key_id: AWS_KEY_ID_1, secret_access_key: AWS_SECRET, region: 'eu-west-3' })).toEqual([AWS_KEY_ID_1, AWS_SECRET])
+    expect(secretCredentialValues(a, { api_token: CF_TOKEN })).toEqual([CF_TOKEN])
   })
 })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { APPSEC_THRESHOLD_HEADER, buildCrowdsecApp, buildCrowdsecHandler } from '../../server/utils/proxy/build/crowdsec'
+import { buildProxyConfig, hashProxyConfig } from '../../server/utils/proxy/build/index'
+import { APPSEC_THRESHOLD_HEADER, buildBouncerWarmupRoute, buildCrowdsecApp, buildCrowdsecHandler, stripBouncerWarmup } from '../../server/utils/proxy/build/crowdsec'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const withKey = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
@@ -117,5 +117,45 @@ describe('the whitelist — whitelisted sources skip the bouncer whatever decisi
   it('an empty whitelist keeps the bouncer in the host chain', () => {
     const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist: [], hosts: [buildHostSnapshot()] }))
     expect(hostSubroutes(config, 'host1.example.test')[0]).toEqual({ handle: [{ handler: 'crowdsec' }] })
+describe('buildBouncerWarmupRoute — the sources banned at push time, refused while the new bouncer loads', () => {
+  const warmup = { untilMs: 1_800_000_000_000, sources: ['198.51.100.200', '203.0.113.0/24'] }
+  const tlsHost = buildHostSnapshot({ id: 3, domain: 'tls.example.test', tls_mode: 'auto' })
+
+  it('is the first route of each server that has bouncer hosts, for those hosts only, until the given time', () => {
+    const hosts = [buildHostSnapshot({ aliases: ['www.host1.example.test'] }), buildHostSnapshot({ id: 2, bouncer_enabled: false }), tlsHost]
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts, bouncerWarmup: warmup })) as any
+    const http = config.apps.http.servers.http.routes[0], https = config.apps.http.servers.https.routes[0]
+    expect(http).toEqual(buildBouncerWarmupRoute('http', ['host1.example.test', 'www.host1.example.test'], warmup))
+    expect(https['@id']).toBe('bouncer_warmup_https')
+    expect(https.match[0].host).toEqual(['tls.example.test'])
+    expect(http.match[0].expression).toBe('int({time.now.unix_ms}) < 1800000000000')
+    expect(http.handle[0].routes).toEqual([{ match: [{ client_ip: { ranges: warmup.sources } }], handle: [{ handler: 'static_response', status_code: 403 }] }])
+  })
+
+  it('nothing banned, or no host with the bouncer: no route', () => {
+    const none = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, bouncerWarmup: { ...warmup, sources: [] } })).config
+    expect(JSON.stringify(none)).not.toContain('bouncer_warmup')
+    const off = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot({ bouncer_enabled: false })], bouncerWarmup: warmup })).config
+    expect(JSON.stringify(off)).not.toContain('bouncer_warmup')
+  })
+
+  it('leaves the hash unchanged: the identity of a configuration is what the database says', () => {
+    const base = buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot(), tlsHost] })
+    const plain = buildProxyConfig(base).config
+    const gated = buildProxyConfig({ ...base, bouncerWarmup: warmup }).config
+    const later = buildProxyConfig({ ...base, bouncerWarmup: { untilMs: warmup.untilMs + 1, sources: ['192.0.2.1'] } }).config
+    expect(JSON.stringify(gated)).not.toBe(JSON.stringify(plain))
+    expect(hashProxyConfig(gated)).toBe(hashProxyConfig(plain))
+    expect(hashProxyConfig(later)).toBe(hashProxyConfig(plain))
+    expect(stripBouncerWarmup(gated)).toEqual(plain)
+  })
+})
+
+describe('buildBouncerWarmupRoute — the whitelist', () => {
+  it('never refuses a whitelisted source, even one the engine has banned', () => {
+    const warmup = { untilMs: 1_800_000_000_000, sources: ['198.51.100.140', '198.51.100.141'] }
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist: ['198.51.100.140'], bouncerWarmup: warmup, hosts: [buildHostSnapshot()] })) as any
+    const inner = config.apps.http.servers.http.routes[0].handle[0].routes[0]
+    expect(inner.match).toEqual([{ client_ip: { ranges: warmup.sources }, not: [{ client_ip: { ranges: ['198.51.100.140'] } }] }])
   })
 })

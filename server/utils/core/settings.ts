@@ -8,7 +8,7 @@ import { badRequest } from './errors'
 import { getConfig } from './config'
 import { getSecretsBox } from './secrets'
 import { writeAudit, type AuditContext } from './audit'
-import { describeZodError, emailSchema } from './validate'
+import { describeZodError, emailSchema, parseGoDurationMs } from './validate'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
 // and docs/configuration.md. Environment values are only defaults.
@@ -17,6 +17,13 @@ export const UNCHANGED = '__UNCHANGED__'
 export const SECRET_SET = '__SET__'
 
 const _goDuration = z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 15s, 1m or 2h30m')
+// The bouncer refuses 0s at start ("lapi update interval must be positive") and
+// takes 1ms as 1000 pulls a second; above 10 minutes a ban waits too long to bite.
+const _TICKER_MIN_MS = 1_000, _TICKER_MAX_MS = 600_000
+const _tickerInterval = _goDuration.refine((v) => {
+  const ms = parseGoDurationMs(v)
+  return ms !== null && ms >= _TICKER_MIN_MS && ms <= _TICKER_MAX_MS
+}, 'must be from 1s to 10m (the bouncer polls the local API this often: 0s is refused by it, less than 1s floods the local API, more than 10m delays every ban)')
 const _optionalUrl = z.string().trim().max(2048).refine((v) => v === '' || /^https?:\/\//.test(v), 'must be an http(s) URL or empty')
 const _cron = z.string().trim().max(100).refine((v) => {
   try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
@@ -50,7 +57,7 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     description: "size past which the WAF audit log's already-ingested part is cut from the file" }),
   _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
   _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
-  _def({ key: 'security_engine.ticker_interval', schema: _goDuration, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period" }),
+  _def({ key: 'security_engine.ticker_interval', schema: _tickerInterval, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period (1s to 10m)" }),
   _def({ key: 'proxy.trusted_proxies', schema: z.array(_cidr).max(100, 'must list at most 100 ranges'), default: () => [] as string[], affectsProxy: true,
     description: 'addresses of the CDN or load balancer in front of the proxy; only from these is the client-address header believed (empty: none, every request is judged by its connection address)' }),
   _def({ key: 'proxy.client_ip_headers', schema: z.array(_headerName).min(1, 'must name at least one header').max(4, 'must name at most 4 headers'), default: () => ['X-Forwarded-For'], affectsProxy: true,

@@ -48,3 +48,13 @@ export const safeText = (max: number) =>
 
 export const emailSchema = z.string().trim().toLowerCase().max(254, 'must be at most 254 characters')
   .regex(/^[^\s@"'<>\\]+@[^\s@"'<>\\]+\.[^\s@"'<>\\]+$/, 'must be a valid email address')
+
+const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** A Go duration ("15s", "1m30s", "1.5h") in milliseconds; null when Go would not parse it the same way. */
+export function parseGoDurationMs(text: string): number | null {
+  if (!/^(\d+(\.\d+)?(ns|us|µs|μs|ms|s|m|h))+$/.test(text)) return null
+  let total = 0
+  for (const [, value, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(value) * _GO_DURATION_UNITS_MS[unit!]!
+  return total
+}

@@ -10,7 +10,7 @@ import { UNCHANGED } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import type { ProxySnapshot } from '../proxy/build/types'
-import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, findDnsProvider, type DnsProviderDefinition } from './dns-catalogue'
+import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, credentialRuleViolation, findDnsProvider, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
 
 type Row = typeof dnsProviders.$inferSelect
 const CREDENTIALS_LIMIT_BYTES = 4096
@@ -72,6 +72,9 @@ export function mergeCredentials(def: DnsProviderDefinition, stored: Record<stri
   for (const field of def.fields) {
     if (field.required && merged[field.key] === undefined) throw badRequest(`credentials.${field.key}: is required for ${def.name}`)
   }
+  // A value the proxy's module would refuse fails every later /load (quoting it): refuse it here.
+  const violation = credentialRuleViolation(def, merged)
+  if (violation) throw badRequest(violation)
   return merged
 }
 
@@ -81,6 +84,9 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
     const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
     const credentials = mergeCredentials(def, _open(row), body.credentials)
     if (body.enabled && !credentials) throw badRequest(`credentials: ${name} has none stored; send ${def.fields.filter((f) => f.required).map((f) => f.key).join(', ')}`)
+    // Stored before the formats were checked (or imported from PROVIDER_A_API_TOKEN): enabling needs a valid one.
+    const storedViolation = body.enabled && credentials && body.credentials === undefined ? credentialRuleViolation(def, credentials) : null
+    if (storedViolation) throw badRequest(`${storedViolation}; the stored value does not, so send a new one`)
     // Untouched credentials keep their stored ciphertext; only new values are sealed.
     const sealed = body.credentials === undefined ? (row?.credentials ?? null)
       : credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
@@ -122,6 +128,9 @@ export async function importLegacyProviderAToken(): Promise<void> {
       .onConflictDoUpdate({ target: dnsProviders.name, set: { credentials: sealed, updatedAt: now } })
     await writeAudit(systemActor('legacy-import'), 'dns_provider_import', { name: 'provider_a', from: 'PROVIDER_A_API_TOKEN' }, tx)
     logger.info('imported PROVIDER_A_API_TOKEN into the stored provider_a credentials (the variable is deprecated and will be removed in the next minor release)')
+    // Imported as it was (it worked for this deployment or never did), but the operator is told.
+    const violation = credentialRuleViolation(findDnsProvider('provider_a')!, { api_token: token })
+    if (violation) logger.warn(`PROVIDER_A_API_TOKEN ${violation.replace(/^credentials\.api_token: /, '')}: the proxy will refuse any host using provider_a until a valid token is saved under DNS providers`)
   })
 }
 
@@ -138,4 +147,15 @@ export async function addDnsProvidersToSnapshot(exec: Executor, snapshot: ProxyS
     else if (!row && def.name === 'provider_a' && getConfig().providerAApiToken)
       snapshot.dnsProviders[def.name] = { module: def.module, credentials: { api_token: PROVIDER_A_ENV_PLACEHOLDER } }
   }
+}
+
+/** Every stored credential value that is secret (for redaction of proxy text), through the caller's transaction. */
+export async function dnsCredentialSecrets(exec: Executor): Promise<string[]> {
+  const out: string[] = []
+  for (const row of await exec.select().from(dnsProviders)) {
+    const def = findDnsProvider(row.name)
+    const credentials = def ? _open(row) : null
+    if (def && credentials) out.push(...secretCredentialValues(def, credentials))
+  }
+  return out
 }

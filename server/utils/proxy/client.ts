@@ -52,9 +52,9 @@ export async function loadProxyConfig(adminUrl: string, configJson: string, opts
 }
 
 /** GET /config/: what the proxy holds now (null for an empty config). */
-export async function readProxyConfig(adminUrl: string): Promise<{ ok: true; config: unknown } | { ok: false; error: string }> {
+export async function readProxyConfig(adminUrl: string, opts: { timeoutMs?: number } = {}): Promise<{ ok: true; config: unknown } | { ok: false; error: string }> {
   try {
-    const answer = await _call(adminUrl, 'GET', '/config/', undefined, {}, 5_000)
+    const answer = await _call(adminUrl, 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
     if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
     return { ok: true, config: answer.body.trim() ? JSON.parse(answer.body) : null }
   } catch (err) {

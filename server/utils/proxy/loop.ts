@@ -1,4 +1,5 @@
 import { logger } from '../core/log'
+import { createCoalescedRunner } from '../core/coalesce'
 import { emitPanelEvent } from '../ops/events'
 import { onSettingsCommit, settingAffectsProxy } from '../core/settings'
 import { registerSystemHealthSection } from '../ops/health'
@@ -6,6 +7,16 @@ import { lastReconcileAttempt, readReconcileState, reconcileInTransaction, recon
 
 const _BASE_INTERVAL_MS = 2_000
 const _MAX_INTERVAL_MS = 5_000
+/** Background triggers this close together give one compare-and-push. */
+const _DEBOUNCE_MS = 250
+
+/**
+ * Every background push (the loop's drift check, a pending retry, a deferred
+ * push once the engine answers) goes through this one debounced, single-flight
+ * runner; mutations push inside their own transactions, and both meet in the
+ * write queue (reconcileTick decides inside it).
+ */
+export const requestBackgroundReconcile = createCoalescedRunner(reconcileTick, _DEBOUNCE_MS)
 
 let _timer: NodeJS.Timeout | undefined
 let _stopped = false
@@ -39,19 +50,22 @@ export function startReconcileLoop(): void {
   const schedule = () => { if (!_stopped) _timer = setTimeout(tick, interval) }
   const tick = async () => {
     try {
-      const r = await reconcileTick()
-      const reachable = r !== 'unreachable' && r !== 'pending'
-      if (_reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
-      _reachable = reachable
-      interval = _reachable ? _BASE_INTERVAL_MS : Math.min(interval * 2, _MAX_INTERVAL_MS)
+      const r = await requestBackgroundReconcile()
+      // "deferred" says nothing about the proxy: it waits for the engine (checked every tick).
+      if (r !== 'deferred') {
+        const reachable = r !== 'unreachable' && r !== 'pending'
+        if (_reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
+        _reachable = reachable
+      }
+      interval = _reachable !== false ? _BASE_INTERVAL_MS : Math.min(interval * 2, _MAX_INTERVAL_MS)
     } catch (err) {
       logger.error(`reconcile loop: ${(err as Error).message}`)
     }
     schedule()
   }
   reconcileNow('boot').then((o) => {
-    _reachable = o.status === 'applied'
-    if (o.status === 'pending') logger.warn(`proxy not reachable at boot; will retry: ${o.error}`)
+    if (!o.deferred) _reachable = o.status === 'applied'
+    if (o.status === 'pending') logger.warn(`boot push pending; will retry: ${o.error}`)
   }, (err) => logger.warn(`boot reconcile failed: ${(err as Error).message}`)).finally(schedule)
 }
 

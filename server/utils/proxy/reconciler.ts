@@ -1,16 +1,38 @@
 import { getConfig } from '../core/config'
-import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
+import { getDb, runWrite, writeTransaction, type Executor, type Tx } from '../core/db'
 import { proxyRejected } from '../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
+import { redactSecrets } from '../core/redact'
 import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
+import { fetchBannedSources, probeEngine } from '../security/lapi'
+import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
 import { loadProxyConfig, readProxyConfig } from './client'
 import { readProxySnapshot } from './snapshot'
 
 // Database -> pure builder -> POST /load, inside the mutation's transaction:
-// a rejection rolls the change back (502 with the proxy's text); an unreachable
-// proxy keeps the change as "pending" and the loop below retries it.
+// a rejection rolls the change back (502 with the proxy's text, secrets
+// redacted); an unreachable proxy keeps the change as "pending" and the loop
+// below retries it. Every push runs in the write queue, one at a time.
+//
+// Engine-down rule: every /load restarts the bouncer with an EMPTY decision
+// store, filled by its first pull from the local API. While that API is down
+// the new bouncer lets every banned source through (A1, edge-build §7). So a
+// push that would start the bouncer waits for the engine: the change stays
+// committed, the answer is "pending", and the loop pushes once it answers.
+// With the engine up, the new bouncer still needs its first pull (0-60 ms
+// measured, more under load): the pushed configuration carries, for 15 s, a
+// route refusing the sources banned at push time (build/crowdsec.ts).
+
+const _LOOP_ACTOR = systemActor('reconciler')
+/** Short: the probe runs inside the mutation's transaction, before its push. */
+const _ENGINE_PROBE_TIMEOUT_MS = 1_000
+/** How long the sources banned at push time are refused by the warm-up route (covers one retry of the bouncer's first pull, 10 s). */
+export const BOUNCER_WARMUP_MS = 15_000
+/** Beyond this the list would make the configuration too large to push on every change. */
+const BOUNCER_WARMUP_MAX_SOURCES = 50_000
+export const ENGINE_DEFERRED_REASON = 'security engine unreachable: push deferred so the proxy keeps enforcing the decisions it holds'
 
 export interface ReconcileState {
   last_reconcile_at: string | null
@@ -20,7 +42,8 @@ export interface ReconcileState {
   pushed_at: string | null
   warnings: string[]
 }
-export type ReconcileOutcome = { status: 'applied' | 'pending'; error?: string; warnings: string[] }
+/** `deferred`: pending because the security engine is unreachable (the proxy was not contacted). */
+export type ReconcileOutcome = { status: 'applied' | 'pending'; error?: string; warnings: string[]; deferred?: boolean }
 
 const _STATE_KEY = 'proxy.reconcile'
 const _EMPTY: ReconcileState = { last_reconcile_at: null, last_reconcile_status: 'never', last_error: null, pushed_hash: null, pushed_at: null, warnings: [] }
@@ -28,76 +51,158 @@ const _EMPTY: ReconcileState = { last_reconcile_at: null, last_reconcile_status:
 /** The last attempt, including rejections (which roll back and so leave no row). */
 let _lastAttempt: { at: string; status: 'ok' | 'pending' | 'rejected'; error: string | null } | undefined
 let _retryRequested = false
+/** The pending push waits for the engine, not for the proxy. */
+let _deferredForEngine = false
 
 export async function readReconcileState(exec: Executor = getDb()): Promise<ReconcileState> {
   return (await readRuntimeState<ReconcileState>(_STATE_KEY, exec)) ?? _EMPTY
+}
+
+/** Whether the configuration runs the bouncer: loading it (re)starts it with an empty store. */
+export function configStartsBouncer(config: Json): boolean {
+  const apps = (config as { apps?: Record<string, unknown> }).apps
+  return !!apps && 'crowdsec' in apps
+}
+
+/** The proxy holds this configuration (warm-up routes aside): a push would change nothing but restart the bouncer. */
+async function _proxyHolds(hash: string): Promise<boolean> {
+  const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
+  return held.ok && held.config !== null && hashProxyConfig(held.config) === hash
+}
+
+/**
+ * The sources to refuse while the new bouncer loads (buildBouncerWarmupRoute).
+ * Without them the push still goes ahead, with a warning: the engine answers
+ * (it was just probed), so the window is the bouncer's first pull.
+ */
+async function _warmupGate(warnings: string[], redact: (text: string) => Promise<string>): Promise<ProxySnapshot['bouncerWarmup']> {
+  try {
+    const sources = await fetchBannedSources({ timeoutMs: 2_000 })
+    if (sources.length <= BOUNCER_WARMUP_MAX_SOURCES) return { untilMs: Date.now() + BOUNCER_WARMUP_MS, sources }
+    warnings.push(`bouncer warm-up list not set: ${sources.length} banned sources exceed ${BOUNCER_WARMUP_MAX_SOURCES}; banned sources may pass until the new bouncer has loaded its decisions`)
+  } catch (err) {
+    warnings.push(await redact(`bouncer warm-up list not set (${(err as Error).message}); banned sources may pass until the new bouncer has loaded its decisions`))
+  }
+  return null
 }
 
 /** Builds from the transaction's view of the database and pushes; see the module comment. */
 export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: string, opts: { force?: boolean } = {}): Promise<ReconcileOutcome> {
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
-  const json = stableStringify(config)
+  let json = stableStringify(config)
   const hash = hashProxyConfig(config)
   const now = new Date().toISOString()
+  const previous = await readReconcileState(tx)
+  // Through the transaction: a credential being saved is only visible there.
+  const redact = (text: string) => redactSecrets(text, { exec: tx, extra: [snapshot.security.bouncerKey] })
+
+  if (configStartsBouncer(config)) {
+    // Every push restarts the bouncer: none when the proxy already holds this state.
+    if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length })
+    const engine = await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })
+    if (!engine.up) {
+      const error = await redact(`${ENGINE_DEFERRED_REASON} (${engine.error})`)
+      const repeat = previous.last_reconcile_status === 'pending' && previous.last_error === error
+      _lastAttempt = { at: now, status: 'pending', error }
+      _retryRequested = true
+      _deferredForEngine = true
+      if (!repeat) {
+        await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
+        logger.warn(`proxy push deferred (${reason}): ${error}`)
+      }
+      // The loop's own retries while the engine stays down change nothing and record nothing.
+      if (!repeat || ctx.actor !== _LOOP_ACTOR.actor)
+        await writeAudit(ctx, 'proxy_push_deferred', { reason, config_hash: hash.slice(0, 16), why: 'security engine unreachable' }, tx)
+      return { status: 'pending', error, warnings, deferred: true }
+    }
+    const bouncerWarmup = await _warmupGate(warnings, redact)
+    if (bouncerWarmup) json = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
+  }
+
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
   const result = await loadProxyConfig(getConfig().proxy.adminUrl, json, { force: opts.force })
   if (result.outcome === 'rejected') {
-    _lastAttempt = { at: now, status: 'rejected', error: result.proxyError }
-    logger.warn(`proxy rejected the configuration (${reason}): ${result.proxyError}`)
-    throw proxyRejected(result.proxyError)
+    const proxyError = await redact(result.proxyError)
+    _lastAttempt = { at: now, status: 'rejected', error: proxyError }
+    logger.warn(`proxy rejected the configuration (${reason}): ${proxyError}`)
+    throw proxyRejected(proxyError)
   }
-  const previous = await readReconcileState(tx)
+  _deferredForEngine = false
   if (result.outcome === 'unreachable') {
-    _lastAttempt = { at: now, status: 'pending', error: result.error }
+    const error = await redact(result.error)
+    _lastAttempt = { at: now, status: 'pending', error }
     _retryRequested = true
-    await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: result.error, warnings } satisfies ReconcileState)
-    return { status: 'pending', error: result.error, warnings }
+    await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
+    return { status: 'pending', error, warnings }
   }
-  _lastAttempt = { at: now, status: 'ok', error: null }
-  await writeRuntimeState(tx, _STATE_KEY, {
-    last_reconcile_at: now, last_reconcile_status: 'ok', last_error: null, pushed_hash: hash, pushed_at: now, warnings,
-  } satisfies ReconcileState)
-  if (previous.pushed_hash !== hash || opts.force)
-    await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: hash.slice(0, 16), hosts: snapshot.hosts.length, warnings }, tx)
-  return { status: 'applied', warnings }
+  return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force })
 }
 
-/** A reconcile of its own (boot, retry, drift): the newest database state is pushed. */
+async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean }): Promise<ReconcileOutcome> {
+  _deferredForEngine = false
+  _lastAttempt = { at: o.now, status: 'ok', error: null }
+  await writeRuntimeState(tx, _STATE_KEY, {
+    last_reconcile_at: o.now, last_reconcile_status: 'ok', last_error: null, pushed_hash: o.hash, pushed_at: o.now, warnings: o.warnings,
+  } satisfies ReconcileState)
+  if (o.previous.pushed_hash !== o.hash || o.force)
+    await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: o.hash.slice(0, 16), hosts: o.hosts, warnings: o.warnings }, tx)
+  return { status: 'applied', warnings: o.warnings }
+}
+
+/** A reconcile of its own (boot, restore): the newest database state is pushed. */
 export function reconcileNow(reason: string): Promise<ReconcileOutcome> {
-  return writeTransaction((tx) => reconcileInTransaction(tx, systemActor('reconciler'), reason))
+  return writeTransaction((tx) => reconcileInTransaction(tx, _LOOP_ACTOR, reason))
 }
 
 export function lastReconcileAttempt() {
   return _lastAttempt
 }
 
-/**
- * One tick of the loop: retries a pending push, and re-pushes when the proxy
- * holds something other than what was last pushed (it restarted, or someone
- * loaded another configuration). Pushes nothing when nothing changed.
- */
-export async function reconcileTick(): Promise<'pushed' | 'pending' | 'in-sync' | 'unreachable' | 'rejected'> {
+export type TickResult = 'pushed' | 'pending' | 'deferred' | 'in-sync' | 'unreachable' | 'rejected'
+
+/** Whether a push is due, against the committed state; `reason` when it is. */
+async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> {
   const state = await readReconcileState()
-  let reason: string | undefined
   if (_retryRequested || state.last_reconcile_status !== 'ok') {
-    reason = 'retry of a pending change'
-  } else {
-    const held = await readProxyConfig(getConfig().proxy.adminUrl)
-    if (!held.ok) return 'unreachable'
-    if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash) reason = 'the proxy holds another configuration (restarted?)'
+    // Waiting for the engine: nothing to do (and nothing to record) until it answers.
+    if (_deferredForEngine && !(await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })).up) return { result: 'deferred' }
+    return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
   }
-  if (!reason) return 'in-sync'
-  _retryRequested = false
-  try {
-    const outcome = await reconcileNow(reason)
-    if (outcome.status === 'pending') return 'pending'
-    logger.info(`pushed the proxy configuration: ${reason}`)
-    return 'pushed'
-  } catch (err) {
-    logger.warn(`reconcile failed: ${(err as Error).message}`)
-    return 'rejected'
-  }
+  const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
+  if (!held.ok) return { result: 'unreachable' }
+  if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
+  return { result: 'in-sync' }
+}
+
+/**
+ * One compare-and-push of the loop: retries a pending push, and re-pushes when
+ * the proxy holds something other than what was last pushed (it restarted, or
+ * someone loaded another configuration). Pushes nothing when nothing changed.
+ *
+ * The first look runs outside the write queue (cheap, usually "in sync"); a
+ * push is only decided by a second look inside it. There no mutation is in
+ * flight, so the committed hash is the one the proxy should hold: a mutation's
+ * push that the proxy already holds while its transaction has not committed yet
+ * can no longer be mistaken for drift and pushed a second time.
+ */
+export async function reconcileTick(): Promise<TickResult> {
+  const first = await _pushDue()
+  if ('result' in first) return first.result
+  return runWrite(async () => {
+    const due = await _pushDue()
+    if ('result' in due) return due.result
+    _retryRequested = false
+    try {
+      const outcome = await reconcileNow(due.reason)
+      if (outcome.status === 'pending') return outcome.deferred ? 'deferred' : 'pending'
+      logger.info(`pushed the proxy configuration: ${due.reason}`)
+      return 'pushed'
+    } catch (err) {
+      logger.warn(`reconcile failed: ${(err as Error).message}`)
+      return 'rejected'
+    }
+  })
 }
 
 /** The `reconcile` field every proxy-affecting mutation answers with. */

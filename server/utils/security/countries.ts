@@ -6,6 +6,7 @@ import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { INSTANCE_ID, acquireLease, releaseLease } from '../core/lease'
 import { logger } from '../core/log'
+import { redactSecrets } from '../core/redact'
 import { safeText } from '../core/validate'
 import { geoVersion, openGeoReader } from '../geo/readers'
 import { listCountryNets } from '../geo/walker'
@@ -112,7 +113,7 @@ async function _commitChunkWithOneRetry(cc: string, alert: ReturnType<typeof _al
   for (let attempt = 1; ; attempt++) {
     try {
       const res = await machineRequest('POST', 'v1/alerts', { body: alert })
-      if (res.status !== 201) throw new Error(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`)
+      if (res.status !== 201) throw new Error(await redactSecrets(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`))
       return
     } catch (err) {
       if (attempt >= 2) throw err

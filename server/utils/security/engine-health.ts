@@ -3,6 +3,7 @@ import { logger } from '../core/log'
 import { emitPanelEvent } from '../ops/events'
 import { registerSystemHealthSection } from '../ops/health'
 import { probeEngine } from './lapi'
+import { redactSecrets } from '../core/redact'
 
 const _PROBE_EVERY_MS = 10_000
 
@@ -15,7 +16,9 @@ export function securityEngineHealth() {
 
 /** One probe; a change of state is logged, audited and emitted (security_engine_down). */
 export async function probeSecurityEngine(): Promise<void> {
-  const { up, error } = await probeEngine()
+  const probe = await probeEngine()
+  const up = probe.up
+  const error = probe.error && await redactSecrets(probe.error)
   const now = new Date().toISOString()
   const changed = _state.reachable !== up
   _state = { reachable: up, checked_at: now, since: changed ? now : _state.since, error }

@@ -1,7 +1,9 @@
+import { isIP } from 'node:net'
 import { getConfig } from '../core/config'
 import { upstreamUnavailable } from '../core/errors'
 import { createError } from 'h3'
 import { PANEL_VERSION } from '../core/version'
+import { redactSecrets } from '../core/redact'
 
 // The one client of the security engine's local API (LAPI). Machine routes use
 // a JWT from /v1/watchers/login (reused, renewed on 401); bouncer routes use the
@@ -17,20 +19,23 @@ export interface LapiDecision { id: number; origin: string; type: string; scope:
 
 export class LapiUnreachable extends Error {}
 
-function _engineError(status: number, body: string) {
+/** The engine's own text goes through redaction before it can reach a response or a log line. */
+async function _engineError(status: number, body: string) {
   let text = body
   try { text = JSON.parse(body).message ?? body } catch { /* plain */ }
-  return createError({ statusCode: 502, statusMessage: 'Bad Gateway', message: `security engine answered ${status}: ${text.slice(0, 300)}` })
+  const message = await redactSecrets(`security engine answered ${status}: ${String(text).slice(0, 300)}`)
+  return createError({ statusCode: 502, statusMessage: 'Bad Gateway', message })
 }
 
-async function _send(path: string, init: RequestInit & { query?: Record<string, string> }): Promise<Response> {
+async function _send(path: string, init: RequestInit & { query?: Record<string, string>; timeoutMs?: number }): Promise<Response> {
   const url = new URL(path, getConfig().lapi.url + '/')
   for (const [k, v] of Object.entries(init.query ?? {})) url.searchParams.set(k, v)
+  const timeoutMs = init.timeoutMs ?? _TIMEOUT_MS
   try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(_TIMEOUT_MS), headers: { 'user-agent': _USER_AGENT, ...init.headers } })
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs), headers: { 'user-agent': _USER_AGENT, ...init.headers } })
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } }
-    const detail = e.name === 'TimeoutError' ? `no answer within ${_TIMEOUT_MS} ms` : (e.cause?.code ?? e.message)
+    const detail = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message)
     throw new LapiUnreachable(`local API at ${getConfig().lapi.url} is unreachable: ${detail}`)
   }
 }
@@ -44,7 +49,7 @@ async function _login(): Promise<string> {
   const { machineId, machinePassword } = getConfig().lapi
   if (!machineId || !machinePassword) throw upstreamUnavailable('security engine', 'machine credentials are not configured (set LAPI_MACHINE_ID and LAPI_MACHINE_PASSWORD)')
   const res = await _send('v1/watchers/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ machine_id: machineId, password: machinePassword, scenarios: [] }) })
-  if (res.status !== 200) throw _engineError(res.status, await res.text())
+  if (res.status !== 200) throw await _engineError(res.status, await res.text())
   return (await res.json()).token as string
 }
 
@@ -80,7 +85,7 @@ export async function bouncerRequest(path: string, query: Record<string, string>
   try {
     const res = await _send(path, { method: 'GET', query, headers: { 'x-api-key': key } })
     const text = await res.text()
-    if (res.status !== 200) throw _engineError(res.status, text)
+    if (res.status !== 200) throw await _engineError(res.status, text)
     return text ? JSON.parse(text) : null
   } catch (err) { _unavailable(err) }
 }
@@ -101,7 +106,7 @@ export async function deleteDecisionsMatching(filter: Record<string, string>): P
   if (!keys.length) throw new Error('refusing to send an unfiltered DELETE /v1/decisions (it would remove every decision)')
   for (const k of Object.keys(filter)) if (!_DELETE_FILTERS.includes(k)) throw new Error(`unknown decision filter ${k}`)
   const res = await machineRequest('DELETE', 'v1/decisions', { query: filter })
-  if (res.status !== 200) throw _engineError(res.status, JSON.stringify(res.json))
+  if (res.status !== 200) throw await _engineError(res.status, JSON.stringify(res.json))
   return Number(res.json?.nbDeleted ?? 0)
 }
 
@@ -111,15 +116,42 @@ export async function deleteDecisionById(id: number): Promise<'deleted' | 'alrea
   if (res.status === 200) return 'deleted'
   const message = String(res.json?.message ?? res.json ?? '')
   if (res.status === 404 || (res.status === 500 && /doesn't exist/.test(message))) return 'already-gone'
-  throw _engineError(res.status, message)
+  throw await _engineError(res.status, message)
 }
 
 /** The health probe: GET /health needs no credentials. */
-export async function probeEngine(): Promise<{ up: boolean; error: string | null }> {
+export async function probeEngine(opts: { timeoutMs?: number } = {}): Promise<{ up: boolean; error: string | null }> {
   try {
-    const res = await _send('health', { method: 'GET' })
+    const res = await _send('health', { method: 'GET', timeoutMs: opts.timeoutMs })
     return res.status === 200 ? { up: true, error: null } : { up: false, error: `health answered ${res.status}` }
   } catch (err) {
     return { up: false, error: (err as Error).message }
   }
+}
+
+function _isIpOrCidr(value: string): boolean {
+  const [address, bits, extra] = value.split('/')
+  const family = isIP(address ?? '')
+  if (!family || extra !== undefined) return false
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
+}
+
+/**
+ * The sources the bouncer refuses now: Ip and Range decisions of every type but
+ * throttle (the bouncer answers those 429), sorted and without repeats. Read with
+ * the bouncer key; a value the proxy would not parse is left out.
+ */
+export async function fetchBannedSources(opts: { timeoutMs?: number } = {}): Promise<string[]> {
+  const key = getConfig().lapi.bouncerKey
+  if (!key) throw new Error('the bouncer key is not configured (set LAPI_BOUNCER_KEY)')
+  const res = await _send('v1/decisions', { method: 'GET', headers: { 'x-api-key': key }, timeoutMs: opts.timeoutMs })
+  const text = await res.text()
+  if (res.status !== 200) throw await _engineError(res.status, text)
+  const decisions = (text ? JSON.parse(text) : null) as LapiDecision[] | null
+  const sources = new Set<string>()
+  for (const d of decisions ?? []) {
+    if (!['ip', 'range'].includes(String(d.scope).toLowerCase()) || String(d.type).toLowerCase() === 'throttle') continue
+    if (_isIpOrCidr(String(d.value))) sources.add(String(d.value))
+  }
+  return [...sources].sort()
 }

@@ -1,4 +1,4 @@
-import type { HostSnapshot, Json, ProxySnapshot } from './types'
+import type { HostSnapshot, Json, ProxySnapshot, Route } from './types'
 
 export function hostUsesBouncer(snapshot: ProxySnapshot, host: HostSnapshot): boolean {
   return snapshot.modules.includes('crowdsec') && !!snapshot.security.bouncerKey && host.bouncer_enabled
@@ -61,4 +61,40 @@ export function buildCrowdsecWarnings(snapshot: ProxySnapshot, hosts: HostSnapsh
   const more = wanting.length > _NAMES_SHOWN ? ` and ${wanting.length - _NAMES_SHOWN} more` : ''
   const what = snapshot.security.appsecUrl ? 'the bouncer and AppSec are' : 'the bouncer is'
   return [`${why}; ${what} not applied to ${wanting.length} host(s): ${names}${more}`]
+}
+
+/** `@id` prefix of the warm-up routes: stripped before a configuration is compared or hashed. */
+export const BOUNCER_WARMUP_ID = 'bouncer_warmup'
+
+/**
+ * The first route of a server while a new bouncer loads its decisions. Every
+ * /load starts the bouncer with an empty store, filled by its first pull from
+ * the local API: measured 0 to 60 ms here, up to 10 s when that pull fails.
+ * Until `untilMs` (the proxy's clock, `{time.now.unix_ms}`) the sources banned
+ * at push time get the bouncer's own answer (403, empty body) on the hosts that
+ * use it. The time test is the outer match, so once it is past only one CEL
+ * comparison per request remains; the list is never consulted again.
+ */
+export function buildBouncerWarmupRoute(server: string, names: string[], warmup: { untilMs: number; sources: string[] }, whitelist: string[] = []): Route {
+  // Whitelisted sources skip the bouncer, so they skip its stand-in too.
+  const banned: Json = { client_ip: { ranges: warmup.sources }, ...(whitelist.length ? { not: [{ client_ip: { ranges: whitelist } }] } : {}) }
+  return {
+    '@id': `${BOUNCER_WARMUP_ID}_${server}`,
+    match: [{ host: names, expression: `int({time.now.unix_ms}) < ${Math.floor(warmup.untilMs)}` }],
+    handle: [{
+      handler: 'subroute',
+      routes: [{ match: [banned], handle: [{ handler: 'static_response', status_code: 403 }] }],
+    }],
+  }
+}
+
+/** The configuration without its warm-up routes: what the database says, the same from push to push. */
+export function stripBouncerWarmup(config: unknown): unknown {
+  const servers = (config as { apps?: { http?: { servers?: Record<string, { routes?: Json[] }> } } } | null)?.apps?.http?.servers
+  if (!servers) return config
+  const copy = structuredClone(config) as { apps: { http: { servers: Record<string, { routes?: Json[] }> } } }
+  for (const server of Object.values(copy.apps.http.servers)) {
+    if (server.routes) server.routes = server.routes.filter((r) => !String(r['@id'] ?? '').startsWith(BOUNCER_WARMUP_ID))
+  }
+  return copy
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { buildAppsecHandlers, buildAppsecThresholdHeader, buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer } from './crowdsec'
+import { buildAppsecHandlers, buildAppsecThresholdHeader, buildBouncerWarmupRoute, buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer, stripBouncerWarmup } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
@@ -36,8 +36,9 @@ export function stableStringify(value: unknown): string {
   })
 }
 
+/** Identifies what the database says: the warm-up routes (they carry a time) are left out. */
 export function hashProxyConfig(config: unknown): string {
-  return createHash('sha256').update(stableStringify(config)).digest('hex')
+  return createHash('sha256').update(stableStringify(stripBouncerWarmup(config))).digest('hex')
 }
 
 function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], warnings: string[]): Route | null {
@@ -123,6 +124,14 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   // The plain server always exists, even with no routes (accepted by 2.6.2): it
   // answers ACME http-01 and carries the automatic HTTP->HTTPS redirects of TLS
   // hosts, which Caddy appends to the server listening on http_port.
+  // While a new bouncer loads its decisions, the sources banned at push time are refused first.
+  const warmup = snapshot.bouncerWarmup
+  if (warmup?.sources.length) {
+    for (const [server, routes, mode] of [['http', plainRoutes, 'none'], ['https', tlsRoutes, 'tls']] as const) {
+      const names = builtHosts.filter((h) => hostUsesBouncer(snapshot, h) && (h.tls_mode === 'none') === (mode === 'none')).flatMap((h) => [h.domain, ...h.aliases])
+      if (names.length) routes.unshift(buildBouncerWarmupRoute(server, names, warmup, snapshot.whitelist))
+    }
+  }
   const servers: Json = {
     http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp) },
   }

@@ -40,6 +40,12 @@ export interface ProxySnapshot {
   dnsProviders: Record<string, { module: 'cloudflare' | 'route53'; credentials: Record<string, string> }>
   manualCerts: { hostId: number; certFile: string; keyFile: string }[]
   hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
+  /**
+   * Set by the reconciler just before a push (not read from the database): the
+   * sources the engine bans now, refused until `untilMs` while the new bouncer
+   * loads its decisions (see buildBouncerWarmupRoute).
+   */
+  bouncerWarmup?: { untilMs: number; sources: string[] } | null
 }
 
 export type Json = Record<string, unknown>
