@@ -117,6 +117,9 @@ describe('the whitelist — whitelisted sources skip the bouncer whatever decisi
   it('an empty whitelist keeps the bouncer in the host chain', () => {
     const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist: [], hosts: [buildHostSnapshot()] }))
     expect(hostSubroutes(config, 'host1.example.test')[0]).toEqual({ handle: [{ handler: 'crowdsec' }] })
+  })
+})
+
 describe('buildBouncerWarmupRoute — the sources banned at push time, refused while the new bouncer loads', () => {
   const warmup = { untilMs: 1_800_000_000_000, sources: ['198.51.100.200', '203.0.113.0/24'] }
   const tlsHost = buildHostSnapshot({ id: 3, domain: 'tls.example.test', tls_mode: 'auto' })
