@@ -179,6 +179,8 @@ export const scenarioOverrides = sqliteTable('scenario_overrides', {
   canonicalName: text('canonical_name').primaryKey(),
   linkTarget: text('link_target').notNull(),
   updatedAt: text('updated_at').notNull(),
+  /** false: re-enabled in the panel (its link is restored if it goes missing). */
+  disabled: integer('disabled', { mode: 'boolean' }).notNull().default(true),
 })
 
 export const countryJobs = sqliteTable('country_jobs', {

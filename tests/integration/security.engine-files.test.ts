@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
@@ -12,6 +12,11 @@ const env = () => ({ ...panelEnvFor(cs), PANEL_DRIFT_INTERVAL_SECONDS: '1' })
 const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie: admin, body })
 const whitelistFile = () => join(cs.configDir, 'parsers/s02-enrich/panel-whitelist.yaml')
 const probing = () => join(cs.configDir, 'scenarios/http-probing.yaml')
+/** Whether anything (a link, even a dangling one, or a file) is at the path. */
+const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined
+type Repair = { at: string; target: string; detail: string }
+const repairs = async (target: string) => (await panel.db().execute({ sql: "SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'engine_drift_repair'", args: [] })).rows
+  .map((r) => ({ actor: String(r.actor), ...JSON.parse(String(r.raw)) })).filter((r) => r.target === target)
 
 beforeAll(async () => {
   cs = await startCrowdsec()
@@ -74,28 +79,49 @@ describe('scenarios and drift', () => {
     expect(Date.parse(res.json.last_modified_at)).toBeGreaterThan(0)
   })
 
-  it('disables by a %2F name (the symlink goes), detects a hand edit as drift, and clears it on re-application', async () => {
+  it('disables by a %2F name (the symlink goes); the detector removes a hand reinstall again, audited, and leaves a local file flagged', async () => {
     const off = await api('/api/security/scenarios/crowdsecurity%2Fhttp-probing', 'PATCH', { disabled: true })
     expect(off.status).toBe(200)
     expect(off.json).toMatchObject({ canonical_name: 'crowdsecurity/http-probing', disabled: true })
-    expect(existsSync(probing())).toBe(false)
+    expect(present(probing())).toBe(false)
     expect((await api('/api/security/scenarios')).json.disabled_count).toBe(1)
+    expect(readFileSync(join(cs.configDir, 'panel-disabled-scenarios.txt'), 'utf8')).toMatch(/^crowdsecurity\/http-probing$/m)
     const loaded = await cs.testConfig()
     expect(loaded.output).not.toMatch(/name=crowdsecurity\/http-probing/)
 
-    // Someone reinstalls it by hand: the detector notices within a tick or two.
+    // Someone reinstalls it by hand: the detector removes the link again within a tick or two.
     symlinkSync(join(cs.hubDir, 'scenarios/crowdsecurity/http-probing.yaml'), probing())
-    const drifted = await eventually(() => api('/api/security/drift'), (r) => r.json.scenarios.drift_detected, 5_000, 250)
-    expect(drifted.json.scenarios.details.join()).toMatch(/http-probing is disabled in the panel but installed on disk/)
-    // Re-applying the stored state removes it again and the flag clears.
-    await api('/api/security/scenarios/crowdsecurity%2Fhttp-probing', 'PATCH', { disabled: true })
-    const clean = await eventually(() => api('/api/security/drift'), (r) => !r.json.scenarios.drift_detected, 5_000, 250)
-    expect(clean.json.scenarios.drift_detected).toBe(false)
+    const repaired = await eventually(() => api('/api/security/drift'), (r) => r.json.scenarios.repaired.some((x: Repair) => x.target === 'crowdsecurity/http-probing'), 5_000, 250)
+    expect(present(probing())).toBe(false)
+    expect(repaired.json.scenarios.drift_detected).toBe(false)
+    expect(repaired.json.scenarios.repaired[0].detail).toMatch(/installed again although disabled in the panel: its link was removed/)
+    const audit = await repairs('crowdsecurity/http-probing')
+    expect(audit).toHaveLength(1)
+    expect(audit[0]).toMatchObject({ actor: 'system:drift', action: 'engine_drift_repair', surface: 'scenarios' })
+
+    // A plain file of that name is the operator's (a local scenario): never deleted, flagged until the operator acts.
+    writeFileSync(probing(), 'name: someone/own-probing\n')
+    const flagged = await eventually(() => api('/api/security/drift'), (r) => r.json.scenarios.drift_detected, 5_000, 250)
+    expect(flagged.json.scenarios.details.join()).toMatch(/http-probing is disabled in the panel, but .* is a local file/)
+    expect((await api('/api/security/scenarios')).json.drift_detected).toBe(true)
+    expect(readFileSync(probing(), 'utf8')).toContain('someone/own-probing')
+    rmSync(probing())
+    await eventually(() => api('/api/security/drift'), (r) => !r.json.scenarios.drift_detected, 5_000, 250)
 
     const on = await api('/api/security/scenarios/crowdsecurity%2Fhttp-probing', 'PATCH', { disabled: false })
     expect(on.json.disabled).toBe(false)
     expect(existsSync(probing())).toBe(true)
+    expect(readFileSync(join(cs.configDir, 'panel-disabled-scenarios.txt'), 'utf8')).not.toContain('http-probing')
     expect((await cs.testConfig()).output).toMatch(/name=crowdsecurity\/http-probing/)
+  })
+
+  it('restores the link of a scenario re-enabled in the panel when it goes missing, audited', async () => {
+    unlinkSync(probing())
+    await eventually(async () => existsSync(probing()), (x) => x, 5_000, 100)
+    expect(lstatSync(probing()).isSymbolicLink()).toBe(true)
+    const audit = await repairs('crowdsecurity/http-probing')
+    expect(audit.at(-1)!.repair).toMatch(/enabled in the panel but its link was missing: the link was restored/)
+    expect((await api('/api/security/drift')).json.scenarios.drift_detected).toBe(false)
   })
 
   it.each([
@@ -113,16 +139,18 @@ describe('scenarios and drift', () => {
 
 describe('appsec tuning', () => {
   const plugin = () => join(cs.dataDir, 'crs-plugins/panel/panel-config.conf')
-  it('stores and writes the thresholds; a hand edit is drift until re-applied', async () => {
+  it('stores and writes the thresholds; the detector rewrites a hand edit, audited', async () => {
     const res = await api('/api/security/appsec-tuning', 'PUT', { inbound_threshold: 10, outbound_threshold: 8 })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ inbound_threshold: 10, outbound_threshold: 8, drift_detected: false })
     expect(readFileSync(plugin(), 'utf8')).toContain('setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8')
+    const before = (await repairs(plugin())).length
     writeFileSync(plugin(), 'SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=999"\n')
-    await eventually(() => api('/api/security/drift'), (r) => r.json.appsec.drift_detected, 5_000, 250)
-    expect((await api('/api/security/appsec-tuning')).json.drift_detected).toBe(true)
-    await api('/api/security/appsec-tuning', 'PUT', { inbound_threshold: 10, outbound_threshold: 8 })
-    await eventually(() => api('/api/security/drift'), (r) => !r.json.appsec.drift_detected, 5_000, 250)
+    await eventually(async () => readFileSync(plugin(), 'utf8'), (t) => t.includes('inbound_anomaly_score_threshold=10,'), 5_000, 100)
+    const audit = await repairs(plugin())
+    expect(audit.length).toBe(before + 1)
+    expect(audit.at(-1)).toMatchObject({ actor: 'system:drift', surface: 'appsec', repair: expect.stringMatching(/differed from the stored thresholds: rewritten from the database/) })
+    expect((await api('/api/security/appsec-tuning')).json.drift_detected).toBe(false)
     expect((await api('/api/settings')).json['appsec.inbound_threshold']).toBe(10)
   })
   it.each([[{ inbound_threshold: 0, outbound_threshold: 4 }], [{ inbound_threshold: 5 }], [{ inbound_threshold: 5.5, outbound_threshold: 4 }]])('refuses %j', async (body) => {

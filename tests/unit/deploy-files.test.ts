@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
@@ -7,6 +8,7 @@ import { PROXY_MODULE_NAMES } from '~/server/utils/core/config'
 import { WAF_AUDIT_SCENARIO } from '~/server/utils/security/profiles'
 import { APPSEC_PLUGIN_FILE } from '~/server/utils/security/appsec'
 import { APPSEC_THRESHOLD_HEADER } from '~/server/utils/proxy/build/crowdsec'
+import { DISABLED_SCENARIOS_FILE, renderDisabledScenariosFile } from '~/server/utils/security/scenarios'
 import { REPO_ROOT } from '../support/build'
 
 // deploy/: the images and the compose stack cannot be built here (no container
@@ -312,6 +314,58 @@ describe('deploy/compose.yaml', () => {
     expect(threshold).toContain(`REQUEST_HEADERS:${APPSEC_THRESHOLD_HEADER} `)
     expect(parseYaml(threshold).seclang_files_rules).toEqual([APPSEC_PLUGIN_FILE.join('/')])
     expect(mounts(panel).get(env.CROWDSEC_DATA_DIR!)).toBe(engine.get('/var/lib/crowdsec/data'))
+  })
+
+  describe('the engine keeps the panel\'s choices across its own restarts (the image\'s start script, v1.7.8)', () => {
+    const engine = services.crowdsec
+    const command = (engine.entrypoint as string[]).at(-1)!
+
+    it('skips the hub upgrade at start (it would re-enable every scenario of an upgraded collection)', () => {
+      // The start script compares the value case-insensitively with "true".
+      expect(String(engine.environment.NO_HUB_UPGRADE).toLowerCase()).toBe('true')
+      expect(raw.services.crowdsec.environment.NO_HUB_UPGRADE).toBe('true') // a string, not a YAML boolean
+    })
+
+    it('hands the panel\'s list of disabled scenarios to DISABLE_SCENARIOS, from the folder both containers mount', () => {
+      const list = `${env.CROWDSEC_CONFIG_DIR}/${DISABLED_SCENARIOS_FILE}`
+      expect(command).toContain(`DISABLE_SCENARIOS="$$(sed -e '/^#/d' ${list} 2>/dev/null`)
+      expect(mounts(engine).get(env.CROWDSEC_CONFIG_DIR!)).toBe(mounts(panel).get(env.CROWDSEC_CONFIG_DIR!))
+      expect(engine.environment.DISABLE_SCENARIOS).toBeUndefined() // set by the entrypoint only
+      expect(command).toMatch(/&& exec \/bin\/bash \/docker_start\.sh$/)
+    })
+
+    // The entrypoint's own shell, run for real with sh (the image's /bin/sh is
+    // busybox; this is the host's): compose's $$ unescaped, the container paths
+    // pointed at a scratch folder, the image's start script replaced by a stub
+    // that prints what it received.
+    function runEntrypoint(listFile: string | null): { status: number | null; out: string; err: string } {
+      const root = mkdtempSync(join(tmpdir(), 'entrypoint-'))
+      mkdirSync(join(root, 'secrets')); mkdirSync(join(root, 'etc'))
+      writeFileSync(join(root, 'secrets/bouncer_key'), 'k'.repeat(64)); writeFileSync(join(root, 'secrets/machine_password'), 'p'.repeat(64))
+      if (listFile !== null) writeFileSync(join(root, 'etc', DISABLED_SCENARIOS_FILE), listFile)
+      writeFileSync(join(root, 'start.sh'), 'printf "DISABLE_SCENARIOS=[%s]\\n" "$DISABLE_SCENARIOS"\nprintf "AGENT_USERNAME=%s\\n" "$AGENT_USERNAME"\n')
+      const script = command.replaceAll('$$', '$').replaceAll('/run/panel-secrets/', `${root}/secrets/`)
+        .replaceAll(`${env.CROWDSEC_CONFIG_DIR}/`, `${root}/etc/`).replace('exec /bin/bash /docker_start.sh', `exec sh ${root}/start.sh`)
+      const r = spawnSync('sh', ['-c', script], { encoding: 'utf8', env: { PATH: process.env.PATH } })
+      return { status: r.status, out: r.stdout, err: r.stderr }
+    }
+
+    it('turns the file the panel writes into a space-separated list the start script loops over', () => {
+      const r = runEntrypoint(renderDisabledScenariosFile(['crowdsecurity/http-probing', 'crowdsecurity/http-bad-user-agent']))
+      expect(r.status, r.err).toBe(0)
+      const value = /DISABLE_SCENARIOS=\[(.*)\]/.exec(r.out)![1]!
+      expect(value.split(' ').filter(Boolean)).toEqual(['crowdsecurity/http-bad-user-agent', 'crowdsecurity/http-probing'])
+      expect(value).not.toContain('#')
+      expect(r.out).toContain('AGENT_USERNAME=panel')
+    })
+
+    it('starts the engine with nothing disabled when the panel has written no list yet', () => {
+      const r = runEntrypoint(null)
+      expect(r.status, r.err).toBe(0)
+      expect(r.out).toContain('DISABLE_SCENARIOS=[]')
+      const empty = runEntrypoint(renderDisabledScenariosFile([]))
+      expect(/DISABLE_SCENARIOS=\[(.*)\]/.exec(empty.out)![1]!.trim()).toBe('')
+    })
   })
 
   it('passes `docker compose config` when a container client is installed (none on the project machines)', () => {

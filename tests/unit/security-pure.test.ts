@@ -4,7 +4,7 @@ import { deleteDecisionsMatching } from '../../server/utils/security/lapi'
 import { parseIpOrCidr, renderWhitelistFile } from '../../server/utils/security/whitelist'
 import { renderTrueDetectProfiles, stripPanelBlock } from '../../server/utils/security/profiles'
 import { isCoveredBy } from '../../server/utils/security/overview'
-import { canonicalFromHubPath } from '../../server/utils/security/scenarios'
+import { canonicalFromHubPath, renderDisabledScenariosFile } from '../../server/utils/security/scenarios'
 import { insideFolder } from '../../server/utils/security/engine-files'
 import { renderAppsecPlugin } from '../../server/utils/security/appsec'
 
@@ -54,6 +54,32 @@ describe('true_detect_mode profiles block', () => {
     const rest = 'name: default_ip_remediation\nfilters:\n - x\n'
     expect(stripPanelBlock(block + rest)).toBe(rest)
     expect(stripPanelBlock(rest)).toBe(rest)
+  })
+})
+
+describe('stripPanelBlock — a hand-edited block still comes out whole (the drift detector rewrites it)', () => {
+  const block = renderTrueDetectProfiles([{ id: 4, names: ['a.example.test'] }, { id: 9, names: ['b.example.test'] }])
+  const rest = 'name: default_ip_remediation\nfilters:\n - x\non_success: break\n---\nname: default_range_remediation\nfilters:\n - y\n'
+  const [begin, end] = [block.split('\n')[0]!, block.trimEnd().split('\n').at(-1)!]
+  it.each([
+    ['the END marker deleted', (block + rest).replace(`${end}\n`, '')],
+    ['the BEGIN marker deleted', (block + rest).replace(`${begin}\n`, '')],
+    ['both markers deleted, a filter edited', (block + rest).replace(`${begin}\n`, '').replace(`${end}\n`, '').replace('a.example.test', 'evil.example.test')],
+  ])('%s: the operator\'s profiles are left exactly', (_what, text) => {
+    expect(stripPanelBlock(text)).toBe(rest)
+  })
+  it('leaves a file without any panel profile untouched, byte for byte', () => {
+    const odd = '\n# comment\n---\nname: mine\n---\n\n'
+    expect(stripPanelBlock(odd)).toBe(odd)
+  })
+})
+
+describe('renderDisabledScenariosFile — the list the compose stack hands to DISABLE_SCENARIOS', () => {
+  it('one name a line, sorted, after comment lines only', () => {
+    const text = renderDisabledScenariosFile(['crowdsecurity/http-probing', 'crowdsecurity/http-bad-user-agent'])
+    const lines = text.split('\n').filter((l) => l && !l.startsWith('#'))
+    expect(lines).toEqual(['crowdsecurity/http-bad-user-agent', 'crowdsecurity/http-probing'])
+    expect(renderDisabledScenariosFile([]).split('\n').filter((l) => l && !l.startsWith('#'))).toEqual([])
   })
 })
 

@@ -57,7 +57,7 @@ export interface PanelConfig {
   crowdsecHubDir?: string
   /** The engine's data folder (CRS plugin files for appsec tuning). */
   crowdsecDataDir?: string
-  /** Period of the drift detector. */
+  /** Period of the drift detector (it re-applies the stored engine files and scenario choices). */
   driftIntervalSeconds: number
   /** Period of the country-ban reconciler. */
   countryReconcileSeconds: number

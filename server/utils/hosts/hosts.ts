@@ -9,6 +9,7 @@ import { assertDnsProviderUsable } from './dns-providers'
 import { findDnsProvider } from './dns-catalogue'
 import { certificateSummaries } from './cert-expiry'
 import { syncTrueDetectProfiles } from '../security/profiles'
+import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
 
@@ -74,15 +75,21 @@ async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<vo
   await tx.insert(hostNames).values([input.domain, ...input.aliases].map((name) => ({ name, hostId })))
 }
 
-/** Host changes also decide the engine's true_detect_mode profiles (written after commit). */
-async function _afterHostChange<T>(change: Promise<T>): Promise<T> {
-  const result = await change
-  await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
-  return result
+/**
+ * Host changes also decide the engine's true_detect_mode profiles (written after
+ * commit). Commit and write hold the engine-files lock together, so the drift
+ * detector never sees the one without the other.
+ */
+function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
+  return withEngineFiles(async () => {
+    const result = await change()
+    await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
+    return result
+  })
 }
 
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(writeTransaction(async (tx) => {
+  return _afterHostChange(() => writeTransaction(async (tx) => {
     await _validateReferences(tx, input)
     await _assertNamesFree(tx, [input.domain, ...input.aliases])
     const now = new Date().toISOString()
@@ -95,7 +102,7 @@ export async function createHost(input: HostInput, ctx: AuditContext): Promise<H
 
 /** Full replace; optional booleans left out keep their stored values. */
 export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(writeTransaction(async (tx) => {
+  return _afterHostChange(() => writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await _validateReferences(tx, input, current.tlsMode)
@@ -112,7 +119,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
 }
 
 export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(writeTransaction(async (tx) => {
+  return _afterHostChange(() => writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     const row = (await tx.update(hosts).set({ enabled: !current.enabled, updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
@@ -122,7 +129,7 @@ export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWit
 }
 
 export async function deleteHost(id: number, ctx: AuditContext): Promise<ReconcileOutcome> {
-  return _afterHostChange(writeTransaction(async (tx) => {
+  return _afterHostChange(() => writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await tx.delete(hosts).where(eq(hosts.id, id))

@@ -1,11 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs'
-
 import { z } from 'zod'
 import { getConfig } from '../core/config'
 import { getSetting, updateSettings } from '../core/settings'
 import { upstreamUnavailable } from '../core/errors'
 import type { AuditContext } from '../core/audit'
-import { insideFolder, writeFileAtomically } from './engine-files'
+import { cleanCheck, insideFolder, readFileOrNull, withEngineFiles, writeFileAtomically, type SurfaceCheck } from './engine-files'
 
 // CRS anomaly thresholds for the engine's AppSec component, written as a
 // panel-owned CRS plugin file in the engine's data folder. The project's AppSec
@@ -43,11 +41,17 @@ export async function writeAppsecPlugin(): Promise<void> {
   if (path) writeFileAtomically(path, await _expected())
 }
 
-export async function appsecDrift(): Promise<string[]> {
+/** The drift detector's pass: the plugin file rewritten when it is missing or not the stored thresholds. */
+export async function checkAppsecPlugin(): Promise<SurfaceCheck> {
+  const out = cleanCheck()
   const path = _pluginPath()
-  if (!path) return []
-  if (!existsSync(path)) return [`${path} is missing`]
-  return readFileSync(path, 'utf8') === (await _expected()) ? [] : [`${path} differs from the stored thresholds`]
+  if (!path) return out
+  const expected = await _expected()
+  const current = readFileOrNull(path)
+  if (current === expected) return out
+  writeFileAtomically(path, expected)
+  out.repaired.push({ target: path, detail: `${path} ${current === null ? 'was missing' : 'differed from the stored thresholds'}: rewritten from the database` })
+  return out
 }
 
 export async function readAppsecTuning(driftDetected: boolean) {
@@ -60,7 +64,9 @@ export async function readAppsecTuning(driftDetected: boolean) {
 
 export async function updateAppsecTuning(input: z.infer<typeof appsecTuningBody>, ctx: AuditContext): Promise<void> {
   if (!_pluginPath()) throw upstreamUnavailable('security engine', "its data folder is not mounted (set CROWDSEC_DATA_DIR)")
-  await updateSettings({ 'appsec.inbound_threshold': input.inbound_threshold, 'appsec.outbound_threshold': input.outbound_threshold }, ctx)
-  await writeAppsecPlugin()
+  await withEngineFiles(async () => {
+    await updateSettings({ 'appsec.inbound_threshold': input.inbound_threshold, 'appsec.outbound_threshold': input.outbound_threshold }, ctx)
+    await writeAppsecPlugin()
+  })
 }
 

@@ -1,5 +1,6 @@
-import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, relative, resolve, isAbsolute } from 'node:path'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { getConfig } from '../core/config'
 import { upstreamUnavailable } from '../core/errors'
 
@@ -29,3 +30,33 @@ export function writeFileAtomically(path: string, content: string, mode = 0o644)
 
 /** YAML double-quoted scalar (values are validated before; this only escapes). */
 export const yamlString = (s: string) => JSON.stringify(s)
+
+/** The file's text, or null when it does not exist. */
+export function readFileOrNull(path: string): string | null {
+  try { return readFileSync(path, 'utf8') } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+}
+
+/**
+ * What the drift detector did on one surface: the re-applications it made
+ * (`target` names the file or scenario, `detail` says what was found and done)
+ * and the differences it could not repair (with what the operator can do).
+ */
+export interface SurfaceCheck { repaired: Array<{ target: string; detail: string }>; remaining: string[] }
+export const cleanCheck = (): SurfaceCheck => ({ repaired: [], remaining: [] })
+
+// One change of the engine's files at a time: an API change (database commit,
+// then file write) and a drift check never interleave, so the detector never
+// "repairs" a file an API call was about to write (a false audit row).
+// Re-entrant: a call made inside runs inline.
+const _inside = new AsyncLocalStorage<true>()
+let _tail: Promise<unknown> = Promise.resolve()
+
+export function withEngineFiles<T>(fn: () => Promise<T>): Promise<T> {
+  if (_inside.getStore()) return fn()
+  const run = _tail.then(() => _inside.run(true, fn))
+  _tail = run.catch(() => {})
+  return run
+}

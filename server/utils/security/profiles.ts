@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { hosts } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
-import { writeFileAtomically, yamlString } from './engine-files'
+import { cleanCheck, readFileOrNull, writeFileAtomically, yamlString, type SurfaceCheck } from './engine-files'
 
 // true_detect_mode: a profile placed before the engine's default profiles that
 // matches WAF (AppSec) alerts for the host and stops evaluation with no
@@ -36,23 +35,59 @@ export function renderTrueDetectProfiles(hostsWithNames: Array<{ id: number; nam
   return `${_BEGIN}\n${docs.join('\n---\n')}\n---\n${_END}\n`
 }
 
-/** The file's own content with the panel's block (if any) taken out. */
+const _PANEL_DOC = /^name:\s*["']?panel_true_detect_host_\d+/m
+
+/**
+ * The file's own content with the panel's block (if any) taken out. When a hand
+ * edit removed a marker, the marker left and every document the panel names
+ * (panel_true_detect_host_<id>) are taken out instead; the rest stays as it was.
+ */
 export function stripPanelBlock(text: string): string {
   const start = text.indexOf(_BEGIN)
   const end = text.indexOf(_END)
-  if (start < 0 || end < 0) return text
-  return text.slice(0, start) + text.slice(end + _END.length).replace(/^\n/, '')
+  if (start >= 0 && end > start) return text.slice(0, start) + text.slice(end + _END.length).replace(/^\n/, '')
+  if (start < 0 && end < 0 && !_PANEL_DOC.test(text)) return text
+  const withoutMarkers = text.split('\n').filter((l) => l !== _BEGIN && l !== _END).join('\n')
+  const kept = withoutMarkers.split(/^---[ \t]*$/m).filter((doc) => !_PANEL_DOC.test(doc) && doc.trim() !== '')
+  return kept.join('---').replace(/^\n+/, '')
+}
+
+/** The file the panel's block should leave, or null when profiles.yaml is missing. */
+async function _expected(path: string): Promise<{ current: string | null; next: string | null; hosts: number }> {
+  const rows = await getDb().select().from(hosts).where(eq(hosts.trueDetectMode, true)).orderBy(hosts.id)
+  const block = renderTrueDetectProfiles(rows.map((h) => ({ id: h.id, names: [h.domain, ...h.aliases] })))
+  const current = readFileOrNull(path)
+  return { current, next: current === null ? null : block + stripPanelBlock(current), hosts: rows.length }
+}
+
+function _profilesPath(): string | undefined {
+  const dir = getConfig().crowdsecConfigDir
+  return dir ? join(dir, 'profiles.yaml') : undefined
 }
 
 /** Rewrites the panel block of profiles.yaml from the hosts with true_detect_mode. */
 export async function syncTrueDetectProfiles(): Promise<void> {
-  const dir = getConfig().crowdsecConfigDir
-  if (!dir) return
-  const path = join(dir, 'profiles.yaml')
-  if (!existsSync(path)) { logger.warn(`true_detect_mode: ${path} does not exist; nothing written`); return }
-  const rows = await getDb().select().from(hosts).where(eq(hosts.trueDetectMode, true)).orderBy(hosts.id)
-  const block = renderTrueDetectProfiles(rows.map((h) => ({ id: h.id, names: [h.domain, ...h.aliases] })))
-  const current = readFileSync(path, 'utf8')
-  const next = block + stripPanelBlock(current)
+  const path = _profilesPath()
+  if (!path) return
+  const { current, next } = await _expected(path)
+  if (next === null) { logger.warn(`true_detect_mode: ${path} does not exist; nothing written`); return }
   if (next !== current) writeFileAtomically(path, next)
+}
+
+/** The drift detector's pass: the panel's block rewritten when it is missing, edited or stale. */
+export async function checkTrueDetectProfiles(): Promise<SurfaceCheck> {
+  const out = cleanCheck()
+  const path = _profilesPath()
+  if (!path) return out
+  const { current, next, hosts: count } = await _expected(path)
+  if (next === null) {
+    // Not the panel's file to invent: the engine's own profiles live there too, and its local API does not start without it.
+    if (count) out.remaining.push(`${path} is missing: restore the engine's profiles.yaml; the panel then adds its block`)
+    return out
+  }
+  if (next === current) return out
+  writeFileAtomically(path, next)
+  const had = current!.includes(_BEGIN) || _PANEL_DOC.test(current!)
+  out.repaired.push({ target: path, detail: `${path}: the panel-managed true_detect_mode block ${had ? (count ? 'differed' : 'was left over') : 'was missing'}: rewritten from the database` })
+  return out
 }

@@ -8,11 +8,10 @@ import { badRequest, conflict, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { safeText } from '../core/validate'
-import { logger } from '../core/log'
 import { reconcileInTransaction } from '../proxy/reconciler'
 import { deleteDecisionsMatching } from './lapi'
 import { invalidateDecisionCache } from './decisions'
-import { engineConfigDir, insideFolder, writeFileAtomically, yamlString } from './engine-files'
+import { cleanCheck, engineConfigDir, insideFolder, readFileOrNull, withEngineFiles, writeFileAtomically, yamlString, type SurfaceCheck } from './engine-files'
 
 export const WHITELIST_FILE = ['parsers', 's02-enrich', 'panel-whitelist.yaml']
 
@@ -79,33 +78,50 @@ export async function addWhitelistEntry(input: z.infer<typeof whitelistBody>, ct
     ? await deleteDecisionsMatching({ scopes: 'Ip', value })
     : await deleteDecisionsMatching({ range: value, contains: 'false' })
   await invalidateDecisionCache()
-  const row = await writeTransaction(async (tx) => {
-    const now = new Date().toISOString()
-    const inserted = (await tx.insert(whitelistEntries).values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor }).returning().get())!
-    await writeAudit(ctx, 'whitelist_add', { value, removed_decisions: removed }, tx)
-    // The proxy's bouncer skips whitelisted sources: the configuration changes too.
-    await reconcileInTransaction(tx, ctx, `whitelist entry ${value} added`)
+  const row = await withEngineFiles(async () => {
+    const inserted = await writeTransaction(async (tx) => {
+      const now = new Date().toISOString()
+      const r = (await tx.insert(whitelistEntries).values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor }).returning().get())!
+      await writeAudit(ctx, 'whitelist_add', { value, removed_decisions: removed }, tx)
+      // The proxy's bouncer skips whitelisted sources: the configuration changes too.
+      await reconcileInTransaction(tx, ctx, `whitelist entry ${value} added`)
+      return r
+    })
+    await writeWhitelistFile()
     return inserted
   })
-  await writeWhitelistFile()
   return { ...presentWhitelistEntry(row), removed_decision_count: removed }
 }
 
 export async function removeWhitelistEntry(raw: string, ctx: AuditContext): Promise<void> {
   const { value } = parseIpOrCidr(raw)
   engineConfigDir()
-  await writeTransaction(async (tx) => {
-    const row = await tx.select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get()
-    if (!row) throw notFound('whitelist entry', value)
-    await tx.delete(whitelistEntries).where(eq(whitelistEntries.value, value))
-    await writeAudit(ctx, 'whitelist_delete', { value }, tx)
-    await reconcileInTransaction(tx, ctx, `whitelist entry ${value} removed`)
+  await withEngineFiles(async () => {
+    await writeTransaction(async (tx) => {
+      const row = await tx.select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get()
+      if (!row) throw notFound('whitelist entry', value)
+      await tx.delete(whitelistEntries).where(eq(whitelistEntries.value, value))
+      await writeAudit(ctx, 'whitelist_delete', { value }, tx)
+      await reconcileInTransaction(tx, ctx, `whitelist entry ${value} removed`)
+    })
+    await writeWhitelistFile()
   })
-  await writeWhitelistFile()
 }
 
-/** At boot the file is re-derived from the database. */
-export async function syncWhitelistFile(): Promise<void> {
-  if (!getConfig().crowdsecConfigDir) return
-  try { await writeWhitelistFile() } catch (err) { logger.error(`whitelist file: ${(err as Error).message}`) }
+/** The drift detector's pass: the file rewritten (or removed) when it is not what the database says. */
+export async function checkWhitelistFile(): Promise<SurfaceCheck> {
+  const out = cleanCheck()
+  if (!getConfig().crowdsecConfigDir) return out
+  const entries = await getDb().select().from(whitelistEntries).orderBy(whitelistEntries.value)
+  const path = insideFolder(engineConfigDir(), ...WHITELIST_FILE)
+  const expected = renderWhitelistFile(entries)
+  const current = readFileOrNull(path)
+  if (current === expected) return out
+  if (expected === null) rmSync(path, { force: true })
+  else writeFileAtomically(path, expected)
+  const detail = expected === null
+    ? `${path} existed although the whitelist is empty (an empty whitelist node stops the engine): removed`
+    : `${path} ${current === null ? 'was missing' : 'differed'}: rewritten from the database`
+  out.repaired.push({ target: path, detail })
+  return out
 }

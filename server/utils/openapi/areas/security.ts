@@ -23,7 +23,14 @@ export const scenarioSchema = z.strictObject({
   short_name: z.string(), source: z.enum(['hub', 'local']), canonical_name: z.string(), path: z.string(), disabled: z.boolean(), description: z.string().optional(),
 })
 
-const driftPart = z.strictObject({ drift_detected: z.boolean(), checked_at: nullableTimestamp(), details: z.array(z.string()) })
+const driftRepair = z.strictObject({
+  at: timestamp(), target: z.string().describe('the scenario (author/name) or the file re-applied'), detail: z.string().describe('what was found and what was done'),
+})
+const driftPart = z.strictObject({
+  drift_detected: z.boolean().describe('a difference the last check could not repair is left (see details)'), checked_at: nullableTimestamp(),
+  details: z.array(z.string()).describe('the differences left, each with what the operator can do'),
+  repaired: z.array(driftRepair).describe('re-applications of the stored state, newest first, the last 20 since the panel started (each is also an engine_drift_repair audit row)'),
+})
 const appsecTuningSchema = z.strictObject({ inbound_threshold: z.number().int(), outbound_threshold: z.number().int(), path: nullableString().describe("the CRS plugin file in the engine's data folder"), drift_detected: z.boolean() })
 
 export const securityOperations = [
@@ -59,7 +66,10 @@ export const securityOperations = [
     params: { name: { schema: z.string(), description: '<author>/<name>, URL-encoded (crowdsecurity%2Fhttp-probing)' } }, body: scenarioPatchBody,
     responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario') },
   }),
-  operation({ method: 'get', path: '/api/security/drift', access: 'session', summary: 'Whether the engine files drifted from the stored settings', responses: { 200: ok('drift per surface', z.strictObject({ scenarios: driftPart, appsec: driftPart })) } }),
+  operation({
+    method: 'get', path: '/api/security/drift', access: 'session', summary: "The drift detector's last check of the engine files: what it re-applied and what is left",
+    responses: { 200: ok('per surface', z.strictObject({ scenarios: driftPart, whitelist: driftPart, profiles: driftPart, appsec: driftPart })) },
+  }),
   operation({ method: 'get', path: '/api/security/appsec-tuning', access: 'session', summary: 'CRS anomaly thresholds of the AppSec engine', responses: { 200: ok('thresholds', appsecTuningSchema) } }),
   operation({ method: 'put', path: '/api/security/appsec-tuning', access: 'session', summary: 'Set the CRS anomaly thresholds', body: appsecTuningBody, responses: { 200: ok('thresholds', appsecTuningSchema) } }),
   operation({
