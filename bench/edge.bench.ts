@@ -48,7 +48,7 @@ const quantile = (xs: number[], q: number) => { const s = [...xs].sort((a, b) =>
 
 it('request latency through the production Caddy: plain, bouncer, bouncer + WAF', async () => {
   const figures: Figure[] = []
-  const results: Record<string, autocannon.Result> = {}
+  const results: Record<string, Awaited<ReturnType<typeof autocannon>>> = {}
   for (const host of ['plain', 'bouncer', 'waf']) {
     const opts = { url: `http://127.0.0.1:${stack.httpPort}/`, connections: 16, headers: { host: `${host}.bench.test` } }
     await autocannon({ ...opts, duration: 1 }) // warm-up

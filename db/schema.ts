@@ -114,6 +114,7 @@ export const hosts = sqliteTable('hosts', {
   tlsAcmeCaUrl: text('tls_acme_ca_url'),
   lanOnly: integer('lan_only', { mode: 'boolean' }).notNull().default(false),
   trueDetectMode: integer('true_detect_mode', { mode: 'boolean' }).notNull().default(false),
+  engineDownRefuse: integer('engine_down_refuse', { mode: 'boolean' }).notNull().default(false),
   authRequired: integer('auth_required', { mode: 'boolean' }).notNull().default(false),
   wafEnabled: integer('waf_enabled', { mode: 'boolean' }).notNull().default(false),
   wafMode: text('waf_mode', { enum: ['detection', 'blocking'] }).notNull().default('detection'),

@@ -6,7 +6,7 @@ export function buildHostSnapshot(overrides: Partial<HostSnapshot> = {}): HostSn
     id, domain: `host${id}.example.test`, aliases: [], target_group_id: 1, enabled: true,
     tls_mode: 'none', tls_challenge: 'http', tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
     lan_only: false, auth_required: false, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection',
-    rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false,
+    rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false, engine_down_refuse: false,
     ...overrides,
   }
 }

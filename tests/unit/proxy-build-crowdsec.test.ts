@@ -162,3 +162,36 @@ describe('buildBouncerWarmupRoute — the whitelist', () => {
     expect(inner.match).toEqual([{ client_ip: { ranges: warmup.sources }, not: [{ client_ip: { ranges: ['198.51.100.140'] } }] }])
   })
 })
+
+describe('the configuration for an unreachable engine (snapshot.engineDown)', () => {
+  const engineDown = { knownBanned: ['198.51.100.200', '198.51.100.192/28'] }
+
+  it('a host that fails closed answers 503 to everything, after the LAN gate', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, engineDown, hosts: [buildHostSnapshot({ lan_only: true, engine_down_refuse: true })] }))
+    const [lan, refuse] = hostSubroutes(config, 'host1.example.test')
+    expect(lan.handle[0].status_code).toBe(403)
+    expect(refuse).toEqual({ handle: [{ handler: 'static_response', status_code: 503, headers: { 'Retry-After': ['30'] }, body: 'Service unavailable: the security engine cannot be reached\n' }], terminal: true })
+  })
+
+  it('a host that fails open refuses the bans last known, whitelisted sources excepted, then the usual chain', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, engineDown, whitelist: ['198.51.100.193'], hosts: [buildHostSnapshot()] }))
+    const [known, chain] = hostSubroutes(config, 'host1.example.test')
+    expect(known).toEqual({ match: [{ remote_ip: { ranges: engineDown.knownBanned }, not: [{ remote_ip: { ranges: ['198.51.100.193'] } }] }], handle: [{ handler: 'static_response', status_code: 403 }], terminal: true })
+    expect(chain.handle.map((h: any) => h.handler)).toContain('crowdsec')
+  })
+
+  it('with the engine up nothing of this is emitted, and a host without the bouncer never gets the known bans', () => {
+    const up = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot({ engine_down_refuse: true })] })).config
+    expect(JSON.stringify(up)).not.toContain('503')
+    const noBouncer = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, engineDown, hosts: [buildHostSnapshot({ bouncer_enabled: false })] })).config
+    expect(JSON.stringify(noBouncer)).not.toContain('198.51.100.200')
+  })
+
+  it('AppSec fails closed only when every AppSec host fails closed', () => {
+    const security = { ...withKey, appsecUrl: 'http://crowdsec:7422' }
+    const build = (hosts: any[]) => (buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security, hosts })).config as any).apps.crowdsec.appsec_fail_open
+    expect(build([buildHostSnapshot({ engine_down_refuse: true })])).toBe(false)
+    expect(build([buildHostSnapshot({ engine_down_refuse: true }), buildHostSnapshot({ id: 2 })])).toBe(true)
+    expect(build([buildHostSnapshot()])).toBe(true)
+  })
+})

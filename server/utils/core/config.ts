@@ -160,6 +160,9 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const driftIntervalSeconds = Number(_opt(env, 'PANEL_DRIFT_INTERVAL_SECONDS') ?? '60')
   if (!Number.isInteger(driftIntervalSeconds) || driftIntervalSeconds < 1 || driftIntervalSeconds > 3600)
     errors.push('PANEL_DRIFT_INTERVAL_SECONDS must be an integer from 1 to 3600')
+  const engineProbeSeconds = Number(_opt(env, 'PANEL_ENGINE_PROBE_SECONDS') ?? '10')
+  if (!Number.isInteger(engineProbeSeconds) || engineProbeSeconds < 1 || engineProbeSeconds > 300)
+    errors.push('PANEL_ENGINE_PROBE_SECONDS must be an integer from 1 to 300')
   const countryReconcileSeconds = Number(_opt(env, 'PANEL_COUNTRY_RECONCILE_SECONDS') ?? '300')
   if (!Number.isInteger(countryReconcileSeconds) || countryReconcileSeconds < 1 || countryReconcileSeconds > 86400)
     errors.push('PANEL_COUNTRY_RECONCILE_SECONDS must be an integer from 1 to 86400')
@@ -192,7 +195,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
     crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
     crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
-    driftIntervalSeconds, countryReconcileSeconds, notificationQueueCapacity,
+    driftIntervalSeconds, engineProbeSeconds, countryReconcileSeconds, notificationQueueCapacity,
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],

@@ -65,6 +65,7 @@ function _columns(input: HostInput, booleans: typeof HOST_BOOLEAN_DEFAULTS) {
     tlsAcmeCaUrl: input.tls_acme_ca_url, wafMode: input.waf_mode, rateLimitRps: input.rate_limit_rps, rateLimitBurst: input.rate_limit_burst,
     enabled: input.enabled ?? booleans.enabled, lanOnly: input.lan_only ?? booleans.lan_only,
     trueDetectMode: input.true_detect_mode ?? booleans.true_detect_mode, authRequired: input.auth_required ?? booleans.auth_required,
+    engineDownRefuse: input.engine_down_refuse ?? booleans.engine_down_refuse,
     wafEnabled: input.waf_enabled ?? booleans.waf_enabled, rateLimitEnabled: input.rate_limit_enabled ?? booleans.rate_limit_enabled,
     bouncerEnabled: input.bouncer_enabled ?? booleans.bouncer_enabled,
   }
@@ -108,7 +109,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
     await _validateReferences(tx, input, current.tlsMode)
     await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
     const stored = {
-      enabled: current.enabled, lan_only: current.lanOnly, true_detect_mode: current.trueDetectMode, auth_required: current.authRequired,
+      enabled: current.enabled, lan_only: current.lanOnly, true_detect_mode: current.trueDetectMode, engine_down_refuse: current.engineDownRefuse, auth_required: current.authRequired,
       waf_enabled: current.wafEnabled, rate_limit_enabled: current.rateLimitEnabled, bouncer_enabled: current.bouncerEnabled,
     } as unknown as typeof HOST_BOOLEAN_DEFAULTS
     const row = (await tx.update(hosts).set({ ..._columns(input, stored), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!

@@ -5,7 +5,7 @@ export function presentHost(h: typeof hosts.$inferSelect, certificate: Certifica
   return {
     id: h.id, domain: h.domain, aliases: h.aliases, target_group_id: h.targetGroupId, enabled: h.enabled,
     tls_mode: h.tlsMode, tls_challenge: h.tlsChallenge, tls_email: h.tlsEmail, tls_dns_provider: h.tlsDnsProvider,
-    tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, true_detect_mode: h.trueDetectMode, auth_required: h.authRequired,
+    tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, true_detect_mode: h.trueDetectMode, engine_down_refuse: h.engineDownRefuse, auth_required: h.authRequired,
     waf_enabled: h.wafEnabled, waf_mode: h.wafMode, rate_limit_enabled: h.rateLimitEnabled, rate_limit_rps: h.rateLimitRps,
     rate_limit_burst: h.rateLimitBurst, bouncer_enabled: h.bouncerEnabled, created_at: h.createdAt, updated_at: h.updatedAt,
     certificate,

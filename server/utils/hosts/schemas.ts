@@ -39,6 +39,7 @@ export const hostBody = z.strictObject({
   enabled: _optionalBool,
   lan_only: _optionalBool,
   true_detect_mode: _optionalBool,
+  engine_down_refuse: _optionalBool,
   auth_required: _optionalBool,
   waf_enabled: _optionalBool,
   waf_mode: z.enum(['detection', 'blocking'], { message: 'must be "detection" or "blocking"' }).default('detection'),
@@ -50,7 +51,7 @@ export const hostBody = z.strictObject({
 export type HostInput = z.infer<typeof hostBody>
 
 export const HOST_BOOLEAN_DEFAULTS = {
-  enabled: true, lan_only: false, true_detect_mode: false, auth_required: false,
+  enabled: true, lan_only: false, true_detect_mode: false, engine_down_refuse: false, auth_required: false,
   waf_enabled: false, rate_limit_enabled: false, bouncer_enabled: true,
 } as const
 

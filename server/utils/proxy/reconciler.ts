@@ -6,6 +6,8 @@ import { logger } from '../core/log'
 import { redactSecrets } from '../core/redact'
 import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
 import { fetchBannedSources, probeEngine } from '../security/lapi'
+import { KNOWN_BANS_MAX_SOURCES, lastKnownBannedSources, rememberBannedSources } from '../security/known-bans'
+import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
 import { loadProxyConfig, readProxyConfig } from './client'
@@ -31,7 +33,7 @@ const _ENGINE_PROBE_TIMEOUT_MS = 1_000
 /** How long the sources banned at push time are refused by the warm-up route (covers one retry of the bouncer's first pull, 10 s). */
 export const BOUNCER_WARMUP_MS = 15_000
 /** Beyond this the list would make the configuration too large to push on every change. */
-const BOUNCER_WARMUP_MAX_SOURCES = 50_000
+const BOUNCER_WARMUP_MAX_SOURCES = KNOWN_BANS_MAX_SOURCES
 export const ENGINE_DEFERRED_REASON = 'security engine unreachable: push deferred so the proxy keeps enforcing the decisions it holds'
 
 export interface ReconcileState {
@@ -53,6 +55,10 @@ let _lastAttempt: { at: string; status: 'ok' | 'pending' | 'rejected'; error: st
 let _retryRequested = false
 /** The pending push waits for the engine, not for the proxy. */
 let _deferredForEngine = false
+/** What the proxy was last given: the configuration for an unreachable engine (known bans, 503 hosts). */
+let _pushedEngineDown = false
+/** The last push has hosts that refuse everything while the engine is unreachable. */
+let _pushedFailClosed = false
 
 export async function readReconcileState(exec: Executor = getDb()): Promise<ReconcileState> {
   return (await readRuntimeState<ReconcileState>(_STATE_KEY, exec)) ?? _EMPTY
@@ -78,6 +84,7 @@ async function _proxyHolds(hash: string): Promise<boolean> {
 async function _warmupGate(warnings: string[], redact: (text: string) => Promise<string>): Promise<ProxySnapshot['bouncerWarmup']> {
   try {
     const sources = await fetchBannedSources({ timeoutMs: 2_000 })
+    rememberBannedSources(sources)
     if (sources.length <= BOUNCER_WARMUP_MAX_SOURCES) return { untilMs: Date.now() + BOUNCER_WARMUP_MS, sources }
     warnings.push(`bouncer warm-up list not set: ${sources.length} banned sources exceed ${BOUNCER_WARMUP_MAX_SOURCES}; banned sources may pass until the new bouncer has loaded its decisions`)
   } catch (err) {
@@ -91,17 +98,31 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
   let json = stableStringify(config)
-  const hash = hashProxyConfig(config)
+  let hash = hashProxyConfig(config)
+  let engineDown = false
+  const failClosed = snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h))
   const now = new Date().toISOString()
   const previous = await readReconcileState(tx)
   // Through the transaction: a credential being saved is only visible there.
   const redact = (text: string) => redactSecrets(text, { exec: tx, extra: [snapshot.security.bouncerKey] })
 
   if (configStartsBouncer(config)) {
-    // Every push restarts the bouncer: none when the proxy already holds this state.
-    if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length })
+    // Every push restarts the bouncer: none when the proxy already holds this state. With the
+    // engine unreachable, hosts that fail closed need the other configuration even so.
     const engine = await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })
-    if (!engine.up) {
+    const known = engine.up ? null : lastKnownBannedSources()
+    if ((engine.up || !known || !failClosed) && !opts.force && await _proxyHolds(hash))
+      return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
+    if (!engine.up && known) {
+      // The configuration for an unreachable engine: the bans last known refused by the proxy
+      // itself (the new bouncer starts empty and cannot pull), hosts that fail closed answer 503.
+      engineDown = true
+      const degraded = buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config
+      json = stableStringify(degraded)
+      hash = hashProxyConfig(degraded)
+      warnings.push(await redact(`security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`))
+      if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, engineDown, failClosed })
+    } else if (!engine.up) {
       const error = await redact(`${ENGINE_DEFERRED_REASON} (${engine.error})`)
       const repeat = previous.last_reconcile_status === 'pending' && previous.last_error === error
       _lastAttempt = { at: now, status: 'pending', error }
@@ -116,8 +137,10 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
         await writeAudit(ctx, 'proxy_push_deferred', { reason, config_hash: hash.slice(0, 16), why: 'security engine unreachable' }, tx)
       return { status: 'pending', error, warnings, deferred: true }
     }
-    const bouncerWarmup = await _warmupGate(warnings, redact)
-    if (bouncerWarmup) json = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
+    if (!engineDown) {
+      const bouncerWarmup = await _warmupGate(warnings, redact)
+      if (bouncerWarmup) json = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
+    }
   }
 
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
@@ -136,11 +159,13 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
     return { status: 'pending', error, warnings }
   }
-  return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force })
+  return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force, engineDown, failClosed })
 }
 
-async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean }): Promise<ReconcileOutcome> {
+async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean; engineDown?: boolean; failClosed?: boolean }): Promise<ReconcileOutcome> {
   _deferredForEngine = false
+  _pushedEngineDown = !!o.engineDown
+  _pushedFailClosed = !!o.failClosed
   _lastAttempt = { at: o.now, status: 'ok', error: null }
   await writeRuntimeState(tx, _STATE_KEY, {
     last_reconcile_at: o.now, last_reconcile_status: 'ok', last_error: null, pushed_hash: o.hash, pushed_at: o.now, warnings: o.warnings,
@@ -172,6 +197,13 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
   if (!held.ok) return { result: 'unreachable' }
   if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
+  // The engine's state decides between the two configurations: back to normal once it
+  // answers; to the unreachable-engine one when it stops, if some host must then refuse.
+  if (_pushedEngineDown || _pushedFailClosed) {
+    const up = (await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })).up
+    if (_pushedEngineDown && up) return { reason: 'the security engine answers again' }
+    if (!_pushedEngineDown && !up) return { reason: 'the security engine is unreachable: hosts that fail closed refuse' }
+  }
   return { result: 'in-sync' }
 }
 

@@ -21,7 +21,7 @@ export function hostRowToSnapshot(h: typeof hosts.$inferSelect): HostSnapshot {
     tls_mode: h.tlsMode, tls_challenge: h.tlsChallenge, tls_email: h.tlsEmail, tls_dns_provider: h.tlsDnsProvider,
     tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, auth_required: h.authRequired, bouncer_enabled: h.bouncerEnabled,
     waf_enabled: h.wafEnabled, waf_mode: h.wafMode, rate_limit_enabled: h.rateLimitEnabled, rate_limit_rps: h.rateLimitRps,
-    rate_limit_burst: h.rateLimitBurst, true_detect_mode: h.trueDetectMode,
+    rate_limit_burst: h.rateLimitBurst, true_detect_mode: h.trueDetectMode, engine_down_refuse: h.engineDownRefuse,
   }
 }
 

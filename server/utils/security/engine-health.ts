@@ -1,11 +1,16 @@
 import { writeAudit, systemActor } from '../core/audit'
+import { getConfig } from '../core/config'
+import { getSetting } from '../core/settings'
+import { parseGoDurationMs } from '../core/validate'
 import { logger } from '../core/log'
 import { emitPanelEvent } from '../ops/events'
 import { registerSystemHealthSection } from '../ops/health'
-import { probeEngine } from './lapi'
+import { fetchBannedSources, probeEngine } from './lapi'
+import { rememberBannedSources } from './known-bans'
 import { redactSecrets } from '../core/redact'
 
-const _PROBE_EVERY_MS = 10_000
+
+const _KNOWN_BANS_MAX_TICKER_MS = 50_000
 
 let _state: { reachable: boolean | null; checked_at: string | null; since: string | null; error: string | null } = { reachable: null, checked_at: null, since: null, error: null }
 let _timer: NodeJS.Timeout | undefined
@@ -22,6 +27,14 @@ export async function probeSecurityEngine(): Promise<void> {
   const now = new Date().toISOString()
   const changed = _state.reachable !== up
   _state = { reachable: up, checked_at: now, since: changed ? now : _state.since, error }
+  // While the engine answers, every probe also reads the bans it holds, for the day it does not
+  // (known-bans.ts). Only while the proxy's bouncer pulls at least every 50 s: a read with the
+  // bouncer's key moves its "last pull" when that is over a minute old, and the bouncer's next
+  // pull would then miss what came in between (docs/security-engine.md). Pushes read them too.
+  const ticker = parseGoDurationMs(await getSetting<string>('security_engine.ticker_interval')) ?? Infinity
+  if (up && ticker <= _KNOWN_BANS_MAX_TICKER_MS) {
+    try { rememberBannedSources(await fetchBannedSources({ timeoutMs: 5_000 })) } catch (err) { logger.warn(`reading the engine's bans: ${await redactSecrets((err as Error).message)}`) }
+  }
   if (!changed) return
   if (up) {
     logger.info('security engine reachable')
@@ -35,7 +48,7 @@ export async function probeSecurityEngine(): Promise<void> {
 
 export function startEngineProbe(): void {
   registerSystemHealthSection('security_engine', securityEngineHealth)
-  const tick = () => probeSecurityEngine().catch((err) => logger.error(`engine probe: ${(err as Error).message}`)).finally(() => { _timer = setTimeout(tick, _PROBE_EVERY_MS) })
+  const tick = () => probeSecurityEngine().catch((err) => logger.error(`engine probe: ${(err as Error).message}`)).finally(() => { _timer = setTimeout(tick, getConfig().engineProbeSeconds * 1000) })
   tick()
 }
 

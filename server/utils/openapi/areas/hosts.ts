@@ -12,7 +12,7 @@ export const hostSchema = z.strictObject({
   id: z.number().int(), domain: z.string(), aliases: z.array(z.string()), target_group_id: z.number().int(), enabled: z.boolean(),
   tls_mode: z.enum(['auto', 'manual', 'none']), tls_challenge: z.enum(['dns', 'http', 'tls-alpn']),
   tls_email: z.union([z.string(), z.null()]), tls_dns_provider: z.union([z.string(), z.null()]), tls_acme_ca_url: z.union([z.string(), z.null()]),
-  lan_only: z.boolean(), true_detect_mode: z.boolean(), auth_required: z.boolean(),
+  lan_only: z.boolean(), true_detect_mode: z.boolean(), engine_down_refuse: z.boolean(), auth_required: z.boolean(),
   waf_enabled: z.boolean(), waf_mode: z.enum(['detection', 'blocking']), rate_limit_enabled: z.boolean(),
   rate_limit_rps: z.number().int(), rate_limit_burst: z.number().int(), bouncer_enabled: z.boolean(),
   created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema,

@@ -32,15 +32,39 @@ export function buildAppsecHandlers(): Json[] {
   return [{ handler: 'appsec' }, { handler: 'headers', request: { delete: [APPSEC_THRESHOLD_HEADER] } }]
 }
 
-/** `apps.crowdsec`: the streaming bouncer's connection to the local API (A1). */
-export function buildCrowdsecApp(security: ProxySnapshot['security']): Json {
+export const ENGINE_DOWN_BODY = 'Service unavailable: the security engine cannot be reached\n'
+
+/** A host that fails closed, while the engine is unreachable: everything gets 503. */
+export function buildEngineDownRefusalRoute(): Route {
+  return { handle: [{ handler: 'static_response', status_code: 503, headers: { 'Retry-After': ['30'] }, body: ENGINE_DOWN_BODY }], terminal: true }
+}
+
+/**
+ * A host that fails open, while the engine is unreachable: the bans last known
+ * stay refused by the configuration (a push empties the bouncer's store, and it
+ * cannot refill it), whitelisted sources excepted; everything else goes through.
+ */
+export function buildKnownBansRoute(knownBanned: string[], whitelist: string[], matcher: (ranges: string[]) => Json): Route {
+  return {
+    match: [{ ...matcher(knownBanned), ...(whitelist.length ? { not: [matcher(whitelist)] } : {}) }],
+    handle: [{ handler: 'static_response', status_code: 403 }],
+    terminal: true,
+  }
+}
+
+/**
+ * `apps.crowdsec`: the streaming bouncer's connection to the local API (A1).
+ * AppSec fails open unless every host asking AppSec fails closed too
+ * (engine_down_refuse): the bouncer has one such switch for all hosts.
+ */
+export function buildCrowdsecApp(security: ProxySnapshot['security'], appsecFailOpen = true): Json {
   return {
     // The Caddyfile parser adds the trailing slash; the JSON path does not.
     api_url: security.lapiUrl.endsWith('/') ? security.lapiUrl : `${security.lapiUrl}/`,
     api_key: security.bouncerKey,
     ticker_interval: security.tickerInterval,
     enable_streaming: true,
-    ...(security.appsecUrl ? { appsec_url: security.appsecUrl, appsec_fail_open: true } : {}),
+    ...(security.appsecUrl ? { appsec_url: security.appsecUrl, appsec_fail_open: appsecFailOpen } : {}),
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { buildAppsecHandlers, buildAppsecThresholdHeader, buildBouncerWarmupRoute, buildCrowdsecApp, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer, stripBouncerWarmup } from './crowdsec'
+import { buildAppsecHandlers, buildAppsecThresholdHeader, buildBouncerWarmupRoute, buildCrowdsecApp, buildEngineDownRefusalRoute, buildKnownBansRoute, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer, stripBouncerWarmup } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
@@ -56,6 +56,10 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         if (host.lan_only) routes.push(buildLanGateRoute(snapshot.clientIp))
         break
       case 'crowdsec':
+        // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
+        if (snapshot.engineDown && host.engine_down_refuse) routes.push(buildEngineDownRefusalRoute())
+        else if (snapshot.engineDown?.knownBanned.length && hostUsesBouncer(snapshot, host))
+          routes.push(buildKnownBansRoute(snapshot.engineDown.knownBanned, snapshot.whitelist, (ranges) => buildClientAddressMatcher(ranges, snapshot.clientIp)))
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
         if (hostUsesAppsec(snapshot, host)) bouncer.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
@@ -151,7 +155,10 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (policies.length) tls.automation = { policies }
   if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
   if (Object.keys(tls).length) apps.tls = tls
-  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) apps.crowdsec = buildCrowdsecApp(snapshot.security)
+  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
+    const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
+    apps.crowdsec = buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse))
+  }
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },

@@ -9,6 +9,8 @@ export interface HostSnapshot {
   tls_acme_ca_url: string | null; lan_only: boolean; auth_required: boolean; bouncer_enabled: boolean
   waf_enabled: boolean; waf_mode: 'detection' | 'blocking'; rate_limit_enabled: boolean; rate_limit_rps: number; rate_limit_burst: number
   true_detect_mode: boolean
+  /** While the security engine is unreachable, answer 503 to everything. */
+  engine_down_refuse: boolean
 }
 
 export interface TargetGroupSnapshot {
@@ -46,6 +48,12 @@ export interface ProxySnapshot {
    * loads its decisions (see buildBouncerWarmupRoute).
    */
   bouncerWarmup?: { untilMs: number; sources: string[] } | null
+  /**
+   * Set while the security engine is unreachable: the sources it had banned when
+   * the panel last read them (the bouncer restarts empty on every push, so they
+   * are refused by the configuration itself), and hosts with engine_down_refuse answer 503.
+   */
+  engineDown?: { knownBanned: string[] } | null
 }
 
 export type Json = Record<string, unknown>

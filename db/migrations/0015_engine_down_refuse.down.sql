@@ -1,0 +1,1 @@
+ALTER TABLE hosts DROP COLUMN engine_down_refuse;

@@ -1,0 +1,18 @@
+// The sources the engine had banned when the panel last read them. While the
+// engine is unreachable, a push (which empties the bouncer's store, with no way
+// to refill it) carries them in the configuration instead (build/crowdsec.ts).
+// Kept in memory: a panel restarted while the engine is down has none, and its
+// pushes wait for the engine (reconciler.ts).
+
+/** Beyond this the list would make every pushed configuration too large. */
+export const KNOWN_BANS_MAX_SOURCES = 50_000
+
+let _known: { sources: string[]; at: string } | null = null
+
+export function rememberBannedSources(sources: string[]): void {
+  _known = sources.length <= KNOWN_BANS_MAX_SOURCES ? { sources, at: new Date().toISOString() } : null
+}
+
+export function lastKnownBannedSources(): { sources: string[]; at: string } | null {
+  return _known
+}

@@ -1,0 +1,104 @@
+import { createServer, type Server } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { eventually } from '../support/http'
+import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
+import { registerTestSecret } from '../support/panel'
+import { freePort } from '../support/ports'
+import { makeTempDir } from '../support/processes'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { startTestUpstream } from '../support/upstream'
+
+// Failing the right way while the security engine is unreachable, with the real
+// engine stopped: a host that fails open keeps refusing the bans it last knew
+// (even across a push, which empties the bouncer) and lets the rest through; a
+// host that fails closed answers 503; security_engine_down fires once; the
+// dashboard says so; everything comes back by itself when the engine does.
+
+const CLEAN = '198.51.100.60', BANNED = '198.51.100.200'
+let cs: CrowdsecHandle
+let stack: ProxyStack
+let ns: PublicClientNamespace
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+let hook: Server
+const delivered: Array<{ event: string }> = []
+let groupId: number
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  const hookPort = await freePort()
+  hook = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c }); req.on('end', () => { delivered.push(JSON.parse(b)); res.end('ok') }) })
+  await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r))
+  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: [CLEAN, BANNED] })
+  const logDir = makeTempDir('edge-down-logs-')
+  cs = await startCrowdsec({ logDir })
+  registerTestSecret(cs.machinePassword, cs.bouncerKey)
+  stack = await startProxyStack({ logDir, env: { ...panelEnvFor(cs), PANEL_ENGINE_PROBE_SECONDS: '1' }, httpListenExtra: ['198.51.100.1'] })
+  const api = (path: string, body: unknown, method = 'POST') => stack.panel.request(path, { method, cookie: stack.admin, body })
+  expect((await api('/api/settings', { 'security_engine.ticker_interval': '1s' }, 'PUT')).status).toBe(200)
+  groupId = (await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
+  for (const body of [
+    { domain: 'open.example.test', target_group_id: groupId },
+    { domain: 'closed.example.test', target_group_id: groupId, engine_down_refuse: true },
+  ]) {
+    const res = await createHost(stack, body)
+    expect(res.status, res.text).toBe(201)
+    expect(res.json.engine_down_refuse).toBe(body.domain.startsWith('closed'))
+  }
+  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } })).json
+  expect((await api('/api/notifications/rules', { name: 'engine', events: ['security_engine_down'], channel_ids: [ch.id], throttle_seconds: 0 })).status).toBe(201)
+  await postDecisions(cs, [{ value: BANNED }])
+})
+afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop(); hook?.close() })
+
+const get = (from: string, host: string) => ns.curl(`http://198.51.100.1:${stack.httpPort}/`, ['-H', `Host: ${host}`], { fromAddress: from })
+const statuses = async () => ({
+  openClean: (await get(CLEAN, 'open.example.test')).status, openBanned: (await get(BANNED, 'open.example.test')).status,
+  closedClean: (await get(CLEAN, 'closed.example.test')).status, closedBanned: (await get(BANNED, 'closed.example.test')).status,
+})
+
+describe('while the security engine is unreachable', () => {
+  it('with the engine up: both hosts serve clean traffic and refuse the ban', async () => {
+    const s = await eventually(statuses, (x) => x.openBanned === 403 && x.closedBanned === 403, 10_000, 200)
+    expect(s).toEqual({ openClean: 200, openBanned: 403, closedClean: 200, closedBanned: 403 })
+    // The panel has read the ban (it reads the engine's bans at every probe, here every second).
+    await new Promise((r) => setTimeout(r, 1_500))
+  })
+
+  it('engine stopped: the fail-open host keeps the known ban and serves the rest, the fail-closed host answers 503', async () => {
+    await cs.stop()
+    const s = await eventually(statuses, (x) => x.closedClean === 503, 20_000, 250)
+    expect(s).toEqual({ openClean: 200, openBanned: 403, closedClean: 503, closedBanned: 503 })
+    expect((await get(CLEAN, 'closed.example.test')).body).toMatch(/security engine cannot be reached/)
+    // The configuration now refuses the known ban itself: the bouncer that this push restarted is empty.
+    expect(JSON.stringify(await stack.caddy.getConfig())).toContain(BANNED)
+  })
+
+  it('a host change while it is down is applied, and the known ban still holds', async () => {
+    const res = await createHost(stack, { domain: 'late.example.test', target_group_id: groupId })
+    expect(res.status, res.text).toBe(201)
+    expect(res.json.reconcile.status).toBe('applied')
+    expect(res.json.reconcile.warnings.join('\n')).toMatch(/security engine unreachable .*refuses the 1 bans last read/)
+    for (let i = 0; i < 5; i++) expect((await get(BANNED, 'open.example.test')).status).toBe(403)
+    expect((await get(CLEAN, 'late.example.test')).status).toBe(200)
+    expect((await get(BANNED, 'late.example.test')).status).toBe(403)
+  })
+
+  it('security_engine_down fires once, and the dashboard says so', async () => {
+    await eventually(async () => delivered.filter((d) => d.event === 'security_engine_down').length, (n) => n >= 1, 20_000, 250)
+    const health = (await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })).json
+    expect(health.security_engine.reachable).toBe(false)
+    await new Promise((r) => setTimeout(r, 2_000))
+    expect(delivered.filter((d) => d.event === 'security_engine_down')).toHaveLength(1)
+  })
+
+  it('the engine back: the fail-closed host serves again and the ban holds, with no one acting', async () => {
+    await cs.restart()
+    const s = await eventually(statuses, (x) => x.closedClean === 200, 30_000, 250)
+    expect(s).toEqual({ openClean: 200, openBanned: 403, closedClean: 200, closedBanned: 403 })
+    // Back to the normal configuration: the bouncer judges again, not a list in the configuration.
+    await eventually(async () => JSON.stringify(await stack.caddy.getConfig()), (c) => !c.includes('security engine cannot be reached'), 10_000, 250)
+    const audit = await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")
+    expect(audit.rows.length).toBeGreaterThanOrEqual(1)
+  })
+})
