@@ -50,7 +50,9 @@ describe('the WAF audit log stays under its cap, and nothing is lost', () => {
     // More than the cap was written (each entry is a few KB), and the file was cut back.
     await eventually(async () => statSync(file).size, (size) => size < CAP, 10_000, 200)
     expect(statSync(file).size).toBeLessThan(CAP)
-    // Cut many times while Caddy was still appending (hundreds of KB written against a 64 KiB cap).
-    expect([...stack.panel.output().matchAll(/WAF audit log: cut \d+ ingested bytes/g)].length).toBeGreaterThanOrEqual(3)
+    // Written: what was cut plus what is left, several times the cap (each entry is a few KB).
+    const cuts = [...stack.panel.output().matchAll(/WAF audit log: cut (\d+) ingested bytes/g)].map((m) => Number(m[1]))
+    expect(cuts.length).toBeGreaterThanOrEqual(1)
+    expect(cuts.reduce((a, b) => a + b, 0) + statSync(file).size).toBeGreaterThan(4 * CAP)
   })
 })

@@ -111,9 +111,13 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     // engine unreachable, hosts that fail closed need the other configuration even so.
     const engine = await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })
     const known = engine.up ? null : lastKnownBannedSources()
-    if ((engine.up || !known || !failClosed) && !opts.force && await _proxyHolds(hash))
+    // The configuration for an unreachable engine is pushed when some host must then refuse,
+    // or when the proxy already runs it (its bouncer's store is gone already). Otherwise the
+    // proxy's bouncer still holds every ban it pulled, newer ones included: the push waits.
+    const degradedPush = !engine.up && !!known && (failClosed || _pushedEngineDown)
+    if (!degradedPush && !opts.force && await _proxyHolds(hash))
       return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
-    if (!engine.up && known) {
+    if (degradedPush && known) {
       // The configuration for an unreachable engine: the bans last known refused by the proxy
       // itself (the new bouncer starts empty and cannot pull), hosts that fail closed answer 503.
       engineDown = true
