@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { alertsFor, decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { alertsFor, decisionsFor, postDecisions, type CrowdsecHandle } from '../support/crowdsec'
+import { startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
-import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { registerTestSecret } from '../support/panel'
-import { makeTempDir } from '../support/processes'
-import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack'
 
 // The security path end to end, from public-looking clients in a network
 // namespace through the production Caddy (bouncer + WAF) to the whole engine
@@ -19,21 +16,14 @@ const HOST = 'shop.example.test', QUIET_HOST = 'quiet.example.test'
 const CLEAN = '198.51.100.10', BANNED = '198.51.100.200', IN_RANGE = '198.51.100.201', OUTSIDE_RANGE = '198.51.100.150'
 const WAF_ATTACKER = '198.51.100.210', QUIET_ATTACKER = '198.51.100.220'
 
+let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let ns: PublicClientNamespace
-let up: Awaited<ReturnType<typeof startTestUpstream>>
 
 beforeAll(async () => {
-  up = await startTestUpstream()
-  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: [CLEAN, BANNED, IN_RANGE, OUTSIDE_RANGE, WAF_ATTACKER, QUIET_ATTACKER] })
-  const logDir = makeTempDir('edge-logs-')
-  cs = await startCrowdsec({ logDir })
-  registerTestSecret(cs.machinePassword, cs.bouncerKey)
-  stack = await startProxyStack({ logDir, env: panelEnvFor(cs), httpListenExtra: ['198.51.100.1'] })
-  const put = await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'security_engine.ticker_interval': `${POLL_SECONDS}s` } })
-  expect(put.status, put.text).toBe(200)
-  const group = await createGroup(stack, { name: 'shop', targets: [{ address: `127.0.0.1:${up.port}` }] })
+  edge = await startEdgeStack({ clientAddresses: [CLEAN, BANNED, IN_RANGE, OUTSIDE_RANGE, WAF_ATTACKER, QUIET_ATTACKER], tickerSeconds: POLL_SECONDS })
+  ;({ cs, stack } = edge)
+  const group = await createGroup(stack, { name: 'shop', targets: [{ address: `127.0.0.1:${edge.up.port}` }] })
   for (const domain of [HOST, QUIET_HOST]) {
     const res = await createHost(stack, { domain, target_group_id: group.id, waf_enabled: true, waf_mode: 'blocking', true_detect_mode: domain === QUIET_HOST })
     expect(res.status, res.text).toBe(201)
@@ -42,10 +32,9 @@ beforeAll(async () => {
   // The profiles the panel wrote for true_detect_mode are read when the local API starts.
   await cs.restart()
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => { await edge?.stop() })
 
-const get = (from: string, path = '/', host = HOST) =>
-  ns.curl(`http://198.51.100.1:${stack.httpPort}${path}`, ['-H', `Host: ${host}`], { fromAddress: from })
+const get = (from: string, path = '/', host = HOST) => edge.get(from, host, path)
 /** Waits at most the bouncer's poll interval plus one second for `status`. */
 const becomes = (from: string, status: number, path = '/') =>
   eventually(() => get(from, path), (r) => r.status === status, (POLL_SECONDS + 1) * 1000, 100)

@@ -1,13 +1,10 @@
 import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { postDecisions, type CrowdsecHandle } from '../support/crowdsec'
+import { startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
-import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { registerTestSecret } from '../support/panel'
 import { freePort } from '../support/ports'
-import { makeTempDir } from '../support/processes'
-import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack'
 
 // Failing the right way while the security engine is unreachable, with the real
 // engine stopped: a host that fails open keeps refusing the bans it last knew
@@ -16,27 +13,21 @@ import { startTestUpstream } from '../support/upstream'
 // dashboard says so; everything comes back by itself when the engine does.
 
 const CLEAN = '198.51.100.60', BANNED = '198.51.100.200'
+let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let ns: PublicClientNamespace
-let up: Awaited<ReturnType<typeof startTestUpstream>>
 let hook: Server
 const delivered: Array<{ event: string }> = []
 let groupId: number
 
 beforeAll(async () => {
-  up = await startTestUpstream()
   const hookPort = await freePort()
   hook = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c }); req.on('end', () => { delivered.push(JSON.parse(b)); res.end('ok') }) })
   await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r))
-  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: [CLEAN, BANNED] })
-  const logDir = makeTempDir('edge-down-logs-')
-  cs = await startCrowdsec({ logDir })
-  registerTestSecret(cs.machinePassword, cs.bouncerKey)
-  stack = await startProxyStack({ logDir, env: { ...panelEnvFor(cs), PANEL_ENGINE_PROBE_SECONDS: '1' }, httpListenExtra: ['198.51.100.1'] })
-  const api = (path: string, body: unknown, method = 'POST') => stack.panel.request(path, { method, cookie: stack.admin, body })
-  expect((await api('/api/settings', { 'security_engine.ticker_interval': '1s' }, 'PUT')).status).toBe(200)
-  groupId = (await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
+  edge = await startEdgeStack({ clientAddresses: [CLEAN, BANNED], env: { PANEL_ENGINE_PROBE_SECONDS: '1' }, tickerSeconds: 1 })
+  ;({ cs, stack } = edge)
+  const api = (path: string, body: unknown) => stack.panel.request(path, { method: 'POST', cookie: stack.admin, body })
+  groupId = (await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${edge.up.port}` }] })).id
   for (const body of [
     { domain: 'open.example.test', target_group_id: groupId },
     { domain: 'closed.example.test', target_group_id: groupId, engine_down_refuse: true },
@@ -49,9 +40,9 @@ beforeAll(async () => {
   expect((await api('/api/notifications/rules', { name: 'engine', events: ['security_engine_down'], channel_ids: [ch.id], throttle_seconds: 0 })).status).toBe(201)
   await postDecisions(cs, [{ value: BANNED }])
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop(); hook?.close() })
+afterAll(async () => { await edge?.stop(); hook?.close() })
 
-const get = (from: string, host: string) => ns.curl(`http://198.51.100.1:${stack.httpPort}/`, ['-H', `Host: ${host}`], { fromAddress: from })
+const get = (from: string, host: string) => edge.get(from, host)
 const statuses = async () => ({
   openClean: (await get(CLEAN, 'open.example.test')).status, openBanned: (await get(BANNED, 'open.example.test')).status,
   closedClean: (await get(CLEAN, 'closed.example.test')).status, closedBanned: (await get(BANNED, 'closed.example.test')).status,

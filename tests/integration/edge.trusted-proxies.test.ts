@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { crowdsecBinaries, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { crowdsecBinaries, postDecisions, type CrowdsecHandle } from '../support/crowdsec'
+import { startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
-import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { ADMIN, registerTestSecret } from '../support/panel'
-import { makeTempDir } from '../support/processes'
-import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { startTestUpstream } from '../support/upstream'
+import { ADMIN } from '../support/panel'
+import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack'
 
 // Behind a CDN: the LAN gate, the bouncer, the rate limit, the access logs, the
 // engine's own parsing and the panel's audit rows all judge the address the
@@ -16,25 +14,19 @@ import { startTestUpstream } from '../support/upstream'
 
 const run = promisify(execFile)
 const CDN = '198.51.100.40', DIRECT = '198.51.100.41'
+let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let ns: PublicClientNamespace
-let up: Awaited<ReturnType<typeof startTestUpstream>>
 
 beforeAll(async () => {
-  up = await startTestUpstream()
-  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: [CDN, DIRECT] })
-  const logDir = makeTempDir('edge-xff-logs-')
-  cs = await startCrowdsec({ logDir })
-  registerTestSecret(cs.machinePassword, cs.bouncerKey)
   // The panel sits behind the proxy too: Caddy reaches it from loopback, and the CDN is in front of Caddy.
-  stack = await startProxyStack({ logDir, env: { ...panelEnvFor(cs), PANEL_TRUSTED_PROXIES: `127.0.0.1/32,${CDN}/32` }, httpListenExtra: ['198.51.100.1'] })
+  edge = await startEdgeStack({ clientAddresses: [CDN, DIRECT], env: { PANEL_TRUSTED_PROXIES: `127.0.0.1/32,${CDN}/32` }, tickerSeconds: 1 })
+  ;({ cs, stack } = edge)
   const put = await stack.panel.request('/api/settings', {
-    method: 'PUT', cookie: stack.admin,
-    body: { 'security_engine.ticker_interval': '1s', 'proxy.trusted_proxies': [`${CDN}/32`], 'proxy.client_ip_headers': ['X-Forwarded-For'] },
+    method: 'PUT', cookie: stack.admin, body: { 'proxy.trusted_proxies': [`${CDN}/32`], 'proxy.client_ip_headers': ['X-Forwarded-For'] },
   })
   expect(put.status, put.text).toBe(200)
-  const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
+  const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${edge.up.port}` }] })
   const panelGroup = await createGroup(stack, { name: 'panel', targets: [{ address: `127.0.0.1:${stack.panel.port}` }] })
   for (const body of [
     { domain: 'lan.example.test', target_group_id: group.id, lan_only: true },
@@ -45,10 +37,10 @@ beforeAll(async () => {
     expect(res.status, res.text).toBe(201)
   }
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => { await edge?.stop() })
 
-const request = (from: string, host: string, path = '/', forwardedFor?: string, extra: string[] = []) =>
-  ns.curl(`http://198.51.100.1:${stack.httpPort}${path}`, ['-H', `Host: ${host}`, ...(forwardedFor ? ['-H', `X-Forwarded-For: ${forwardedFor}`] : []), ...extra], { fromAddress: from })
+const request = (from: string, host: string, path = '/', forwardedFor?: string) =>
+  edge.get(from, host, path, forwardedFor ? ['-H', `X-Forwarded-For: ${forwardedFor}`] : [])
 
 describe('the proxy judges the forwarded address only on connections from a trusted proxy', () => {
   it('LAN gate: a LAN visitor behind the CDN passes, a public one does not, and a direct client cannot spoof the header', async () => {
@@ -97,10 +89,9 @@ describe('the proxy judges the forwarded address only on connections from a trus
   })
 
   it("the panel's own audit rows, behind the proxy and the CDN, name the visitor", async () => {
-    const res = await ns.curl(`http://198.51.100.1:${stack.httpPort}/api/auth/login`, [
-      '-H', 'Host: panel.example.test', '-H', 'X-Forwarded-For: 198.51.100.190', '-H', 'content-type: application/json',
-      '--data', JSON.stringify({ email: ADMIN.email, password: ADMIN.password }),
-    ], { fromAddress: CDN })
+    const res = await edge.get(CDN, 'panel.example.test', '/api/auth/login', [
+      '-H', 'X-Forwarded-For: 198.51.100.190', '-H', 'content-type: application/json', '--data', JSON.stringify({ email: ADMIN.email, password: ADMIN.password }),
+    ])
     expect(res.status, res.body).toBe(200)
     const audit = await stack.panel.db().execute("SELECT remote_ip FROM logs WHERE source = 'audit' AND message = 'login' ORDER BY id DESC LIMIT 1")
     expect(audit.rows[0]?.remote_ip).toBe('198.51.100.190')

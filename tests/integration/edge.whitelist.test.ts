@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { decisionsFor, postDecisions, type CrowdsecHandle } from '../support/crowdsec'
+import { startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
 import { writeMmdb } from '../support/mmdb-writer'
-import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { registerTestSecret } from '../support/panel'
 import { makeTempDir } from '../support/processes'
-import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -15,29 +13,23 @@ import { join } from 'node:path'
 // its neighbour does not; a country expansion is split around it.
 
 const WHITELISTED = '198.51.100.140', NEIGHBOUR = '198.51.100.141', COUNTRY_ONLY = '198.51.100.142', LATE = '198.51.100.143'
+let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let ns: PublicClientNamespace
-let up: Awaited<ReturnType<typeof startTestUpstream>>
 
 beforeAll(async () => {
-  up = await startTestUpstream()
-  ns = await createPublicClientNamespace({ hostAddress: '198.51.100.1', clientAddresses: [WHITELISTED, NEIGHBOUR, COUNTRY_ONLY, LATE] })
-  const logDir = makeTempDir('edge-wl-logs-')
-  cs = await startCrowdsec({ logDir })
-  registerTestSecret(cs.machinePassword, cs.bouncerKey)
   const dataDir = makeTempDir('panel-wl-')
   mkdirSync(join(dataDir, 'geoip'))
   // The test's "country": the namespace's upper half.
   writeFileSync(join(dataDir, 'geoip/country.mmdb'), writeMmdb([['198.51.100.128/25', { country_code: 'LU' }]]))
-  stack = await startProxyStack({ dataDir, logDir, env: panelEnvFor(cs), httpListenExtra: ['198.51.100.1'] })
-  expect((await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'security_engine.ticker_interval': '1s' } })).status).toBe(200)
-  const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
+  edge = await startEdgeStack({ clientAddresses: [WHITELISTED, NEIGHBOUR, COUNTRY_ONLY, LATE], dataDir, tickerSeconds: 1 })
+  ;({ cs, stack } = edge)
+  const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${edge.up.port}` }] })
   expect((await createHost(stack, { domain: 'shop.example.test', target_group_id: group.id })).status).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => { await edge?.stop() })
 
-const get = (from: string) => ns.curl(`http://198.51.100.1:${stack.httpPort}/`, ['-H', 'Host: shop.example.test'], { fromAddress: from })
+const get = (from: string) => edge.get(from, 'shop.example.test')
 const becomes = (from: string, status: number) => eventually(() => get(from), (r) => r.status === status, 5_000, 100)
 const whitelist = (value: string) => stack.panel.request('/api/security/whitelist', { method: 'POST', cookie: stack.admin, body: { value, reason: 'office' } })
 

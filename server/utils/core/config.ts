@@ -59,6 +59,8 @@ export interface PanelConfig {
   crowdsecDataDir?: string
   /** Period of the drift detector (it re-applies the stored engine files and scenario choices). */
   driftIntervalSeconds: number
+  /** Period of the security engine's health probe (and of reading the bans it holds, for when it is unreachable). */
+  engineProbeSeconds: number
   /** Period of the country-ban reconciler. */
   countryReconcileSeconds: number
   /** Events waiting for delivery at most; more are dropped and counted. */
