@@ -62,6 +62,24 @@ describe('the bouncer in the production Caddy, fed by the real local API', () =>
     expect((await becomes(BANNED, 200)).status).toBe(200)
   })
 
+  it('a ban made through the panel gives 403 within the poll interval plus one second, and is audited; its bad input is refused', async () => {
+    const res = await stack.panel.request('/api/security/decisions', { method: 'POST', cookie: stack.admin, body: { value: BANNED, duration: '1h', reason: 'e2e' } })
+    expect(res.status, res.text).toBe(201)
+    expect(res.json).toMatchObject({ value: BANNED, scope: 'Ip', type: 'ban', origin: 'panel', duration: '1h' })
+    expect((await becomes(BANNED, 403, '/clean-page')).status).toBe(403)
+    expect((await decisionsFor(cs, BANNED)).map((d) => d.origin)).toEqual(['panel'])
+    const audit = await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'decision_ban'")
+    expect(JSON.parse(String(audit.rows.at(-1)?.raw)).value).toBe(BANNED)
+    for (const [body, why] of [[{ value: 'not-an-ip' }, /value: must be an IP address or a CIDR/], [{ value: '198.51.100.9', duration: '10s' }, /duration: must be a duration from 1m to 8760h/], [{ value: '198.51.100.9', extra: 1 }, /extra/]] as const) {
+      const bad = await stack.panel.request('/api/security/decisions', { method: 'POST', cookie: stack.admin, body })
+      expect(bad.status).toBe(400)
+      expect(bad.json.error).toMatch(why)
+    }
+    expect(await decisionsFor(cs, '198.51.100.9')).toEqual([])
+    expect((await stack.panel.request('/api/security/decisions/unban-ip', { method: 'POST', cookie: stack.admin, body: { ip: BANNED } })).status).toBe(200)
+    expect((await becomes(BANNED, 200)).status).toBe(200)
+  })
+
   it('a ban on a range covers its addresses and nothing outside it', async () => {
     await postDecisions(cs, [{ value: '198.51.100.192/28', origin: 'cscli', scenario: 'manual/range' }])
     expect((await becomes(IN_RANGE, 403)).status).toBe(403)

@@ -52,6 +52,12 @@ describe('a whitelisted source is never refused by the bouncer', () => {
     expect((await get(WHITELISTED)).status).toBe(200)
   })
 
+  it('a ban through the panel of a whitelisted source is refused, naming the entry', async () => {
+    const res = await stack.panel.request('/api/security/decisions', { method: 'POST', cookie: stack.admin, body: { value: WHITELISTED } })
+    expect(res.status).toBe(409)
+    expect(res.json.error).toBe(`value: ${WHITELISTED} is covered by the whitelist entry ${WHITELISTED}; remove it from the whitelist first`)
+  })
+
   it('a country ban is split around it, and covers the rest of the country', async () => {
     const res = await stack.panel.request('/api/security/countries/lu/expand', { method: 'POST', cookie: stack.admin, body: { duration: '1h' } })
     expect(res.status, res.text).toBe(202)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseGoDurationMs } from '../../server/utils/security/decisions'
+import { parseGoDurationMs } from '../../server/utils/core/validate'
 import { deleteDecisionsMatching } from '../../server/utils/security/lapi'
 import { parseIpOrCidr, renderWhitelistFile } from '../../server/utils/security/whitelist'
 import { renderTrueDetectProfiles, stripPanelBlock } from '../../server/utils/security/profiles'

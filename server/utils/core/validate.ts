@@ -51,10 +51,15 @@ export const emailSchema = z.string().trim().toLowerCase().max(254, 'must be at 
 
 const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
-/** A Go duration ("15s", "1m30s", "1.5h") in milliseconds; null when Go would not parse it the same way. */
+/**
+ * A Go duration ("15s", "1m30s", "1.5h", or "-2s" as the local API words an
+ * expired decision's time left) in milliseconds; null when Go would not parse it the same way.
+ */
 export function parseGoDurationMs(text: string): number | null {
-  if (!/^(\d+(\.\d+)?(ns|us|µs|μs|ms|s|m|h))+$/.test(text)) return null
+  const sign = text.startsWith('-') ? -1 : 1
+  const body = sign < 0 ? text.slice(1) : text
+  if (!/^(\d+(\.\d+)?(ns|us|µs|μs|ms|s|m|h))+$/.test(body)) return null
   let total = 0
-  for (const [, value, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(value) * _GO_DURATION_UNITS_MS[unit!]!
-  return total
+  for (const [, value, unit] of body.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(value) * _GO_DURATION_UNITS_MS[unit!]!
+  return sign * total
 }

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { badRequest } from '../core/errors'
+import { parseGoDurationMs } from '../core/validate'
 import { deleteDecisionById, fetchActiveDecisions, type LapiDecision } from './lapi'
 import { lookupIp } from '../geo/readers'
 
@@ -17,16 +18,6 @@ export interface PresentedDecision {
   until: string | null; country: string | null; as_number: number | null
 }
 
-/** Go durations such as 3h59m57.5s, as the LAPI reports the time left. */
-export function parseGoDurationMs(d: string): number | null {
-  const re = /(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g
-  let total = 0, matched = ''
-  for (const m of d.matchAll(re)) {
-    total += Number(m[1]) * { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1e3, m: 6e4, h: 3.6e6 }[m[2] as 'ns']
-    matched += m[0]
-  }
-  return matched === d && d ? total : null
-}
 
 function _annotate(d: LapiDecision): { country: string | null; as_number: number | null } {
   if (d.scope !== 'Ip' && d.scope !== 'Range') return { country: null, as_number: null }

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { decisionsQuery, unbanIpBody } from '../../security/decisions'
 import { whitelistBody } from '../../security/whitelist'
+import { banBody } from '../../security/bans'
 import { scenarioPatchBody } from '../../security/scenarios'
 import { appsecTuningBody } from '../../security/appsec'
 import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
@@ -42,6 +43,13 @@ export const securityOperations = [
     method: 'delete', path: '/api/security/decisions/{id}', access: 'session', summary: 'Unban one decision (idempotent)',
     params: { id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'decision id' } },
     responses: { 204: noContent(), 503: ok('the local API is unreachable') },
+  }),
+  operation({
+    method: 'post', path: '/api/security/decisions', access: 'session', summary: 'Ban an address or a range (origin "panel"); refused for a whitelisted source', body: banBody,
+    responses: {
+      201: ok('the ban as sent to the engine', z.strictObject({ value: z.string(), scope: z.enum(['Ip', 'Range']), type: z.literal('ban'), origin: z.literal('panel'), scenario: z.string(), duration: z.string() })),
+      409: ok('the source is whitelisted'), 503: ok('the local API is unreachable or refused the ban'),
+    },
   }),
   operation({
     method: 'post', path: '/api/security/decisions/unban-ip', access: 'session', summary: "Remove every active decision banning an address (country-ban ranges are kept)", body: unbanIpBody,
