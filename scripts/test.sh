@@ -53,6 +53,9 @@ while IFS= read -r line; do export "$line"; done <<<"$edge_paths"
 section "build"
 npm run build
 
+section "type check"
+npm run typecheck
+
 section "tests"
 # exec: the script's exit code is vitest's.
 exec npx vitest run "$@"
