@@ -155,8 +155,12 @@ export function startDecisionMirror(): void {
   registerSystemHealthSection('decision_mirror', mirrorHealth)
   if (!mirrorEnabled()) return
   _stopped = false
-  const tick = () => syncMirrorNow().catch(() => { /* logged in _pull; retried at the next tick */ })
-    .finally(() => { if (!_stopped) _timer = setTimeout(tick, getConfig().lapi.pullSeconds * 1000) })
+  // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
+  const tick = () => {
+    const started = Date.now()
+    syncMirrorNow().catch(() => { /* logged in _pull; retried at the next tick */ })
+      .finally(() => { if (!_stopped) _timer = setTimeout(tick, Math.max(0, getConfig().lapi.pullSeconds * 1000 - (Date.now() - started))) })
+  }
   tick()
 }
 
