@@ -4,7 +4,8 @@ import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { makeTempDir } from '../tests/support/processes'
 import { startPanel, type PanelHandle } from '../tests/support/panel'
-import { reportFigures, type Figure } from './report'
+import { createClient } from '@libsql/client'
+import { ratioOf, reportFigures, type Figure } from './report'
 
 // Budgets (design.md, issue 8): ingestion from files, parsing included, >= 30,000 rows/s;
 // on 1,000,000 rows: /api/logs with typical filters p95 <= 50 ms, stats and 24 h
@@ -12,7 +13,7 @@ import { reportFigures, type Figure } from './report'
 // Every row gets to the database through the ingester (no rows are copied in SQL),
 // so the hourly roll-ups are built the way they are in production.
 
-const TOTAL = 1_000_000
+const TOTAL = Number(process.env.BENCH_LOG_ROWS ?? 1_000_000) // a smaller run for a quick check of the bench itself
 const FIRST = 100_000
 const HOSTS = 20
 let panel: PanelHandle
@@ -37,6 +38,29 @@ const count = async () => Number((await panel.db().execute("SELECT count(*) AS n
 const rolledUp = async () => {
   const r = await panel.db().execute('SELECT (SELECT last_id FROM logs_rollup_state) AS done, (SELECT max(id) FROM logs) AS last')
   return Number(r.rows[0]!.done) >= Number(r.rows[0]!.last)
+}
+
+/**
+ * The limit for ingestion: the same parsed rows (read back from the panel's table) inserted
+ * into the same schema (the logs table and its indexes) in a fresh database file, in one
+ * transaction, with the same client library. Returns rows/s.
+ */
+async function bulkInsertRate(rows: number): Promise<number> {
+  const src = panel.db()
+  const ddl = (await src.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'logs' AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC")).rows.map((r) => String(r.sql))
+  const data = await src.execute(`SELECT * FROM logs WHERE source = 'caddy_access' ORDER BY id LIMIT ${rows}`)
+  const cols = data.columns.filter((c) => c !== 'id')
+  const dst = createClient({ url: `file:${join(makeTempDir('bench-bulk-'), 'bulk.db')}` })
+  await dst.execute('PRAGMA journal_mode = WAL')
+  for (const sql of ddl) await dst.execute(sql)
+  const insert = `INSERT INTO logs (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`
+  const statements = data.rows.map((r) => ({ sql: insert, args: cols.map((c) => r[c] as never) }))
+  // One batch is one transaction, run by the library in one call (an await per row would measure the round trips instead).
+  const t = performance.now()
+  await dst.batch(statements, 'write')
+  const rate = data.rows.length / ((performance.now() - t) / 1000)
+  dst.close()
+  return rate
 }
 
 /**
@@ -71,7 +95,9 @@ it('ingests, queries 1,000,000 rows and tails', async () => {
   const figures: Figure[] = []
   const now = Date.now()
   const rate = await ingest(0, FIRST, now)
-  figures.push({ what: `ingestion, ${FIRST} lines into an empty table`, value: Math.round(rate), unit: 'rows/s', budget: '>= 30000', withinBudget: rate >= 30_000 })
+  const bulk = await bulkInsertRate(FIRST)
+  figures.push({ what: `ingestion, ${FIRST} lines into an empty table`, value: Math.round(rate), unit: 'rows/s', budget: '>= 30000', withinBudget: rate >= 30_000,
+    ratio: ratioOf(rate, bulk, `the same rows bulk-inserted in one transaction, ${Math.round(bulk)} rows/s`, '>= 0.5') })
   const rest = await ingest(FIRST, TOTAL, now)
   figures.push({ what: `ingestion, lines ${FIRST} to ${TOTAL} (table growing to 1M)`, value: Math.round(rest), unit: 'rows/s', budget: '-', withinBudget: true })
   const t = performance.now()

@@ -5,7 +5,8 @@
 #
 # 1. Generates the secrets once into /run/panel-secrets (volume panel-secrets):
 #      master_key        PANEL_MASTER_KEY: seals DNS tokens, private keys, SMTP/OIDC secrets
-#      bouncer_key       the bouncer key the panel reads decisions with and hands to the proxy
+#      bouncer_key       the bouncer key the panel hands to the proxy
+#      panel_bouncer_key the panel's own bouncer key (LAPI_PANEL_BOUNCER_KEY): its decision mirror
 #      machine_password  the password of the engine machine `panel` (alerts, decision deletion)
 # 2. Fills the engine's config folder from the image's defaults on the first run
 #    (what the engine's own start script would do), so that step 3 can hand it over.
@@ -17,7 +18,7 @@ set -eu
 umask 077
 SECRETS=/run/panel-secrets
 mkdir -p "$SECRETS"
-for name in master_key bouncer_key machine_password; do
+for name in master_key bouncer_key panel_bouncer_key machine_password; do
   if [ -s "$SECRETS/$name" ]; then
     echo "init: $name kept"
   else

@@ -4,7 +4,7 @@
 # file or in `docker inspect`. The panel itself reads only its environment
 # (server/utils/core/config.ts).
 set -eu
-for name in PANEL_MASTER_KEY LAPI_BOUNCER_KEY LAPI_MACHINE_PASSWORD PANEL_DATABASE_AUTH_TOKEN PANEL_ADMIN_PASSWORD PROVIDER_A_API_TOKEN; do
+for name in PANEL_MASTER_KEY LAPI_BOUNCER_KEY LAPI_PANEL_BOUNCER_KEY LAPI_MACHINE_PASSWORD PANEL_DATABASE_AUTH_TOKEN PANEL_ADMIN_PASSWORD PROVIDER_A_API_TOKEN; do
   eval "file=\${${name}_FILE:-}"
   if [ -n "$file" ]; then
     eval "current=\${${name}:-}"

@@ -27,6 +27,12 @@ describe('decisions from the real local API', () => {
   it('lists every active decision with the api.md fields', async () => {
     const all = await list()
     expect(all.map((d) => d.value).sort()).toEqual(['10.9.0.0/16', '198.51.100.20', '198.51.100.32/28', '2001:db8::5'])
+    // Without LAPI_PANEL_BOUNCER_KEY: the 15 s copy read with the proxy's key, paged the same way.
+    const page = await panel.request('/api/security/decisions?limit=3', { cookie: admin })
+    expect(page.headers.get('x-decisions-source')).toBe('engine')
+    expect(page.headers.get('x-total-count')).toBe('4')
+    expect(page.json.map((d: any) => d.id)).toEqual(all.map((d) => d.id).sort((a, b) => b - a).slice(0, 3))
+    expect((await panel.request(`/api/security/decisions?before_id=${page.headers.get('x-next-before-id')}`, { cookie: admin })).json).toHaveLength(1)
     const ip = all.find((d) => d.value === '198.51.100.20')
     expect(ip).toMatchObject({ scope: 'Ip', type: 'ban', origin: 'cscli', scenario: 'manual/ban', country: null, as_number: null })
     expect(Date.parse(ip.until)).toBeGreaterThan(Date.now() + 3 * 3600_000)

@@ -19,7 +19,10 @@ export function toQuery(query: Query = {}): string {
   return s ? `?${s}` : ''
 }
 
-export async function api<T = any>(path: string, opts: { method?: string; body?: unknown; form?: FormData; query?: Query } = {}): Promise<T> {
+type ApiOptions = { method?: string; body?: unknown; form?: FormData; query?: Query }
+
+/** The answer and its headers (paged lists carry their cursor and total there). */
+export async function apiWithHeaders<T = any>(path: string, opts: ApiOptions = {}): Promise<{ data: T; headers: Headers }> {
   const init: RequestInit = { method: opts.method ?? 'GET', credentials: 'same-origin', headers: { accept: 'application/json' } }
   if (opts.form) init.body = opts.form
   else if (opts.body !== undefined) {
@@ -32,7 +35,7 @@ export async function api<T = any>(path: string, opts: { method?: string; body?:
   } catch {
     throw new ApiError(0, 'the panel cannot be reached: check your connection')
   }
-  if (res.status === 204) return null as T
+  if (res.status === 204) return { data: null as T, headers: res.headers }
   const text = await res.text()
   let json: any = null
   try { json = text ? JSON.parse(text) : null } catch { /* not JSON */ }
@@ -40,7 +43,11 @@ export async function api<T = any>(path: string, opts: { method?: string; body?:
     if (res.status === 401 && !path.startsWith('/api/auth/') && !path.startsWith('/api/setup')) onUnauthorized?.()
     throw new ApiError(res.status, json?.error ?? `request failed with HTTP ${res.status}`)
   }
-  return json as T
+  return { data: json as T, headers: res.headers }
+}
+
+export async function api<T = any>(path: string, opts: ApiOptions = {}): Promise<T> {
+  return (await apiWithHeaders<T>(path, opts)).data
 }
 
 export const errorText = (e: unknown) => e instanceof Error ? e.message : String(e)

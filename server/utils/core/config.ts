@@ -51,7 +51,12 @@ export interface PanelConfig {
   }
   certsDir: string
   /** appsecUrl: the engine's AppSec listener as the proxy reaches it (the bouncer's appsec_url); unset = no AppSec. */
-  lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string; appsecUrl?: string }
+  /**
+   * panelBouncerKey: a bouncer key of the panel's own (LAPI_PANEL_BOUNCER_KEY), for its decision
+   * mirror and every decision read; unset = reads use bouncerKey, the proxy's (docs/security-engine.md).
+   * pullSeconds: the mirror's stream interval.
+   */
+  lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string; panelBouncerKey?: string; pullSeconds: number; appsecUrl?: string }
   crowdsecConfigDir?: string
   /** The engine's hub folder (index + items); default <config dir>/hub. */
   crowdsecHubDir?: string
@@ -155,6 +160,12 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if (!_isUrl(lapiUrl, ['http:', 'https:'])) errors.push('LAPI_URL must be an http(s) URL such as http://127.0.0.1:8080')
   const appsecUrl = _opt(env, 'LAPI_APPSEC_URL')?.replace(/\/+$/, '')
   if (appsecUrl !== undefined && !_isUrl(appsecUrl, ['http:', 'https:'])) errors.push('LAPI_APPSEC_URL must be an http(s) URL such as http://crowdsec:7422 (the engine\'s AppSec listener as the proxy reaches it), or unset')
+  const panelBouncerKey = _opt(env, 'LAPI_PANEL_BOUNCER_KEY')
+  if (panelBouncerKey !== undefined && panelBouncerKey === _opt(env, 'LAPI_BOUNCER_KEY'))
+    errors.push("LAPI_PANEL_BOUNCER_KEY must differ from LAPI_BOUNCER_KEY: with the proxy's key the panel's reads would move the proxy bouncer's last pull")
+  const pullSeconds = Number(_opt(env, 'LAPI_PANEL_PULL_SECONDS') ?? '5')
+  if (!Number.isInteger(pullSeconds) || pullSeconds < 1 || pullSeconds > 60)
+    errors.push('LAPI_PANEL_PULL_SECONDS must be an integer from 1 to 60')
   const geoCountry = _opt(env, 'GEOIP_COUNTRY_URL') ?? _DEFAULT_GEOIP_COUNTRY_URL
   const geoAsn = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
   for (const [name, v] of [['GEOIP_COUNTRY_URL', geoCountry], ['GEOIP_ASN_URL', geoAsn]] as const)
@@ -192,6 +203,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       machineId: _opt(env, 'LAPI_MACHINE_ID'),
       machinePassword: env.LAPI_MACHINE_PASSWORD || undefined,
       bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
+      panelBouncerKey, pullSeconds,
       appsecUrl,
     },
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),

@@ -37,7 +37,7 @@ export function redactText(text: string, secrets: Iterable<string>): string {
 /** Every secret value the panel knows now: environment, secret settings, registered stores. */
 export async function knownSecrets(exec?: Executor): Promise<string[]> {
   const cfg = getConfig()
-  const out = [cfg.masterKey, cfg.databaseAuthToken, cfg.adminPassword, cfg.lapi.bouncerKey, cfg.lapi.machinePassword, cfg.providerAApiToken]
+  const out = [cfg.masterKey, cfg.databaseAuthToken, cfg.adminPassword, cfg.lapi.bouncerKey, cfg.lapi.panelBouncerKey, cfg.lapi.machinePassword, cfg.providerAApiToken]
   let db: Executor | undefined = exec
   try { db ??= getDb() } catch { /* before the database opens: the environment's secrets only */ }
   if (db) {

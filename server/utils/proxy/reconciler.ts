@@ -7,6 +7,7 @@ import { redactSecrets } from '../core/redact'
 import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
 import { fetchBannedSources, probeEngine } from '../security/lapi'
 import { KNOWN_BANS_MAX_SOURCES, lastKnownBannedSources, rememberBannedSources } from '../security/known-bans'
+import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../security/mirror'
 import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
@@ -83,8 +84,15 @@ async function _proxyHolds(hash: string): Promise<boolean> {
  */
 async function _warmupGate(warnings: string[], redact: (text: string) => Promise<string>): Promise<ProxySnapshot['bouncerWarmup']> {
   try {
-    const sources = await fetchBannedSources({ timeoutMs: 2_000 })
-    rememberBannedSources(sources)
+    // With the mirror: a delta pull now (its own key), then its sources; without: a read with the proxy's key.
+    let sources: string[]
+    if (mirrorEnabled()) {
+      await syncMirrorNow()
+      sources = mirrorBannedSources()!.sources
+    } else {
+      sources = await fetchBannedSources({ timeoutMs: 2_000 })
+      rememberBannedSources(sources)
+    }
     if (sources.length <= BOUNCER_WARMUP_MAX_SOURCES) return { untilMs: Date.now() + BOUNCER_WARMUP_MS, sources }
     warnings.push(`bouncer warm-up list not set: ${sources.length} banned sources exceed ${BOUNCER_WARMUP_MAX_SOURCES}; banned sources may pass until the new bouncer has loaded its decisions`)
   } catch (err) {

@@ -6,6 +6,7 @@ import { badRequest } from '../core/errors'
 import { parseGoDurationMs } from '../core/validate'
 import { deleteDecisionById, fetchActiveDecisions, type LapiDecision } from './lapi'
 import { lookupIp } from '../geo/readers'
+import { mirrorEnabled, mirrorSnapshot, syncMirrorNow, type MirrorRecord } from './mirror'
 
 export const DECISION_CACHE_TTL_MS = 15_000
 const _CACHE_KEY = 'security:decisions'
@@ -19,12 +20,22 @@ export interface PresentedDecision {
 }
 
 
-function _annotate(d: LapiDecision): { country: string | null; as_number: number | null } {
+function _annotate(d: { scope: string; value: string }): { country: string | null; as_number: number | null } {
   if (d.scope !== 'Ip' && d.scope !== 'Range') return { country: null, as_number: null }
   try {
     const g = lookupIp(d.value.split('/')[0]!)
     return { country: g.country, as_number: g.as_number }
   } catch { return { country: null, as_number: null } }
+}
+
+/** Milliseconds as Go prints a duration rounded to the second (4h0m0s, 59m7s, 3s), as the engine words the time left. */
+export function formatGoDuration(ms: number): string {
+  const neg = ms < 0
+  let s = Math.round(Math.abs(ms) / 1000)
+  if (s === 0) return '0s'
+  const h = Math.floor(s / 3600); s -= h * 3600
+  const m = Math.floor(s / 60); s -= m * 60
+  return (neg ? '-' : '') + (h ? `${h}h${m}m${s}s` : m ? `${m}m${s}s` : `${s}s`)
 }
 
 function _present(d: LapiDecision, nowMs: number): PresentedDecision {
@@ -36,28 +47,108 @@ function _present(d: LapiDecision, nowMs: number): PresentedDecision {
   }
 }
 
+/** A held decision as the list answers it: the time left counted now, not when it was read. */
+function _presentRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
+  return {
+    id: r.id, value: r.value, scope: r.scope, type: r.type, origin: r.origin, scenario: r.scenario,
+    duration: formatGoDuration(r.untilMs - nowMs), until: new Date(r.untilMs).toISOString(),
+    ..._annotate(r),
+  }
+}
+
+export const DECISIONS_PAGE_MAX = 1000
+const _intParam = () => z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').optional()
+
 export const decisionsQuery = z.object({
   q: z.string().max(200).optional(),
   scope: z.enum(SCOPES, { message: `scope: must be one of ${SCOPES.join(', ')}` }).optional(),
   origin: z.string().max(100).optional(),
+  limit: _intParam().describe(`page size, 1 to ${DECISIONS_PAGE_MAX}; without limit and before_id the answer holds every active decision`),
+  before_id: _intParam().describe('the cursor: decisions with a smaller id (the X-Next-Before-Id of the previous page); with it and no limit, pages of 100'),
 })
 
-/** Active decisions, answered from a 15 s cache; q/scope/origin filter the cached list. */
-export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Promise<PresentedDecision[]> {
-  let all = await kvGetFresh<PresentedDecision[]>(_CACHE_KEY)
-  if (!all) {
-    const now = Date.now()
-    all = (await fetchActiveDecisions()).map((d) => _present(d, now)).sort((a, b) => b.id - a.id)
-    await kvSetWithTtl(_CACHE_KEY, all, DECISION_CACHE_TTL_MS)
-  }
-  const q = filter.q?.toLowerCase()
-  return all.filter((d) => (!filter.scope || d.scope.toLowerCase() === filter.scope.toLowerCase())
-    && (!filter.origin || d.origin === filter.origin)
-    && (!q || d.value.toLowerCase().includes(q) || d.scenario.toLowerCase().includes(q)))
+export interface DecisionsPage {
+  decisions: PresentedDecision[]
+  /** Every active decision matching the filters, paged or not. */
+  total: number
+  /** The before_id of the next page; null on the last page (and without paging). */
+  nextBeforeId: number | null
+  /** When the decisions were read from the engine (the mirror's last pull, or the fallback's read). */
+  syncedAt: string
+  source: 'mirror' | 'engine'
 }
 
+/** Without the panel's own key: every active decision read with the proxy's, held 15 s. */
+async function _fallbackSnapshot(): Promise<{ records: MirrorRecord[]; syncedAt: number; version: number }> {
+  let cached = await kvGetFresh<{ records: MirrorRecord[]; syncedAt: number }>(_CACHE_KEY)
+  if (!cached) {
+    const now = Date.now()
+    const records = (await fetchActiveDecisions()).map((d): MirrorRecord => ({
+      id: Number(d.id), origin: d.origin, type: d.type, scope: d.scope, value: d.value, scenario: d.scenario,
+      untilMs: now + (parseGoDurationMs(d.duration) ?? 0), valueLc: d.value.toLowerCase(), scenarioLc: d.scenario.toLowerCase(),
+    })).sort((a, b) => a.id - b.id)
+    cached = { records, syncedAt: now }
+    await kvSetWithTtl(_CACHE_KEY, cached, DECISION_CACHE_TTL_MS)
+  }
+  return { ...cached, version: -cached.syncedAt }
+}
+
+let _totalCache: { key: string; total: number } | undefined
+
+/**
+ * Active decisions, newest id first, from the mirror (LAPI_PANEL_BOUNCER_KEY) or the
+ * 15 s fallback; q/scope/origin filter them. Without limit and before_id, all of them
+ * (the interface's contract); with either, one page and the cursor of the next.
+ */
+export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Promise<DecisionsPage> {
+  const mirror = mirrorEnabled()
+  if (Number(filter.limit ?? 1) > DECISIONS_PAGE_MAX) throw badRequest(`limit: must be an integer from 1 to ${DECISIONS_PAGE_MAX}`)
+  const snap = mirror ? await mirrorSnapshot() : await _fallbackSnapshot()
+  const { records } = snap
+  const now = Date.now()
+  const q = filter.q?.toLowerCase(), scope = filter.scope?.toLowerCase(), origin = filter.origin
+  const match = (r: MirrorRecord) => r.untilMs >= now && (!scope || r.scope.toLowerCase() === scope)
+    && (!origin || r.origin === origin) && (!q || r.valueLc.includes(q) || r.scenarioLc.includes(q))
+  const paged = filter.limit !== undefined || filter.before_id !== undefined
+  const limit = paged ? Number(filter.limit ?? 100) : Infinity
+  // Walk down from the cursor: the first index whose id is not below before_id, minus one.
+  let i = records.length - 1
+  if (filter.before_id !== undefined) {
+    const before = Number(filter.before_id)
+    let lo = 0, hi = records.length
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (records[mid]!.id < before) lo = mid + 1; else hi = mid }
+    i = lo - 1
+  }
+  const page: MirrorRecord[] = []
+  let more = false
+  for (; i >= 0; i--) {
+    const r = records[i]!
+    if (!match(r)) continue
+    if (page.length === limit) { more = true; break }
+    page.push(r)
+  }
+  // The total of a filter is counted once per mirror state and second (paging through it repeats it).
+  let total = page.length
+  if (paged) {
+    const key = `${snap.version}|${Math.floor(now / 1000)}|${scope ?? ''}|${origin ?? ''}|${q ?? ''}`
+    if (_totalCache?.key !== key) {
+      let n = 0
+      for (const r of records) if (match(r)) n++
+      _totalCache = { key, total: n }
+    }
+    total = _totalCache.total
+  }
+  return {
+    decisions: page.map((r) => _presentRecord(r, now)), total,
+    nextBeforeId: more ? page[page.length - 1]!.id : null,
+    syncedAt: new Date(snap.syncedAt).toISOString(), source: mirror ? 'mirror' : 'engine',
+  }
+}
+
+/** After a panel change of decisions: the mirror pulls the change now, the fallback forgets its copy. */
 export async function invalidateDecisionCache(): Promise<void> {
-  await kvRemove(_CACHE_KEY)
+  if (!mirrorEnabled()) return kvRemove(_CACHE_KEY)
+  await syncMirrorNow().catch(() => { /* logged by the mirror; its next tick retries */ })
 }
 
 export async function deleteDecision(id: number, ctx: AuditContext) {

@@ -7,6 +7,7 @@ import { emitPanelEvent } from '../ops/events'
 import { registerSystemHealthSection } from '../ops/health'
 import { fetchBannedSources, probeEngine } from './lapi'
 import { rememberBannedSources } from './known-bans'
+import { mirrorEnabled } from './mirror'
 import { redactSecrets } from '../core/redact'
 
 
@@ -31,8 +32,9 @@ export async function probeSecurityEngine(): Promise<void> {
   // (known-bans.ts). Only while the proxy's bouncer pulls at least every 50 s: a read with the
   // bouncer's key moves its "last pull" when that is over a minute old, and the bouncer's next
   // pull would then miss what came in between (docs/security-engine.md). Pushes read them too.
+  // With the decision mirror there is nothing to read: it holds them (known-bans.ts).
   const ticker = parseGoDurationMs(await getSetting<string>('security_engine.ticker_interval')) ?? Infinity
-  if (up && ticker <= _KNOWN_BANS_MAX_TICKER_MS) {
+  if (up && !mirrorEnabled() && ticker <= _KNOWN_BANS_MAX_TICKER_MS) {
     try { rememberBannedSources(await fetchBannedSources({ timeoutMs: 5_000 })) } catch (err) { logger.warn(`reading the engine's bans: ${await redactSecrets((err as Error).message)}`) }
   }
   if (!changed) return

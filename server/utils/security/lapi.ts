@@ -78,16 +78,47 @@ export async function machineRequest(method: string, path: string, opts: { query
   } catch (err) { _unavailable(err) }
 }
 
+/**
+ * The key decision reads go with: the panel's own bouncer key when configured, else the
+ * proxy's. A read with a bouncer's key moves that bouncer's last pull (docs/security-engine.md).
+ */
+function _readKey(): string | undefined {
+  const { panelBouncerKey, bouncerKey } = getConfig().lapi
+  return panelBouncerKey ?? bouncerKey
+}
+
 /** A bouncer call (decision reads). */
-export async function bouncerRequest(path: string, query: Record<string, string> = {}): Promise<any> {
-  const key = getConfig().lapi.bouncerKey
-  if (!key) throw upstreamUnavailable('security engine', 'the bouncer key is not configured (set LAPI_BOUNCER_KEY)')
+export async function bouncerRequest(path: string, query: Record<string, string> = {}, opts: { timeoutMs?: number } = {}): Promise<any> {
+  const key = _readKey()
+  if (!key) throw upstreamUnavailable('security engine', 'the bouncer key is not configured (set LAPI_BOUNCER_KEY or LAPI_PANEL_BOUNCER_KEY)')
   try {
-    const res = await _send(path, { method: 'GET', query, headers: { 'x-api-key': key } })
+    const res = await _send(path, { method: 'GET', query, timeoutMs: opts.timeoutMs, headers: { 'x-api-key': key } })
     const text = await res.text()
     if (res.status !== 200) throw await _engineError(res.status, text)
     return text ? JSON.parse(text) : null
   } catch (err) { _unavailable(err) }
+}
+
+/** Every scope the panel knows; the stream's default would be Ip and Range only. */
+export const STREAM_SCOPES = 'ip,range,country,as'
+
+/**
+ * One pull of the decision stream with the panel's own key (never the proxy's: the
+ * stream's delta is per bouncer). `startup`: every active decision; otherwise what
+ * changed since this key's last pull. dedup=false: every decision by id, as GET
+ * /v1/decisions lists them, not only the longest per value.
+ */
+export async function pullDecisionStream(startup: boolean, opts: { timeoutMs?: number } = {}): Promise<{ new: LapiDecision[]; deleted: LapiDecision[] }> {
+  const key = getConfig().lapi.panelBouncerKey
+  if (!key) throw new Error('LAPI_PANEL_BOUNCER_KEY is not configured')
+  const res = await _send('v1/decisions/stream', {
+    method: 'GET', timeoutMs: opts.timeoutMs, headers: { 'x-api-key': key },
+    query: { startup: String(startup), scopes: STREAM_SCOPES, dedup: 'false' },
+  })
+  const text = await res.text()
+  if (res.status !== 200) throw await _engineError(res.status, text)
+  const body = (text ? JSON.parse(text) : null) as { new?: LapiDecision[] | null; deleted?: LapiDecision[] | null } | null
+  return { new: body?.new ?? [], deleted: body?.deleted ?? [] }
 }
 
 /** Every active decision (the LAPI's null becomes []). */
@@ -136,22 +167,23 @@ function _isIpOrCidr(value: string): boolean {
   return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
 }
 
+/** Whether the proxy's bouncer refuses this decision's value: Ip/Range, every type but throttle (answered 429), a value it parses. */
+export function isRefusedSource(d: { scope: string; type: string; value: string }): boolean {
+  return ['ip', 'range'].includes(String(d.scope).toLowerCase()) && String(d.type).toLowerCase() !== 'throttle' && _isIpOrCidr(String(d.value))
+}
+
 /**
- * The sources the bouncer refuses now: Ip and Range decisions of every type but
- * throttle (the bouncer answers those 429), sorted and without repeats. Read with
- * the bouncer key; a value the proxy would not parse is left out.
+ * The sources the bouncer refuses now, sorted and without repeats, read from the
+ * local API (the decision mirror answers this without a read when configured).
  */
 export async function fetchBannedSources(opts: { timeoutMs?: number } = {}): Promise<string[]> {
-  const key = getConfig().lapi.bouncerKey
+  const key = _readKey()
   if (!key) throw new Error('the bouncer key is not configured (set LAPI_BOUNCER_KEY)')
   const res = await _send('v1/decisions', { method: 'GET', headers: { 'x-api-key': key }, timeoutMs: opts.timeoutMs })
   const text = await res.text()
   if (res.status !== 200) throw await _engineError(res.status, text)
   const decisions = (text ? JSON.parse(text) : null) as LapiDecision[] | null
   const sources = new Set<string>()
-  for (const d of decisions ?? []) {
-    if (!['ip', 'range'].includes(String(d.scope).toLowerCase()) || String(d.type).toLowerCase() === 'throttle') continue
-    if (_isIpOrCidr(String(d.value))) sources.add(String(d.value))
-  }
+  for (const d of decisions ?? []) if (isRefusedSource(d)) sources.add(String(d.value))
   return [...sources].sort()
 }

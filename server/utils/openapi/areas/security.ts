@@ -36,8 +36,18 @@ const appsecTuningSchema = z.strictObject({ inbound_threshold: z.number().int(),
 
 export const securityOperations = [
   operation({
-    method: 'get', path: '/api/security/decisions', access: 'session', summary: 'Active decisions (cached 15 s)', query: decisionsQuery,
-    responses: { 200: ok('decisions, annotated with country and ASN where the value is an address', z.array(decisionSchema)), 503: ok('the local API is unreachable') },
+    method: 'get', path: '/api/security/decisions', access: 'session', summary: 'Active decisions, newest first (the decision mirror, or cached 15 s)', query: decisionsQuery,
+    description: 'With LAPI_PANEL_BOUNCER_KEY the panel answers from its mirror of the local API\'s decision stream (pulled every LAPI_PANEL_PULL_SECONDS, and at once after a panel change); without it, from a 15 s copy read with the proxy\'s key. Without limit and before_id the answer holds every active decision; with either, one page: follow X-Next-Before-Id until it is absent.',
+    responses: {
+      200: ok('decisions, annotated with country and ASN where the value is an address', z.array(decisionSchema), { headers: {
+        'X-Total-Count': 'active decisions matching the filters, over every page',
+        'X-Next-Before-Id': 'the before_id of the next page; absent on the last page and without paging',
+        'X-Decisions-Synced-At': 'when the decisions were read from the local API (RFC 3339): how fresh the answer is',
+        'X-Decisions-Source': 'mirror (the panel\'s stream copy) or engine (the 15 s copy)',
+      } }),
+      400: ok('a bad filter, limit or before_id'),
+      503: ok('the local API is unreachable (and the mirror was never filled)'),
+    },
   }),
   operation({
     method: 'delete', path: '/api/security/decisions/{id}', access: 'session', summary: 'Unban one decision (idempotent)',

@@ -24,6 +24,17 @@ export const systemHealthSchema = z.strictObject({
   scheduler: z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) }).optional(),
   proxy: proxyHealthSchema.optional(),
   security_engine: engineHealthSchema.optional(),
+  decision_mirror: z.strictObject({
+    enabled: z.boolean().describe('LAPI_PANEL_BOUNCER_KEY is set: the decision list and the bans last known come from the mirror'),
+    pull_seconds: int().describe('LAPI_PANEL_PULL_SECONDS: the stream interval'),
+    decisions: int().describe('decisions held (expired ones leave at the next pull)'),
+    banned_sources: nullable(int()).describe('the distinct sources the proxy\'s bouncer refuses among them; null before the first pull'),
+    synced_at: nullableTimestamp().describe('the last successful pull: how fresh the list is'),
+    full_sync_at: nullableTimestamp().describe('the last full pull (at start, after a failed pull, and hourly)'),
+    full_syncs: int(),
+    last_error: nullable(z.string()).describe('why the last pull failed; null once one succeeds'),
+    last_error_at: nullableTimestamp(),
+  }).optional(),
 })
 
 export const systemOperations = [
