@@ -186,6 +186,16 @@ describe('the web UI in Chromium', () => {
     await screenshot(page, 'certificates')
   })
 
+  it('bans a range from the Security screen', async () => {
+    await page.getByRole('link', { name: 'Security' }).click()
+    await page.getByLabel('Address or range to ban').fill('198.51.100.240/29')
+    await page.getByLabel('Duration of the ban').fill('2h')
+    await page.getByRole('button', { name: 'Ban', exact: true }).click()
+    await expectVisible(page.getByText('198.51.100.240/29 banned for 2h'))
+    await expect.poll(async () => (await decisionsFor(cs, '198.51.100.241')).map((d) => d.origin), { timeout: 10_000 }).toEqual(['panel'])
+    await expectVisible(page.getByRole('cell', { name: '198.51.100.240/29', exact: true }).first())
+  })
+
   it('unbans one decision and an IP from the Security screen', async () => {
     await page.getByRole('link', { name: 'Security' }).click()
     await page.getByRole('button', { name: `Unban ${BANNED_ONE}` }).click()

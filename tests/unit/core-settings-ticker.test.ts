@@ -10,8 +10,12 @@ describe('parseGoDurationMs', () => {
   it.each([['15s', 15_000], ['1m30s', 90_000], ['1.5h', 5_400_000], ['500ms', 500], ['1000000us', 1000], ['2h45m', 9_900_000], ['0s', 0]])('%s = %d ms', (text, ms) => {
     expect(parseGoDurationMs(text)).toBe(ms)
   })
-  it.each(['', '15', '10 seconds', '-1s', '1d', 's', '1.s'])('%j is not a Go duration', (text) => {
+  it.each(['', '15', '10 seconds', '1d', 's', '1.s', '1s-1s'])('%j is not a Go duration', (text) => {
     expect(parseGoDurationMs(text)).toBeNull()
+  })
+  it('reads a leading sign as Go does (the local API words an expired decision "-1s"); the setting refuses it', () => {
+    expect(parseGoDurationMs('-1s')).toBe(-1000)
+    expect(() => validateSettingsPatch({ 'security_engine.ticker_interval': '-1s' })).toThrow(/security_engine\.ticker_interval/)
   })
 })
 
