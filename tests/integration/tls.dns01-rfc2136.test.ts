@@ -1,10 +1,11 @@
-import { writeFileSync, readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateTsigKey, startBind, type BindHandle } from '../support/bind'
 import { eventually, presentedCertificate } from '../support/http'
-import { registerTestSecret } from '../support/panel'
+import { createSecretsBox } from '../../server/utils/core/secrets'
+import { registerTestSecret, TEST_MASTER_KEY } from '../support/panel'
 import { startPebble, type PebbleHandle } from '../support/pebble'
 import { freePort } from '../support/ports'
 import { makeTempDir } from '../support/processes'
@@ -120,6 +121,12 @@ describe('DNS-01 through RFC 2136 (BIND 9, TSIG), Pebble and the production Cadd
     expect(res.status).toBe(400)
     expect(res.json.error).toBe('domain: www.elsewhere.test is outside the zone example.test that provider_c may update; use another provider or widen its zone under DNS providers')
     expect((await api('/api/hosts')).json.length).toBe(before)
+    // Nor may the zone shrink away from a host that uses the provider.
+    const narrowed = await putProvider({ server: bind.address, key_name: 'acme-key', key_alg: 'hmac-sha256', key: '__UNCHANGED__', zone: `wild.${ZONE}` })
+    expect(narrowed.status).toBe(400)
+    expect(narrowed.json.error).toBe(`credentials.zone: host ${wwwId} uses provider_c for www.example.test, which is outside wild.example.test; change that host first or give a zone that holds it`)
+    const row = (await stack.panel.db().execute("SELECT credentials FROM dns_providers WHERE name = 'provider_c'")).rows[0]!
+    expect(JSON.parse(createSecretsBox(TEST_MASTER_KEY).open(String(row.credentials), 'dns_providers/provider_c/credentials')).zone).toBe(ZONE)
   })
 
   it.each([
