@@ -73,10 +73,10 @@ export function isAbandonedAttempt(error: string): boolean {
 
 export interface AcmeLogLine { name: string; ok: boolean; operation: 'obtain' | 'renew'; atMs: number; error?: string }
 
-/** Stores the outcome of each line (the newest per name wins); returns the failures, explained. */
-export async function recordAcmeOutcomes(lines: AcmeLogLine[]): Promise<AcmeFailure[]> {
+/** Stores the outcome of each line (the newest per name wins); returns the failures, explained, each with its line. */
+export async function recordAcmeOutcomes<L extends AcmeLogLine>(lines: L[]): Promise<Array<AcmeFailure & { line: L }>> {
   if (!lines.length) return []
-  const failures: AcmeFailure[] = []
+  const failures: Array<AcmeFailure & { line: L }> = []
   await writeTransaction(async (tx) => {
     const all = (await readRuntimeState<Record<string, _Outcome>>(_STATE_KEY, tx)) ?? {}
     for (const l of lines) {
@@ -87,7 +87,7 @@ export async function recordAcmeOutcomes(lines: AcmeLogLine[]): Promise<AcmeFail
       const error = _trim(l.error ?? '')
       const { kind, cause } = explainAcmeFailure(l.error ?? '')
       all[l.name] = { ok: false, at, operation: l.operation, kind, cause, error }
-      failures.push({ name: l.name, at, operation: l.operation, kind, cause, error })
+      failures.push({ name: l.name, at, operation: l.operation, kind, cause, error, line: l })
     }
     const names = Object.keys(all)
     if (names.length > _MAX_NAMES) for (const n of names.sort((a, b) => all[a]!.at.localeCompare(all[b]!.at)).slice(0, names.length - _MAX_NAMES)) delete all[n]

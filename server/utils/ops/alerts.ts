@@ -81,9 +81,8 @@ async function _checkProxyErrorLines(rows: IngestedRow[], nowMs: number): Promis
   for (const f of failures) {
     if (nowMs - (_lastCertFailure.get(f.name) ?? -Infinity) < CERT_FAILURE_DEDUP_MS) continue
     _lastCertFailure.set(f.name, nowMs)
-    const line = acme.find((l) => l.name === f.name && !l.ok)!
     emitPanelEvent('cert_renewal_failed', {
-      domain: f.name, host_id: line.hostId, operation: f.operation, issuer: line.issuer, kind: f.kind, cause: f.cause, error: (line.error ?? '').slice(0, 500),
+      domain: f.name, host_id: f.line.hostId, operation: f.operation, issuer: f.line.issuer, kind: f.kind, cause: f.cause, error: (f.line.error ?? '').slice(0, 500),
     })
   }
 }
