@@ -2,7 +2,9 @@ import { defineNitroPlugin } from 'nitropack/runtime'
 import { registerSnapshotPart } from '../utils/proxy/snapshot'
 import { addDnsProvidersToSnapshot, dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { registerSecretSource } from '../utils/core/redact'
-import { addManualCertsToSnapshot } from '../utils/hosts/manual-certs'
+import { addManualCertsToSnapshot, manualCertKeySecrets } from '../utils/hosts/manual-certs'
+import { channelSecrets } from '../utils/ops/notify/channels'
+import { vapidSecrets } from '../utils/ops/notify/push'
 
 // What the proxy configuration needs beyond hosts, groups and rules, and the
 // stored secrets proxy and engine text is redacted against.
@@ -10,4 +12,7 @@ export default defineNitroPlugin(() => {
   registerSnapshotPart(addDnsProvidersToSnapshot)
   registerSnapshotPart(addManualCertsToSnapshot)
   registerSecretSource(dnsCredentialSecrets)
+  registerSecretSource(manualCertKeySecrets)
+  registerSecretSource(channelSecrets)
+  registerSecretSource(vapidSecrets)
 })

@@ -325,6 +325,40 @@ describe('the web UI in Chromium', () => {
     expect((await through('/after-revert')).status).toBe(200)
   })
 
+  it('configures the RFC 2136 provider through its form, and shows a failed ACME attempt with its cause on the hosts, the host and the certificates screens', async () => {
+    const secret = 'SECRETuiTsig0123456789abcdefghijklmnopqrstu='
+    registerTestSecret(secret)
+    const name = 'RFC 2136 dynamic update (BIND, Knot, PowerDNS)'
+    await page.getByRole('link', { name: 'DNS providers' }).click()
+    await page.getByRole('button', { name: `Configure ${name}` }).click()
+    await page.getByLabel('Primary server accepting updates (host:port)').fill('127.0.0.1:9')
+    await page.getByLabel('TSIG key name').fill('acme-update')
+    expect(await page.getByLabel('TSIG algorithm').locator('option').allTextContents()).toEqual(['hmac-sha256', 'hmac-sha384', 'hmac-sha512', 'hmac-sha224', 'hmac-sha1'])
+    await page.getByLabel('TSIG algorithm').selectOption('hmac-sha512')
+    await page.getByLabel('TSIG secret (base64)').fill(secret)
+    await page.getByRole('button', { name: `Save ${name}` }).click()
+    await expectVisible(page.getByText(`${name} saved.`))
+    expect((await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json).toMatchObject({ enabled: true, configured: true })
+    expect(await page.content()).not.toContain(secret)
+
+    // A DNS-01 host whose CA does not answer (a loopback port where nothing listens): the order fails at once.
+    const group = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json[0]
+    const host = await stack.panel.request('/api/hosts', { method: 'POST', cookie: stack.admin, body: {
+      domain: 'dns01.example.test', target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_c', tls_acme_ca_url: 'https://127.0.0.1:9/dir',
+    } })
+    expect(host.status).toBe(201)
+    await eventually(async () => (await stack.panel.request(`/api/hosts/${host.json.id}`, { cookie: stack.admin })).json.certificate?.last_failure, (f) => !!f, 30_000, 300)
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click()
+    await expectVisible(page.getByText('acme: obtain failed'))
+    await page.getByRole('link', { name: 'Certificates' }).click()
+    await expectVisible(page.getByRole('heading', { name: 'Failed ACME attempts' }))
+    await expectVisible(page.getByRole('cell', { name: /^the ACME CA could not be reached/ }))
+    await screenshot(page, 'certificates-failed')
+    await page.getByRole('link', { name: 'dns01.example.test' }).click()
+    await expectVisible(page.getByRole('alert').filter({ hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/ }))
+    expect((await stack.panel.request(`/api/hosts/${host.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
+  })
+
   it('a viewer sees no mutation controls and gets 403 when forcing one', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL(/\/login/)

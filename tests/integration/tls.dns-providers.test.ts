@@ -30,12 +30,15 @@ describe('DNS providers: catalogue and PUT rules', () => {
 
   it('lists exactly the catalogue, unconfigured at first', async () => {
     const res = await call(stack.panel, stack.admin, '/api/dns-providers')
-    expect(res.json.map((p: any) => p.name)).toEqual(['provider_a', 'provider_b'])
-    const [a, b] = res.json
+    expect(res.json.map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
+    const [a, b, c] = res.json
     expect(a).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.cloudflare', docs_url: expect.stringMatching(/^https:\/\//) })
     expect(a.fields).toEqual([expect.objectContaining({ key: 'api_token', required: true, secret: true })])
     expect(b.proxy_module).toBe('dns.providers.route53')
     expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([['access_key_id', true, false], ['secret_access_key', true, true], ['region', false, false]])
+    expect(c).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.rfc2136' })
+    expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([['server', true, false], ['key_name', true, false], ['key_alg', true, false], ['key', true, true], ['zone', false, false]])
+    expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual(['hmac-sha256', 'hmac-sha384', 'hmac-sha512', 'hmac-sha224', 'hmac-sha1'])
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_b')).json.name).toBe('provider_b')
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(404)
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).status).toBe(404)

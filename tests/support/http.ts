@@ -35,11 +35,14 @@ export async function eventually<T>(probe: () => Promise<T>, check: (v: T) => bo
 }
 
 /** The certificate a TLS server presents for `servername` (null when the handshake fails). */
-export function presentedCertificate(port: number, servername: string, ca: string): Promise<{ subject: string; issuer: string; authorized: boolean } | null> {
+export function presentedCertificate(port: number, servername: string, ca: string): Promise<{ subject: string; issuer: string; authorized: boolean; serialNumber: string; sans: string; validTo: string } | null> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, servername, ca, rejectUnauthorized: false, timeout: 5000 }, () => {
       const cert = socket.getPeerCertificate()
-      resolve({ subject: String(cert.subject?.CN ?? ''), issuer: String(cert.issuer?.CN ?? ''), authorized: socket.authorized })
+      resolve({
+        subject: String(cert.subject?.CN ?? ''), issuer: String(cert.issuer?.CN ?? ''), authorized: socket.authorized,
+        serialNumber: String(cert.serialNumber ?? ''), sans: String(cert.subjectaltname ?? ''), validTo: String(cert.valid_to ?? ''),
+      })
       socket.end()
     })
     socket.on('error', () => resolve(null))

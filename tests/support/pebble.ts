@@ -19,7 +19,7 @@ export interface PebbleHandle {
   managementUrl: string
   /** 'http://127.0.0.1:<port>': challtestsrv's API (add-a, clear-a, ...). */
   challtestsrvManagementUrl: string
-  /** The mock DNS server Pebble validates through ('127.0.0.1:<port>'). */
+  /** The DNS server Pebble validates through ('127.0.0.1:<port>'): challtestsrv's, or `dnsServer`. */
   dnsServer: string
   workDir: string
   pebblePid: number
@@ -40,8 +40,14 @@ export interface PebbleHandle {
  * 127.0.0.1 (no AAAA), so any name validates against the Caddy that listens on
  * `httpPort` (http-01) and `tlsPort` (tls-alpn-01) on loopback. Those must equal
  * Caddy's http_port / https_port.
+ *
+ * Options for DNS-01 tests: `dnsServer` makes Pebble resolve through that server
+ * instead (e.g. BIND from bind.ts; challtestsrv still runs, unused);
+ * `certificateValiditySeconds` shortens issued certificates (Pebble's
+ * certificateValidityPeriod); `env` adds Pebble variables (PEBBLE_AUTHZREUSE=0
+ * makes every order solve its challenges again).
  */
-export async function startPebble(opts: { httpPort: number; tlsPort: number }): Promise<PebbleHandle> {
+export async function startPebble(opts: { httpPort: number; tlsPort: number; dnsServer?: string; certificateValiditySeconds?: number; env?: Record<string, string> }): Promise<PebbleHandle> {
   requireBinary(PEBBLE_BIN, 'pebble')
   requireBinary(CHALLTESTSRV_BIN, 'pebble-challtestsrv')
   requireBinary('/usr/bin/openssl', 'openssl')
@@ -61,6 +67,7 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number }): 
       listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${mgmtPort}`,
       certificate: join(dir, 'cert.pem'), privateKey: join(dir, 'key.pem'),
       httpPort: opts.httpPort, tlsPort: opts.tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false,
+      ...(opts.certificateValiditySeconds ? { certificateValidityPeriod: opts.certificateValiditySeconds } : {}),
     },
   }))
   const caPemFile = join(dir, 'ca.pem')
@@ -80,8 +87,8 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number }): 
     // Any HTTP answer from the management port means challtestsrv (and its DNS) is up.
     await waitFor(async () => (await freshRequest(`${challtestsrvManagementUrl}/`, { timeoutMs: 2_000 })).status > 0,
       { timeoutMs: 10_000, what: 'pebble-challtestsrv', process: chall })
-    pebble = startProcess(PEBBLE_BIN, ['-config', join(dir, 'pebble-config.json'), '-dnsserver', `127.0.0.1:${dnsPort}`], {
-      cwd: dir, logFile: pebbleLog, env: { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' },
+    pebble = startProcess(PEBBLE_BIN, ['-config', join(dir, 'pebble-config.json'), '-dnsserver', opts.dnsServer ?? `127.0.0.1:${dnsPort}`], {
+      cwd: dir, logFile: pebbleLog, env: { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', ...opts.env },
     })
     await waitFor(async () => (await freshRequest(directoryUrl, { ca: caPem, timeoutMs: 2_000 })).status === 200,
       { timeoutMs: 15_000, what: 'pebble', process: pebble })
@@ -93,7 +100,7 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number }): 
   const startMs = Math.round(performance.now() - t0)
   const pebbleProc = pebble
   return {
-    directoryUrl, caPemFile, caPem, managementUrl, challtestsrvManagementUrl, dnsServer: `127.0.0.1:${dnsPort}`,
+    directoryUrl, caPemFile, caPem, managementUrl, challtestsrvManagementUrl, dnsServer: opts.dnsServer ?? `127.0.0.1:${dnsPort}`,
     workDir: dir, pebblePid: pebbleProc.pid, challtestsrvPid: chall.pid, pebbleLogFile: pebbleLog, challtestsrvLogFile: challLog, startMs,
     async issuingRootPem() {
       const r = await freshRequest(`${managementUrl}/roots/0`, { ca: caPem })

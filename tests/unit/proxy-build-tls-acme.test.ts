@@ -54,6 +54,18 @@ describe('buildAcmePolicies — dns-01', () => {
     expect(b.issuers[0].challenges.dns.provider.region).toBe('eu-west-3')
   })
 
+  it('rfc2136: the module gets server, key name, algorithm and secret (never the panel\'s zone), and the zone lookup and propagation check ask that server', () => {
+    const creds = { server: '192.0.2.53:53', key_name: 'acme-update', key_alg: 'hmac-sha256', key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh', zone: 'example.test' }
+    const [p] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_c')], dnsProviders: { provider_c: { module: 'rfc2136', credentials: creds } } }))
+    expect(p.issuers[0].challenges).toEqual({
+      dns: { provider: { name: 'rfc2136', server: '192.0.2.53:53', key_name: 'acme-update', key_alg: 'hmac-sha256', key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh' }, resolvers: ['192.0.2.53:53'] },
+      http: { disabled: true }, 'tls-alpn': { disabled: true },
+    })
+    const { zone: _zone, ...withoutZone } = creds
+    const [q] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_c')], dnsProviders: { provider_c: { module: 'rfc2136', credentials: withoutZone } } }))
+    expect(q.issuers[0].challenges.dns).toEqual(p.issuers[0].challenges.dns)
+  })
+
   it('without the dns module or without credentials: no policy for that host, and a warning', () => {
     const a = buildProxyConfig(buildSnapshot({ hosts: [dnsHost('provider_a')], dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } } }))
     expect((a.config as any).apps.tls).toBeUndefined()

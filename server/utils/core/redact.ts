@@ -3,9 +3,10 @@ import { getDb, type Executor } from './db'
 import { SETTINGS_CATALOGUE, getSetting } from './settings'
 
 // Text written by the proxy or the engine (a /load rejection, an admin API or
-// local API error) can quote configuration values: the cloudflare module prints
-// the token it refuses. Every such text passes through redactSecrets before it
-// reaches a response, a log line or an audit row.
+// local API error, a line of the proxy's error log) can quote configuration
+// values: the cloudflare module prints the token it refuses. Every such text
+// passes through redactSecrets (or a redactor built from knownSecrets) before
+// it reaches a response, a log line, an audit row or a notification.
 
 export const REDACTED = '[redacted]'
 /** Shorter values are not searched for: replacing them would mangle ordinary words. */
@@ -19,8 +20,11 @@ export function registerSecretSource(source: SecretSource): void {
   _sources.push(source)
 }
 
-/** Pure: every occurrence of every secret (raw, JSON-escaped, URL-encoded) becomes "[redacted]". */
-export function redactText(text: string, secrets: Iterable<string>): string {
+/**
+ * Pure: a function replacing every occurrence of every secret (raw, JSON-escaped,
+ * URL-encoded) with "[redacted]". Built once for many texts (a batch of log lines).
+ */
+export function makeRedactor(secrets: Iterable<string>): (text: string) => string {
   const forms = new Set<string>()
   for (const s of secrets) {
     if (typeof s !== 'string' || s.length < _MIN_SECRET_LENGTH) continue
@@ -29,9 +33,29 @@ export function redactText(text: string, secrets: Iterable<string>): string {
     forms.add(encodeURIComponent(s))
   }
   // Longest first, so a secret containing another is replaced whole.
-  let out = text
-  for (const f of [...forms].sort((a, b) => b.length - a.length)) if (out.includes(f)) out = out.split(f).join(REDACTED)
-  return out
+  const ordered = [...forms].sort((a, b) => b.length - a.length)
+  return (text) => {
+    let out = text
+    for (const f of ordered) if (out.includes(f)) out = out.split(f).join(REDACTED)
+    return out
+  }
+}
+
+/** Pure: every occurrence of every secret (raw, JSON-escaped, URL-encoded) becomes "[redacted]". */
+export function redactText(text: string, secrets: Iterable<string>): string {
+  return makeRedactor(secrets)(text)
+}
+
+/**
+ * Pure: a JSON-serialisable value with every secret replaced inside its strings
+ * (an event's details on their way to a notification channel). Text that no
+ * longer parses after redaction (a secret spanning JSON syntax) is kept as one string.
+ */
+export function redactJson<T>(value: T, redact: (text: string) => string): T | { redacted: string } {
+  const text = JSON.stringify(value)
+  const clean = redact(text)
+  if (clean === text) return value
+  try { return JSON.parse(clean) as T } catch { return { redacted: clean } }
 }
 
 /** Every secret value the panel knows now: environment, secret settings, registered stores. */

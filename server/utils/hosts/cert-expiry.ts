@@ -6,11 +6,13 @@ import { hosts, manualCerts } from '../../../db/schema'
 import { getDb, type Executor } from '../core/db'
 import { getConfig } from '../core/config'
 import { describeCertificate } from './cert-validation'
+import { lastAcmeFailures, type AcmeFailure } from './acme-outcomes'
 
 // Expiry of every certificate the proxy serves: uploaded ones from their
 // metadata, ACME ones read (read-only) from the proxy's storage folder.
 
-export interface CertificateSummary { source: 'acme' | 'manual'; not_after: string | null; issuer: string | null }
+/** `last_failure`: the proxy's last attempt for one of the host's names failed (ACME only; null once one succeeds). */
+export interface CertificateSummary { source: 'acme' | 'manual'; not_after: string | null; issuer: string | null; last_failure: AcmeFailure | null }
 type HostRow = typeof hosts.$inferSelect
 
 const _SCAN_EVERY_MS = 10_000
@@ -27,8 +29,10 @@ export function scanAcmeCertificates(storageRoot: string): Map<string, { not_aft
     for (const name of names) {
       try {
         const meta = describeCertificate(new X509Certificate(readFileSync(join(root, issuerDir, name, `${name}.crt`))))
-        const known = byName.get(name)
-        if (!known || known.not_after < meta.not_after) byName.set(name.replace(/^wildcard_/, '*'), { not_after: meta.not_after, issuer: meta.issuer })
+        // Caddy stores *.example.com as wildcard_.example.com.
+        const served = name.replace(/^wildcard_/, '*')
+        const known = byName.get(served)
+        if (!known || known.not_after < meta.not_after) byName.set(served, { not_after: meta.not_after, issuer: meta.issuer })
       } catch { /* a half-written or foreign file: skip */ }
     }
   }
@@ -48,11 +52,13 @@ export async function certificateSummaries(rows: HostRow[], exec: Executor = get
   const manual = new Map(manualIds.length
     ? (await exec.select({ hostId: manualCerts.hostId, notAfter: manualCerts.notAfter, issuer: manualCerts.issuer }).from(manualCerts).where(inArray(manualCerts.hostId, manualIds))).map((m) => [m.hostId, m])
     : [])
-  const acme = rows.some((r) => r.tlsMode === 'auto') ? _acme() : new Map()
+  const anyAcme = rows.some((r) => r.tlsMode === 'auto')
+  const acme = anyAcme ? _acme() : new Map()
+  const failureOf = anyAcme ? await lastAcmeFailures(exec) : () => null
   for (const r of rows) {
     if (r.tlsMode === 'none') out.set(r.id, null)
-    else if (r.tlsMode === 'manual') { const m = manual.get(r.id); out.set(r.id, { source: 'manual', not_after: m?.notAfter ?? null, issuer: m?.issuer ?? null }) }
-    else { const a = acme.get(r.domain); out.set(r.id, { source: 'acme', not_after: a?.not_after ?? null, issuer: a?.issuer ?? null }) }
+    else if (r.tlsMode === 'manual') { const m = manual.get(r.id); out.set(r.id, { source: 'manual', not_after: m?.notAfter ?? null, issuer: m?.issuer ?? null, last_failure: null }) }
+    else { const a = acme.get(r.domain); out.set(r.id, { source: 'acme', not_after: a?.not_after ?? null, issuer: a?.issuer ?? null, last_failure: failureOf([r.domain, ...r.aliases]) }) }
   }
   return out
 }

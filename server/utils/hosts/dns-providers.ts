@@ -1,6 +1,6 @@
-import { eq } from 'drizzle-orm'
+import { and, eq } from 'drizzle-orm'
 import { z } from 'zod'
-import { dnsProviders } from '../../../db/schema'
+import { dnsProviders, hosts } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
@@ -10,7 +10,7 @@ import { UNCHANGED } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import type { ProxySnapshot } from '../proxy/build/types'
-import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, credentialRuleViolation, findDnsProvider, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
+import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, credentialRuleViolation, findDnsProvider, nameInZone, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
 
 type Row = typeof dnsProviders.$inferSelect
 const CREDENTIALS_LIMIT_BYTES = 4096
@@ -78,6 +78,16 @@ export function mergeCredentials(def: DnsProviderDefinition, stored: Record<stri
   return merged
 }
 
+/** A zone given to a provider must still hold every name of the DNS-01 hosts that use it. */
+async function _assertHostsInZone(exec: Executor, name: string, zone: string): Promise<void> {
+  const users = await exec.select({ id: hosts.id, domain: hosts.domain, aliases: hosts.aliases }).from(hosts)
+    .where(and(eq(hosts.tlsDnsProvider, name), eq(hosts.tlsMode, 'auto'), eq(hosts.tlsChallenge, 'dns')))
+  for (const h of users) {
+    const outside = [h.domain, ...h.aliases].find((n) => !nameInZone(n, zone))
+    if (outside) throw badRequest(`credentials.zone: host ${h.id} uses ${name} for ${outside}, which is outside ${zone}; change that host first or give a zone that holds it`)
+  }
+}
+
 export async function updateDnsProvider(name: string, body: z.infer<typeof dnsProviderBody>, ctx: AuditContext) {
   const def = _definition(name)
   return writeTransaction(async (tx) => {
@@ -90,6 +100,7 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
     // Untouched credentials keep their stored ciphertext; only new values are sealed.
     const sealed = body.credentials === undefined ? (row?.credentials ?? null)
       : credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
+    if (body.enabled && credentials?.zone) await _assertHostsInZone(tx, name, credentials.zone)
     const now = new Date().toISOString()
     await tx.insert(dnsProviders).values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
       .onConflictDoUpdate({ target: dnsProviders.name, set: { enabled: body.enabled, credentials: sealed, updatedAt: now } })
@@ -105,12 +116,19 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
 /**
  * Whether a host may use this provider for DNS-01 (spec Hosts rules 1–3):
  * in the catalogue, enabled with credentials, or provider_a with the legacy variable.
+ * A provider limited to a zone (provider_c's `zone`) takes only names inside it:
+ * the server would refuse the update, and only at issuance.
  */
-export async function assertDnsProviderUsable(exec: Executor, name: string | null): Promise<void> {
+export async function assertDnsProviderUsable(exec: Executor, name: string | null, hostNames: string[] = []): Promise<void> {
   if (!name) throw badRequest('tls_dns_provider: is required when tls_challenge is "dns"')
-  if (!findDnsProvider(name)) throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(' or ')}`)
+  if (!findDnsProvider(name)) throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
   const row = await exec.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
-  if (row?.enabled && row.credentials) return
+  if (row?.enabled && row.credentials) {
+    const zone = _open(row)?.zone
+    const outside = zone ? hostNames.find((n) => !nameInZone(n, zone)) : undefined
+    if (outside) throw badRequest(`domain: ${outside} is outside the zone ${zone} that ${name} may update; use another provider or widen its zone under DNS providers`)
+    return
+  }
   if (name === 'provider_a' && getConfig().providerAApiToken && !row) return
   throw badRequest(`tls_dns_provider: ${name} is ${row && !row.enabled ? 'disabled' : 'not configured'}; configure it under DNS providers first`)
 }

@@ -50,7 +50,7 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
   if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
   if (input.tls_dns_provider !== null && !findDnsProvider(input.tls_dns_provider))
     throw badRequest(`tls_dns_provider: "${input.tls_dns_provider}" is not in the catalogue; GET /api/dns-providers lists them`)
-  if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider)
+  if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider, names)
   const wildcard = names.find((n) => n.startsWith('*.'))
   if (wildcard && input.tls_mode === 'auto' && input.tls_challenge !== 'dns')
     throw badRequest(`domain: ${wildcard} is a wildcard; its certificate can only be obtained with tls_challenge "dns"`)

@@ -24,6 +24,12 @@ export function presentManualCert(row: Row, domain: string) {
   }
 }
 
+/** The uploaded private keys (PEM), for redaction. */
+export async function manualCertKeySecrets(exec: Executor): Promise<string[]> {
+  const rows = await exec.select({ hostId: manualCerts.hostId, keySealed: manualCerts.keySealed }).from(manualCerts)
+  return rows.map((r) => getSecretsBox().open(r.keySealed, _keyOwner(r.hostId)))
+}
+
 function _writeAtomically(path: string, content: string, mode: number): void {
   const tmp = `${path}.tmp-${process.pid}`
   writeFileSync(tmp, content, { mode })

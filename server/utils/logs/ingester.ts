@@ -15,6 +15,7 @@ import { openGeoReader } from '../geo/readers'
 import { countryOfRecord } from '../geo/walker'
 import { isLanAddress } from '../geo/ip'
 import { checkIngestedBatch } from '../ops/alerts'
+import { knownSecrets, makeRedactor } from '../core/redact'
 import { publishLogRows, subscriberCount } from './hub'
 import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } from './parse'
@@ -96,6 +97,14 @@ async function _parse(source: LogSource, texts: string[]): Promise<LogRow[]> {
   const nowMs = Date.now()
   _refreshGeo()
   const rows = texts.map((t) => parse(t, _context, nowMs))
+  // The proxy's own messages (a DNS provider's error, a refused update) may quote a credential.
+  if (source === 'caddy_error') {
+    const redact = makeRedactor(await knownSecrets())
+    for (const r of rows) {
+      if (r.raw) r.raw = redact(r.raw)
+      if (r.message) r.message = redact(r.message)
+    }
+  }
   const missing = rows.filter((r) => r.hostId == null && r.hostDomain)
   if (missing.length) {
     await _refreshHosts(true)

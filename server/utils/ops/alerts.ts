@@ -2,6 +2,7 @@ import { and, eq, gte, sql } from 'drizzle-orm'
 import { logs, targetGroups } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { listCertificateExpiries } from '../hosts/cert-expiry'
+import { recordAcmeOutcomes, type AcmeLogLine } from '../hosts/acme-outcomes'
 import { emitPanelEvent } from './events'
 
 // Events derived from what the panel observes. Rules decide how often they
@@ -15,6 +16,8 @@ export const TARGET_QUIET_MS = 5 * 60_000
 export const TARGET_REPEAT_MS = 60 * 60_000
 /** Failure lines for one certificate within this span (one line per issuer, retries) are one cert_renewal_failed. */
 export const CERT_FAILURE_DEDUP_MS = 60_000
+/** certmagic's lines (loggers tls.obtain / tls.renew) that end an attempt. */
+const _ACME_OUTCOME_MESSAGES = new Set(['could not get certificate from issuer', 'certificate obtained successfully', 'certificate renewed successfully'])
 
 /** cert_expiring_soon / manual_cert_expiring_soon for every certificate within the warning window. */
 export async function checkCertificateExpiry(nowMs = Date.now()): Promise<number> {
@@ -48,18 +51,17 @@ async function _groupsOf(address: string): Promise<string[]> {
  * target failing its active health check.
  */
 async function _checkProxyErrorLines(rows: IngestedRow[], nowMs: number): Promise<void> {
+  const acme: Array<AcmeLogLine & { hostId: number | null; issuer: unknown }> = []
   for (const r of rows) {
     const raw = r.raw ?? ''
     if (!raw.includes('"logger":"tls.') && !raw.includes('health_checker')) continue
     let e: Record<string, any>
     try { e = JSON.parse(raw) } catch { continue }
     const logger = String(e.logger ?? '')
-    if ((logger === 'tls.obtain' || logger === 'tls.renew') && e.msg === 'could not get certificate from issuer') {
-      const domain = String(e.identifier ?? r.hostDomain ?? '')
-      if (nowMs - (_lastCertFailure.get(domain) ?? -Infinity) < CERT_FAILURE_DEDUP_MS) continue
-      _lastCertFailure.set(domain, nowMs)
-      emitPanelEvent('cert_renewal_failed', {
-        domain, host_id: r.hostId ?? null, operation: logger === 'tls.renew' ? 'renew' : 'obtain', issuer: e.issuer ?? null, error: String(e.error ?? '').slice(0, 500),
+    if ((logger === 'tls.obtain' || logger === 'tls.renew') && _ACME_OUTCOME_MESSAGES.has(e.msg)) {
+      acme.push({
+        name: String(e.identifier ?? r.hostDomain ?? ''), ok: e.msg !== 'could not get certificate from issuer', operation: logger === 'tls.renew' ? 'renew' : 'obtain',
+        atMs: r.tsMs ?? nowMs, error: e.error === undefined ? undefined : String(e.error), hostId: r.hostId ?? null, issuer: e.issuer ?? null,
       })
     } else if (logger.startsWith('http.handlers.reverse_proxy.health_checker') && typeof e.host === 'string' && /failed|unexpected|expectations/i.test(String(e.msg))) {
       const t = _targets.get(e.host) ?? { lastFailureMs: -Infinity, lastEmittedMs: -Infinity }
@@ -73,6 +75,15 @@ async function _checkProxyErrorLines(rows: IngestedRow[], nowMs: number): Promis
       }
       _targets.set(e.host, t)
     }
+  }
+  // Each failure is kept (with its cause in words) for the host and certificates screens.
+  const failures = await recordAcmeOutcomes(acme)
+  for (const f of failures) {
+    if (nowMs - (_lastCertFailure.get(f.name) ?? -Infinity) < CERT_FAILURE_DEDUP_MS) continue
+    _lastCertFailure.set(f.name, nowMs)
+    emitPanelEvent('cert_renewal_failed', {
+      domain: f.name, host_id: f.line.hostId, operation: f.operation, issuer: f.line.issuer, kind: f.kind, cause: f.cause, error: (f.line.error ?? '').slice(0, 500),
+    })
   }
 }
 

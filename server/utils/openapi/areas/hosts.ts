@@ -4,8 +4,15 @@ import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, 
 
 // Area: hosts, target groups, path rules.
 
+export const acmeFailureSchema = z.strictObject({
+  name: z.string().describe('the certificate name the attempt was for'), at: timestamp(), operation: z.enum(['obtain', 'renew']),
+  kind: z.enum(['dns_server_unreachable', 'dns_update_refused', 'dns_zone_not_found', 'dns_txt_not_visible', 'dns_propagation_timeout', 'ca_unreachable', 'challenge_failed', 'other']),
+  cause: z.string().describe('what went wrong, in words'), error: z.string().describe("the proxy's own error text (secrets redacted)"),
+})
+
 export const certificateSummarySchema = z.union([z.strictObject({
   source: z.enum(['acme', 'manual']), not_after: z.union([z.string(), z.null()]), issuer: z.union([z.string(), z.null()]),
+  last_failure: z.union([acmeFailureSchema, z.null()]).describe("the proxy's last ACME attempt for one of the host's names failed; null once one succeeds"),
 }), z.null()])
 
 export const hostSchema = z.strictObject({

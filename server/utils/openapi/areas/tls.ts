@@ -10,7 +10,10 @@ const providerName = () => z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [
 
 export const dnsProviderSchema = z.strictObject({
   name: providerName(), display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
-  fields: z.array(z.strictObject({ key: z.string(), label: z.string(), required: z.boolean(), placeholder: z.string().optional(), secret: z.boolean().optional() })),
+  fields: z.array(z.strictObject({
+    key: z.string(), label: z.string(), required: z.boolean(), placeholder: z.string().optional(), secret: z.boolean().optional(),
+    options: z.array(z.string()).optional().describe('the only values the field takes'),
+  })),
   proxy_module: z.string(), docs_url: z.string(),
 })
 

@@ -3,7 +3,7 @@ import { eq, inArray } from 'drizzle-orm'
 import nodemailer from 'nodemailer'
 import { z } from 'zod'
 import { notificationChannels, notificationRules, users } from '../../../../db/schema'
-import { getDb, runWrite, writeTransaction } from '../../core/db'
+import { getDb, runWrite, writeTransaction, type Executor } from '../../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../../core/errors'
 import { getSecretsBox } from '../../core/secrets'
 import { getSetting, UNCHANGED } from '../../core/settings'
@@ -152,6 +152,12 @@ export async function deliver(channelId: number, event: PanelEvent): Promise<voi
     for (const s of Object.values(secrets)) if (s) message = message.split(s).join('***')
     throw Object.assign(new Error(message), { transient: (err as any).transient ?? !(err as any).responseCode })
   }
+}
+
+/** Every stored channel secret (webhook signing secrets, chat webhook URLs and bot tokens), for redaction. */
+export async function channelSecrets(exec: Executor): Promise<string[]> {
+  const rows = await exec.select({ id: notificationChannels.id, secrets: notificationChannels.secrets }).from(notificationChannels)
+  return rows.flatMap((r) => r.secrets ? Object.values(JSON.parse(getSecretsBox().open(r.secrets, _owner(r.id))) as Record<string, string>) : [])
 }
 
 export async function recordDelivery(channelId: number, ok: boolean, error: string | null) {

@@ -2,7 +2,7 @@ import { eq, inArray } from 'drizzle-orm'
 import webpush from 'web-push'
 import { z } from 'zod'
 import { pushSubscriptions } from '../../../../db/schema'
-import { getDb, runWrite, writeTransaction } from '../../core/db'
+import { getDb, runWrite, writeTransaction, type Executor } from '../../core/db'
 import { notFound } from '../../core/errors'
 import { getSecretsBox } from '../../core/secrets'
 import { getConfig } from '../../core/config'
@@ -42,6 +42,12 @@ export async function ensureVapidKeys(): Promise<string> {
   }
   if (_vapid?.publicKey !== stored.public_key) _vapid = { publicKey: stored.public_key, privateKey: getSecretsBox().open(stored.private_key_sealed, _VAPID_OWNER) }
   return stored.public_key
+}
+
+/** The VAPID private key, for redaction (none before the first boot made it). */
+export async function vapidSecrets(exec: Executor): Promise<string[]> {
+  const stored = await readRuntimeState<_StoredVapid>(_VAPID_KEY, exec)
+  return stored ? [getSecretsBox().open(stored.private_key_sealed, _VAPID_OWNER)] : []
 }
 
 /** GET /api/notifications/push/public-key: the application server key browsers subscribe with. */

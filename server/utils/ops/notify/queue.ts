@@ -8,6 +8,7 @@ import { kvGetFresh, kvSetWithTtl } from '../../core/kv'
 import { writeAudit, type AuditContext } from '../../core/audit'
 import { safeText } from '../../core/validate'
 import { logger } from '../../core/log'
+import { knownSecrets, makeRedactor, redactJson, redactSecrets } from '../../core/redact'
 import { registerSystemHealthSection } from '../health'
 import type { PanelEvent, PanelEventName } from '../events'
 import { deliver, recordDelivery } from './channels'
@@ -75,9 +76,19 @@ export function queueHealth() {
   return { notification_queue_depth: _queue.length, notification_queue_capacity: getConfig().notificationQueueCapacity, notification_queue_dropped: _dropped }
 }
 
+/**
+ * Details often carry the proxy's or the engine's words (cert_renewal_failed's error):
+ * every known secret is replaced before the event leaves the panel.
+ */
+async function _redactEvent(event: PanelEvent): Promise<PanelEvent> {
+  return { ...event, details: redactJson(event.details, makeRedactor(await knownSecrets())) }
+}
+
 /** Called for every panel event: matching rules, their throttle, then the queue (never blocks). */
-export async function routeEvent(event: PanelEvent): Promise<void> {
-  const rules = (await getDb().select().from(notificationRules).where(eq(notificationRules.enabled, true))).filter((r) => r.events.includes(event.name))
+export async function routeEvent(raw: PanelEvent): Promise<void> {
+  const rules = (await getDb().select().from(notificationRules).where(eq(notificationRules.enabled, true))).filter((r) => r.events.includes(raw.name))
+  if (!rules.length) return
+  const event = await _redactEvent(raw)
   for (const rule of rules) {
     if (rule.throttleSeconds > 0) {
       const key = `notify:throttle:${rule.id}:${event.name}`
@@ -102,13 +113,15 @@ async function _work(): Promise<void> {
         await recordDelivery(job.channelId, true, null)
       } catch (err) {
         const e = err as Error & { transient?: boolean }
+        // A mail or chat server's answer may quote what it was given.
+        const message = await redactSecrets(e.message)
         if (e.transient && job.attempt < _RETRY_DELAYS_MS.length) {
           const retry = { ...job, attempt: job.attempt + 1 }
           setTimeout(() => { _queue.push(retry); void _work() }, _RETRY_DELAYS_MS[job.attempt])
         } else {
-          logger.warn(`notification ${job.event.name} on channel ${job.channelId} failed: ${e.message}`)
+          logger.warn(`notification ${job.event.name} on channel ${job.channelId} failed: ${message}`)
         }
-        await recordDelivery(job.channelId, false, e.message).catch(() => {})
+        await recordDelivery(job.channelId, false, message).catch(() => {})
       }
     }
   } finally {
@@ -124,8 +137,9 @@ export async function sendTest(channelId: number) {
     await recordDelivery(channelId, true, null)
     return { status: 'ok' }
   } catch (err) {
-    await recordDelivery(channelId, false, (err as Error).message)
-    return { status: 'failed', error: (err as Error).message }
+    const message = await redactSecrets((err as Error).message)
+    await recordDelivery(channelId, false, message)
+    return { status: 'failed', error: message }
   }
 }
 

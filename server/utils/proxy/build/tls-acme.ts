@@ -12,10 +12,22 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
     warnings.push(`host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted, so the proxy falls back to its default issuers and challenges`)
     return null
   }
-  const credentials = { ...provider.credentials }
-  if (provider.module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
   // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.
-  return { dns: { provider: { name: provider.module, ...credentials } }, http: { disabled: true }, 'tls-alpn': { disabled: true } }
+  return { dns: _dnsChallenge(provider.module, provider.credentials), http: { disabled: true }, 'tls-alpn': { disabled: true } }
+}
+
+function _dnsChallenge(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
+  if (module === 'rfc2136') {
+    // `zone` is the panel's own (checked at host save); the module takes the other four.
+    const { zone: _zone, ...credentials } = stored
+    // The zone (SOA) lookup and the propagation check ask the server that takes the
+    // updates: it is authoritative, so it answers for private, split-horizon and
+    // undelegated zones alike, and sees the record at once.
+    return { provider: { name: module, ...credentials }, resolvers: [credentials.server] }
+  }
+  const credentials = { ...stored }
+  if (module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
+  return { provider: { name: module, ...credentials } }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { ProxyModuleName } from '../../core/config'
+import type { DnsModuleName } from '../../hosts/dns-catalogue'
 
 // The plain-data snapshot the builder turns into Caddy JSON. The reconciler
 // reads it from the database (secrets already decrypted); the builder never does I/O.
@@ -39,7 +40,7 @@ export interface ProxySnapshot {
   whitelist: string[]
   /** Proxies in front of Caddy whose client-address headers are believed (empty: none). */
   clientIp: { trustedProxies: string[]; headers: string[] }
-  dnsProviders: Record<string, { module: 'cloudflare' | 'route53'; credentials: Record<string, string> }>
+  dnsProviders: Record<string, { module: DnsModuleName; credentials: Record<string, string> }>
   manualCerts: { hostId: number; certFile: string; keyFile: string }[]
   hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
   /**
