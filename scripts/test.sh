@@ -14,11 +14,13 @@ section "system packages"
 missing=()
 # Debian's caddy is the compatibility suite's stock 2.6.2; Debian's crowdsec
 # package brings the offline hub and data the engine built below runs on; gcc
-# builds CrowdSec (cgo sqlite).
-for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip gcc; do
+# builds CrowdSec (cgo sqlite); g++ and libre2-dev build the production Caddy's
+# WAF regex engine (RE2 through cgo, deploy/proxy/caddy/build.sh).
+for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip gcc g++; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
 done
 [ -d /usr/share/crowdsec/hub ] || missing+=(crowdsec-hub)
+dpkg-query -W libre2-dev >/dev/null 2>&1 || missing+=(libre2-dev)
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing: ${missing[*]}; installing from Debian"
@@ -30,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -s /etc/crowdsec/online_api_credentials.yaml ]; then
     echo '# no CAPI (offline)' | $SUDO tee /etc/crowdsec/online_api_credentials.yaml >/dev/null
   fi
-  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc)
+  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc g++ libre2-dev)
   if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"
 else
