@@ -9,6 +9,15 @@ export interface HostSnapshot {
   tls_acme_ca_url: string | null; lan_only: boolean; auth_required: boolean; bouncer_enabled: boolean
   waf_enabled: boolean; waf_mode: 'detection' | 'blocking'; rate_limit_enabled: boolean; rate_limit_rps: number; rate_limit_burst: number
   true_detect_mode: boolean
+  /** WAF profile and its settings; null = the profile's default (waf-rules.ts). */
+  waf_profile: 'fast' | 'full'; waf_families: string[]
+  waf_body_limit_kb: number | null; waf_body_max_args: number | null; waf_json_max_depth: number | null
+  waf_body_limit_action: 'partial' | 'pass' | 'refuse' | null; waf_allowed_content_types: string[] | null
+}
+
+/** A WAF rule turned off for one host: everywhere, under a path, or for one argument. */
+export interface WafExclusionSnapshot {
+  id: number; host_id: number; rule_id: number; path: string | null; argument: string | null
 }
 
 export interface TargetGroupSnapshot {
@@ -36,6 +45,7 @@ export interface ProxySnapshot {
   dnsProviders: Record<string, { module: 'cloudflare' | 'route53'; credentials: Record<string, string> }>
   manualCerts: { hostId: number; certFile: string; keyFile: string }[]
   hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
+  wafExclusions: WafExclusionSnapshot[]
 }
 
 export type Json = Record<string, unknown>
