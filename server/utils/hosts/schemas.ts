@@ -29,7 +29,7 @@ const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
 
 const _limit = (name: keyof typeof WAF_LIMIT_BOUNDS, unit: string) => {
   const [min, max] = WAF_LIMIT_BOUNDS[name]
-  return z.union([z.number().int(`must be an integer (${unit})`).min(min, `must be at least ${min} (${unit}), or null for the profile's default`).max(max, `must be at most ${max} (${unit})`), z.null()]).optional()
+  return z.number().int(`must be an integer (${unit})`).min(min, `must be at least ${min} (${unit}), or null for the profile's default`).max(max, `must be at most ${max} (${unit})`).nullable().optional()
 }
 
 /** Left out of a PUT: the stored value stays (like the optional booleans); on create: the default. */
@@ -40,12 +40,9 @@ const _wafFields = {
   waf_body_limit_kb: _limit('bodyLimitKb', 'KiB'),
   waf_body_max_args: _limit('maxArgs', 'arguments'),
   waf_json_max_depth: _limit('jsonMaxDepth', 'levels'),
-  waf_body_limit_action: z.union([z.enum(WAF_LIMIT_ACTIONS, { message: 'must be "partial", "pass" or "refuse", or null for the profile\'s default' }), z.null()]).optional(),
-  waf_allowed_content_types: z.union([
-    z.array(z.string().trim().toLowerCase().regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/plain or application/json (no parameters, spaces or |)'))
-      .max(50, 'at most 50 content types').refine((a) => new Set(a).size === a.length, 'must not repeat a content type'),
-    z.null(),
-  ]).optional(),
+  waf_body_limit_action: z.enum(WAF_LIMIT_ACTIONS, { message: 'must be "partial", "pass" or "refuse", or null for the profile\'s default' }).nullable().optional(),
+  waf_allowed_content_types: z.array(z.string().trim().toLowerCase().regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/plain or application/json (no parameters, spaces or |)'))
+    .max(50, 'at most 50 content types').refine((a) => new Set(a).size === a.length, 'must not repeat a content type').nullable().optional(),
 }
 export type WafFieldsInput = { [K in keyof typeof _wafFields]: z.infer<(typeof _wafFields)[K]> }
 
@@ -139,21 +136,17 @@ export const WAF_EXCLUSION_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
 
 const _ruleId = z.number().int('must be an integer').min(1, 'must be a rule id such as 942100').max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
   .refine((id) => id < WAF_CONTROL_RULE_RANGE[0] || id > WAF_CONTROL_RULE_RANGE[1], `must not be one of the panel's control rules (${WAF_CONTROL_RULE_RANGE[0]}-${WAF_CONTROL_RULE_RANGE[1]})`)
-const _exclusionPath = z.union([
-  z.string().max(512, 'must be at most 512 characters').regex(WAF_EXCLUSION_PATH, 'must be a path such as /api/hooks or a prefix such as /api/* (no spaces, quotes or backslashes)')
-    .refine((p) => !p.includes('%{'), 'must not contain %{ (a rule macro)'),
-  z.null(),
-]).default(null)
-const _exclusionArgument = z.union([
-  z.string().regex(WAF_EXCLUSION_ARGUMENT, 'must be an argument name such as q or json.items.0.name (letters, digits, _ . - [ ])'),
-  z.null(),
-]).default(null)
+const _exclusionPath = z.string().max(512, 'must be at most 512 characters')
+  .regex(WAF_EXCLUSION_PATH, 'must be a path such as /api/hooks or a prefix such as /api/* (no spaces, quotes or backslashes)')
+  .refine((p) => !p.includes('%{'), 'must not contain %{ (a rule macro)').nullable().default(null)
+const _exclusionArgument = z.string()
+  .regex(WAF_EXCLUSION_ARGUMENT, 'must be an argument name such as q or json.items.0.name (letters, digits, _ . - [ ])').nullable().default(null)
 
 export const wafExclusionBody = z.strictObject({
   rule_id: _ruleId,
   path: _exclusionPath,
   argument: _exclusionArgument,
-  note: z.union([safeText(200), z.null()]).default(null),
+  note: safeText(200).nullable().default(null),
 })
 export type WafExclusionInput = z.infer<typeof wafExclusionBody>
 
@@ -161,6 +154,6 @@ export type WafExclusionInput = z.infer<typeof wafExclusionBody>
 export const wafExclusionFromLogBody = z.strictObject({
   scope: z.enum(['path', 'host'], { message: 'must be "path" (this rule under the row\'s path) or "host" (this rule everywhere on the host)' }).default('path'),
   argument: _exclusionArgument,
-  note: z.union([safeText(200), z.null()]).default(null),
+  note: safeText(200).nullable().default(null),
 })
 export type WafExclusionFromLogInput = z.infer<typeof wafExclusionFromLogBody>
