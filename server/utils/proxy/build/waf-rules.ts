@@ -81,9 +81,10 @@ const _patch = (id: number, targets: string, operator: string, transforms: strin
  */
 export const WAF_VIRTUAL_PATCHES: readonly VirtualPatch[] = [
   { id: 9990201, cve: 'CVE-2021-44228, CVE-2021-45046', title: 'Log4Shell JNDI lookup',
-    rule: _patch(9990201, 'REQUEST_URI|REQUEST_HEADERS|ARGS_NAMES|ARGS|REQUEST_BODY', '@rx (?i)(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)(?:[^}]{0,15}(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)|jndi|ctx)', ',t:urlDecodeUni', 'Log4Shell lookup (CVE-2021-44228)') },
+    // Arguments arrive decoded once, as an application logs them; the path is decoded (REQUEST_FILENAME).
+    rule: _patch(9990201, 'REQUEST_FILENAME|REQUEST_HEADERS|ARGS|REQUEST_BODY', '@rx (?i)(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)(?:[^}]{0,15}(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)|jndi|ctx)', '', 'Log4Shell lookup (CVE-2021-44228)') },
   { id: 9990202, cve: 'CVE-2022-22965', title: 'Spring4Shell class loader manipulation',
-    rule: _patch(9990202, 'ARGS_NAMES|REQUEST_COOKIES_NAMES', '@rx (?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)', ',t:urlDecodeUni', 'Spring4Shell class loader access (CVE-2022-22965)') },
+    rule: _patch(9990202, 'ARGS_NAMES|REQUEST_COOKIES_NAMES', '@rx (?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)', '', 'Spring4Shell class loader access (CVE-2022-22965)') },
   { id: 9990203, cve: 'CVE-2014-6271', title: 'Shellshock function definition in a header',
     rule: _patch(9990203, 'REQUEST_HEADERS|REQUEST_LINE', '@rx ^\\(\\s*\\)\\s+\\{', ',t:urlDecode', 'Shellshock function definition (CVE-2014-6271)') },
   { id: 9990204, cve: 'CVE-2021-41773, CVE-2021-42013', title: 'Encoded dot segments (Apache HTTP Server path traversal)',
