@@ -38,6 +38,17 @@ export const wafExclusionSchema = z.strictObject({
   created_at: timestamp(),
 })
 
+const _nullableInt = z.union([z.number().int(), z.null()])
+export const wafCatalogueSchema = z.strictObject({
+  profiles: z.array(z.strictObject({ id: z.enum(WAF_PROFILES), body_limit_kb: z.number().int(), body_max_args: _nullableInt, json_max_depth: _nullableInt, body_limit_action: z.enum(WAF_LIMIT_ACTIONS) })),
+  limit_actions: z.array(z.enum(WAF_LIMIT_ACTIONS)),
+  limit_bounds: z.strictObject({ body_limit_kb: z.array(z.number().int()), body_max_args: z.array(z.number().int()), json_max_depth: z.array(z.number().int()) }),
+  families: z.array(z.strictObject({ id: z.string(), label: z.string(), crs_rule_ids: z.array(z.number().int()) })),
+  default_families: z.array(z.string()),
+  virtual_patches: z.array(z.strictObject({ rule_id: z.number().int(), cve: z.string(), title: z.string() })),
+  crs_default_content_types: z.array(z.string()),
+})
+
 export const ruleSchema = z.strictObject({
   id: z.number().int(), host_id: z.number().int(), priority: z.number().int(), path: z.string(), methods: z.array(z.string()),
   action: z.enum(['proxy', 'redirect', 'respond']), target_group_id: z.union([z.number().int(), z.null()]),
@@ -78,6 +89,10 @@ export const hostsOperations = [
     responses: { 200: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such rule'), 502: rejected },
   }),
   operation({ method: 'delete', path: '/api/rules/{id}', access: 'session', summary: 'Delete a path rule', params: idParam('rule'), responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected } }),
+  operation({
+    method: 'get', path: '/api/waf/catalogue', access: 'session', summary: 'WAF profiles with their defaults, rule families, virtual patches, the CRS default content types',
+    responses: { 200: ok('the catalogue', wafCatalogueSchema) },
+  }),
   operation({ method: 'get', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: "A host's WAF rule exclusions", params: idParam('host'), responses: { 200: ok('exclusions, oldest first', z.array(wafExclusionSchema)), 404: ok('no such host') } }),
   operation({
     method: 'post', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: 'Turn a WAF rule off for a host, a path (a trailing * makes a prefix) or an argument (reconciles the proxy)',
