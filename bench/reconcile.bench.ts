@@ -32,12 +32,14 @@ function snapshotWith(hostCount: number): ProxySnapshot {
     waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
     whitelist: [], clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
     targetGroups: [{ id: 1, name: 'bench', targets: [{ address: `127.0.0.1:${upstream.port}`, weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false }],
-    rules: [],
+    rules: [], wafExclusions: [],
     hosts: Array.from({ length: hostCount }, (_, i) => ({
       id: i + 1, domain: `h${i + 1}.bench.test`, aliases: [], target_group_id: 1, enabled: true,
       tls_mode: 'none' as const, tls_challenge: 'http' as const, tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
       lan_only: i % 3 === 0, auth_required: i % 5 === 0, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection' as const,
       rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false, engine_down_refuse: false,
+      waf_profile: 'full' as const, waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
+      waf_body_limit_action: null, waf_allowed_content_types: null,
     })),
   }
 }

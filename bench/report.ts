@@ -32,3 +32,18 @@ export function reportFigures(name: string, figures: Figure[]): void {
   mkdirSync(dir, { recursive: true })
   writeFileSync(`${dir}/${name}.json`, JSON.stringify({ at: new Date().toISOString(), figures: figures.map((f) => ({ ...f, ratioMeetsGoal: f.ratio ? _meets(f.ratio) : undefined })) }, null, 2))
 }
+
+export interface TableColumn { key: string; label: string; unit?: string }
+
+/** Prints a table (one row per case, one column per measure) and keeps it in bench/results/<name>.json. */
+export function reportTable(name: string, columns: TableColumn[], rows: Array<Record<string, string | number>>): void {
+  const head = columns.map((c) => (c.unit ? `${c.label} (${c.unit})` : c.label))
+  const cells = rows.map((r) => columns.map((c) => String(r[c.key] ?? '')))
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)))
+  const line = (vals: string[]) => `| ${vals.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join(' | ')} |`
+  const sep = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`
+  console.log(`\n== ${name} ==\n${[line(head), sep, ...cells.map(line)].join('\n')}\n`)
+  const dir = fileURLToPath(new URL('./results', import.meta.url))
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(`${dir}/${name}.json`, JSON.stringify({ at: new Date().toISOString(), columns, rows }, null, 2))
+}

@@ -122,8 +122,26 @@ export const hosts = sqliteTable('hosts', {
   rateLimitRps: integer('rate_limit_rps').notNull().default(50),
   rateLimitBurst: integer('rate_limit_burst').notNull().default(100),
   bouncerEnabled: integer('bouncer_enabled', { mode: 'boolean' }).notNull().default(true),
+  wafProfile: text('waf_profile', { enum: ['fast', 'full'] }).notNull().default('full'),
+  wafFamilies: text('waf_families', { mode: 'json' }).notNull().$type<string[]>(),
+  wafBodyLimitKb: integer('waf_body_limit_kb'),
+  wafBodyMaxArgs: integer('waf_body_max_args'),
+  wafJsonMaxDepth: integer('waf_json_max_depth'),
+  wafBodyLimitAction: text('waf_body_limit_action', { enum: ['partial', 'pass', 'refuse'] }),
+  wafAllowedContentTypes: text('waf_allowed_content_types', { mode: 'json' }).$type<string[]>(),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
+})
+
+export const wafExclusions = sqliteTable('waf_exclusions', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  hostId: integer('host_id').notNull(),
+  ruleId: integer('rule_id').notNull(),
+  path: text('path'),
+  argument: text('argument'),
+  note: text('note'),
+  sourceLogId: integer('source_log_id'),
+  createdAt: text('created_at').notNull(),
 })
 
 export const hostNames = sqliteTable('host_names', {

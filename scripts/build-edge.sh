@@ -22,7 +22,10 @@ CROWDSEC_TAGS='netgo,osusergo,expr_debug,nomsgpack,sqlite_omit_load_extension'
 cache=${PANEL_EDGE_CACHE:-$HOME/.cache/edge-panel}
 go_version=$(go env GOVERSION)
 
-caddy_key=$(cat deploy/proxy/caddy/go.mod deploy/proxy/caddy/go.sum deploy/proxy/caddy/main.go <(echo "$go_version") | sha256sum | cut -c1-16)
+# The key covers every source file of the module, its build script and the RE2 it links statically.
+re2_version=$(dpkg-query -W -f '${Version}' libre2-dev 2>/dev/null || echo none)
+caddy_key=$(cat deploy/proxy/caddy/go.mod deploy/proxy/caddy/go.sum deploy/proxy/caddy/build.sh \
+  $(find deploy/proxy/caddy -name '*.go' | LC_ALL=C sort) <(echo "$go_version $re2_version") | sha256sum | cut -c1-16)
 caddy_dir="$cache/caddy-$caddy_key"
 crowdsec_key=$(echo "$CROWDSEC_VERSION $CROWDSEC_MODULE_SUM $CROWDSEC_TAGS $go_version" | sha256sum | cut -c1-16)
 crowdsec_dir="$cache/crowdsec-$CROWDSEC_VERSION-$crowdsec_key"
@@ -46,8 +49,9 @@ build_caddy() {
   local t0=$SECONDS tmp="$caddy_dir.tmp.$$"
   log "building the production Caddy ($caddy_dir)"
   rm -rf "$tmp"; mkdir -p "$tmp"
-  # -mod=readonly: every module is verified against the committed go.sum, nothing is looked up.
-  (cd deploy/proxy/caddy && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags '-s -w' -o "$tmp/caddy" .)
+  [ "$re2_version" != none ] || { log "libre2-dev is not installed (apt-get install libre2-dev): the WAF's regex engine links it"; exit 1; }
+  # The image's build command (flags, tests of wafext, static link): one definition.
+  sh deploy/proxy/caddy/build.sh "$tmp/caddy"
   "$tmp/caddy" list-modules > "$tmp/modules.txt"
   for m in crowdsec http.handlers.crowdsec http.handlers.appsec http.handlers.waf http.handlers.rate_limit \
            dns.providers.cloudflare dns.providers.route53 dns.providers.rfc2136 layer4.matchers.crowdsec; do

@@ -14,11 +14,13 @@ section "system packages"
 missing=()
 # Debian's caddy is the compatibility suite's stock 2.6.2; Debian's crowdsec
 # package brings the offline hub and data the engine built below runs on; gcc
-# builds CrowdSec (cgo sqlite); bind9 serves the DNS-01 tests' zone.
-for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip gcc; do
+# builds CrowdSec (cgo sqlite); g++ and libre2-dev build the production Caddy's
+# WAF regex engine (RE2 through cgo, deploy/proxy/caddy/build.sh); bind9 serves the DNS-01 tests' zone.
+for bin in caddy pebble pebble-challtestsrv crowdsec cscli jq openssl curl ip gcc g++; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
 done
 [ -d /usr/share/crowdsec/hub ] || missing+=(crowdsec-hub)
+dpkg-query -W libre2-dev >/dev/null 2>&1 || missing+=(libre2-dev)
 # BIND 9 is the DNS-01 tests' authoritative server (named, tsig-keygen) and its update client (nsupdate);
 # named and tsig-keygen live in /usr/sbin, which a non-root PATH may lack.
 for bin in /usr/sbin/named /usr/sbin/tsig-keygen /usr/bin/nsupdate; do
@@ -35,7 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -s /etc/crowdsec/online_api_credentials.yaml ]; then
     echo '# no CAPI (offline)' | $SUDO tee /etc/crowdsec/online_api_credentials.yaml >/dev/null
   fi
-  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc bind9 bind9-utils bind9-dnsutils)
+  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc g++ libre2-dev bind9 bind9-utils bind9-dnsutils)
   if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"
 else

@@ -38,7 +38,7 @@ export interface CaddyHandle {
  * (deploy/proxy/caddy, built by scripts/build-edge.sh); `stock: true` runs
  * Debian's Caddy 2.6.2 for the compatibility suite.
  */
-export async function startCaddy(opts: { workDir?: string; stock?: boolean } = {}): Promise<CaddyHandle> {
+export async function startCaddy(opts: { workDir?: string; stock?: boolean; env?: Record<string, string> } = {}): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
   requireBinary(bin, 'caddy')
   const workDir = opts.workDir ?? makeTempDir('caddy-')
@@ -56,7 +56,7 @@ export async function startCaddy(opts: { workDir?: string; stock?: boolean } = {
     const t0 = performance.now()
     proc = startProcess(bin, ['run', '--config', bootstrap], {
       cwd: workDir, logFile,
-      env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home') },
+      env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home'), ...opts.env },
     })
     try {
       await waitFor(async () => (await freshRequest(`${adminUrl}/config/`, { timeoutMs: 2_000 })).status === 200,

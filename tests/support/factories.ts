@@ -7,6 +7,8 @@ export function buildHostSnapshot(overrides: Partial<HostSnapshot> = {}): HostSn
     tls_mode: 'none', tls_challenge: 'http', tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
     lan_only: false, auth_required: false, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection',
     rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false, engine_down_refuse: false,
+    waf_profile: 'full', waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
+    waf_body_limit_action: null, waf_allowed_content_types: null,
     ...overrides,
   }
 }
@@ -34,7 +36,7 @@ export function buildSnapshot(overrides: Partial<ProxySnapshot> = {}): ProxySnap
     security: { lapiUrl: 'http://127.0.0.1:8080', bouncerKey: null, tickerInterval: '15s', appsecUrl: null },
     waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
     whitelist: [], clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
-    hosts: [buildHostSnapshot()], targetGroups: [buildGroupSnapshot()], rules: [],
+    hosts: [buildHostSnapshot()], targetGroups: [buildGroupSnapshot()], rules: [], wafExclusions: [],
     ...overrides,
   }
 }

@@ -17,10 +17,11 @@ export interface ProxyStack {
 /**
  * A real Caddy plus the built panel driving it: the production Caddy with every
  * module by default; `stockCaddy: true` runs Debian's Caddy 2.6.2 with
- * PROXY_MODULES=none (the compatibility suite).
+ * PROXY_MODULES=none (the compatibility suite). `caddyEnv`: extra environment of
+ * the Caddy process (bench/waf.bench.ts runs EDGE_WAF_OPERATORS=none for its A/B).
  */
-export async function startProxyStack(opts: { env?: Record<string, string>; dataDir?: string; logDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number; stockCaddy?: boolean } = {}): Promise<ProxyStack> {
-  const caddy = await startCaddy({ stock: opts.stockCaddy })
+export async function startProxyStack(opts: { env?: Record<string, string>; caddyEnv?: Record<string, string>; dataDir?: string; logDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number; stockCaddy?: boolean } = {}): Promise<ProxyStack> {
+  const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv })
   const httpPort = opts.httpPort ?? await freePort()
   const httpsPort = opts.httpsPort ?? await freePort()
   const logDir = opts.logDir ?? makeTempDir('proxy-logs-')

@@ -126,17 +126,21 @@ describe('deploy/proxy/Dockerfile', () => {
   const build = stages[0]!, runtime = stages.at(-1)!
   const goMod = read('proxy/caddy/go.mod'), mainGo = read('proxy/caddy/main.go')
 
-  it('builds the Go module in deploy/proxy/caddy, the one the tests build, verified against its go.sum', () => {
+  it('builds the Go module in deploy/proxy/caddy with its build.sh, the command the tests build with', () => {
     expect(build.from).toMatch(/^golang:1\.\d+/)
     const copies = all(build, 'COPY').map((c) => c.args).join(' ')
-    for (const f of ['caddy/go.mod', 'caddy/go.sum', 'caddy/main.go']) expect(copies).toContain(f)
-    const goBuild = all(build, 'RUN').find((r) => r.args.includes('go build'))!
-    expect(goBuild.args).toMatch(/-mod=readonly/)
-    // The test build (scripts/build-edge.sh) uses the same folder and the same flags.
+    for (const f of ['caddy/go.mod', 'caddy/go.sum', 'caddy/main.go', 'caddy/build.sh', 'caddy/wafext']) expect(copies).toContain(f)
+    // RE2 for the WAF's regex engine, linked statically by build.sh.
+    expect(all(build, 'RUN').map((r) => r.args).join(' ')).toMatch(/apt-get install[^&]*\blibre2-dev\b/)
+    expect(all(build, 'RUN').some((r) => /\bsh build\.sh \/usr\/bin\/caddy\b/.test(r.args))).toBe(true)
+    // The test build (scripts/build-edge.sh) runs the same script on the same folder.
     const script = readFileSync(join(REPO_ROOT, 'scripts/build-edge.sh'), 'utf8')
-    expect(script).toContain('deploy/proxy/caddy')
-    expect(script).toMatch(/GOFLAGS=-mod=readonly go build -trimpath -ldflags '-s -w'/)
-    expect(goBuild.args).toMatch(/go build -trimpath -ldflags '-s -w'/)
+    expect(script).toContain('sh deploy/proxy/caddy/build.sh')
+    const buildSh = read('proxy/caddy/build.sh')
+    expect(buildSh).toMatch(/GOFLAGS=-mod=readonly/)
+    expect(buildSh).toMatch(/-tags "\$tags"/)
+    expect(buildSh).toMatch(/tags=re2_cgo,/)
+    expect(buildSh).toMatch(/-extldflags -static/)
   })
 
   it('pins every plugin the panel can drive to a version, and imports it', () => {

@@ -10,6 +10,8 @@ const host = {
   id: 1, domain: 'a.example.test', aliases: [], target_group_id: 1, enabled: true, tls_mode: 'none', tls_challenge: 'http', tls_email: null,
   tls_dns_provider: null, tls_acme_ca_url: null, lan_only: false, true_detect_mode: false, engine_down_refuse: false, auth_required: false, waf_enabled: false,
   waf_mode: 'detection', rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, bouncer_enabled: true,
+  waf_profile: 'full', waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
+  waf_body_limit_action: null, waf_allowed_content_types: null,
   created_at: '2026-01-01T00:00:00.000Z', updated_at: null, certificate: null,
 }
 

@@ -18,6 +18,9 @@ import (
 	// WAF (Coraza with the OWASP Core Rule Set embedded).
 	_ "github.com/corazawaf/coraza-caddy/v2"
 
+	// The WAF's faster operators (RE2 through cgo) and the per-host body limits.
+	_ "github.com/edge-panel/edge-proxy/wafext"
+
 	// Per-host rate limit.
 	_ "github.com/mholt/caddy-ratelimit"
 

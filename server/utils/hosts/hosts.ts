@@ -12,6 +12,7 @@ import { syncTrueDetectProfiles } from '../security/profiles'
 import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
+import { WAF_DEFAULT_FAMILIES } from '../proxy/build/waf-rules'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -58,6 +59,23 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
     throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
 }
 
+type _WafColumns = Pick<HostRow, 'wafProfile' | 'wafFamilies' | 'wafBodyLimitKb' | 'wafBodyMaxArgs' | 'wafJsonMaxDepth' | 'wafBodyLimitAction' | 'wafAllowedContentTypes'>
+const _WAF_DEFAULTS: _WafColumns = {
+  wafProfile: 'full', wafFamilies: [...WAF_DEFAULT_FAMILIES], wafBodyLimitKb: null, wafBodyMaxArgs: null, wafJsonMaxDepth: null,
+  wafBodyLimitAction: null, wafAllowedContentTypes: null,
+}
+
+/** WAF fields left out keep what is stored (the defaults on create), as the optional booleans do. */
+function _wafColumns(input: HostInput, stored: _WafColumns): _WafColumns {
+  const pick = <T>(value: T | undefined, current: T): T => (value === undefined ? current : value)
+  return {
+    wafProfile: pick(input.waf_profile, stored.wafProfile), wafFamilies: pick(input.waf_families, stored.wafFamilies),
+    wafBodyLimitKb: pick(input.waf_body_limit_kb, stored.wafBodyLimitKb), wafBodyMaxArgs: pick(input.waf_body_max_args, stored.wafBodyMaxArgs),
+    wafJsonMaxDepth: pick(input.waf_json_max_depth, stored.wafJsonMaxDepth), wafBodyLimitAction: pick(input.waf_body_limit_action, stored.wafBodyLimitAction),
+    wafAllowedContentTypes: pick(input.waf_allowed_content_types, stored.wafAllowedContentTypes),
+  }
+}
+
 function _columns(input: HostInput, booleans: typeof HOST_BOOLEAN_DEFAULTS) {
   return {
     domain: input.domain, aliases: input.aliases, targetGroupId: input.target_group_id,
@@ -94,7 +112,7 @@ export async function createHost(input: HostInput, ctx: AuditContext): Promise<H
     await _validateReferences(tx, input)
     await _assertNamesFree(tx, [input.domain, ...input.aliases])
     const now = new Date().toISOString()
-    const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
+    const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), ..._wafColumns(input, _WAF_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
     await _writeNames(tx, row.id, input)
     await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
@@ -112,7 +130,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
       enabled: current.enabled, lan_only: current.lanOnly, true_detect_mode: current.trueDetectMode, engine_down_refuse: current.engineDownRefuse, auth_required: current.authRequired,
       waf_enabled: current.wafEnabled, rate_limit_enabled: current.rateLimitEnabled, bouncer_enabled: current.bouncerEnabled,
     } as unknown as typeof HOST_BOOLEAN_DEFAULTS
-    const row = (await tx.update(hosts).set({ ..._columns(input, stored), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
+    const row = (await tx.update(hosts).set({ ..._columns(input, stored), ..._wafColumns(input, current), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
     await _writeNames(tx, id, input)
     await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)

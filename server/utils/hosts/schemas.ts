@@ -1,6 +1,9 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText } from '../core/validate'
+import {
+  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
+} from '../proxy/build/waf-rules'
 
 // Request shapes for hosts, target groups and rules. Anything that would be
 // interpreted by the proxy (quotes, braces, whitespace, placeholders) is refused
@@ -23,6 +26,25 @@ export const hostnameSchema = z.string().trim().toLowerCase()
 
 const _noPlaceholders = (s: string) => !/[{}]/.test(s)
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
+
+const _limit = (name: keyof typeof WAF_LIMIT_BOUNDS, unit: string) => {
+  const [min, max] = WAF_LIMIT_BOUNDS[name]
+  return z.number().int(`must be an integer (${unit})`).min(min, `must be at least ${min} (${unit}), or null for the profile's default`).max(max, `must be at most ${max} (${unit})`).nullable().optional()
+}
+
+/** Left out of a PUT: the stored value stays (like the optional booleans); on create: the default. */
+const _wafFields = {
+  waf_profile: z.enum(WAF_PROFILES, { message: 'must be "fast" or "full"' }).optional(),
+  waf_families: z.array(z.enum(WAF_FAMILY_IDS as [string, ...string[]], { message: `must be one of ${WAF_FAMILY_IDS.join(', ')}` }))
+    .max(WAF_FAMILY_IDS.length).refine((a) => new Set(a).size === a.length, 'must not repeat a family').optional(),
+  waf_body_limit_kb: _limit('bodyLimitKb', 'KiB'),
+  waf_body_max_args: _limit('maxArgs', 'arguments'),
+  waf_json_max_depth: _limit('jsonMaxDepth', 'levels'),
+  waf_body_limit_action: z.enum(WAF_LIMIT_ACTIONS, { message: 'must be "partial", "pass" or "refuse", or null for the profile\'s default' }).nullable().optional(),
+  waf_allowed_content_types: z.array(z.string().trim().toLowerCase().regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/plain or application/json (no parameters, spaces or |)'))
+    .max(50, 'at most 50 content types').refine((a) => new Set(a).size === a.length, 'must not repeat a content type').nullable().optional(),
+}
+export type WafFieldsInput = { [K in keyof typeof _wafFields]: z.infer<(typeof _wafFields)[K]> }
 
 export const hostBody = z.strictObject({
   domain: hostnameSchema,
@@ -47,6 +69,7 @@ export const hostBody = z.strictObject({
   rate_limit_rps: z.number().int().min(1, 'must be at least 1').max(100_000).default(50),
   rate_limit_burst: z.number().int().min(0, 'must not be negative').max(100_000).default(100),
   bouncer_enabled: _optionalBool,
+  ..._wafFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -107,3 +130,31 @@ export const ruleBody = z.strictObject({
   if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
 })
 export type RuleInput = z.infer<typeof ruleBody>
+
+/** The path as the WAF sees it (decoded, no query); a trailing * makes it a prefix. */
+export const WAF_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~\/!$&'()+,;=:@%]*\*?$/
+export const WAF_EXCLUSION_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
+
+const _ruleId = z.number().int('must be an integer').min(1, 'must be a rule id such as 942100').max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
+  .refine((id) => id < WAF_CONTROL_RULE_RANGE[0] || id > WAF_CONTROL_RULE_RANGE[1], `must not be one of the panel's control rules (${WAF_CONTROL_RULE_RANGE[0]}-${WAF_CONTROL_RULE_RANGE[1]})`)
+const _exclusionPath = z.string().max(512, 'must be at most 512 characters')
+  .regex(WAF_EXCLUSION_PATH, 'must be a path such as /api/hooks or a prefix such as /api/* (no spaces, quotes or backslashes)')
+  .refine((p) => !p.includes('%{'), 'must not contain %{ (a rule macro)').nullable().default(null)
+const _exclusionArgument = z.string()
+  .regex(WAF_EXCLUSION_ARGUMENT, 'must be an argument name such as q or json.items.0.name (letters, digits, _ . - [ ])').nullable().default(null)
+
+export const wafExclusionBody = z.strictObject({
+  rule_id: _ruleId,
+  path: _exclusionPath,
+  argument: _exclusionArgument,
+  note: safeText(200).nullable().default(null),
+})
+export type WafExclusionInput = z.infer<typeof wafExclusionBody>
+
+/** One click from a waf_audit row: its host and rule; `path` scope (default) or the whole host. */
+export const wafExclusionFromLogBody = z.strictObject({
+  scope: z.enum(['path', 'host'], { message: 'must be "path" (this rule under the row\'s path) or "host" (this rule everywhere on the host)' }).default('path'),
+  argument: _exclusionArgument,
+  note: safeText(200).nullable().default(null),
+})
+export type WafExclusionFromLogInput = z.infer<typeof wafExclusionFromLogBody>

@@ -1,8 +1,8 @@
-import { hosts, rules, targetGroups, whitelistEntries } from '../../../db/schema'
+import { hosts, rules, targetGroups, wafExclusions, whitelistEntries } from '../../../db/schema'
 import { getConfig } from '../core/config'
 import type { Executor } from '../core/db'
 import { getSetting } from '../core/settings'
-import type { HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from './build/types'
+import type { HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot, WafExclusionSnapshot } from './build/types'
 
 // Reads everything the proxy configuration depends on, inside the caller's
 // transaction when there is one, so a pending change is pushed before commit.
@@ -22,7 +22,13 @@ export function hostRowToSnapshot(h: typeof hosts.$inferSelect): HostSnapshot {
     tls_acme_ca_url: h.tlsAcmeCaUrl, lan_only: h.lanOnly, auth_required: h.authRequired, bouncer_enabled: h.bouncerEnabled,
     waf_enabled: h.wafEnabled, waf_mode: h.wafMode, rate_limit_enabled: h.rateLimitEnabled, rate_limit_rps: h.rateLimitRps,
     rate_limit_burst: h.rateLimitBurst, true_detect_mode: h.trueDetectMode, engine_down_refuse: h.engineDownRefuse,
+    waf_profile: h.wafProfile, waf_families: h.wafFamilies, waf_body_limit_kb: h.wafBodyLimitKb, waf_body_max_args: h.wafBodyMaxArgs,
+    waf_json_max_depth: h.wafJsonMaxDepth, waf_body_limit_action: h.wafBodyLimitAction, waf_allowed_content_types: h.wafAllowedContentTypes,
   }
+}
+
+export function wafExclusionRowToSnapshot(e: typeof wafExclusions.$inferSelect): WafExclusionSnapshot {
+  return { id: e.id, host_id: e.hostId, rule_id: e.ruleId, path: e.path, argument: e.argument }
 }
 
 export function groupRowToSnapshot(g: typeof targetGroups.$inferSelect): TargetGroupSnapshot {
@@ -43,8 +49,8 @@ export function ruleRowToSnapshot(r: typeof rules.$inferSelect): RuleSnapshot {
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
   const cfg = getConfig()
   const internal = new URL(cfg.internalUrl)
-  const [hostRows, groupRows, ruleRows] = await Promise.all([
-    exec.select().from(hosts), exec.select().from(targetGroups), exec.select().from(rules),
+  const [hostRows, groupRows, ruleRows, exclusionRows] = await Promise.all([
+    exec.select().from(hosts), exec.select().from(targetGroups), exec.select().from(rules), exec.select().from(wafExclusions),
   ])
   const snapshot: ProxySnapshot = {
     adminListen: new URL(cfg.proxy.adminUrl).host,
@@ -74,6 +80,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     hosts: hostRows.map(hostRowToSnapshot),
     targetGroups: groupRows.map(groupRowToSnapshot),
     rules: ruleRows.map(ruleRowToSnapshot),
+    wafExclusions: exclusionRows.map(wafExclusionRowToSnapshot),
   }
   for (const part of _parts) await part(exec, snapshot)
   return snapshot

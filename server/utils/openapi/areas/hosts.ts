@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { hostBody, ruleBody, targetGroupBody } from '../../hosts/schemas'
+import { hostBody, ruleBody, targetGroupBody, wafExclusionBody, wafExclusionFromLogBody } from '../../hosts/schemas'
+import { WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
 import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: hosts, target groups, path rules.
@@ -22,6 +23,10 @@ export const hostSchema = z.strictObject({
   lan_only: z.boolean(), true_detect_mode: z.boolean(), engine_down_refuse: z.boolean(), auth_required: z.boolean(),
   waf_enabled: z.boolean(), waf_mode: z.enum(['detection', 'blocking']), rate_limit_enabled: z.boolean(),
   rate_limit_rps: z.number().int(), rate_limit_burst: z.number().int(), bouncer_enabled: z.boolean(),
+  waf_profile: z.enum(WAF_PROFILES), waf_families: z.array(z.enum(WAF_FAMILY_IDS as [string, ...string[]])),
+  waf_body_limit_kb: z.union([z.number().int(), z.null()]), waf_body_max_args: z.union([z.number().int(), z.null()]),
+  waf_json_max_depth: z.union([z.number().int(), z.null()]), waf_body_limit_action: z.union([z.enum(WAF_LIMIT_ACTIONS), z.null()]),
+  waf_allowed_content_types: z.union([z.array(z.string()), z.null()]),
   created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema,
 })
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
@@ -32,6 +37,23 @@ export const targetGroupSchema = z.strictObject({
   scheme: z.enum(['http', 'https']), lb_policy: z.string(),
   health_check: z.union([z.strictObject({ path: z.string(), interval_seconds: z.number().int(), expect_status: z.number().int() }), z.null()]),
   tls_skip_verify: z.boolean(), created_at: timestamp(), updated_at: nullableTimestamp(),
+})
+
+export const wafExclusionSchema = z.strictObject({
+  id: z.number().int(), host_id: z.number().int(), rule_id: z.number().int(), path: z.union([z.string(), z.null()]),
+  argument: z.union([z.string(), z.null()]), note: z.union([z.string(), z.null()]), source_log_id: z.union([z.number().int(), z.null()]),
+  created_at: timestamp(),
+})
+
+const _nullableInt = z.union([z.number().int(), z.null()])
+export const wafCatalogueSchema = z.strictObject({
+  profiles: z.array(z.strictObject({ id: z.enum(WAF_PROFILES), body_limit_kb: z.number().int(), body_max_args: _nullableInt, json_max_depth: _nullableInt, body_limit_action: z.enum(WAF_LIMIT_ACTIONS) })),
+  limit_actions: z.array(z.enum(WAF_LIMIT_ACTIONS)),
+  limit_bounds: z.strictObject({ body_limit_kb: z.array(z.number().int()), body_max_args: z.array(z.number().int()), json_max_depth: z.array(z.number().int()) }),
+  families: z.array(z.strictObject({ id: z.string(), label: z.string(), crs_rule_ids: z.array(z.number().int()) })),
+  default_families: z.array(z.string()),
+  virtual_patches: z.array(z.strictObject({ rule_id: z.number().int(), cve: z.string(), title: z.string() })),
+  crs_default_content_types: z.array(z.string()),
 })
 
 export const ruleSchema = z.strictObject({
@@ -53,7 +75,7 @@ export const hostsOperations = [
   operation({ method: 'get', path: '/api/hosts/{id}', access: 'session', summary: 'One host', params: idParam('host'), responses: { 200: ok('the host', hostSchema), 404: ok('no such host') } }),
   operation({
     method: 'put', path: '/api/hosts/{id}', access: 'session', summary: 'Replace a host (reconciles the proxy)', params: idParam('host'), body: hostBody,
-    description: 'Optional booleans left out keep their stored values; other optional fields take their defaults.',
+    description: 'Optional booleans and the waf_* tuning fields left out keep their stored values; other optional fields take their defaults. A null waf_* limit means the profile\'s default (docs/waf.md).',
     responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 409: ok('a domain or alias is taken'), 502: rejected },
   }),
   operation({
@@ -74,6 +96,22 @@ export const hostsOperations = [
     responses: { 200: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such rule'), 502: rejected },
   }),
   operation({ method: 'delete', path: '/api/rules/{id}', access: 'session', summary: 'Delete a path rule', params: idParam('rule'), responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected } }),
+  operation({
+    method: 'get', path: '/api/waf/catalogue', access: 'session', summary: 'WAF profiles with their defaults, rule families, virtual patches, the CRS default content types',
+    responses: { 200: ok('the catalogue', wafCatalogueSchema) },
+  }),
+  operation({ method: 'get', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: "A host's WAF rule exclusions", params: idParam('host'), responses: { 200: ok('exclusions, oldest first', z.array(wafExclusionSchema)), 404: ok('no such host') } }),
+  operation({
+    method: 'post', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: 'Turn a WAF rule off for a host, a path (a trailing * makes a prefix) or an argument (reconciles the proxy)',
+    params: idParam('host'), body: wafExclusionBody,
+    responses: { 201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such host'), 409: ok('the same exclusion exists'), 502: rejected },
+  }),
+  operation({
+    method: 'post', path: '/api/logs/{id}/waf-exclusion', access: 'session', summary: "Exclude a waf_audit row's rule on its host, under its path (scope path) or everywhere (scope host)",
+    params: idParam('log row'), body: wafExclusionFromLogBody,
+    responses: { 201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })), 400: ok('the row is not a waf_audit row of a known host with a rule'), 404: ok('no such log row'), 409: ok('the same exclusion exists'), 502: rejected },
+  }),
+  operation({ method: 'delete', path: '/api/waf-exclusions/{id}', access: 'session', summary: 'Remove a WAF rule exclusion (reconciles the proxy)', params: idParam('WAF exclusion'), responses: { 204: noContent(), 404: ok('no such exclusion'), 502: rejected } }),
   operation({ method: 'get', path: '/api/target-groups', access: 'session', summary: 'List target groups', responses: { 200: ok('every group', z.array(targetGroupSchema)) } }),
   operation({
     method: 'post', path: '/api/target-groups', access: 'session', summary: 'Create a target group', body: targetGroupBody,

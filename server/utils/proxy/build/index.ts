@@ -80,7 +80,7 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         break
       case 'waf':
         if (host.waf_enabled) {
-          if (snapshot.modules.includes('waf')) chain.push(buildWafHandler(host, snapshot))
+          if (snapshot.modules.includes('waf')) chain.push(buildWafHandler(host, snapshot, snapshot.wafExclusions))
           else warnings.push(`host ${host.domain}: the proxy has no waf module; WAF not applied`)
         }
         break

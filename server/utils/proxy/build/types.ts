@@ -12,6 +12,15 @@ export interface HostSnapshot {
   true_detect_mode: boolean
   /** While the security engine is unreachable, answer 503 to everything. */
   engine_down_refuse: boolean
+  /** WAF profile and its settings; null = the profile's default (waf-rules.ts). */
+  waf_profile: 'fast' | 'full'; waf_families: string[]
+  waf_body_limit_kb: number | null; waf_body_max_args: number | null; waf_json_max_depth: number | null
+  waf_body_limit_action: 'partial' | 'pass' | 'refuse' | null; waf_allowed_content_types: string[] | null
+}
+
+/** A WAF rule turned off for one host: everywhere, under a path, or for one argument. */
+export interface WafExclusionSnapshot {
+  id: number; host_id: number; rule_id: number; path: string | null; argument: string | null
 }
 
 export interface TargetGroupSnapshot {
@@ -55,6 +64,7 @@ export interface ProxySnapshot {
    * are refused by the configuration itself), and hosts with engine_down_refuse answer 503.
    */
   engineDown?: { knownBanned: string[] } | null
+  wafExclusions: WafExclusionSnapshot[]
 }
 
 export type Json = Record<string, unknown>

@@ -1,13 +1,68 @@
-import type { HostSnapshot, Json, ProxySnapshot } from './types'
+import type { HostSnapshot, Json, ProxySnapshot, WafExclusionSnapshot } from './types'
+import {
+  CONTENT_TYPE_PATTERN, CRS_FILES, WAF_CONTROL_RULE_RANGE, WAF_FAMILIES, WAF_FAST_BASE_RULE_IDS, WAF_PROFILE_DEFAULTS, WAF_VIRTUAL_PATCHES,
+  type WafLimitAction, type WafProfile,
+} from './waf-rules'
 
 /** Our own rule id (outside the CRS 9xxxxx rule files we load); the engine-side appsec plugin uses the same id. */
 export const WAF_THRESHOLD_RULE_ID = 9990110
 /** Our own phase-5 rule that keeps detection mode's audit log to the transactions blocking mode would have blocked. */
 export const WAF_DETECTION_AUDIT_RULE_ID = 9990120
+/** Sets the host's allowed content types before CRS 901162 would set its default. */
+export const WAF_CONTENT_TYPES_RULE_ID = 9990111
+/** Hands the host's body limits to the proxy's body processors (deploy/proxy/caddy/wafext). */
+export const WAF_BODY_LIMITS_RULE_ID = 9990130
+/** `pass`: a body declared larger than the size limit is not read by the WAF at all. */
+export const WAF_BODY_PASS_RULE_ID = 9990131
+/** `refuse`: a body over the argument or depth limit is refused. */
+export const WAF_BODY_REFUSE_RULE_ID = 9990132
+/** An exclusion's own rule id (when it needs a rule): this base plus the exclusion's id. */
+export const WAF_EXCLUSION_RULE_BASE = 10_000_000
+
+export interface EffectiveWaf {
+  profile: WafProfile
+  families: string[]
+  bodyLimitBytes: number
+  /** 0: no limit. */
+  maxArgs: number
+  /** 0: no limit. */
+  jsonMaxDepth: number
+  limitAction: WafLimitAction
+  /** null: the CRS default list. */
+  contentTypes: string[] | null
+}
+
+type WafHost = Pick<HostSnapshot, 'waf_mode' | 'waf_profile' | 'waf_families' | 'waf_body_limit_kb' | 'waf_body_max_args' | 'waf_json_max_depth' | 'waf_body_limit_action' | 'waf_allowed_content_types'>
+
+/** The host's settings with the profile's defaults filled in where the host left them empty. */
+export function resolveEffectiveWaf(host: WafHost): EffectiveWaf {
+  const d = WAF_PROFILE_DEFAULTS[host.waf_profile]
+  return {
+    profile: host.waf_profile,
+    families: WAF_FAMILIES.map((f) => f.id).filter((id) => host.waf_families.includes(id)),
+    bodyLimitBytes: (host.waf_body_limit_kb ?? d.bodyLimitKb) * 1024,
+    maxArgs: host.waf_body_max_args ?? d.maxArgs,
+    jsonMaxDepth: host.waf_json_max_depth ?? d.jsonMaxDepth,
+    limitAction: host.waf_body_limit_action ?? d.limitAction,
+    contentTypes: host.waf_allowed_content_types,
+  }
+}
 
 /** A path placed in SecLang text: a space, quote or line break would end or inject a directive. */
 function _assertSafeDirectivePath(path: string): void {
   if (!path || /[\s"'\\\u0000-\u001f\u007f]/.test(path)) throw new Error(`unsafe path refused in WAF directives: ${JSON.stringify(path)}`)
+}
+
+/** Values the API validated; checked again here because they are spliced into SecLang. */
+const _SAFE_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~\/!$&'()+,;=:@%]*\*?$/
+const _SAFE_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
+
+function _assertSafeExclusion(e: WafExclusionSnapshot): void {
+  const ok = Number.isInteger(e.rule_id) && e.rule_id > 0 && e.rule_id < WAF_EXCLUSION_RULE_BASE
+    && !(e.rule_id >= WAF_CONTROL_RULE_RANGE[0] && e.rule_id <= WAF_CONTROL_RULE_RANGE[1])
+    && (e.path === null || (_SAFE_EXCLUSION_PATH.test(e.path) && !e.path.includes('%{')))
+    && (e.argument === null || _SAFE_ARGUMENT.test(e.argument))
+  if (!ok) throw new Error(`unsafe WAF exclusion refused: ${JSON.stringify(e)}`)
 }
 
 /**
@@ -30,19 +85,118 @@ function _detectionAuditDirectives(): string[] {
   ]
 }
 
-/** Coraza with the OWASP CRS; thresholds set before the CRS rules read them (A2). */
-export function buildWafHandler(host: Pick<HostSnapshot, 'waf_mode'>, snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'>): Json {
+/**
+ * Request body limits (docs/waf.md). The size limit is Coraza's own (ProcessPartial inspects
+ * the first bytes; Reject answers 413); the argument and depth limits are enforced by the
+ * proxy's body processors, which read these TX variables. Detection mode never refuses:
+ * there a size past the limit is inspected in part and a refused body is only logged.
+ */
+function _bodyLimitDirectives(w: EffectiveWaf, blocking: boolean): string[] {
+  const refuseSize = w.limitAction === 'refuse' && blocking
+  const lines = [
+    `SecRequestBodyLimit ${w.bodyLimitBytes}`,
+    // Coraza refuses a limit below the recommended file's in-memory buffer (128 KiB).
+    `SecRequestBodyInMemoryLimit ${Math.min(w.bodyLimitBytes, 131_072)}`,
+    `SecRequestBodyLimitAction ${refuseSize ? 'Reject' : 'ProcessPartial'}`,
+  ]
+  if (w.maxArgs || w.jsonMaxDepth) {
+    lines.push(`SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=${w.maxArgs},setvar:tx.edge_json_max_depth=${w.jsonMaxDepth},setvar:tx.edge_body_limit_action=${w.limitAction}"`)
+  }
+  // A chunked body declares no length: it is read up to the limit and inspected in part.
+  if (w.limitAction === 'pass') lines.push(`SecRule REQUEST_HEADERS:Content-Length "@gt ${w.bodyLimitBytes}" "id:${WAF_BODY_PASS_RULE_ID},phase:1,pass,nolog,ctl:requestBodyAccess=Off"`)
+  if (w.limitAction === 'refuse' && (w.maxArgs || w.jsonMaxDepth)) {
+    // Scored too, so that detection mode logs what blocking mode would have refused.
+    lines.push(`SecRule TX:edge_body_over_limit "@rx ." "id:${WAF_BODY_REFUSE_RULE_ID},phase:2,deny,status:413,log,msg:'Request body over the host limit of ${w.maxArgs || 'any'} arguments or depth ${w.jsonMaxDepth || 'any'}',logdata:'over the %{tx.edge_body_over_limit} limit',severity:'CRITICAL',setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"`)
+  }
+  return lines
+}
+
+/** `|a| |b|`: the form CRS 920420 compares with `@within`. */
+function _contentTypeDirectives(types: string[] | null): string[] {
+  if (types === null) return []
+  for (const t of types) if (!CONTENT_TYPE_PATTERN.test(t)) throw new Error(`unsafe content type refused in WAF directives: ${JSON.stringify(t)}`)
+  // An empty list allows nothing: CRS 920420 then refuses every request that names a type.
+  const list = types.map((t) => `|${t}|`).join(' ')
+  return [`SecAction "id:${WAF_CONTENT_TYPES_RULE_ID},phase:1,pass,nolog,setvar:'tx.allowed_request_content_type=${list}'"`]
+}
+
+/**
+ * An exclusion that is not for the whole host runs as a phase-1 rule placed before the CRS,
+ * so it takes effect before the excluded rule is evaluated. The argument's value and its
+ * name are both excluded (the CRS inspects ARGS and ARGS_NAMES alike).
+ */
+function _runtimeExclusion(e: WafExclusionSnapshot): string {
+  const ctl = e.argument === null
+    ? `ctl:ruleRemoveById=${e.rule_id}`
+    : `ctl:ruleRemoveTargetById=${e.rule_id};ARGS:${e.argument},ctl:ruleRemoveTargetById=${e.rule_id};ARGS_NAMES:${e.argument}`
+  const actions = `id:${WAF_EXCLUSION_RULE_BASE + e.id},phase:1,pass,nolog,${ctl}`
+  if (e.path === null) return `SecAction "${actions}"`
+  const op = e.path.endsWith('*') ? `@beginsWith ${e.path.slice(0, -1)}` : `@streq ${e.path}`
+  return `SecRule REQUEST_FILENAME "${op}" "${actions}"`
+}
+
+/** Rule id ranges to remove from the family files so that only `keep` stays. */
+function _removalRanges(keep: number[]): string {
+  const byFile = new Map<number, number[]>()
+  for (const id of [...new Set(keep)].sort((a, b) => a - b)) byFile.set(Math.floor(id / 1000), [...(byFile.get(Math.floor(id / 1000)) ?? []), id])
+  const ranges: string[] = []
+  for (const [file, ids] of [...byFile].sort((a, b) => a[0] - b[0])) {
+    let from = file * 1000
+    for (const id of ids) {
+      if (id > from) ranges.push(`${from}-${id - 1}`)
+      from = id + 1
+    }
+    ranges.push(`${from}-${file * 1000 + 999}`)
+  }
+  return ranges.join(' ')
+}
+
+/**
+ * The fast profile: the CRS's initialisation and blocking evaluation around the few rules of
+ * the host's families (and the content-type policy, 920420), every other rule of their
+ * files removed at load so that it costs nothing per request.
+ */
+function _fastProfileRules(families: string[]): string[] {
+  const keep = [...WAF_FAST_BASE_RULE_IDS, ...WAF_FAMILIES.filter((f) => families.includes(f.id)).flatMap((f) => f.crsRuleIds)]
+  const files = [...new Set(keep.map((id) => Math.floor(id / 1000)))].sort((a, b) => a - b)
+  return [
+    'Include @owasp_crs/REQUEST-901-INITIALIZATION.conf',
+    ...files.map((f) => `Include @owasp_crs/${CRS_FILES[f]}`),
+    `SecRuleRemoveById ${_removalRanges(keep)}`,
+    'Include @owasp_crs/REQUEST-949-BLOCKING-EVALUATION.conf',
+  ]
+}
+
+/**
+ * Coraza with the OWASP CRS, in one of two profiles (docs/waf.md): `full` loads every CRS
+ * rule file; `fast` keeps the rules of the host's families. Both carry the panel's virtual
+ * patches, the host's body limits, content types and rule exclusions. Thresholds are set
+ * before the CRS rules read them (A2).
+ */
+export function buildWafHandler(host: WafHost & Pick<HostSnapshot, 'id'>, snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'>, exclusions: WafExclusionSnapshot[] = []): Json {
   const auditLog = `${snapshot.logDir}/waf-audit.log`
   _assertSafeDirectivePath(auditLog)
+  const w = resolveEffectiveWaf(host)
   const inbound = Math.trunc(snapshot.waf.inboundThreshold)
   const outbound = Math.trunc(snapshot.waf.outboundThreshold)
   const blocking = host.waf_mode === 'blocking'
+  const own = [...exclusions].filter((e) => e.host_id === host.id).sort((a, b) => a.id - b.id)
+  own.forEach(_assertSafeExclusion)
+  const wholeRule = own.filter((e) => e.path === null && e.argument === null)
   const directives = [
     'Include @coraza.conf-recommended',
+    // Fast: no response inspection (the CRS's outbound rules are not loaded), no response buffering.
+    ...(w.profile === 'fast' ? ['SecResponseBodyAccess Off'] : []),
+    ..._bodyLimitDirectives(w, blocking),
     // CRS 901100/901110 set the thresholds only when unset, so this phase-1 action must come first.
     `SecAction "id:${WAF_THRESHOLD_RULE_ID},phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=${inbound},setvar:tx.outbound_anomaly_score_threshold=${outbound}"`,
+    ..._contentTypeDirectives(w.contentTypes),
+    ...own.filter((e) => e.path !== null || e.argument !== null).map(_runtimeExclusion),
     'Include @crs-setup.conf.example',
-    'Include @owasp_crs/*.conf',
+    ...WAF_VIRTUAL_PATCHES.map((p) => p.rule),
+    ...(w.profile === 'full' ? ['Include @owasp_crs/*.conf'] : _fastProfileRules(w.families)),
+    // A whole rule off for the host: removed at load, after every file that defines rules.
+    ...(wholeRule.length ? [`SecRuleRemoveById ${[...new Set(wholeRule.map((e) => e.rule_id))].join(' ')}`] : []),
     // After the recommended file, which says DetectionOnly: the last SecRuleEngine wins.
     blocking ? 'SecRuleEngine On' : 'SecRuleEngine DetectionOnly',
     // Blocking: the recommended selection (interrupted = 403, and 4xx/5xx answers with a match).

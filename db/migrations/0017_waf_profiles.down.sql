@@ -1,0 +1,10 @@
+DROP INDEX IF EXISTS waf_exclusions_unique_idx;
+DROP INDEX IF EXISTS waf_exclusions_host_idx;
+DROP TABLE IF EXISTS waf_exclusions;
+ALTER TABLE hosts DROP COLUMN waf_allowed_content_types;
+ALTER TABLE hosts DROP COLUMN waf_body_limit_action;
+ALTER TABLE hosts DROP COLUMN waf_json_max_depth;
+ALTER TABLE hosts DROP COLUMN waf_body_max_args;
+ALTER TABLE hosts DROP COLUMN waf_body_limit_kb;
+ALTER TABLE hosts DROP COLUMN waf_families;
+ALTER TABLE hosts DROP COLUMN waf_profile;

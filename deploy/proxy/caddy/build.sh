@@ -1,0 +1,29 @@
+#!/bin/sh
+# The one build command of the production Caddy, run by deploy/proxy/Dockerfile and
+# by scripts/build-edge.sh for the tests, so the image and the tests get the same
+# binary. Needs Go, a C++ compiler and Debian's libre2-dev (docs/edge-build.md).
+#
+#   sh deploy/proxy/caddy/build.sh OUTPUT
+#
+# - re2_cgo: the WAF's @rx runs on RE2 through cgo (wafext/), linked statically
+#   (libre2.a), so the runtime needs no libre2 and the binary runs on any Linux
+#   of the same architecture, the Alpine-based caddy image included.
+# - memoize_builders: one compiled matcher per pattern for all hosts' WAFs.
+# - netgo, osusergo: no glibc resolver or user lookup in a static binary.
+# - -mod=readonly: every module is checked against the committed go.sum.
+set -eu
+out=${1:?usage: build.sh OUTPUT}
+case $out in /*) ;; *) out="$PWD/$out" ;; esac
+cd "$(dirname "$0")"
+export CGO_ENABLED=1 GOFLAGS=-mod=readonly
+# RE2's C wrapper warns about a string constant; nothing to act on here.
+export CGO_CXXFLAGS="${CGO_CXXFLAGS:--O2 -g} -Wno-write-strings"
+tags=re2_cgo,memoize_builders,netgo,osusergo
+# The project's own Go code (operators, body limits) is tested before it ships.
+go test -count=1 -tags "$tags" ./wafext/
+go build -trimpath -tags "$tags" -ldflags "-s -w -linkmode external -extldflags -static" -o "$out" .
+# A dynamic binary would fail at start in the runtime image (no libre2 there).
+if readelf -d "$out" 2>/dev/null | grep -q NEEDED; then
+  echo "build.sh: $out links shared libraries; it must be static" >&2
+  exit 1
+fi
