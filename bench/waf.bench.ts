@@ -45,6 +45,10 @@ let upstreamPort: number
 beforeAll(async () => {
   upstreamPort = await freePort()
   upstream = createServer((req, res) => { req.resume(); req.on('end', () => { res.setHeader('content-type', 'text/plain'); res.end('01234567890123456789') }) })
+  // Longer than Caddy's idle keep-alive (2 min): Node's 5 s default closes connections Caddy
+  // is about to reuse, and a POST that meets a closed connection is a 502 (not retried).
+  upstream.keepAliveTimeout = 300_000
+  upstream.headersTimeout = 301_000
   await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r))
   // The local API alone: the bouncer needs it; an agent parsing the access log would take CPU from the proxy.
   cs = await startCrowdsec({ agent: false })

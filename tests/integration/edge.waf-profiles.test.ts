@@ -188,6 +188,24 @@ describe('request body limits', () => {
 })
 
 describe('host settings', () => {
+  it('the catalogue lists the profiles with their defaults and the families the form offers', async () => {
+    const res = await stack.panel.request('/api/waf/catalogue', { cookie: stack.admin })
+    expect(res.status).toBe(200)
+    expect(res.json.profiles).toContainEqual({ id: 'fast', body_limit_kb: 16, body_max_args: 256, json_max_depth: 16, body_limit_action: 'partial' })
+    expect(res.json.families.map((f: any) => f.id)).toEqual(['sqli', 'xss', 'lfi', 'rce', 'php', 'java', 'protocol'])
+    expect(res.json.crs_default_content_types).not.toContain('text/plain')
+  })
+
+  it('deleting a host deletes its exclusions', async () => {
+    const group = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json[0]
+    const created = await createHost(stack, { domain: 'gone.example.test', target_group_id: group.id, ...blocking })
+    const ex = await stack.panel.request(`/api/hosts/${created.json.id}/waf-exclusions`, { method: 'POST', cookie: stack.admin, body: { rule_id: 942100, path: '/x' } })
+    expect(ex.status, ex.text).toBe(201)
+    expect((await stack.panel.request(`/api/hosts/${created.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
+    const rows = await stack.panel.db().execute({ sql: 'SELECT count(*) AS n FROM waf_exclusions WHERE host_id = ?', args: [created.json.id] })
+    expect(Number(rows.rows[0]!.n)).toBe(0)
+  })
+
   it('bad WAF settings get a 400 naming the field, and change nothing', async () => {
     const id = hostIds['fast.example.test']!
     const current = (await stack.panel.request(`/api/hosts/${id}`, { cookie: stack.admin })).json

@@ -1,5 +1,5 @@
 import { eq, inArray, and, ne } from 'drizzle-orm'
-import { hostNames, hosts, targetGroups } from '../../../db/schema'
+import { hostNames, hosts, targetGroups, wafExclusions } from '../../../db/schema'
 import { getDb, writeTransaction, type Tx } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
@@ -152,6 +152,8 @@ export async function deleteHost(id: number, ctx: AuditContext): Promise<Reconci
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await tx.delete(hosts).where(eq(hosts.id, id))
+    // The schema says ON DELETE CASCADE, but SQLite enforces it only with foreign_keys on.
+    await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
     await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
     return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
   }))

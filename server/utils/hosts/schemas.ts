@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText } from '../core/validate'
 import {
-  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
+  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
 } from '../proxy/build/waf-rules'
 
 // Request shapes for hosts, target groups and rules. Anything that would be
@@ -131,9 +131,6 @@ export const ruleBody = z.strictObject({
 })
 export type RuleInput = z.infer<typeof ruleBody>
 
-/** The path as the WAF sees it (decoded, no query); a trailing * makes it a prefix. */
-export const WAF_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~\/!$&'()+,;=:@%]*\*?$/
-export const WAF_EXCLUSION_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
 
 const _ruleId = z.number().int('must be an integer').min(1, 'must be a rule id such as 942100').max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
   .refine((id) => id < WAF_CONTROL_RULE_RANGE[0] || id > WAF_CONTROL_RULE_RANGE[1], `must not be one of the panel's control rules (${WAF_CONTROL_RULE_RANGE[0]}-${WAF_CONTROL_RULE_RANGE[1]})`)

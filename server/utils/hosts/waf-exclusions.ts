@@ -5,7 +5,8 @@ import { badRequest, conflict, isUniqueViolation, notFound } from '../core/error
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { presentWafExclusion } from './present'
-import { WAF_EXCLUSION_PATH, type WafExclusionFromLogInput, type WafExclusionInput } from './schemas'
+import { WAF_EXCLUSION_PATH } from '../proxy/build/waf-rules'
+import type { WafExclusionFromLogInput, WafExclusionInput } from './schemas'
 
 // Per-host WAF rule exclusions (docs/waf.md): the first answer to a false positive.
 // Each change is pushed to the proxy in the same transaction as its audit row.

@@ -1,6 +1,6 @@
 import type { HostSnapshot, Json, ProxySnapshot, WafExclusionSnapshot } from './types'
 import {
-  CONTENT_TYPE_PATTERN, CRS_FILES, WAF_CONTROL_RULE_RANGE, WAF_FAMILIES, WAF_FAST_BASE_RULE_IDS, WAF_PROFILE_DEFAULTS, WAF_VIRTUAL_PATCHES,
+  CONTENT_TYPE_PATTERN, CRS_FILES, WAF_CONTROL_RULE_RANGE, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILIES, WAF_FAST_BASE_RULE_IDS, WAF_PROFILE_DEFAULTS, WAF_VIRTUAL_PATCHES,
   type WafLimitAction, type WafProfile,
 } from './waf-rules'
 
@@ -54,14 +54,11 @@ function _assertSafeDirectivePath(path: string): void {
 }
 
 /** Values the API validated; checked again here because they are spliced into SecLang. */
-const _SAFE_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~\/!$&'()+,;=:@%]*\*?$/
-const _SAFE_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
-
 function _assertSafeExclusion(e: WafExclusionSnapshot): void {
   const ok = Number.isInteger(e.rule_id) && e.rule_id > 0 && e.rule_id < WAF_EXCLUSION_RULE_BASE
     && !(e.rule_id >= WAF_CONTROL_RULE_RANGE[0] && e.rule_id <= WAF_CONTROL_RULE_RANGE[1])
-    && (e.path === null || (_SAFE_EXCLUSION_PATH.test(e.path) && !e.path.includes('%{')))
-    && (e.argument === null || _SAFE_ARGUMENT.test(e.argument))
+    && (e.path === null || (WAF_EXCLUSION_PATH.test(e.path) && !e.path.includes('%{')))
+    && (e.argument === null || WAF_EXCLUSION_ARGUMENT.test(e.argument))
   if (!ok) throw new Error(`unsafe WAF exclusion refused: ${JSON.stringify(e)}`)
 }
 
