@@ -235,7 +235,10 @@ describe('the web UI in Chromium', () => {
 
   it('shows a request made during the test in the live tail, with the filter kept', async () => {
     await page.getByRole('link', { name: 'Logs' }).click()
-    await page.getByLabel('Path').fill('/live-tail-probe')
+    // The Security screen has "path-traversal" scenario checkboxes: match the
+    // Logs field exactly, once the Logs screen is the one showing.
+    await page.waitForURL(/\/logs/)
+    await page.getByLabel('Path', { exact: true }).fill('/live-tail-probe')
     await page.getByRole('button', { name: 'Apply filters' }).click()
     await page.waitForURL(/path=(%2F|\/)live-tail-probe/)
     await page.getByRole('button', { name: 'Live tail' }).click()
