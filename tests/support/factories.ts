@@ -1,30 +1,27 @@
 import type { HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
+import { HOST_DEFAULTS, hostBody, resolveHostFields, ruleBody, targetGroupBody } from '../../server/utils/hosts/schemas'
+import { hostFromRow, hostToRow, ruleFromRow, ruleToRow, targetGroupFromRow, targetGroupToRow } from '../../server/utils/hosts/records'
+
+// Hosts, groups and rules are made the way the panel makes them: the request
+// schema fills the defaults, the create path resolves the rest, and the row is
+// read back through the same mapper the snapshot and the presenters use.
+const _timestamps = { createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' }
 
 export function buildHostSnapshot(overrides: Partial<HostSnapshot> = {}): HostSnapshot {
   const id = overrides.id ?? 1
-  return {
-    id, domain: `host${id}.example.test`, aliases: [], target_group_id: 1, enabled: true,
-    tls_mode: 'none', tls_challenge: 'http', tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
-    lan_only: false, auth_required: false, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection',
-    rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false, engine_down_refuse: false,
-    waf_profile: 'full', waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
-    waf_body_limit_action: null, waf_allowed_content_types: null,
-    ...overrides,
-  }
+  const input = hostBody.parse({ domain: `host${id}.example.test`, target_group_id: 1, tls_mode: 'none' })
+  const host = hostFromRow({ id, ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), ..._timestamps })
+  return { ...host, ...overrides }
 }
 
 export function buildGroupSnapshot(overrides: Partial<TargetGroupSnapshot> = {}): TargetGroupSnapshot {
-  return {
-    id: 1, name: 'group', targets: [{ address: '10.0.0.5:8080', weight: 1 }], scheme: 'http', lb_policy: 'round_robin',
-    health_check: null, tls_skip_verify: false, ...overrides,
-  }
+  const input = targetGroupBody.parse({ name: 'group', targets: [{ address: '10.0.0.5:8080' }] })
+  return { ...targetGroupFromRow({ id: 1, ...targetGroupToRow(input), ..._timestamps }), ...overrides }
 }
 
 export function buildRuleSnapshot(overrides: Partial<RuleSnapshot> = {}): RuleSnapshot {
-  return {
-    id: 1, host_id: 1, priority: 100, path: '/api/*', methods: [], action: 'respond', target_group_id: null,
-    redirect_url: null, redirect_status: null, respond_status: 200, respond_body: 'ok', ...overrides,
-  }
+  const input = ruleBody.parse({ path: '/api/*', action: 'respond', respond_status: 200, respond_body: 'ok' })
+  return { ...ruleFromRow({ id: 1, hostId: 1, ...ruleToRow(input), ..._timestamps }), ...overrides }
 }
 
 export function buildSnapshot(overrides: Partial<ProxySnapshot> = {}): ProxySnapshot {

@@ -4,27 +4,20 @@ import { dnsProviders, hosts } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
-import { getSecretsBox } from '../core/secrets'
 import { logger } from '../core/log'
 import { UNCHANGED } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
-import type { ProxySnapshot } from '../proxy/build/types'
-import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, credentialRuleViolation, findDnsProvider, nameInZone, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
+import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
+import { DNS_PROVIDER_CATALOGUE, credentialRuleViolation, findDnsProvider, nameInZone, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
 
 type Row = typeof dnsProviders.$inferSelect
 const CREDENTIALS_LIMIT_BYTES = 4096
-const _owner = (name: string) => `dns_providers/${name}/credentials`
 
 function _definition(name: string): DnsProviderDefinition {
   const def = findDnsProvider(name)
   if (!def) throw notFound('DNS provider', name)
   return def
-}
-
-function _open(row: Row | undefined): Record<string, string> | null {
-  if (!row?.credentials) return null
-  return JSON.parse(getSecretsBox().open(row.credentials, _owner(row.name)))
 }
 
 /** A catalogue entry joined with its stored state; never a credential. */
@@ -92,14 +85,14 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
   const def = _definition(name)
   return writeTransaction(async (tx) => {
     const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
-    const credentials = mergeCredentials(def, _open(row), body.credentials)
+    const credentials = mergeCredentials(def, openDnsCredentials(row), body.credentials)
     if (body.enabled && !credentials) throw badRequest(`credentials: ${name} has none stored; send ${def.fields.filter((f) => f.required).map((f) => f.key).join(', ')}`)
     // Stored before the formats were checked (or imported from PROVIDER_A_API_TOKEN): enabling needs a valid one.
     const storedViolation = body.enabled && credentials && body.credentials === undefined ? credentialRuleViolation(def, credentials) : null
     if (storedViolation) throw badRequest(`${storedViolation}; the stored value does not, so send a new one`)
     // Untouched credentials keep their stored ciphertext; only new values are sealed.
     const sealed = body.credentials === undefined ? (row?.credentials ?? null)
-      : credentials ? getSecretsBox().seal(JSON.stringify(credentials), _owner(name)) : null
+      : credentials ? sealDnsCredentials(name, credentials) : null
     if (body.enabled && credentials?.zone) await _assertHostsInZone(tx, name, credentials.zone)
     const now = new Date().toISOString()
     await tx.insert(dnsProviders).values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
@@ -124,7 +117,7 @@ export async function assertDnsProviderUsable(exec: Executor, name: string | nul
   if (!findDnsProvider(name)) throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
   const row = await exec.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
   if (row?.enabled && row.credentials) {
-    const zone = _open(row)?.zone
+    const zone = openDnsCredentials(row)?.zone
     const outside = zone ? hostNames.find((n) => !nameInZone(n, zone)) : undefined
     if (outside) throw badRequest(`domain: ${outside} is outside the zone ${zone} that ${name} may update; use another provider or widen its zone under DNS providers`)
     return
@@ -140,7 +133,7 @@ export async function importLegacyProviderAToken(): Promise<void> {
   await writeTransaction(async (tx) => {
     const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, 'provider_a')).get()
     if (row?.credentials) return
-    const sealed = getSecretsBox().seal(JSON.stringify({ api_token: token }), _owner('provider_a'))
+    const sealed = sealDnsCredentials('provider_a', { api_token: token })
     const now = new Date().toISOString()
     await tx.insert(dnsProviders).values({ name: 'provider_a', enabled: true, credentials: sealed, updatedAt: now })
       .onConflictDoUpdate({ target: dnsProviders.name, set: { credentials: sealed, updatedAt: now } })
@@ -152,27 +145,12 @@ export async function importLegacyProviderAToken(): Promise<void> {
   })
 }
 
-/**
- * Decrypted credentials go into the snapshot only, on every reconcile, so a
- * rotation reaches the proxy without restarting it.
- */
-export async function addDnsProvidersToSnapshot(exec: Executor, snapshot: ProxySnapshot): Promise<void> {
-  const rows = new Map((await exec.select().from(dnsProviders)).map((r) => [r.name, r]))
-  for (const def of DNS_PROVIDER_CATALOGUE) {
-    const row = rows.get(def.name)
-    const credentials = row?.enabled ? _open(row) : null
-    if (credentials) snapshot.dnsProviders[def.name] = { module: def.module, credentials }
-    else if (!row && def.name === 'provider_a' && getConfig().providerAApiToken)
-      snapshot.dnsProviders[def.name] = { module: def.module, credentials: { api_token: PROVIDER_A_ENV_PLACEHOLDER } }
-  }
-}
-
 /** Every stored credential value that is secret (for redaction of proxy text), through the caller's transaction. */
 export async function dnsCredentialSecrets(exec: Executor): Promise<string[]> {
   const out: string[] = []
   for (const row of await exec.select().from(dnsProviders)) {
     const def = findDnsProvider(row.name)
-    const credentials = def ? _open(row) : null
+    const credentials = def ? openDnsCredentials(row) : null
     if (def && credentials) out.push(...secretCredentialValues(def, credentials))
   }
   return out

@@ -1,10 +1,11 @@
 import { eq, inArray, and, ne } from 'drizzle-orm'
 import { hostNames, hosts, targetGroups, wafExclusions } from '../../../db/schema'
-import { getDb, writeTransaction, type Tx } from '../core/db'
+import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/reconciler'
-import { HOST_BOOLEAN_DEFAULTS, type HostInput } from './schemas'
+import { HOST_DEFAULTS, resolveHostFields, type HostInput } from './schemas'
+import { hostFromRow, hostToRow } from './records'
 import { assertDnsProviderUsable } from './dns-providers'
 import { findDnsProvider } from './dns-catalogue'
 import { certificateSummaries } from './cert-expiry'
@@ -12,11 +13,9 @@ import { syncTrueDetectProfiles } from '../security/profiles'
 import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
-import { WAF_DEFAULT_FAMILIES } from '../proxy/build/waf-rules'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
-type Executor = Tx | ReturnType<typeof getDb>
 
 async function _present(row: HostRow, exec: Executor = getDb()) {
   return presentHost(row, (await certificateSummaries([row], exec)).get(row.id) ?? null)
@@ -59,36 +58,6 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
     throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
 }
 
-type _WafColumns = Pick<HostRow, 'wafProfile' | 'wafFamilies' | 'wafBodyLimitKb' | 'wafBodyMaxArgs' | 'wafJsonMaxDepth' | 'wafBodyLimitAction' | 'wafAllowedContentTypes'>
-const _WAF_DEFAULTS: _WafColumns = {
-  wafProfile: 'full', wafFamilies: [...WAF_DEFAULT_FAMILIES], wafBodyLimitKb: null, wafBodyMaxArgs: null, wafJsonMaxDepth: null,
-  wafBodyLimitAction: null, wafAllowedContentTypes: null,
-}
-
-/** WAF fields left out keep what is stored (the defaults on create), as the optional booleans do. */
-function _wafColumns(input: HostInput, stored: _WafColumns): _WafColumns {
-  const pick = <T>(value: T | undefined, current: T): T => (value === undefined ? current : value)
-  return {
-    wafProfile: pick(input.waf_profile, stored.wafProfile), wafFamilies: pick(input.waf_families, stored.wafFamilies),
-    wafBodyLimitKb: pick(input.waf_body_limit_kb, stored.wafBodyLimitKb), wafBodyMaxArgs: pick(input.waf_body_max_args, stored.wafBodyMaxArgs),
-    wafJsonMaxDepth: pick(input.waf_json_max_depth, stored.wafJsonMaxDepth), wafBodyLimitAction: pick(input.waf_body_limit_action, stored.wafBodyLimitAction),
-    wafAllowedContentTypes: pick(input.waf_allowed_content_types, stored.wafAllowedContentTypes),
-  }
-}
-
-function _columns(input: HostInput, booleans: typeof HOST_BOOLEAN_DEFAULTS) {
-  return {
-    domain: input.domain, aliases: input.aliases, targetGroupId: input.target_group_id,
-    tlsMode: input.tls_mode, tlsChallenge: input.tls_challenge, tlsEmail: input.tls_email, tlsDnsProvider: input.tls_dns_provider,
-    tlsAcmeCaUrl: input.tls_acme_ca_url, wafMode: input.waf_mode, rateLimitRps: input.rate_limit_rps, rateLimitBurst: input.rate_limit_burst,
-    enabled: input.enabled ?? booleans.enabled, lanOnly: input.lan_only ?? booleans.lan_only,
-    trueDetectMode: input.true_detect_mode ?? booleans.true_detect_mode, authRequired: input.auth_required ?? booleans.auth_required,
-    engineDownRefuse: input.engine_down_refuse ?? booleans.engine_down_refuse,
-    wafEnabled: input.waf_enabled ?? booleans.waf_enabled, rateLimitEnabled: input.rate_limit_enabled ?? booleans.rate_limit_enabled,
-    bouncerEnabled: input.bouncer_enabled ?? booleans.bouncer_enabled,
-  }
-}
-
 async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<void> {
   await tx.delete(hostNames).where(eq(hostNames.hostId, hostId))
   await tx.insert(hostNames).values([input.domain, ...input.aliases].map((name) => ({ name, hostId })))
@@ -112,25 +81,23 @@ export async function createHost(input: HostInput, ctx: AuditContext): Promise<H
     await _validateReferences(tx, input)
     await _assertNamesFree(tx, [input.domain, ...input.aliases])
     const now = new Date().toISOString()
-    const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), ..._wafColumns(input, _WAF_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
+    const row = (await tx.insert(hosts).values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now }).returning().get())!
     await _writeNames(tx, row.id, input)
     await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
   }))
 }
 
-/** Full replace; optional booleans left out keep their stored values. */
+/** Full replace; optional fields (booleans, WAF settings) left out keep their stored values. */
 export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
   return _afterHostChange(() => writeTransaction(async (tx) => {
     const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
     if (!current) throw notFound('host', id)
     await _validateReferences(tx, input, current.tlsMode)
     await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
-    const stored = {
-      enabled: current.enabled, lan_only: current.lanOnly, true_detect_mode: current.trueDetectMode, engine_down_refuse: current.engineDownRefuse, auth_required: current.authRequired,
-      waf_enabled: current.wafEnabled, rate_limit_enabled: current.rateLimitEnabled, bouncer_enabled: current.bouncerEnabled,
-    } as unknown as typeof HOST_BOOLEAN_DEFAULTS
-    const row = (await tx.update(hosts).set({ ..._columns(input, stored), ..._wafColumns(input, current), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
+    // Fields left out of the request keep their stored values.
+    const fields = resolveHostFields(input, hostFromRow(current))
+    const row = (await tx.update(hosts).set({ ...hostToRow(fields), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
     await _writeNames(tx, id, input)
     await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)

@@ -9,12 +9,11 @@ import { getSecretsBox } from '../core/secrets'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
-import type { ProxySnapshot } from '../proxy/build/types'
+import { manualCertFileNames } from './manual-cert-files'
 import { validateCertificateUpload } from './cert-validation'
 
 type Row = typeof manualCerts.$inferSelect
 const _keyOwner = (hostId: number) => `manual_certs/${hostId}/key`
-const _fileNames = (hostId: number) => ({ cert: `host-${hostId}.crt`, key: `host-${hostId}.key` })
 
 export function presentManualCert(row: Row, domain: string) {
   return {
@@ -41,13 +40,13 @@ function _writeAtomically(path: string, content: string, mode: number): void {
 function _writeFiles(row: Pick<Row, 'hostId' | 'certPem' | 'chainPem' | 'keySealed'>): void {
   const dir = getConfig().certsDir
   mkdirSync(dir, { recursive: true, mode: 0o700 })
-  const names = _fileNames(row.hostId)
+  const names = manualCertFileNames(row.hostId)
   _writeAtomically(join(dir, names.cert), row.certPem + (row.chainPem ?? ''), 0o644)
   _writeAtomically(join(dir, names.key), getSecretsBox().open(row.keySealed, _keyOwner(row.hostId)), 0o600)
 }
 
 function _removeFiles(hostId: number): void {
-  const names = _fileNames(hostId)
+  const names = manualCertFileNames(hostId)
   for (const n of [names.cert, names.key]) rmSync(join(getConfig().certsDir, n), { force: true })
 }
 
@@ -119,18 +118,10 @@ export async function deleteManualCert(hostId: number, revert: 'auto' | 'none', 
   return outcome
 }
 
-export async function addManualCertsToSnapshot(exec: Executor, snapshot: ProxySnapshot): Promise<void> {
-  const dir = getConfig().proxy.certsDir
-  for (const row of await exec.select({ hostId: manualCerts.hostId }).from(manualCerts)) {
-    const names = _fileNames(row.hostId)
-    snapshot.manualCerts.push({ hostId: row.hostId, certFile: join(dir, names.cert), keyFile: join(dir, names.key) })
-  }
-}
-
 /** At boot the files are re-derived from the database (a fresh shared volume, a restore). */
 export async function syncManualCertFiles(): Promise<void> {
   for (const row of await getDb().select().from(manualCerts)) {
-    const certPath = join(getConfig().certsDir, _fileNames(row.hostId).cert)
+    const certPath = join(getConfig().certsDir, manualCertFileNames(row.hostId).cert)
     if (existsSync(certPath) && readFileSync(certPath, 'utf8') === row.certPem + (row.chainPem ?? '')) continue
     _writeFiles(row)
     logger.info(`rewrote the certificate files of host ${row.hostId} from the database`)

@@ -6,6 +6,7 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import type { RuleInput } from './schemas'
 import { presentRule } from './present'
+import { ruleToRow } from './records'
 
 async function _assertHost(tx: Tx | ReturnType<typeof getDb>, hostId: number) {
   const host = await tx.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
@@ -19,15 +20,16 @@ async function _assertGroup(tx: Tx, input: RuleInput): Promise<void> {
   if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
 }
 
+/** Only the fields of the rule's action are kept; the others are stored as null. */
 function _columns(input: RuleInput) {
-  return {
-    priority: input.priority, path: input.path, methods: input.methods, action: input.action,
-    targetGroupId: input.action === 'proxy' ? input.target_group_id : null,
-    redirectUrl: input.action === 'redirect' ? input.redirect_url : null,
-    redirectStatus: input.action === 'redirect' ? (input.redirect_status ?? 302) : null,
-    respondStatus: input.action === 'respond' ? (input.respond_status ?? 200) : null,
-    respondBody: input.action === 'respond' ? (input.respond_body ?? '') : null,
-  }
+  return ruleToRow({
+    ...input,
+    target_group_id: input.action === 'proxy' ? input.target_group_id : null,
+    redirect_url: input.action === 'redirect' ? input.redirect_url : null,
+    redirect_status: input.action === 'redirect' ? (input.redirect_status ?? 302) : null,
+    respond_status: input.action === 'respond' ? (input.respond_status ?? 200) : null,
+    respond_body: input.action === 'respond' ? (input.respond_body ?? '') : null,
+  })
 }
 
 export async function listRulesOfHost(hostId: number) {

@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText } from '../core/validate'
 import {
-  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
+  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_DEFAULT_FAMILIES, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
 } from '../proxy/build/waf-rules'
 
 // Request shapes for hosts, target groups and rules. Anything that would be
@@ -73,10 +73,30 @@ export const hostBody = z.strictObject({
 })
 export type HostInput = z.infer<typeof hostBody>
 
-export const HOST_BOOLEAN_DEFAULTS = {
+/** What a stored host looks like (the API's answer, the proxy snapshot): the request shape with every default resolved. */
+export const hostRecord = hostBody.required().extend({ id: z.number().int() })
+export type Host = z.output<typeof hostRecord>
+/** A host's fields without its id: what a create or an update writes. */
+export type HostFields = Omit<Host, 'id'>
+
+type _OptionalHostField = { [K in keyof HostInput]-?: undefined extends HostInput[K] ? K : never }[keyof HostInput]
+/** The value a create gives each field a request may leave out; an update keeps the stored value instead. */
+export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   enabled: true, lan_only: false, true_detect_mode: false, engine_down_refuse: false, auth_required: false,
   waf_enabled: false, rate_limit_enabled: false, bouncer_enabled: true,
-} as const
+  waf_profile: 'full', waf_families: WAF_DEFAULT_FAMILIES, waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
+  waf_body_limit_action: null, waf_allowed_content_types: null,
+}
+
+/** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */
+export function resolveHostFields(input: HostInput, fallback: Pick<HostFields, _OptionalHostField>): HostFields {
+  const fields: Record<string, unknown> = {}
+  // Only the fields a request may leave out come from the fallback (a stored host also carries its id).
+  for (const key of Object.keys(HOST_DEFAULTS) as _OptionalHostField[]) fields[key] = fallback[key]
+  for (const [key, value] of Object.entries(input)) if (value !== undefined) fields[key] = value
+  // Arrays are copied so a later change to the input or the defaults never reaches a stored value.
+  return structuredClone(fields) as HostFields
+}
 
 function _isValidUpstreamHost(host: string): boolean {
   if (host.startsWith('[') && host.endsWith(']')) return isIP(host.slice(1, -1)) === 6
@@ -105,10 +125,12 @@ export const targetGroupBody = z.strictObject({
   tls_skip_verify: z.boolean().default(false),
 })
 export type TargetGroupInput = z.infer<typeof targetGroupBody>
+export const targetGroupRecord = targetGroupBody.extend({ id: z.number().int() })
+export type TargetGroup = z.output<typeof targetGroupRecord>
 
 const _METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
-export const ruleBody = z.strictObject({
+const _ruleFields = z.strictObject({
   priority: z.number().int().min(0).max(10_000).default(100),
   path: z.string().max(512).regex(/^\/[A-Za-z0-9\-._~\/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
   methods: z.array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` })).max(7).default([]),
@@ -126,10 +148,13 @@ export const ruleBody = z.strictObject({
       .refine(_noPlaceholders, 'must not contain braces (proxy placeholders)'),
     z.null(),
   ]).default(null),
-}).superRefine((r, ctx) => {
+})
+export const ruleBody = _ruleFields.superRefine((r, ctx) => {
   if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
 })
 export type RuleInput = z.infer<typeof ruleBody>
+export const ruleRecord = _ruleFields.extend({ id: z.number().int(), host_id: z.number().int() })
+export type Rule = z.output<typeof ruleRecord>
 
 
 const _ruleId = z.number().int('must be an integer').min(1, 'must be a rule id such as 942100').max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
@@ -147,6 +172,8 @@ export const wafExclusionBody = z.strictObject({
   note: safeText(200).nullable().default(null),
 })
 export type WafExclusionInput = z.infer<typeof wafExclusionBody>
+export const wafExclusionRecord = wafExclusionBody.extend({ id: z.number().int(), host_id: z.number().int(), source_log_id: z.number().int().nullable() })
+export type WafExclusion = z.output<typeof wafExclusionRecord>
 
 /** One click from a waf_audit row: its host and rule; `path` scope (default) or the whole host. */
 export const wafExclusionFromLogBody = z.strictObject({

@@ -6,13 +6,8 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import type { TargetGroupInput } from './schemas'
 import { presentTargetGroup } from './present'
+import { targetGroupToRow } from './records'
 
-function _columns(input: TargetGroupInput) {
-  return {
-    name: input.name, targets: input.targets, scheme: input.scheme, lbPolicy: input.lb_policy,
-    healthCheck: input.health_check, tlsSkipVerify: input.tls_skip_verify,
-  }
-}
 
 function _duplicateName(err: unknown, name: string): never {
   if (isUniqueViolation(err)) throw conflict(`name: a target group named "${name}" already exists`)
@@ -32,7 +27,7 @@ export async function getTargetGroup(id: number) {
 export async function createTargetGroup(input: TargetGroupInput, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
     const now = new Date().toISOString()
-    const row = (await tx.insert(targetGroups).values({ ..._columns(input), createdAt: now, updatedAt: now }).returning().get()
+    const row = (await tx.insert(targetGroups).values({ ...targetGroupToRow(input), createdAt: now, updatedAt: now }).returning().get()
       .catch((err) => _duplicateName(err, input.name)))!
     await writeAudit(ctx, 'target_group_create', { target_group_id: row.id, name: row.name }, tx)
     // An unused group changes nothing in the proxy; the builder output stays the same.
@@ -44,7 +39,7 @@ export async function updateTargetGroup(id: number, input: TargetGroupInput, ctx
   return writeTransaction(async (tx) => {
     const current = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, id)).get()
     if (!current) throw notFound('target group', id)
-    const row = (await tx.update(targetGroups).set({ ..._columns(input), updatedAt: new Date().toISOString() }).where(eq(targetGroups.id, id)).returning().get()
+    const row = (await tx.update(targetGroups).set({ ...targetGroupToRow(input), updatedAt: new Date().toISOString() }).where(eq(targetGroups.id, id)).returning().get()
       .catch((err) => _duplicateName(err, input.name)))!
     await writeAudit(ctx, 'target_group_update', { target_group_id: id, name: row.name }, tx)
     return { ...presentTargetGroup(row), reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} updated`)) }

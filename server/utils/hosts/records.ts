@@ -1,0 +1,76 @@
+import { hosts, rules, targetGroups, wafExclusions } from '../../../db/schema'
+import type { Executor } from '../core/db'
+import { camelCaseKeys, snakeCaseKeys, type SameKeys, type SnakeCased } from '../core/row-keys'
+import type { Host, HostFields, Rule, TargetGroup, WafExclusion } from './schemas'
+
+// One row <-> domain mapper per table, used by the presenters, the proxy snapshot
+// and the test factories; and the reads the snapshot makes. Imports nothing from
+// proxy/: the snapshot depends on hosts/, never the reverse.
+
+type HostRow = typeof hosts.$inferSelect
+type TargetGroupRow = typeof targetGroups.$inferSelect
+type RuleRow = typeof rules.$inferSelect
+type WafExclusionRow = typeof wafExclusions.$inferSelect
+type _Timestamps = 'createdAt' | 'updatedAt'
+
+// The compiler compares each table with its zod record: a field added to one and
+// not the other fails the type check here (the values are checked by the returns below).
+const _hostColumnsMatch: SameKeys<SnakeCased<Omit<HostRow, _Timestamps>>, Host> = true
+const _groupColumnsMatch: SameKeys<SnakeCased<Omit<TargetGroupRow, _Timestamps>>, TargetGroup> = true
+const _ruleColumnsMatch: SameKeys<SnakeCased<Omit<RuleRow, _Timestamps>>, Rule> = true
+const _exclusionColumnsMatch: SameKeys<SnakeCased<Omit<WafExclusionRow, 'createdAt'>>, WafExclusion> = true
+void [_hostColumnsMatch, _groupColumnsMatch, _ruleColumnsMatch, _exclusionColumnsMatch]
+
+/** When a row was created and last changed, as the API shows them. */
+export function timestampsOf(row: { createdAt: string; updatedAt: string }) {
+  return { created_at: row.createdAt, updated_at: row.updatedAt }
+}
+
+export function hostFromRow(row: HostRow): Host {
+  const { createdAt: _created, updatedAt: _updated, ...columns } = row
+  return snakeCaseKeys(columns)
+}
+
+/** The columns a create or an update writes (timestamps are the caller's). */
+export function hostToRow(fields: HostFields): Omit<HostRow, 'id' | _Timestamps> {
+  return camelCaseKeys(fields)
+}
+
+export function targetGroupFromRow(row: TargetGroupRow): TargetGroup {
+  const { createdAt: _created, updatedAt: _updated, ...columns } = row
+  return snakeCaseKeys(columns)
+}
+
+export function targetGroupToRow(fields: Omit<TargetGroup, 'id'>): Omit<TargetGroupRow, 'id' | _Timestamps> {
+  return camelCaseKeys(fields)
+}
+
+export function ruleFromRow(row: RuleRow): Rule {
+  const { createdAt: _created, updatedAt: _updated, ...columns } = row
+  return snakeCaseKeys(columns)
+}
+
+export function ruleToRow(fields: Omit<Rule, 'id' | 'host_id'>): Omit<RuleRow, 'id' | 'hostId' | _Timestamps> {
+  return camelCaseKeys(fields)
+}
+
+export function wafExclusionFromRow(row: WafExclusionRow): WafExclusion {
+  const { createdAt: _created, ...columns } = row
+  return snakeCaseKeys(columns)
+}
+
+export async function readHosts(exec: Executor): Promise<Host[]> {
+  return (await exec.select().from(hosts)).map(hostFromRow)
+}
+
+export async function readTargetGroups(exec: Executor): Promise<TargetGroup[]> {
+  return (await exec.select().from(targetGroups)).map(targetGroupFromRow)
+}
+
+export async function readRules(exec: Executor): Promise<Rule[]> {
+  return (await exec.select().from(rules)).map(ruleFromRow)
+}
+
+export async function readWafExclusions(exec: Executor): Promise<WafExclusion[]> {
+  return (await exec.select().from(wafExclusions)).map(wafExclusionFromRow)
+}
