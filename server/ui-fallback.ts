@@ -1,6 +1,7 @@
-import { defineEventHandler, createError, getCookie, setResponseHeader } from 'h3'
+import { defineEventHandler, getCookie, setResponseHeader } from 'h3'
 import { useStorage } from 'nitropack/runtime'
 import { SESSION_COOKIE, resolveSession } from './utils/auth/sessions'
+import { pathNotFound } from './utils/core/errors'
 
 // Every page of the web UI (/, /login, /hosts/12, ...) is answered with the
 // SPA's index.html; real files under ui/dist are served before this by the
@@ -12,12 +13,12 @@ import { SESSION_COOKIE, resolveSession } from './utils/auth/sessions'
 // wrong method on a real route keeps its 405 instead of landing here.
 export default defineEventHandler(async (event) => {
   const path = event.path.split('?')[0]!
-  const notFound = () => createError({ statusCode: 404, statusMessage: 'Not Found', message: `no route for ${event.method} ${path}` })
+  const notFound = () => pathNotFound(`no route for ${event.method} ${path}`)
   // A missing file (/favicon.ico, /assets/old-hash.js) is a 404, not the app.
   if (path === '/api' || path.startsWith('/api/') || path.startsWith('/auth/') || (/\.[a-z0-9]+$/i.test(path) && path !== '/index.html'))
     throw notFound()
   const html = await useStorage('assets:ui').getItem<string>('index.html')
-  if (!html) throw createError({ statusCode: 404, statusMessage: 'Not Found', message: 'the web UI is not built: run npm run build' })
+  if (!html) throw pathNotFound('the web UI is not built: run npm run build')
   const page = typeof html === 'string' ? html : new TextDecoder().decode(html as any)
   const session = await resolveSession(getCookie(event, SESSION_COOKIE))
   setResponseHeader(event, 'content-type', 'text/html; charset=utf-8')

@@ -1,5 +1,5 @@
 import { defineEventHandler } from 'h3'
-import { createError } from 'h3'
+import { pathNotFound } from '../utils/core/errors'
 
 // Interfaces the spec retired (Versioning 3) answer 404 with what replaced them,
 // even where a newer route shares their path shape (and would answer 405).
@@ -12,5 +12,5 @@ const _RETIRED: Array<{ method?: string; path: RegExp; instead: string }> = [
 export default defineEventHandler((event) => {
   const path = event.path.split('?')[0]!
   const hit = _RETIRED.find((r) => r.path.test(path) && (!r.method || r.method === event.method))
-  if (hit) throw createError({ statusCode: 404, statusMessage: 'Not Found', message: `${event.method} ${path} was removed; use ${hit.instead}` })
+  if (hit) throw pathNotFound(`${event.method} ${path} was removed; use ${hit.instead}`)
 })

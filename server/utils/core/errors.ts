@@ -20,12 +20,18 @@ export const unauthorized = (why = 'authentication required: log in first') => _
 export const forbidden = (why: string) => _httpError(403, why)
 export const notFound = (kind: string, id?: string | number) =>
   _httpError(404, id === undefined ? `${kind} not found` : `${kind} ${id} not found`)
+/** A path that serves nothing (an unknown or retired route, a missing file): the message says what to use instead. */
+export const pathNotFound = (why: string) => _httpError(404, why)
 export const conflict = (why: string) => _httpError(409, why)
 export const payloadTooLarge = (limitBytes: number) =>
   _httpError(413, `request body too large: the limit is ${limitBytes} bytes`)
 export const tooManyRequests = (why: string, retryAfterSeconds: number) =>
   _httpError(429, why, { retryAfterSeconds })
 export const proxyRejected = (proxyText: string) => _httpError(502, `proxy rejected configuration: ${proxyText}`)
+/** A component answered, but with an error (its text already redacted by the caller). */
+export const upstreamFailed = (what: string) => _httpError(502, what)
+/** An operation of the panel's own failed (a backup that could not be written); the message says which and why. */
+export const operationFailed = (what: string) => _httpError(500, what)
 export const upstreamUnavailable = (component: string, detail: string) =>
   _httpError(503, `${component} unavailable: ${detail}`)
 

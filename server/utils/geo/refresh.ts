@@ -1,5 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { Reader } from 'maxmind'
@@ -8,7 +7,8 @@ import { getSetting } from '../core/settings'
 import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
-import { createError } from 'h3'
+import { writeFileAtomically } from '../core/files'
+import { upstreamFailed } from '../core/errors'
 import { geoFilePath, geoFileStatus, openGeoReader, type GeoKind } from './readers'
 
 // Downloads country.mmdb and asn.mmdb (plain or gzip), checks that each opens
@@ -48,9 +48,7 @@ export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshSta
       if (!urls[kind]) throw new Error('no URL configured')
       const data = checkMmdb(await _download(urls[kind]))
       const path = geoFilePath(kind)
-      mkdirSync(dirname(path), { recursive: true })
-      writeFileSync(`${path}.tmp`, data)
-      renameSync(`${path}.tmp`, path)
+      writeFileAtomically(path, data)
       openGeoReader(kind, true)
     } catch (err) {
       errors[kind] = (err as Error).message
@@ -63,7 +61,7 @@ export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshSta
     await writeAudit(ctx, 'geoip_refresh', { status: state.last_refresh_status, failed: Object.keys(errors) })
   })
   if (Object.keys(errors).length && ctx.actor !== 'system:geoip-refresh') {
-    throw createError({ statusCode: 502, statusMessage: 'Bad Gateway', message: `geolocation refresh failed: ${Object.entries(errors).map(([k, v]) => `${k}: ${v}`).join('; ')}` })
+    throw upstreamFailed(`geolocation refresh failed: ${Object.entries(errors).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
   return state
 }

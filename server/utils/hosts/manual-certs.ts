@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { hosts, manualCerts } from '../../../db/schema'
@@ -8,6 +8,7 @@ import { getConfig } from '../core/config'
 import { getSecretsBox } from '../core/secrets'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
+import { writeFileAtomically } from '../core/files'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { manualCertFileNames } from './manual-cert-files'
 import { validateCertificateUpload } from './cert-validation'
@@ -29,20 +30,13 @@ export async function manualCertKeySecrets(exec: Executor): Promise<string[]> {
   return rows.map((r) => getSecretsBox().open(r.keySealed, _keyOwner(r.hostId)))
 }
 
-function _writeAtomically(path: string, content: string, mode: number): void {
-  const tmp = `${path}.tmp-${process.pid}`
-  writeFileSync(tmp, content, { mode })
-  chmodSync(tmp, mode)
-  renameSync(tmp, path)
-}
-
 /** Writes leaf+chain and key where the proxy loads them (temp file + rename, key 0600). */
 function _writeFiles(row: Pick<Row, 'hostId' | 'certPem' | 'chainPem' | 'keySealed'>): void {
   const dir = getConfig().certsDir
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const names = manualCertFileNames(row.hostId)
-  _writeAtomically(join(dir, names.cert), row.certPem + (row.chainPem ?? ''), 0o644)
-  _writeAtomically(join(dir, names.key), getSecretsBox().open(row.keySealed, _keyOwner(row.hostId)), 0o600)
+  writeFileAtomically(join(dir, names.cert), row.certPem + (row.chainPem ?? ''), 0o644)
+  writeFileAtomically(join(dir, names.key), getSecretsBox().open(row.keySealed, _keyOwner(row.hostId)), 0o600)
 }
 
 function _removeFiles(hostId: number): void {

@@ -1,5 +1,7 @@
+import { eq } from 'drizzle-orm'
 import { hosts, rules, targetGroups, wafExclusions } from '../../../db/schema'
 import type { Executor } from '../core/db'
+import { notFound } from '../core/errors'
 import { camelCaseKeys, snakeCaseKeys, type SameKeys, type SnakeCased } from '../core/row-keys'
 import type { Host, HostFields, Rule, TargetGroup, WafExclusion } from './schemas'
 
@@ -73,4 +75,11 @@ export async function readRules(exec: Executor): Promise<Rule[]> {
 
 export async function readWafExclusions(exec: Executor): Promise<WafExclusion[]> {
   return (await exec.select().from(wafExclusions)).map(wafExclusionFromRow)
+}
+
+/** The host a rule, an exclusion or a certificate belongs to; 404 when there is none. */
+export async function hostIdAndDomain(exec: Executor, hostId: number): Promise<{ id: number; domain: string }> {
+  const host = await exec.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
+  if (!host) throw notFound('host', hostId)
+  return host
 }

@@ -1,18 +1,12 @@
 import { asc, eq } from 'drizzle-orm'
-import { hosts, rules, targetGroups } from '../../../db/schema'
+import { rules, targetGroups } from '../../../db/schema'
 import { getDb, writeTransaction, type Tx } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import type { RuleInput } from './schemas'
 import { presentRule } from './present'
-import { ruleToRow } from './records'
-
-async function _assertHost(tx: Tx | ReturnType<typeof getDb>, hostId: number) {
-  const host = await tx.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
-  if (!host) throw notFound('host', hostId)
-  return host
-}
+import { hostIdAndDomain, ruleToRow } from './records'
 
 async function _assertGroup(tx: Tx, input: RuleInput): Promise<void> {
   if (input.target_group_id === null) return
@@ -33,13 +27,13 @@ function _columns(input: RuleInput) {
 }
 
 export async function listRulesOfHost(hostId: number) {
-  await _assertHost(getDb(), hostId)
+  await hostIdAndDomain(getDb(), hostId)
   return (await getDb().select().from(rules).where(eq(rules.hostId, hostId)).orderBy(asc(rules.priority), asc(rules.id))).map(presentRule)
 }
 
 export async function createRule(hostId: number, input: RuleInput, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
-    const host = await _assertHost(tx, hostId)
+    const host = await hostIdAndDomain(tx, hostId)
     await _assertGroup(tx, input)
     const now = new Date().toISOString()
     const row = (await tx.insert(rules).values({ hostId, ..._columns(input), createdAt: now, updatedAt: now }).returning().get())!

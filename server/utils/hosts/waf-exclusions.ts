@@ -1,29 +1,24 @@
 import { asc, eq } from 'drizzle-orm'
-import { hosts, logs, wafExclusions } from '../../../db/schema'
+import { logs, wafExclusions } from '../../../db/schema'
 import { getDb, writeTransaction, type Tx } from '../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { presentWafExclusion } from './present'
+import { hostIdAndDomain } from './records'
 import { WAF_EXCLUSION_PATH } from '../proxy/build/waf-rules'
 import type { WafExclusionFromLogInput, WafExclusionInput } from './schemas'
 
 // Per-host WAF rule exclusions (docs/waf.md): the first answer to a false positive.
 // Each change is pushed to the proxy in the same transaction as its audit row.
 
-async function _host(tx: Tx | ReturnType<typeof getDb>, hostId: number) {
-  const host = await tx.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
-  if (!host) throw notFound('host', hostId)
-  return host
-}
-
 export async function listWafExclusions(hostId: number) {
-  await _host(getDb(), hostId)
+  await hostIdAndDomain(getDb(), hostId)
   return (await getDb().select().from(wafExclusions).where(eq(wafExclusions.hostId, hostId)).orderBy(asc(wafExclusions.id))).map(presentWafExclusion)
 }
 
 async function _insert(tx: Tx, hostId: number, input: WafExclusionInput, sourceLogId: number | null, ctx: AuditContext) {
-  const host = await _host(tx, hostId)
+  const host = await hostIdAndDomain(tx, hostId)
   let row: typeof wafExclusions.$inferSelect
   try {
     row = (await tx.insert(wafExclusions).values({

@@ -3,7 +3,7 @@ import { closeSync, openSync, readSync, statSync, type Stats } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { sql } from 'drizzle-orm'
+import { acquireLease, releaseLease } from '../core/lease'
 import type { InStatement } from '@libsql/client'
 import { getClient, getDb, runWrite } from '../core/db'
 import { getConfig } from '../core/config'
@@ -208,20 +208,6 @@ export async function ingestFile(path: string, source: LogSource): Promise<numbe
 
 const _holder = () => `ingester@${hostname()}:${getConfig().dataDir}`
 
-async function _acquireIngesterLease(): Promise<boolean> {
-  const now = Date.now(), holder = _holder()
-  return runWrite(async () => {
-    const r = await getDb().run(sql`INSERT INTO leases (name, holder, expires_at_ms) VALUES (${_LEASE}, ${holder}, ${now + _LEASE_TTL_MS})
-      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
-      WHERE leases.holder = ${holder} OR leases.expires_at_ms < ${now}`)
-    return r.rowsAffected > 0
-  })
-}
-
-async function _releaseIngesterLease(): Promise<void> {
-  await runWrite(() => getDb().run(sql`DELETE FROM leases WHERE name = ${_LEASE} AND holder = ${_holder()}`))
-}
-
 // --- the loop -------------------------------------------------------------
 
 let _timer: NodeJS.Timeout | undefined
@@ -254,7 +240,7 @@ async function _tick(dir: string): Promise<void> {
   if (Date.now() >= _nextLeaseCheckMs) {
     // The leader renews at half the lease's life; another panel retries every 5 s.
     try {
-      _status.leader = await _acquireIngesterLease()
+      _status.leader = await acquireLease(_LEASE, _LEASE_TTL_MS, _holder())
       _nextLeaseCheckMs = Date.now() + (_status.leader ? _LEASE_TTL_MS / 2 : 5_000)
     } catch (err) { await _reportError('lease', err); return }
   }
@@ -302,5 +288,5 @@ export async function stopIngester(): Promise<void> {
   _stopped = true
   if (_timer) clearTimeout(_timer)
   await _running?.catch(() => {})
-  if (_status.leader) await _releaseIngesterLease().catch(() => {})
+  if (_status.leader) await releaseLease(_LEASE, _holder()).catch(() => {})
 }

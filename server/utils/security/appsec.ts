@@ -3,7 +3,8 @@ import { getConfig } from '../core/config'
 import { getSetting, updateSettings } from '../core/settings'
 import { upstreamUnavailable } from '../core/errors'
 import type { AuditContext } from '../core/audit'
-import { cleanCheck, insideFolder, readFileOrNull, withEngineFiles, writeFileAtomically, type SurfaceCheck } from './engine-files'
+import { cleanCheck, insideFolder, readFileOrNull, withEngineFiles, type SurfaceCheck } from './engine-files'
+import { writeFileAtomically } from '../core/files'
 
 // CRS anomaly thresholds for the engine's AppSec component, written as a
 // panel-owned CRS plugin file in the engine's data folder. The project's AppSec

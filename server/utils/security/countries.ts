@@ -12,7 +12,7 @@ import { geoVersion, openGeoReader } from '../geo/readers'
 import { listCountryNets } from '../geo/walker'
 import { rollUpNets } from '../geo/rollup'
 import { formatNet, parseCidr, subtractNetworks } from '../geo/ip'
-import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, LapiUnreachable } from './lapi'
+import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, rangeBanAlert } from './lapi'
 import { invalidateDecisionCache } from './decisions'
 
 // Country bans: the bouncer ignores scope Country, so a ban is expanded into
@@ -94,13 +94,7 @@ async function _update(id: number, set: Partial<JobRow>) {
 }
 
 function _alertFor(cc: string, chunk: string[], index: number, total: number, duration: string) {
-  const now = new Date().toISOString()
-  return [{
-    scenario: `panel/country-ban:${cc}`, scenario_hash: '', scenario_version: '', message: `country ban ${cc} chunk ${index + 1}/${total}`,
-    events_count: 1, start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [],
-    source: { scope: 'Range', value: chunk[0] },
-    decisions: chunk.map((value) => ({ origin: originOf(cc), type: 'ban', scope: 'Range', value, duration, scenario: `panel/country-ban:${cc}` })),
-  }]
+  return rangeBanAlert({ scenario: `panel/country-ban:${cc}`, message: `country ban ${cc} chunk ${index + 1}/${total}`, origin: originOf(cc), ranges: chunk, duration })
 }
 
 /**
@@ -159,7 +153,9 @@ async function _runJob(job: JobRow): Promise<void> {
         logger.warn(`country ${cc}: chunk ${i + 1}/${chunks.length} failed: ${_describe(err)}`)
       }
       await _update(job.id, { chunksDone: i + 1 - failed, chunksFailed: failed, cidrCommitted: committed.length })
-      await acquireLease(_LEASE, _LEASE_TTL_MS)
+      // The lease expired during a slow chunk and another panel's worker took it:
+      // two workers must never expand at once, so this one stops (the job fails, saying why).
+      if (!(await acquireLease(_LEASE, _LEASE_TTL_MS))) throw new Error(`stopped after chunk ${i + 1}/${chunks.length}: another panel took over the country expansion lease`)
     }
     await invalidateDecisionCache()
     const done = new Date().toISOString()
@@ -181,8 +177,7 @@ async function _runJob(job: JobRow): Promise<void> {
 }
 
 function _describe(err: unknown): string {
-  const e = err as Error & { statusMessage?: string }
-  return err instanceof LapiUnreachable ? e.message : (e.message || String(err))
+  return (err as Error).message || String(err)
 }
 
 /** The worker: holds the global lease while pending jobs remain, one job at a time, oldest first. */
@@ -195,6 +190,8 @@ export async function runPendingJobs(): Promise<number> {
       if (!next) break
       await _runJob(next)
       ran++
+      // A job may outlast the lease: without it, the next job is left to the panel that holds it.
+      if (!(await acquireLease(_LEASE, _LEASE_TTL_MS))) break
     }
   } finally {
     await releaseLease(_LEASE)

@@ -1,5 +1,5 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname, relative, resolve, isAbsolute } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { relative, resolve, isAbsolute } from 'node:path'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { getConfig } from '../core/config'
 import { upstreamUnavailable } from '../core/errors'
@@ -18,14 +18,6 @@ export function insideFolder(folder: string, ...parts: string[]): string {
   const rel = relative(folder, path)
   if (!rel || rel.startsWith('..') || isAbsolute(rel)) throw new Error(`refusing a path outside ${folder}`)
   return path
-}
-
-export function writeFileAtomically(path: string, content: string, mode = 0o644): void {
-  mkdirSync(dirname(path), { recursive: true })
-  const tmp = `${path}.panel-tmp`
-  writeFileSync(tmp, content, { mode })
-  chmodSync(tmp, mode)
-  renameSync(tmp, path)
 }
 
 /** YAML double-quoted scalar (values are validated before; this only escapes). */

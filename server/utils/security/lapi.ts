@@ -1,7 +1,6 @@
 import { isIP } from 'node:net'
 import { getConfig } from '../core/config'
-import { upstreamUnavailable } from '../core/errors'
-import { createError } from 'h3'
+import { upstreamFailed, upstreamUnavailable } from '../core/errors'
 import { PANEL_VERSION } from '../core/version'
 import { redactSecrets } from '../core/redact'
 
@@ -24,7 +23,7 @@ async function _engineError(status: number, body: string) {
   let text = body
   try { text = JSON.parse(body).message ?? body } catch { /* plain */ }
   const message = await redactSecrets(`security engine answered ${status}: ${String(text).slice(0, 300)}`)
-  return createError({ statusCode: 502, statusMessage: 'Bad Gateway', message })
+  return upstreamFailed(message)
 }
 
 async function _send(path: string, init: RequestInit & { query?: Record<string, string>; timeoutMs?: number }): Promise<Response> {
@@ -119,6 +118,20 @@ export async function pullDecisionStream(startup: boolean, opts: { timeoutMs?: n
   if (res.status !== 200) throw await _engineError(res.status, text)
   const body = (text ? JSON.parse(text) : null) as { new?: LapiDecision[] | null; deleted?: LapiDecision[] | null } | null
   return { new: body?.new ?? [], deleted: body?.deleted ?? [] }
+}
+
+/**
+ * The body of POST /v1/alerts (machine route) that bans a list of ranges: one
+ * alert whose decisions all carry `origin`, so one DELETE ?origin= revokes them.
+ */
+export function rangeBanAlert(opts: { scenario: string; message: string; origin: string; ranges: string[]; duration: string }) {
+  const now = new Date().toISOString()
+  return [{
+    scenario: opts.scenario, scenario_hash: '', scenario_version: '', message: opts.message,
+    events_count: 1, start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [],
+    source: { scope: 'Range', value: opts.ranges[0] },
+    decisions: opts.ranges.map((value) => ({ origin: opts.origin, type: 'ban', scope: 'Range', value, duration: opts.duration, scenario: opts.scenario })),
+  }]
 }
 
 /** Every active decision (the LAPI's null becomes []). */

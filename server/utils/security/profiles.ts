@@ -4,7 +4,8 @@ import { hosts } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
-import { cleanCheck, readFileOrNull, writeFileAtomically, yamlString, type SurfaceCheck } from './engine-files'
+import { cleanCheck, readFileOrNull, yamlString, type SurfaceCheck } from './engine-files'
+import { writeFileAtomically } from '../core/files'
 
 // true_detect_mode: a profile placed before the engine's default profiles that
 // matches WAF (AppSec) alerts for the host and stops evaluation with no

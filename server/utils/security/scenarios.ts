@@ -8,7 +8,8 @@ import { badRequest, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
-import { cleanCheck, insideFolder, readFileOrNull, withEngineFiles, writeFileAtomically, type SurfaceCheck } from './engine-files'
+import { cleanCheck, insideFolder, readFileOrNull, withEngineFiles, type SurfaceCheck } from './engine-files'
+import { writeFileAtomically } from '../core/files'
 
 // Installed scenarios are files in <config>/scenarios: symlinks into the hub
 // (hub items) or plain files (local items). Disabling one removes its symlink,

@@ -11,7 +11,8 @@ import { safeText } from '../core/validate'
 import { reconcileInTransaction } from '../proxy/reconciler'
 import { deleteDecisionsMatching } from './lapi'
 import { invalidateDecisionCache } from './decisions'
-import { cleanCheck, engineConfigDir, insideFolder, readFileOrNull, withEngineFiles, writeFileAtomically, yamlString, type SurfaceCheck } from './engine-files'
+import { cleanCheck, engineConfigDir, insideFolder, readFileOrNull, withEngineFiles, yamlString, type SurfaceCheck } from './engine-files'
+import { writeFileAtomically } from '../core/files'
 
 export const WHITELIST_FILE = ['parsers', 's02-enrich', 'panel-whitelist.yaml']
 
