@@ -1,16 +1,26 @@
 import { defineNitroPlugin } from 'nitropack/runtime'
 import { whenBootReady } from '../utils/core/boot'
-import { startEngineProbe, stopEngineProbe } from '../utils/security/engine-health'
+import { declareBackgroundJob } from '../utils/core/runtime-state'
+import { registerSystemHealthSection } from '../utils/ops/health'
+import { securityEngineHealth, startEngineProbe, stopEngineProbe } from '../utils/security/engine-health'
 import { startDriftDetector, stopDriftDetector } from '../utils/security/drift'
-import { startDecisionMirror, stopDecisionMirror } from '../utils/security/mirror'
+import { mirrorEnabled, mirrorHealth, startDecisionMirror, stopDecisionMirror } from '../utils/security/mirror'
 
-// At boot the engine's files are re-derived from the database by the drift
-// detector's first check (each re-application audited), then checked every interval.
+// The security engine subsystem: the reachability probe, the decision mirror and
+// the drift detector, with their health sections. At boot the engine's files are
+// re-derived from the database by the drift detector's first check (each
+// re-application audited), then checked every interval.
 export default defineNitroPlugin((nitroApp) => {
+  registerSystemHealthSection('security_engine', securityEngineHealth)
+  registerSystemHealthSection('decision_mirror', mirrorHealth)
+  declareBackgroundJob('security:engine-probe', 'loop')
+  declareBackgroundJob('security:drift', 'loop')
   whenBootReady().then(() => {
     startEngineProbe()
+    // Without the panel's own bouncer key there is no mirror (and no loop to show).
+    if (mirrorEnabled()) declareBackgroundJob('security:decision-mirror', 'loop')
     startDecisionMirror()
     startDriftDetector()
   }, () => {})
-  nitroApp.hooks.hook('close', () => { stopEngineProbe(); stopDecisionMirror(); stopDriftDetector() })
+  nitroApp.hooks.hook('close', () => Promise.all([stopEngineProbe(), stopDecisionMirror(), stopDriftDetector()]).then(() => {}))
 })

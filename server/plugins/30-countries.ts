@@ -1,21 +1,29 @@
 import { defineNitroPlugin, runTask } from 'nitropack/runtime'
 import { whenBootReady } from '../utils/core/boot'
+import { startLoop, type Loop } from '../utils/core/background'
 import { getConfig } from '../utils/core/config'
 import { logger } from '../utils/core/log'
+import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { failJobsOfPreviousInstances, reconcileCountryBans } from '../utils/security/countries'
 import { geoFileMissing } from '../utils/geo/refresh'
 
-// Boot: jobs of a previous process fail with "panel restarted"; a missing
-// geolocation file is fetched in the background; the country reconciler ticks.
+// Country bans and geolocation. Boot: jobs of a previous process fail with
+// "panel restarted"; a missing geolocation file is fetched in the background;
+// the country reconciler compares the engine with the stored bans every interval.
 export default defineNitroPlugin((nitroApp) => {
-  let timer: NodeJS.Timeout | undefined
+  let loop: Loop | undefined
+  declareBackgroundJob('countries:expand', 'task')
+  declareBackgroundJob('geoip:refresh', 'task')
+  declareBackgroundJob('countries:reconcile', 'loop')
   whenBootReady().then(async () => {
     const failed = await failJobsOfPreviousInstances()
     if (failed) logger.warn(`${failed} country expansion job(s) of a previous panel process marked failed (panel restarted)`)
     if (geoFileMissing()) runTask('geoip:refresh').catch((err) => logger.warn(`first geolocation download: ${(err as Error).message}`))
-    const tick = () => reconcileCountryBans().catch((err) => logger.warn(`country reconciler: ${(err as Error).message}`))
-      .finally(() => { timer = setTimeout(tick, getConfig().countryReconcileSeconds * 1000) })
-    timer = setTimeout(tick, getConfig().countryReconcileSeconds * 1000)
+    const intervalMs = () => getConfig().countryReconcileSeconds * 1000
+    loop = startLoop('countries:reconcile', {
+      run: reconcileCountryBans, nextDelayMs: intervalMs, firstDelayMs: intervalMs(),
+      onFailure: (err) => logger.warn(`country reconciler: ${(err as Error).message}`),
+    })
   }, () => {})
-  nitroApp.hooks.hook('close', () => { if (timer) clearTimeout(timer) })
+  nitroApp.hooks.hook('close', () => loop?.stop())
 })

@@ -1,10 +1,11 @@
-import { defineNitroPlugin } from 'nitropack/runtime'
+import { defineNitroPlugin, runTask } from 'nitropack/runtime'
 import { whenBootReady } from '../utils/core/boot'
 import { onAuditRow } from '../utils/core/audit'
 import { logger } from '../utils/core/log'
+import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { emitPanelEvent, onPanelEvent } from '../utils/ops/events'
-import { registerQueueHealth, routeEvent } from '../utils/ops/notify/queue'
-import { checkCertificateExpiry } from '../utils/ops/alerts'
+import { registerSystemHealthSection } from '../utils/ops/health'
+import { queueHealth, routeEvent } from '../utils/ops/notify/queue'
 import { ensureVapidKeys } from '../utils/ops/notify/push'
 
 // Audit actions that change configuration raise config_change; a failed login raises login_failed.
@@ -13,8 +14,12 @@ const _CONFIG_ACTIONS = /^(host_|target_group_|rule_|settings_update|dns_provide
 // (an unknown or expired state is not: it is what a stale browser tab produces).
 const _FAILED_LOGIN_ACTIONS = /^(login_failed|login_totp_failed|oidc_(exchange_failed|token_invalid|email_not_allowed|email_not_verified|email_missing|account_conflict))$/
 
+// Notifications: panel events routed to the channels (the queue's workers and
+// their health section), audit rows turned into events, the web push keys, and
+// the certificate expiry check (at boot, then daily from nitro.config.ts).
 export default defineNitroPlugin(() => {
-  registerQueueHealth()
+  registerSystemHealthSection('workers', queueHealth)
+  declareBackgroundJob('certs:check-expiry', 'task')
   whenBootReady().then(() => {
     onPanelEvent((e) => { routeEvent(e).catch((err) => logger.error(`notification routing: ${(err as Error).message}`)) })
     onAuditRow((row) => {
@@ -23,6 +28,6 @@ export default defineNitroPlugin(() => {
     })
     // The VAPID key pair exists from the first boot on, so browsers can subscribe at once.
     ensureVapidKeys().catch((err) => logger.error(`web push keys: ${(err as Error).message}`))
-    checkCertificateExpiry().catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
+    runTask('certs:check-expiry', { payload: {} }).catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
   }, () => {})
 })

@@ -1,9 +1,10 @@
-import { defineTask } from 'nitropack/runtime'
+import { defineRecordedTask } from '../../utils/core/recorded-task'
 import { runPendingJobs } from '../../utils/security/countries'
 
-export default defineTask({
+// Recorded: /api/system/health shows this task's last run and what it returned.
+export default defineRecordedTask({
   meta: { description: 'Runs pending country-ban expansion jobs, one at a time, under the global worker lease.' },
   async run() {
-    return { result: { jobs_run: await runPendingJobs() } }
+    return { jobs_run: await runPendingJobs() }
   },
 })

@@ -1,10 +1,14 @@
-import { defineTask } from 'nitropack/runtime'
+import { defineRecordedTask } from '../../utils/core/recorded-task'
 import { systemActor } from '../../utils/core/audit'
 import { refreshGeoDatabases } from '../../utils/geo/refresh'
 
-export default defineTask({
+// Recorded: /api/system/health shows this task's last run and what it returned.
+// A refresh that failed (the old files stay, the audit row says why) is recorded as failed.
+export default defineRecordedTask({
   meta: { description: 'Downloads the country and ASN databases and swaps them in when they check out.' },
   async run() {
-    return { result: (await refreshGeoDatabases(systemActor('geoip-refresh'))).last_refresh_status }
+    const state = await refreshGeoDatabases(systemActor('geoip-refresh'))
+    if (state.last_refresh_status === 'failed') throw new Error(`geolocation refresh failed: ${Object.entries(state.errors).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
+    return state.last_refresh_status
   },
 })

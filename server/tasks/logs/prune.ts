@@ -1,7 +1,8 @@
-import { defineTask } from 'nitropack/runtime'
+import { defineRecordedTask } from '../../utils/core/recorded-task'
 import { pruneLogs } from '../../utils/logs/retention'
 
-export default defineTask({
+// Recorded: /api/system/health shows this task's last run and what it returned.
+export default defineRecordedTask({
   meta: { description: 'Deletes log rows past logs.retention_days or beyond logs.max_entries, and login attempts older than 24 h; writes an audit row.' },
-  async run() { return { result: await pruneLogs() } },
+  async run() { return pruneLogs() },
 })

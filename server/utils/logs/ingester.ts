@@ -4,6 +4,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { acquireLease, releaseLease } from '../core/lease'
+import { startLoop, type Loop } from '../core/background'
 import type { InStatement } from '@libsql/client'
 import { getClient, getDb, runWrite } from '../core/db'
 import { getConfig } from '../core/config'
@@ -210,8 +211,7 @@ const _holder = () => `ingester@${hostname()}:${getConfig().dataDir}`
 
 // --- the loop -------------------------------------------------------------
 
-let _timer: NodeJS.Timeout | undefined
-let _running: Promise<void> | undefined
+let _loop: Loop | undefined
 let _stopped = false
 let _nextLeaseCheckMs = 0
 let _lastRollupMs = 0
@@ -275,18 +275,12 @@ async function _tick(dir: string): Promise<void> {
 export function startIngester(intervalMs = 200): void {
   const dir = getConfig().proxy.logDir
   _stopped = false
-  const loop = () => {
-    _running = _tick(dir).catch((err) => _reportError('tick', err)).finally(() => {
-      if (!_stopped) _timer = setTimeout(loop, intervalMs)
-    })
-  }
-  loop()
+  _loop = startLoop('logs:ingest', { run: () => _tick(dir), nextDelayMs: () => intervalMs, onFailure: (err) => _reportError('tick', err) })
 }
 
 /** Stops the loop after the group being written (no half-written group: each is one transaction). */
 export async function stopIngester(): Promise<void> {
-  _stopped = true
-  if (_timer) clearTimeout(_timer)
-  await _running?.catch(() => {})
+  _stopped = true // the tick in progress stops between files
+  await _loop?.stop()
   if (_status.leader) await releaseLease(_LEASE, _holder()).catch(() => {})
 }

@@ -12,7 +12,6 @@ import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { kvClearAll } from '../core/kv'
 import { logger } from '../core/log'
 import { emitPanelEvent } from './events'
-import { registerSystemHealthSection } from './health'
 import { reconcileNow } from '../proxy/reconciler'
 
 // Backups are consistent snapshots (VACUUM INTO, never a copy of a live WAL
@@ -150,7 +149,4 @@ export async function backupSchedulerTick(nowMs = Date.now()): Promise<boolean> 
   return true
 }
 
-export function registerBackupHealth(): void {
-  registerSystemHealthSection('scheduler', lastBackup)
-}
 

@@ -4,13 +4,14 @@ import { filePathOfUrl, getDatabaseUrl, writeQueueDepth } from '../core/db'
 import { bootStartedAtMs } from '../core/boot'
 import { readRuntimeMetrics } from './runtime-metrics'
 import { PANEL_VERSION } from '../core/version'
+import { readBackgroundRuns } from '../core/runtime-state'
 
 const _sizeOf = (path: string) => { try { return statSync(path).size } catch { return 0 } }
 
 type HealthSection = () => Promise<Record<string, unknown>> | Record<string, unknown>
 const _sections = new Map<string, HealthSection>()
 
-/** Subsystems (reconciler, notification queue, scheduler) add their part of /api/system/health. */
+/** Subsystems add their part of /api/system/health, each from its plugin (server/plugins/). */
 export function registerSystemHealthSection(name: string, section: HealthSection): void {
   _sections.set(name, section)
 }
@@ -35,6 +36,8 @@ export async function readSystemHealth() {
       mode: cfg.mode, domain: cfg.domain, uptime_seconds: Math.round((Date.now() - bootStartedAtMs) / 1000),
       version: PANEL_VERSION,
     },
+    // The last run of every task and loop of this process (core/background.ts).
+    background: readBackgroundRuns(),
   }
   for (const [name, section] of _sections) out[name] = await section()
   return out

@@ -1,8 +1,10 @@
 import { logger } from '../core/log'
 import { createCoalescedRunner } from '../core/coalesce'
 import { emitPanelEvent } from '../ops/events'
-import { onSettingsCommit, settingAffectsProxy } from '../core/settings'
-import { registerSystemHealthSection } from '../ops/health'
+import { settingAffectsProxy } from '../core/settings'
+import { recordRun, startLoop, type Loop } from '../core/background'
+import type { Tx } from '../core/db'
+import type { AuditContext } from '../core/audit'
 import { lastReconcileAttempt, readReconcileState, reconcileInTransaction, reconcileNow, reconcileTick } from './reconciler'
 
 const _BASE_INTERVAL_MS = 2_000
@@ -18,8 +20,9 @@ const _DEBOUNCE_MS = 250
  */
 export const requestBackgroundReconcile = createCoalescedRunner(reconcileTick, _DEBOUNCE_MS)
 
-let _timer: NodeJS.Timeout | undefined
+let _loop: Loop | undefined
 let _stopped = false
+let _interval = _BASE_INTERVAL_MS
 let _reachable: boolean | null = null
 
 /** Whether the last contact with the proxy's admin API worked (null before the first). */
@@ -39,37 +42,36 @@ export async function readProxyHealth() {
   }
 }
 
-/** Starts the loop: one push at boot, then checks with back-off while the proxy is away. */
-export function startReconcileLoop(): void {
-  onSettingsCommit(async (tx, keys, ctx) => {
-    if (keys.some(settingAffectsProxy)) await reconcileInTransaction(tx, ctx, `settings changed: ${keys.join(', ')}`)
-  })
-  registerSystemHealthSection('proxy', readProxyHealth)
-
-  let interval = _BASE_INTERVAL_MS
-  const schedule = () => { if (!_stopped) _timer = setTimeout(tick, interval) }
-  const tick = async () => {
-    try {
-      const r = await requestBackgroundReconcile()
-      // "deferred" says nothing about the proxy: it waits for the engine (checked every tick).
-      if (r !== 'deferred') {
-        const reachable = r !== 'unreachable' && r !== 'pending'
-        if (_reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
-        _reachable = reachable
-      }
-      interval = _reachable !== false ? _BASE_INTERVAL_MS : Math.min(interval * 2, _MAX_INTERVAL_MS)
-    } catch (err) {
-      logger.error(`reconcile loop: ${(err as Error).message}`)
-    }
-    schedule()
+/** The loop's check: compare and push when needed; notes whether the proxy answered. */
+async function _checkProxy(): Promise<void> {
+  const r = await requestBackgroundReconcile()
+  // "deferred" says nothing about the proxy: it waits for the engine (checked every tick).
+  if (r !== 'deferred') {
+    const reachable = r !== 'unreachable' && r !== 'pending'
+    if (_reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
+    _reachable = reachable
   }
-  reconcileNow('boot').then((o) => {
-    if (!o.deferred) _reachable = o.status === 'applied'
-    if (o.status === 'pending') logger.warn(`boot push pending; will retry: ${o.error}`)
-  }, (err) => logger.warn(`boot reconcile failed: ${(err as Error).message}`)).finally(schedule)
+  _interval = _reachable !== false ? _BASE_INTERVAL_MS : Math.min(_interval * 2, _MAX_INTERVAL_MS)
 }
 
-export function stopReconcileLoop(): void {
+/** Pushes when a saved setting changes what the proxy configuration holds (in the settings' transaction). */
+export async function reconcileOnSettingsChange(tx: Tx, keys: string[], ctx: AuditContext): Promise<void> {
+  if (keys.some(settingAffectsProxy)) await reconcileInTransaction(tx, ctx, `settings changed: ${keys.join(', ')}`)
+}
+
+/** Starts the loop: one push at boot, then checks with back-off while the proxy is away. */
+export function startReconcileLoop(): void {
+  const startChecks = () => {
+    if (_stopped) return
+    _loop = startLoop('proxy:reconcile', { run: _checkProxy, nextDelayMs: () => _interval, firstDelayMs: _interval })
+  }
+  recordRun('proxy:boot-push', 'task', () => reconcileNow('boot')).then((o) => {
+    if (!o.deferred) _reachable = o.status === 'applied'
+    if (o.status === 'pending') logger.warn(`boot push pending; will retry: ${o.error}`)
+  }, (err) => logger.warn(`boot reconcile failed: ${(err as Error).message}`)).finally(startChecks)
+}
+
+export async function stopReconcileLoop(): Promise<void> {
   _stopped = true
-  if (_timer) clearTimeout(_timer)
+  await _loop?.stop()
 }

@@ -1,4 +1,5 @@
 import { getConfig } from '../core/config'
+import { startLoop, type Loop } from '../core/background'
 import { logger } from '../core/log'
 import { systemActor, writeAudit } from '../core/audit'
 import { checkAppsecPlugin } from './appsec'
@@ -29,8 +30,7 @@ interface Repair { at: string; target: string; detail: string }
 interface DriftPart { drift_detected: boolean; checked_at: string | null; details: string[]; repaired: Repair[] }
 const _empty = (): DriftPart => ({ drift_detected: false, checked_at: null, details: [], repaired: [] })
 let _state: Record<Surface, DriftPart> = { scenarios: _empty(), whitelist: _empty(), profiles: _empty(), appsec: _empty() }
-let _timer: NodeJS.Timeout | undefined
-let _stopped = false
+let _loop: Loop | undefined
 
 export function checkDrift(): Promise<Record<Surface, DriftPart>> {
   return withEngineFiles(async () => {
@@ -57,13 +57,13 @@ export function readDrift() {
 
 /** The first check runs at once (boot re-applies the stored state, audited), then every interval. */
 export function startDriftDetector(): void {
-  _stopped = false
-  const tick = () => checkDrift().catch((err) => logger.error(`drift detector: ${(err as Error).message}`))
-    .finally(() => { if (!_stopped) _timer = setTimeout(tick, getConfig().driftIntervalSeconds * 1000) })
-  tick()
+  _loop = startLoop('security:drift', {
+    run: checkDrift,
+    nextDelayMs: () => getConfig().driftIntervalSeconds * 1000,
+    onFailure: (err) => logger.error(`drift detector: ${(err as Error).message}`),
+  })
 }
 
-export function stopDriftDetector(): void {
-  _stopped = true
-  if (_timer) clearTimeout(_timer)
+export async function stopDriftDetector(): Promise<void> {
+  await _loop?.stop()
 }

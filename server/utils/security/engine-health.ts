@@ -4,7 +4,7 @@ import { getSetting } from '../core/settings'
 import { parseGoDurationMs } from '../core/validate'
 import { logger } from '../core/log'
 import { emitPanelEvent } from '../ops/events'
-import { registerSystemHealthSection } from '../ops/health'
+import { startLoop, type Loop } from '../core/background'
 import { fetchBannedSources, probeEngine } from './lapi'
 import { rememberBannedSources } from './known-bans'
 import { mirrorEnabled } from './mirror'
@@ -14,7 +14,7 @@ import { redactSecrets } from '../core/redact'
 const _KNOWN_BANS_MAX_TICKER_MS = 50_000
 
 let _state: { reachable: boolean | null; checked_at: string | null; since: string | null; error: string | null } = { reachable: null, checked_at: null, since: null, error: null }
-let _timer: NodeJS.Timeout | undefined
+let _loop: Loop | undefined
 
 export function securityEngineHealth() {
   return { ..._state }
@@ -49,11 +49,13 @@ export async function probeSecurityEngine(): Promise<void> {
 }
 
 export function startEngineProbe(): void {
-  registerSystemHealthSection('security_engine', securityEngineHealth)
-  const tick = () => probeSecurityEngine().catch((err) => logger.error(`engine probe: ${(err as Error).message}`)).finally(() => { _timer = setTimeout(tick, getConfig().engineProbeSeconds * 1000) })
-  tick()
+  _loop = startLoop('security:engine-probe', {
+    run: probeSecurityEngine,
+    nextDelayMs: () => getConfig().engineProbeSeconds * 1000,
+    onFailure: (err) => logger.error(`engine probe: ${(err as Error).message}`),
+  })
 }
 
-export function stopEngineProbe(): void {
-  if (_timer) clearTimeout(_timer)
+export async function stopEngineProbe(): Promise<void> {
+  await _loop?.stop()
 }

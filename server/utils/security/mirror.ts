@@ -1,7 +1,7 @@
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
 import { redactSecrets } from '../core/redact'
-import { registerSystemHealthSection } from '../ops/health'
+import { startLoop, type Loop } from '../core/background'
 import { isRefusedSource, pullDecisionStream, type LapiDecision } from './lapi'
 import { parseGoDurationMs } from '../core/validate'
 
@@ -35,8 +35,7 @@ let _version = 0
 let _needFull = true
 let _state = { synced_at: null as number | null, full_sync_at: null as number | null, full_syncs: 0, last_error: null as string | null, last_error_at: null as number | null }
 let _inFlight: Promise<void> | undefined
-let _timer: NodeJS.Timeout | undefined
-let _stopped = false
+let _loop: Loop | undefined
 
 export function mirrorEnabled(): boolean {
   return !!getConfig().lapi.panelBouncerKey
@@ -152,19 +151,15 @@ export function mirrorHealth() {
 }
 
 export function startDecisionMirror(): void {
-  registerSystemHealthSection('decision_mirror', mirrorHealth)
   if (!mirrorEnabled()) return
-  _stopped = false
-  // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
-  const tick = () => {
-    const started = Date.now()
-    syncMirrorNow().catch(() => { /* logged in _pull; retried at the next tick */ })
-      .finally(() => { if (!_stopped) _timer = setTimeout(tick, Math.max(0, getConfig().lapi.pullSeconds * 1000 - (Date.now() - started))) })
-  }
-  tick()
+  _loop = startLoop('security:decision-mirror', {
+    run: syncMirrorNow,
+    // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
+    nextDelayMs: ({ durationMs }) => Math.max(0, getConfig().lapi.pullSeconds * 1000 - durationMs),
+    onFailure: () => { /* logged in _pull; retried at the next tick */ },
+  })
 }
 
-export function stopDecisionMirror(): void {
-  _stopped = true
-  if (_timer) clearTimeout(_timer)
+export async function stopDecisionMirror(): Promise<void> {
+  await _loop?.stop()
 }

@@ -15,6 +15,18 @@ export const settingsPatchSchema = z.strictObject(Object.fromEntries(SETTINGS_CA
 /** GET answer: every key; secrets as "__SET__" or "". */
 export const settingsSchema = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key, (d.secret ? z.enum(['__SET__', '']) : d.schema).describe(d.description)])))
 
+const backgroundRunSchema = z.strictObject({
+  kind: z.enum(['task', 'loop']).describe('task: a nitro task (scheduled or started by the panel); loop: a loop started at boot'),
+  last_status: z.enum(['never', 'running', 'ok', 'failed']).describe('never: not run yet by this process (a monthly task right after start)'),
+  last_start_at: nullableTimestamp(),
+  last_end_at: nullableTimestamp(),
+  last_duration_ms: nullable(int()),
+  last_error: nullable(z.string()).describe('why the last run failed (secrets redacted); null after a run that succeeded'),
+  last_result: z.unknown().describe('what the last successful task run returned (rows deleted and the like); null for a loop'),
+  runs: int(),
+  failures: int(),
+})
+
 export const systemHealthSchema = z.strictObject({
   memory: z.strictObject({ alloc_bytes: int(), sys_bytes: int(), gc_count: int() }),
   event_loop: z.strictObject({ lag_ms: z.number(), p99_lag_ms: z.number(), active_handles: int() }),
@@ -24,6 +36,7 @@ export const systemHealthSchema = z.strictObject({
   scheduler: z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) }).optional(),
   proxy: proxyHealthSchema.optional(),
   security_engine: engineHealthSchema.optional(),
+  background: z.record(z.string(), backgroundRunSchema).describe('the last run of every task and loop of this process, by name (such as logs:prune, proxy:reconcile)'),
   decision_mirror: z.strictObject({
     enabled: z.boolean().describe('LAPI_PANEL_BOUNCER_KEY is set: the decision list and the bans last known come from the mirror'),
     pull_seconds: int().describe('LAPI_PANEL_PULL_SECONDS: the stream interval'),
@@ -42,7 +55,7 @@ export const systemOperations = [
     method: 'get', path: '/healthz', access: 'public', summary: 'Liveness: `ok` while the HTTP layer answers (probes nothing)',
     responses: { 200: ok('the text ok', undefined, { contentType: 'text/plain' }) },
   }),
-  operation({ method: 'get', path: '/api/system/health', access: 'session', summary: 'Runtime, database, workers, scheduler, proxy and engine health', responses: { 200: ok('health', systemHealthSchema) } }),
+  operation({ method: 'get', path: '/api/system/health', access: 'session', summary: 'Runtime, database, workers, scheduler, background runs, proxy and engine health', responses: { 200: ok('health', systemHealthSchema) } }),
   operation({ method: 'get', path: '/api/settings', access: 'session', summary: 'Every run-time setting', responses: { 200: ok('settings', settingsSchema) } }),
   operation({
     method: 'put', path: '/api/settings', access: 'session', summary: 'Change some settings (validated all at once; `__UNCHANGED__` keeps a secret)',

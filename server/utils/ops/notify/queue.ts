@@ -9,7 +9,6 @@ import { writeAudit, type AuditContext } from '../../core/audit'
 import { safeText } from '../../core/validate'
 import { logger } from '../../core/log'
 import { knownSecrets, makeRedactor, redactJson, redactSecrets } from '../../core/redact'
-import { registerSystemHealthSection } from '../health'
 import type { PanelEvent, PanelEventName } from '../events'
 import { deliver, recordDelivery } from './channels'
 
@@ -143,6 +142,3 @@ export async function sendTest(channelId: number) {
   }
 }
 
-export function registerQueueHealth(): void {
-  registerSystemHealthSection('workers', queueHealth)
-}

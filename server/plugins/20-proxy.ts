@@ -1,0 +1,29 @@
+import { defineNitroPlugin } from 'nitropack/runtime'
+import { whenBootReady } from '../utils/core/boot'
+import { declareBackgroundJob } from '../utils/core/runtime-state'
+import { registerSecretSource } from '../utils/core/redact'
+import { onSettingsCommit } from '../utils/core/settings'
+import { registerSystemHealthSection } from '../utils/ops/health'
+import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
+import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
+import { channelSecrets } from '../utils/ops/notify/channels'
+import { vapidSecrets } from '../utils/ops/notify/push'
+import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
+
+// The proxy subsystem: the reconcile loop (one push at boot, then checks), its
+// health section, and the push when a setting the configuration holds changes.
+export default defineNitroPlugin((nitroApp) => {
+  // The stored secrets the proxy's and the engine's answers are redacted against
+  // before they reach a response, a log line, an audit row or a run record.
+  registerSecretSource(dnsCredentialSecrets)
+  registerSecretSource(manualCertKeySecrets)
+  registerSecretSource(channelSecrets)
+  registerSecretSource(vapidSecrets)
+  registerSystemHealthSection('proxy', readProxyHealth)
+  // Inside the settings transaction: a proxy rejection rolls the change back.
+  onSettingsCommit(reconcileOnSettingsChange)
+  declareBackgroundJob('proxy:boot-push', 'task')
+  declareBackgroundJob('proxy:reconcile', 'loop')
+  whenBootReady().then(startReconcileLoop, () => {})
+  nitroApp.hooks.hook('close', stopReconcileLoop)
+})
