@@ -2,6 +2,7 @@ import { defineNitroPlugin, runTask } from 'nitropack/runtime'
 import { whenBootReady } from '../utils/core/boot'
 import { logger } from '../utils/core/log'
 import { onAuditRow } from '../utils/core/audit'
+import { auditActionRenamesHosts } from '../utils/core/audit-actions'
 import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { forgetHostNames, startIngester, stopIngester } from '../utils/logs/ingester'
 import { publishLogRows } from '../utils/logs/hub'
@@ -14,7 +15,7 @@ export default defineNitroPlugin((nitroApp) => {
   onAuditRow((row) => {
     publishLogRows([presentLog(row)])
     // Host names changed (after the commit): the ingester's domain -> host cache is stale.
-    if (row.message && /^(host_|backup_restore)/.test(row.message)) forgetHostNames()
+    if (auditActionRenamesHosts(row.message)) forgetHostNames()
   })
   declareBackgroundJob('logs:ingest', 'loop')
   declareBackgroundJob('logs:prune', 'task')

@@ -6,6 +6,7 @@ import { totpRecoveryCodes, users } from '../../../db/schema'
 import { writeTransaction, type Tx } from '../core/db'
 import { badRequest, conflict, notFound, unauthorized } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
+import type { AuditAction } from '../core/audit-actions'
 import { getSecretsBox } from '../core/secrets'
 import { nowMs } from '../core/clock'
 import { assertTotpAllowed, recordTotpAttempt } from './attempts'
@@ -107,7 +108,7 @@ type _Outcome<R> = { ok: true; value: R } | { ok: false }
  * audit. A wrong code commits its attempt and audit row, then throws `onFailure`.
  */
 async function _withCode<R>(opts: {
-  userId: number; code: string; ctx: AuditContext; allowRecovery: boolean; failureAction: string
+  userId: number; code: string; ctx: AuditContext; allowRecovery: boolean; failureAction: AuditAction
   precondition: (row: UserRow) => void
   onSuccess: (tx: Tx, row: UserRow, kind: 'totp' | 'recovery_code') => Promise<R>
   onFailure: () => Error

@@ -2,6 +2,7 @@ import type { H3Event } from 'h3'
 import { logs } from '../../../db/schema'
 import { afterCommit, runWrite, getDb, type Executor } from './db'
 import { clientIpOf } from './request'
+import type { AuditAction } from './audit-actions'
 
 /** Who did something, from where. Background work uses actor `system:<task>`. */
 export interface AuditContext { actor: string; remoteIp?: string | null; userAgent?: string | null }
@@ -18,12 +19,12 @@ export function auditContextOf(event: H3Event): AuditContext {
 export const systemActor = (task: string): AuditContext => ({ actor: `system:${task}` })
 
 /**
- * Writes one audit row. `details` must be built from an allow-list of fields
+ * Writes one audit row; `action` is one of audit-actions.ts. `details` must be built from an allow-list of fields
  * (never a request body, never a secret): it is stored as the row's raw JSON.
  * Pass the open transaction when the mutation runs in one, so both commit together.
  */
 export async function writeAudit(
-  ctx: AuditContext, action: string, details: Record<string, unknown> = {}, exec?: Executor,
+  ctx: AuditContext, action: AuditAction, details: Record<string, unknown> = {}, exec?: Executor,
 ): Promise<void> {
   const row = {
     tsMs: Date.now(), source: 'audit' as const, actor: ctx.actor, message: action,

@@ -1,0 +1,71 @@
+// Every audit action the panel writes, once. `event`: the panel event the row
+// raises (routed to notification channels, server/plugins/40-notifications.ts);
+// `renamesHosts`: the row may change which names the hosts answer to (the log
+// ingester forgets its domain -> host cache, server/plugins/35-logs.ts).
+// writeAudit takes only these names, so a new action is added here or not at all.
+
+type _PanelEventOfAudit = 'config_change' | 'login_failed'
+interface AuditActionDefinition { event?: _PanelEventOfAudit; renamesHosts?: true }
+
+const _config = { event: 'config_change' } as const
+const _hostNames = { event: 'config_change', renamesHosts: true } as const
+// A wrong password or TOTP code, and an OIDC login refused after the provider
+// answered (an unknown or expired state is not: that is what a stale browser tab produces).
+const _failedLogin = { event: 'login_failed' } as const
+const _recordOnly = {} as const
+
+export const AUDIT_ACTIONS = {
+  // hosts, target groups, path rules, WAF exclusions, certificates, DNS providers
+  host_create: _hostNames, host_update: _hostNames, host_toggle: _hostNames, host_delete: _hostNames,
+  target_group_create: _config, target_group_update: _config, target_group_delete: _config,
+  rule_create: _config, rule_update: _config, rule_delete: _config,
+  waf_exclusion_create: _recordOnly, waf_exclusion_delete: _recordOnly,
+  manual_cert_upload: _config, manual_cert_delete: _config,
+  dns_provider_update: _config, dns_provider_import: _config,
+  // settings, users, notifications
+  settings_update: _config,
+  user_create: _config, user_update: _config, user_delete: _config,
+  notification_channel_create: _config, notification_channel_update: _config, notification_channel_delete: _config,
+  notification_rule_create: _config, notification_rule_update: _config, notification_rule_delete: _config,
+  notification_push_subscription_create: _config, notification_push_subscription_update: _config,
+  notification_push_subscription_delete: _config, notification_push_subscription_expired: _config,
+  // security engine
+  whitelist_add: _config, whitelist_delete: _config,
+  scenario_enable: _config, scenario_disable: _config,
+  decision_ban: _recordOnly, decision_delete: _recordOnly, decision_unban_ip: _recordOnly,
+  country_expand_requested: _recordOnly, country_expand_completed: _recordOnly, country_expand_failed: _recordOnly,
+  country_ban_delete: _recordOnly, country_ban_active: _recordOnly, country_ban_drifted: _recordOnly,
+  engine_drift_repair: _recordOnly, security_engine_up: _recordOnly, security_engine_down: _recordOnly,
+  // proxy
+  proxy_reconcile: _recordOnly, proxy_push_deferred: _recordOnly,
+  // authentication
+  setup: _recordOnly, login: _recordOnly, login_totp_pending: _recordOnly, logout: _recordOnly,
+  login_failed: _failedLogin, login_totp_failed: _failedLogin,
+  totp_setup: _recordOnly, totp_enable: _config, totp_disable: _config, totp_recovery_codes_regenerate: _recordOnly,
+  totp_enable_failed: _recordOnly, totp_disable_failed: _recordOnly, totp_recovery_codes_failed: _recordOnly,
+  oidc_login: _recordOnly, oidc_user_create: _recordOnly,
+  oidc_exchange_failed: _failedLogin, oidc_token_invalid: _failedLogin, oidc_email_not_allowed: _failedLogin,
+  oidc_email_not_verified: _failedLogin, oidc_email_missing: _failedLogin, oidc_account_conflict: _failedLogin,
+  oidc_oidc_disabled: _recordOnly, oidc_provider_unreachable: _recordOnly, oidc_state_not_found: _recordOnly,
+  oidc_provider_error: _recordOnly, oidc_invalid_request: _recordOnly, oidc_internal_error: _recordOnly,
+  // operations
+  backup_create: _recordOnly, backup_delete: _recordOnly, backup_expire: _recordOnly, backup_failed: _recordOnly,
+  backup_restore: _hostNames,
+  auth_sweep: _recordOnly, geoip_refresh: _recordOnly, logs_prune: _recordOnly, logs_prune_failed: _recordOnly, database_vacuum: _recordOnly,
+  log_ingestion_error: _recordOnly,
+} as const satisfies Record<string, AuditActionDefinition>
+
+export type AuditAction = keyof typeof AUDIT_ACTIONS
+
+function _definition(action: string): AuditActionDefinition | undefined {
+  return Object.hasOwn(AUDIT_ACTIONS, action) ? AUDIT_ACTIONS[action as AuditAction] : undefined
+}
+
+/** The panel event an audit row raises, if any (rows are read back from the logs table as plain strings). */
+export function panelEventOfAudit(action: string | null): _PanelEventOfAudit | null {
+  return (action && _definition(action)?.event) || null
+}
+
+export function auditActionRenamesHosts(action: string | null): boolean {
+  return !!action && !!_definition(action)?.renamesHosts
+}
