@@ -69,13 +69,13 @@ export const authOperations = [
   operation({
     method: 'get', path: '/api/auth/oidc/login', access: 'public', summary: 'Start an OIDC login (authorization code with PKCE S256)',
     query: oidcLoginQuery,
-    responses: { 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
+    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
   }),
   operation({
     method: 'get', path: '/api/auth/oidc/callback', access: 'public', summary: 'OIDC redirect URI: completes the login',
     description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, invalid_request, provider_error, internal_error (docs/auth.md).',
     query: oidcCallbackQuery,
-    responses: { 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
+    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
   }),
   operation({
     method: 'post', path: '/api/auth/logout', access: 'session', summary: 'Log out: deletes the session and clears the cookie',
