@@ -9,7 +9,8 @@ import { matchDocumentedRoute } from '../utils/openapi/route-table'
 export default defineEventHandler((event) => {
   const path = event.path.split('?')[0]!
   if (!path.startsWith('/api/') && path !== '/auth/forward' && path !== '/healthz') return
-  const match = matchDocumentedRoute(event.method, event.path)
+  // h3 has already decoded event.path (but %2F); the request line as sent is matched.
+  const match = matchDocumentedRoute(event.method, event.node.req.originalUrl ?? event.node.req.url ?? path)
   if (match.kind === 'documented') return
   if (match.kind === 'no-route') throw noRoute(event.method, path)
   if (match.kind === 'bad-parameter') throw badRequest(match.message)

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { scenarioOverrides } from '../../../db/schema'
 import { getDb, writeTransaction } from '../core/db'
-import { badRequest, notFound } from '../core/errors'
+import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
@@ -104,7 +104,7 @@ export async function setScenarioDisabled(rawName: string, disabled: boolean, ct
   try { name = decodeURIComponent(rawName) } catch { throw badRequest('name: is not a valid URL-encoded scenario name') }
   if (!SCENARIO_NAME_PATTERN.test(name) || name.includes('..')) throw badRequest('name: must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing')
   const dir = _scenariosDir()
-  if (!dir || !existsSync(dir)) throw badRequest("the engine's scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)")
+  if (!dir || !existsSync(dir)) throw upstreamUnavailable('security engine', 'its scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)')
   await withEngineFiles(async () => {
     const onDisk = listScenariosOnDisk().find((s) => s.canonical_name === name)
     const override = await getDb().select().from(scenarioOverrides).where(eq(scenarioOverrides.canonicalName, name)).get()

@@ -54,17 +54,17 @@ export const authOperations = [
   operation({
     method: 'post', path: '/api/auth/totp/enable', access: 'session', summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 401: ok('wrong code') },
+    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is already on, or no secret yet (call setup first)') },
   }),
   operation({
     method: 'post', path: '/api/auth/totp/disable', access: 'session', summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 401: ok('wrong code') },
+    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
   }),
   operation({
     method: 'post', path: '/api/auth/totp/recovery-codes', access: 'session', summary: 'A new set of recovery codes (the old set stops working)',
     body: totpCodeBody,
-    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 401: ok('wrong code') },
+    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
   }),
   operation({
     method: 'get', path: '/api/auth/oidc/login', access: 'public', summary: 'Start an OIDC login (authorization code with PKCE S256)',

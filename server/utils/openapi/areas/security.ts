@@ -69,12 +69,12 @@ export const securityOperations = [
   operation({ method: 'get', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist entries', responses: { 200: ok('entries', z.strictObject({ entries: z.array(whitelistEntrySchema) })) } }),
   operation({
     method: 'post', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist an address or CIDR (removes the decisions it covers)', body: whitelistBody,
-    responses: { 201: ok('the entry', whitelistEntrySchema.extend({ removed_decision_count: z.number().int() })), 409: ok('already whitelisted') },
+    responses: { 201: ok('the entry', whitelistEntrySchema.extend({ removed_decision_count: z.number().int() })), 409: ok('already whitelisted'), 503: ok("the engine's config folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'delete', path: '/api/security/whitelist/{value}', access: 'session', summary: 'Remove a whitelist entry',
     params: { value: { schema: ipOrCidrText(), description: 'the address or CIDR, URL-encoded (/ as %2F)' } },
-    responses: { 204: noContent(), 404: ok('no such entry') },
+    responses: { 204: noContent(), 404: ok('no such entry'), 503: ok("the engine's config folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'get', path: '/api/security/scenarios', access: 'session', summary: "The engine's scenarios and the operator-disabled set",
@@ -83,7 +83,7 @@ export const securityOperations = [
   operation({
     method: 'patch', path: '/api/security/scenarios/{name}', access: 'session', summary: 'Disable or re-enable a scenario',
     params: { name: { schema: z.string().max(200).regex(SCENARIO_NAME_PATTERN, 'must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing'), description: '<author>/<name>, URL-encoded (crowdsecurity%2Fhttp-probing)' } }, body: scenarioPatchBody,
-    responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario') },
+    responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario'), 503: ok("the engine's scenarios folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'get', path: '/api/security/drift', access: 'session', summary: "The drift detector's last check of the engine files: what it re-applied and what is left",
