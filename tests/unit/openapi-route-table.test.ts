@@ -13,7 +13,7 @@ describe('path parameters are decoded segments checked against their schema', ()
     ['GET', '/api/hosts/1%2F2', /^host id: must be a positive integer/],
     ['GET', '/api/users/%23', /^user id: /],
     ['GET', '/api/users/%E0%A4', /not valid percent-encoding/],
-    ['GET', '/api/dns-providers/provider_z', /must be a DNS provider of the catalogue/],
+    ['GET', '/api/dns-providers/provider_z', /is not in the catalogue/],
     ['DELETE', '/api/security/whitelist/example.test', /must be an IP address or a CIDR/],
     ['PATCH', '/api/security/scenarios/no-author', /<author>\/<scenario>/],
     ['DELETE', '/api/security/countries/FRA', /alpha-2/],

@@ -52,10 +52,14 @@ export function assertCleanJson(value: unknown, path: Array<string | number> = [
 
 const _utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** Decodes and parses a JSON body: invalid UTF-8 is refused, never replaced by U+FFFD and stored. */
+/** Bytes as UTF-8 text: invalid bytes are a 400 naming `what`, never replaced by U+FFFD and stored. */
+export function decodeUtf8(raw: Uint8Array, what: string): string {
+  try { return _utf8.decode(raw) } catch { throw badRequest(`${what} is not valid UTF-8: send it encoded as UTF-8`) }
+}
+
+/** Decodes and parses a JSON body, then refuses prototype keys and control characters (assertCleanJson). */
 export function decodeJsonBody(raw: Uint8Array): unknown {
-  let text: string
-  try { text = _utf8.decode(raw) } catch { throw badRequest('request body is not valid UTF-8: send the JSON encoded as UTF-8') }
+  const text = decodeUtf8(raw, 'request body')
   let value: unknown
   try { value = JSON.parse(text) } catch { throw badRequest('request body is not valid JSON') }
   assertCleanJson(value)
@@ -118,7 +122,7 @@ function _parsesAs(value: string, schemes: readonly string[]): boolean {
  */
 export const urlSchema = (options: { schemes?: readonly ['http' | 'https', ...Array<'http' | 'https'>]; max?: number } = {}) => {
   const schemes = options.schemes ?? ['http', 'https']
-  const words = schemes.length === 1 ? `an ${schemes[0]}:// URL` : `an ${schemes.join(' or ')} URL`
+  const words = schemes.length === 1 ? `an ${schemes[0]}:// URL` : 'an http(s) URL'
   return z.string().trim().max(options.max ?? 2048, `must be at most ${options.max ?? 2048} characters`)
     .regex(new RegExp(`^(${schemes.join('|')})://[^\\s"'<>\\\\{}\\u0000-\\u001f\\u007f]+$`), `must be ${words}`)
     .refine((v) => _parsesAs(v, schemes), `must be ${words}`)
@@ -131,7 +135,7 @@ export const urlSchema = (options: { schemes?: readonly ['http' | 'https', ...Ar
  */
 export const ipOrCidrText = (options: { cidr?: boolean } = { cidr: true }) =>
   z.string().trim().max(64, 'must be at most 64 characters').regex(options.cidr ? /^[0-9A-Fa-f:.]{2,45}(\/\d{1,3})?$/ : /^[0-9A-Fa-f:.]{2,45}$/,
-    options.cidr ? 'must be an IP address or a CIDR such as 192.0.2.0/24' : 'must be an IP address such as 192.0.2.1')
+    options.cidr ? 'must be an IP address or a CIDR such as 192.0.2.0/24' : 'must be an IPv4 or IPv6 address')
 
 const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 

@@ -32,7 +32,7 @@ export const hostnameSchema = z.string().trim().toLowerCase().max(255, 'must be 
 
 /** A DNS provider of the catalogue (GET /api/dns-providers); the path parameter of /api/dns-providers/{name} too. */
 export const dnsProviderNameSchema = z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]],
-  { message: `must be a DNS provider of the catalogue: ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}` })
+  { message: `is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}` })
 
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
 

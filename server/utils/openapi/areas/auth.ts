@@ -73,7 +73,7 @@ export const authOperations = [
   }),
   operation({
     method: 'get', path: '/api/auth/oidc/callback', access: 'public', summary: 'OIDC redirect URI: completes the login',
-    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, invalid_request, provider_error, internal_error (docs/auth.md).',
+    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, provider_error, internal_error (docs/auth.md).',
     query: oidcCallbackQuery,
     responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
   }),

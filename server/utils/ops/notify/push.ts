@@ -57,8 +57,8 @@ export async function vapidPublicKey() {
 }
 
 // base64url with its exact length as a pattern (the document carries it), the decoded size checked again.
-const _b64url = (bytes: number, pattern: RegExp, what: string) => z.string().regex(pattern, `must be ${bytes} bytes of base64url (${what})`)
-  .refine((v) => Buffer.from(v, 'base64url').length === bytes, `must be ${bytes} bytes of base64url (${what})`)
+const _b64url = (bytes: number, pattern: RegExp, problem: string) => z.string().regex(pattern, problem)
+  .refine((v) => Buffer.from(v, 'base64url').length === bytes, problem)
 
 /** The browser's PushSubscription.toJSON(). */
 export const pushSubscriptionBody = z.strictObject({
@@ -66,8 +66,8 @@ export const pushSubscriptionBody = z.strictObject({
   expirationTime: z.number().nullable().optional(),
   keys: z.strictObject({
     // 65 bytes starting with 0x04 (an uncompressed point): 87 characters starting with B, one = of padding at most.
-    p256dh: _b64url(65, /^B[A-Za-z0-9_-]{86}=?$/, 'an uncompressed P-256 public key'),
-    auth: _b64url(16, /^[A-Za-z0-9_-]{22}(==)?$/, 'the authentication secret'),
+    p256dh: _b64url(65, /^B[A-Za-z0-9_-]{86}=?$/, 'must be an uncompressed P-256 point (65 bytes of base64url)'),
+    auth: _b64url(16, /^[A-Za-z0-9_-]{22}(==)?$/, 'must be 16 bytes of base64url (the authentication secret)'),
   }),
 })
 
