@@ -61,12 +61,10 @@ export const hostBody = z.strictObject({
   target_group_id: z.number().int().positive('must be a target group id'),
   tls_mode: z.enum(['auto', 'manual', 'none'], { message: 'must be "auto", "manual" or "none"' }),
   tls_challenge: z.enum(['dns', 'http', 'tls-alpn'], { message: 'must be "dns", "http" or "tls-alpn"' }).default('http'),
-  tls_email: z.union([emailSchema, z.null()]).default(null),
-  tls_dns_provider: z.union([dnsProviderNameSchema, z.null()]).default(null),
-  tls_acme_ca_url: z.union([
-    urlSchema({ schemes: ['https'] }).describe('ACME directory URL'),
-    z.null(),
-  ]).default(null),
+  // nullable() rather than a union with null: zod then names the inner problem, not "Invalid input".
+  tls_email: emailSchema.nullable().default(null),
+  tls_dns_provider: dnsProviderNameSchema.nullable().default(null),
+  tls_acme_ca_url: urlSchema({ schemes: ['https'] }).describe('ACME directory URL').nullable().default(null),
   enabled: _optionalBool,
   lan_only: _optionalBool,
   true_detect_mode: _optionalBool,
@@ -123,16 +121,11 @@ export const ruleBody = z.strictObject({
   methods: z.array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` })).max(7).default([]),
   action: z.enum(['proxy', 'redirect', 'respond'], { message: 'must be "proxy", "redirect" or "respond"' }),
   target_group_id: z.union([z.number().int().positive(), z.null()]).default(null),
-  redirect_url: z.union([
-    z.union([urlSchema(), z.string().max(2048).regex(/^\/[^\s"'<>\\{}\u0000-\u001f\u007f]*$/, 'must be a path starting with /')], { message: 'must be an http or https URL or a path starting with / (no spaces, quotes, angle brackets, backslashes or braces)' }),
-    z.null(),
-  ]).default(null),
+  redirect_url: z.union([urlSchema(), z.string().max(2048).regex(/^\/[^\s"'<>\\{}\u0000-\u001f\u007f]*$/, 'must be a path starting with /')],
+    { message: 'must be an http(s) URL or a path starting with / (no spaces, quotes, angle brackets, backslashes or braces)' }).nullable().default(null),
   redirect_status: z.union([z.literal(301), z.literal(302), z.literal(303), z.literal(307), z.literal(308), z.null()]).default(null),
   respond_status: z.union([z.number().int().min(100).max(599), z.null()]).default(null),
-  respond_body: z.union([
-    safeText(65_536, { multiline: true }).regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)'),
-    z.null(),
-  ]).default(null),
+  respond_body: safeText(65_536, { multiline: true }).regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)').nullable().default(null),
 }).superRefine((r, ctx) => {
   if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
 })
