@@ -28,12 +28,12 @@ const rejected = ok('the proxy rejected the configuration; its text is in the me
 
 export const tlsOperations = [
   operation({ method: 'get', path: '/api/dns-providers', access: 'session', summary: 'The DNS provider catalogue with stored state (never credentials)', responses: { 200: ok('catalogue entries', z.array(dnsProviderSchema)) } }),
-  operation({ method: 'get', path: '/api/dns-providers/{name}', access: 'session', summary: 'One catalogue entry', params: nameParam, responses: { 200: ok('the entry', dnsProviderSchema), 404: ok('not in the catalogue') } }),
+  operation({ method: 'get', path: '/api/dns-providers/{name}', access: 'session', summary: 'One catalogue entry', params: nameParam, responses: { 200: ok('the entry', dnsProviderSchema) } }),
   operation({
     method: 'put', path: '/api/dns-providers/{name}', access: 'session', summary: 'Enable/disable a provider and set its credentials (reconciles the proxy)', params: nameParam,
     description: 'Required fields are checked against the catalogue; unknown keys are refused. `__UNCHANGED__` keeps a stored value. `{enabled: false}` alone keeps the credentials.',
     body: dnsProviderBody,
-    responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 404: ok('not in the catalogue'), 502: rejected },
+    responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 502: rejected },
   }),
   operation({ method: 'get', path: '/api/manual-certs', access: 'session', summary: 'Metadata of every uploaded certificate (never the key)', responses: { 200: ok('metadata', z.array(manualCertSchema)) } }),
   operation({ method: 'get', path: '/api/manual-certs/{host_id}', access: 'session', summary: "A host's uploaded certificate metadata", params: hostIdParam, responses: { 200: ok('metadata', manualCertSchema), 404: ok('the host has none') } }),
