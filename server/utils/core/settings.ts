@@ -25,9 +25,11 @@ const _tickerInterval = _goDuration.refine((v) => {
   return ms !== null && ms >= _TICKER_MIN_MS && ms <= _TICKER_MAX_MS
 }, 'must be from 1s to 10m (the bouncer polls the local API this often: 0s is refused by it, less than 1s floods the local API, more than 10m delays every ban)')
 const _optionalUrl = z.union([z.literal(''), urlSchema()], { message: 'must be an http or https URL, or empty' })
-const _cron = z.string().trim().max(100).refine((v) => {
+// The pattern (five or six fields) is what the document can say; croner checks each field.
+const _CRON_PROBLEM = 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)'
+const _cron = z.string().trim().max(100).regex(/^\s*\S+(\s+\S+){4,5}\s*$/, _CRON_PROBLEM).refine((v) => {
   try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
-}, 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)')
+}, _CRON_PROBLEM)
 const _text = (max: number) => safeText(max)
 const _cidr = z.string().trim().toLowerCase().max(64).refine((v) => {
   const [addr, bits, extra] = v.split('/')
