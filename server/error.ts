@@ -18,7 +18,12 @@ export default defineNitroErrorHandler(async (error, event) => {
     if (status >= 500) message = await redactSecrets(message)
   }
   if (status === 404 && /Cannot find any route/.test(message)) message = `no route for ${event.method} ${event.path.split('?')[0]!}`
-  if (status === 405) message = `method ${event.method} is not allowed on ${event.path.split('?')[0]}`
+  if (status === 405) {
+    // The API's 405s name what the path serves (middleware/30-routes.ts); elsewhere only the UI's GET exists.
+    const allow = ((error.data as any)?.allow as string | undefined) ?? 'GET, HEAD'
+    setResponseHeader(event, 'allow', allow)
+    message = `method ${event.method} is not allowed on ${event.path.split('?')[0]}; this path serves ${allow}`
+  }
   if (status === 400 && /Invalid JSON body/i.test(message)) message = 'request body is not valid JSON'
   const retryAfter = (error.data as any)?.retryAfterSeconds
   if (typeof retryAfter === 'number') setResponseHeader(event, 'retry-after', Math.max(1, Math.ceil(retryAfter)))

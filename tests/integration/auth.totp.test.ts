@@ -48,7 +48,7 @@ async function enrolledUser(name: string, step: number): Promise<Enrolled> {
   const email = `${name}@example.test`
   expect((await api('/api/users', 'POST', { email, password: PASSWORD, role: 'viewer' }, admin)).status).toBe(201)
   const cookie = await panel.login(email, PASSWORD)
-  const setup = await api('/api/auth/totp/setup', 'POST', undefined, cookie)
+  const setup = await api('/api/auth/totp/setup', 'POST', {}, cookie)
   expect(setup.status).toBe(200)
   const secret: string = setup.json.secret
   registerTestSecret(secret) // from here on, no response or log line may contain it
@@ -74,7 +74,7 @@ describe('enrolment', () => {
     const email = 'enrol@example.test'
     expect((await api('/api/users', 'POST', { email, password: PASSWORD, role: 'viewer' }, admin)).status).toBe(201)
     const cookie = await panel.login(email, PASSWORD)
-    const setup = await api('/api/auth/totp/setup', 'POST', undefined, cookie)
+    const setup = await api('/api/auth/totp/setup', 'POST', {}, cookie)
     expect(setup.status).toBe(200)
     const secret: string = setup.json.secret
     expect(secret).toMatch(/^[A-Z2-7]{32}$/)
@@ -110,7 +110,7 @@ describe('enrolment', () => {
     expect(fresh).not.toBe(cookie)
     expect((await api('/api/auth/session', 'GET', undefined, cookie)).status).toBe(401)
     expect((await api('/api/auth/session', 'GET', undefined, fresh)).json.user.totp_enabled).toBe(true)
-    expect((await api('/api/auth/totp/setup', 'POST', undefined, fresh)).status).toBe(409)
+    expect((await api('/api/auth/totp/setup', 'POST', {}, fresh)).status).toBe(409)
     const attempts = await panel.db().execute("SELECT success FROM totp_attempts WHERE user_id = (SELECT id FROM users WHERE email = 'enrol@example.test') ORDER BY id")
     expect(attempts.rows.map((r) => Number(r.success))).toEqual([0, 1])
     const audit = (await panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message LIKE 'totp_%'")).rows.map((r) => r.message)

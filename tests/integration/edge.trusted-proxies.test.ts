@@ -67,7 +67,7 @@ describe('the proxy judges the forwarded address only on connections from a trus
   })
 
   it("access rows carry the visitor's address", async () => {
-    const rows = await eventually(async () => (await stack.panel.request('/api/logs?source=caddy_access&q=rl-198&limit=50', { cookie: stack.admin })).json as any[],
+    const rows = await eventually(async () => (await stack.panel.request('/api/logs?source=caddy_access&path=rl-198&limit=50', { cookie: stack.admin })).json as any[],
       (r) => ['160', '161'].every((v) => r.filter((x) => x.path === `/rl-198.51.100.${v}`).length === 3), 10_000, 200)
     expect(new Set(rows.filter((r) => r.path === '/rl-198.51.100.160').map((r) => r.remote_ip))).toEqual(new Set(['198.51.100.160']))
     expect(new Set(rows.filter((r) => r.path === '/rl-198.51.100.161').map((r) => r.remote_ip))).toEqual(new Set(['198.51.100.161']))

@@ -47,7 +47,7 @@ describe('bad bodies change nothing', () => {
     ['bad email', { method: 'POST', path: '/api/users', body: { email: 'not-an-email', password: 'long-enough-pass', role: 'viewer' } }, 400, /email/],
     ['control characters', { method: 'POST', path: '/api/users', body: { email: 'x@example.test', password: 'long-enough-pass', role: 'viewer', name: 'a\nb' } }, 400, /control characters/],
     ['array body', { method: 'PUT', path: '/api/settings', body: [1, 2] }, 400, /body/],
-    ['unknown setting', { method: 'PUT', path: '/api/settings', body: { 'logs.retention_days': 5, 'no.such': 1 } }, 400, /unknown setting "no.such"/],
+    ['unknown setting', { method: 'PUT', path: '/api/settings', body: { 'logs.retention_days': 5, 'no.such': 1 } }, 400, /unknown field "no.such"/],
     ['setting of the wrong type', { method: 'PUT', path: '/api/settings', body: { 'logs.retention_days': 'ten' } }, 400, /logs.retention_days/],
     ['bad cron', { method: 'PUT', path: '/api/settings', body: { 'backup.schedule': 'every day' } }, 400, /backup.schedule: must be a 5-field cron/],
     ['bad duration', { method: 'PUT', path: '/api/settings', body: { 'security_engine.ticker_interval': '10 seconds' } }, 400, /Go duration/],

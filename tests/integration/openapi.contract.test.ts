@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { registerTestSecret, startPanel, sessionCookieOf, type PanelHandle } from '../support/panel'
 import { createTestPki } from '../support/certs'
 import { buildOpenApiDocument } from '../../server/utils/openapi/document'
+import { createFixtures, documentAccepts, documentAcceptsParameter, documentedOperations, exampleRequests, invalidBodies, invalidQueries, pathOf, snapshotStore, type ExampleRequest } from '../support/openapi-walk'
 
 // The served reference, and a sweep over the operations the area suites do not
 // reach, so that their real answers go through the contract check too
@@ -128,5 +129,87 @@ describe('operations the area suites leave out', () => {
     expect((await panel.request('/api/no-such-thing', { cookie })).json).toEqual({ error: expect.any(String) })
     expect((await panel.request('/api/auth/logout', { method: 'POST', cookie })).status).toBe(204)
     expect((await panel.request('/api/auth/session', { cookie })).status).toBe(401)
+  })
+})
+
+// The document is the contract: for every operation, a request the document
+// accepts (checked with ajv first) is accepted, or refused only with a status
+// the operation documents for a semantic reason (no such row, component down),
+// and requests the document refuses (variants generated from its own schemas)
+// get a 400.
+describe('every operation of the document', () => {
+  let examples: Record<string, ExampleRequest>
+  beforeAll(async () => {
+    cookie = await panel.login(ADMIN.email, ADMIN.password) // the suite above logged its session out
+    examples = exampleRequests(await createFixtures(panel, cookie), ADMIN)
+  })
+
+  const operations = documentedOperations()
+  it('has an example request for every operation (add one to tests/support/openapi-walk.ts)', () => {
+    expect(operations.map((o) => `${o.method} ${o.template}`).filter((k) => !examples[k])).toEqual([])
+  })
+
+  it.each(operations.map((o) => [`${o.method} ${o.template}`, o] as const))('%s', async (key, op) => {
+    const ex = examples[key]!
+    for (const p of op.parameters) {
+      const value = p.in === 'path' ? decodeURIComponent(ex.params?.[p.name] ?? '') : ex.query?.[p.name]
+      if (value !== undefined) expect(documentAcceptsParameter(p.schema, value), `${key}: the example's ${p.name} is not schema-valid`).toBe(true)
+    }
+    if (op.bodySchema) expect(documentAccepts(op.bodySchema, ex.body), `${key}: the example body is not schema-valid`).toBe(true)
+    // Logging out ends the session it is sent with: that one gets a session of its own; a login
+    // replaces the session it carries, so public operations are walked without one (except ForwardAuth, which checks it).
+    const session = op.template === '/api/auth/logout' ? await panel.login(ADMIN.email, ADMIN.password)
+      : op.public && op.template !== '/auth/forward' ? undefined : cookie
+    const send = (path: string, body?: unknown) => panel.request(path, { method: op.method, cookie: session, body, form: op.multipart && body === undefined ? ex.form?.() : undefined })
+
+    if (!ex.stream) {
+      const res = await send(pathOf(op, ex.params, ex.query), ex.body)
+      const accepted = res.status < 400 || (ex.refusals ?? []).includes(res.status)
+      expect(accepted, `${key}: a schema-valid request answered ${res.status} ${res.text.slice(0, 300)}`).toBe(true)
+      if (res.status >= 400) expect(op.statuses).toContain(res.status)
+    }
+
+    if (op.bodySchema) {
+      for (const [what, body] of invalidBodies(op.bodySchema, ex.body as Record<string, unknown>)) {
+        const res = await send(pathOf(op, ex.params, ex.query), body)
+        expect([400, 422], `${key} with ${what}: answered ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status)
+        expect(res.json).toEqual({ error: expect.any(String) })
+      }
+      const none = await panel.request(pathOf(op, ex.params, ex.query), { method: op.method, cookie: session })
+      expect(none.status, `${key} without a body`).toBe(400)
+    }
+    for (const [what, query] of invalidQueries(op, ex.query ?? {})) {
+      const res = await send(pathOf(op, ex.params, query), ex.body)
+      expect([400, 422], `${key} with ${what}: answered ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status)
+    }
+    for (const p of op.parameters.filter((x) => x.in === 'path')) {
+      // A ?, a # or an encoded / where the parameter's schema does not take one.
+      for (const bad of ['%3F', '%23', 'a%2Fb'].filter((v) => !documentAcceptsParameter(p.schema, decodeURIComponent(v)))) {
+        const res = await send(pathOf(op, { ...ex.params, [p.name]: bad }, ex.query), ex.body)
+        expect(res.status, `${key} with {${p.name}} = ${bad}: ${res.text.slice(0, 200)}`).toBe(400)
+      }
+    }
+  })
+
+  it('a method a path does not serve: 405 with Allow; an over-long query: 431 with {error}', async () => {
+    const res = await panel.request('/api/hosts', { method: 'PATCH', cookie, body: {} })
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('GET, POST, HEAD')
+    expect(res.json).toEqual({ error: expect.stringMatching(/PATCH .*GET, POST/) })
+    const long = await panel.request(`/api/logs?query=${'a'.repeat(17 * 1024)}`, { cookie })
+    expect(long.status).toBe(431)
+    expect(long.json).toEqual({ error: expect.stringMatching(/16 KiB/) })
+  })
+
+  it('an encoded ? or / never reaches another route', async () => {
+    const list = await panel.request('/api/users/%3F', { cookie })
+    expect(list.status).toBe(400)
+    expect(Array.isArray(list.json)).toBe(false)
+    const before = await snapshotStore(panel)
+    const toggle = await panel.request('/api/hosts/%3F/toggle', { method: 'POST', cookie, body: { domain: 'x.example.test', target_group_id: 1, tls_mode: 'none' } })
+    expect(toggle.status).toBe(400)
+    expect(toggle.json.error).toMatch(/^host id: /)
+    expect((await panel.request('/api/dns-providers/%3F', { cookie })).status).toBe(400)
+    expect(await snapshotStore(panel)).toBe(before)
   })
 })

@@ -40,8 +40,9 @@ describe('DNS providers: catalogue and PUT rules', () => {
     expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([['server', true, false], ['key_name', true, false], ['key_alg', true, false], ['key', true, true], ['zone', false, false]])
     expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual(['hmac-sha256', 'hmac-sha384', 'hmac-sha512', 'hmac-sha224', 'hmac-sha1'])
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_b')).json.name).toBe('provider_b')
-    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(404)
-    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).status).toBe(404)
+    // A name outside the catalogue is outside the path parameter's enum: a 400 naming the choices.
+    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(400)
+    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).json.error).toMatch(/not in the catalogue; use provider_a/)
   })
 
   it('stores credentials sealed, never returns them, disables without losing them, and honours __UNCHANGED__', async () => {

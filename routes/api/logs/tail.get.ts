@@ -1,5 +1,7 @@
 import { createEventStream, defineEventHandler, getQuery } from 'h3'
 import { compileLogFilter } from '~/server/utils/logs/filters'
+import { logFilterQuery } from '~/server/utils/logs/query-schema'
+import { parseQueryWith } from '~/server/utils/core/validate'
 import { MAX_BACKLOG, subscribeToLogs, writeSseComment } from '~/server/utils/logs/hub'
 
 const HEARTBEAT_MS = 15_000
@@ -8,7 +10,7 @@ const MAX_UNSENT_BYTES = 8 * 1024 * 1024
 
 // Server-sent events: every new row matching the filter, as `event: log`.
 export default defineEventHandler((event) => {
-  const filter = compileLogFilter(getQuery(event)) // a bad filter is a 400 before the stream opens
+  const filter = compileLogFilter(parseQueryWith(logFilterQuery, getQuery(event))) // a bad filter is a 400 before the stream opens
   const res = event.node.res
   const stream = createEventStream(event)
   let pending = 0

@@ -1,10 +1,9 @@
 import { defineEventHandler } from 'h3'
-import { z } from 'zod'
 import { readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
-import { updateSettings } from '~/server/utils/core/settings'
+import { settingsPatchBody, updateSettings } from '~/server/utils/core/settings'
 
 export default defineEventHandler(async (event) => {
-  const patch = await readValidatedJson(event, z.record(z.string(), z.unknown()))
+  const patch = await readValidatedJson(event, settingsPatchBody)
   return updateSettings(patch, auditContextOf(event))
 })

@@ -31,7 +31,7 @@ const _CLOCK_TOLERANCE_SECONDS = 30
 
 export type OidcErrorCode =
   | 'oidc_disabled' | 'provider_unreachable' | 'state_not_found' | 'provider_error' | 'exchange_failed'
-  | 'token_invalid' | 'email_missing' | 'account_conflict' | 'email_not_allowed' | 'email_not_verified' | 'invalid_request'
+  | 'token_invalid' | 'email_missing' | 'account_conflict' | 'email_not_allowed' | 'email_not_verified'
   | 'internal_error'
 
 /** A refused login: `code` goes to the login page; `details` (no secrets, no tokens) to the audit row. */

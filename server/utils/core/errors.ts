@@ -22,6 +22,9 @@ export const notFound = (kind: string, id?: string | number) =>
   _httpError(404, id === undefined ? `${kind} not found` : `${kind} ${id} not found`)
 /** A path that serves nothing (an unknown or retired route, a missing file): the message says what to use instead. */
 export const pathNotFound = (why: string) => _httpError(404, why)
+export const noRoute = (method: string, path: string) => _httpError(404, `no route for ${method} ${path}`)
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  _httpError(405, `method ${method} is not allowed on ${path}; this path serves ${allow}`, { allow })
 export const conflict = (why: string) => _httpError(409, why)
 export const payloadTooLarge = (limitBytes: number) =>
   _httpError(413, `request body too large: the limit is ${limitBytes} bytes`)

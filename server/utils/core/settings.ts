@@ -8,7 +8,7 @@ import { badRequest } from './errors'
 import { getConfig } from './config'
 import { getSecretsBox } from './secrets'
 import { writeAudit, type AuditContext } from './audit'
-import { describeZodError, emailSchema, parseGoDurationMs } from './validate'
+import { describeZodError, emailSchema, parseGoDurationMs, safeText, urlSchema } from './validate'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
 // and docs/configuration.md. Environment values are only defaults.
@@ -24,12 +24,13 @@ const _tickerInterval = _goDuration.refine((v) => {
   const ms = parseGoDurationMs(v)
   return ms !== null && ms >= _TICKER_MIN_MS && ms <= _TICKER_MAX_MS
 }, 'must be from 1s to 10m (the bouncer polls the local API this often: 0s is refused by it, less than 1s floods the local API, more than 10m delays every ban)')
-const _optionalUrl = z.string().trim().max(2048).refine((v) => v === '' || /^https?:\/\//.test(v), 'must be an http(s) URL or empty')
-const _cron = z.string().trim().max(100).refine((v) => {
+const _optionalUrl = z.union([z.literal(''), urlSchema()], { message: 'must be an http or https URL, or empty' })
+// The pattern (five or six fields) is what the document can say; croner checks each field.
+const _CRON_PROBLEM = 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)'
+const _cron = z.string().trim().max(100).regex(/^\s*\S+(\s+\S+){4,5}\s*$/, _CRON_PROBLEM).refine((v) => {
   try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
-}, 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)')
-const _text = (max: number) => z.string().max(max, `must be at most ${max} characters`)
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
+}, _CRON_PROBLEM)
+const _text = (max: number) => safeText(max)
 const _cidr = z.string().trim().toLowerCase().max(64).refine((v) => {
   const [addr, bits, extra] = v.split('/')
   const family = isIP(addr ?? '')
@@ -82,6 +83,13 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
 ]
 
 const _byKey = new Map(SETTINGS_CATALOGUE.map((d) => [d.key, d]))
+
+/**
+ * PUT /api/settings: any subset of the catalogue's keys, each with its own
+ * schema (a secret also takes "__UNCHANGED__"); the route and the document use it.
+ */
+export const settingsPatchBody = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key,
+  (d.secret ? z.union([z.literal(UNCHANGED), d.schema]) : d.schema).optional().describe(d.description)])))
 const _owner = (key: string) => `settings/${key}`
 
 type CommitHook = (tx: Tx, changedKeys: string[], ctx: AuditContext) => Promise<void>

@@ -22,18 +22,68 @@ export function parseWith<T>(schema: ZodType<T>, value: unknown): T {
   return r.data
 }
 
-/** Reads a JSON body (1 MiB at most) and validates it; every failure is a 4xx with {error}. */
+/** Keys that would reach an object's prototype when a body is merged or spread: refused, never stripped. */
+const _PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
+/** NUL, the other C0 controls and DEL; tab and newline are left to the field's own type (multi-line text allows them). */
+const _CONTROL_EXCEPT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f]/
+
+function _where(path: Array<string | number>): string {
+  return path.length ? path.join('.') : 'body'
+}
+
+/**
+ * What every JSON body must satisfy before its schema sees it, checked on the
+ * parsed value (zod would strip a __proto__ key silently, and a NUL would be cut
+ * off by the database): no prototype keys and no control characters at any depth.
+ */
+export function assertCleanJson(value: unknown, path: Array<string | number> = []): void {
+  if (typeof value === 'string') {
+    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value)) throw badRequest(`${_where(path)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
+    return
+  }
+  if (Array.isArray(value)) { value.forEach((item, i) => assertCleanJson(item, [...path, i])); return }
+  if (!value || typeof value !== 'object') return
+  for (const [key, item] of Object.entries(value)) {
+    if (_PROTOTYPE_KEYS.has(key)) throw badRequest(`${_where(path)}: the key "${key}" is not allowed`)
+    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(key)) throw badRequest(`${_where(path)}: a key must not contain control characters`)
+    assertCleanJson(item, [...path, key])
+  }
+}
+
+const _utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** Bytes as UTF-8 text: invalid bytes are a 400 naming `what`, never replaced by U+FFFD and stored. */
+export function decodeUtf8(raw: Uint8Array, what: string): string {
+  try { return _utf8.decode(raw) } catch { throw badRequest(`${what} is not valid UTF-8: send it encoded as UTF-8`) }
+}
+
+/** Decodes and parses a JSON body, then refuses prototype keys and control characters (assertCleanJson). */
+export function decodeJsonBody(raw: Uint8Array): unknown {
+  const text = decodeUtf8(raw, 'request body')
+  let value: unknown
+  try { value = JSON.parse(text) } catch { throw badRequest('request body is not valid JSON') }
+  assertCleanJson(value)
+  return value
+}
+
+/**
+ * Reads a JSON body (1 MiB at most) and validates it; every failure is a 4xx with {error}.
+ * The body is required, as the document says of every JSON body: `{}` where every field is optional.
+ */
 export async function readValidatedJson<T>(event: H3Event, schema: ZodType<T>): Promise<T> {
   const raw = await readRawBody(event, false)
   if (raw && raw.length > JSON_BODY_LIMIT_BYTES) throw payloadTooLarge(JSON_BODY_LIMIT_BYTES)
   const type = getRequestHeader(event, 'content-type') ?? ''
   if (raw && raw.length && type && !/application\/(.+\+)?json/i.test(type))
     throw badRequest('request body must be JSON: send Content-Type: application/json')
-  let value: unknown = {}
-  if (raw && raw.length) {
-    try { value = JSON.parse(raw.toString('utf8')) } catch { throw badRequest('request body is not valid JSON') }
-  }
-  return parseWith(schema, value)
+  if (!raw || !raw.length) throw badRequest('request body is required: send a JSON object ({} where every field is optional)')
+  return parseWith(schema, decodeJsonBody(raw))
+}
+
+/** A query string's parameters (already decoded by h3), checked like a body: text without control characters. */
+export function parseQueryWith<T>(schema: ZodType<T>, query: Record<string, unknown>): T {
+  for (const [key, value] of Object.entries(query)) assertCleanJson(value, [key])
+  return parseWith(schema, query)
 }
 
 export function parseIdParam(value: string | undefined, kind = 'id'): number {
@@ -41,13 +91,51 @@ export function parseIdParam(value: string | undefined, kind = 'id'): number {
   return Number(value)
 }
 
-/** Printable text without control characters, bounded in length. */
-export const safeText = (max: number) =>
-  z.string().max(max, `must be at most ${max} characters`)
-    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
+const _NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/
+const _NO_CONTROL_EXCEPT_TAB_NEWLINE = /^[^\u0000-\u0008\u000b-\u001f\u007f]*$/
 
+/**
+ * The one text type: bounded, no NUL, C0 control or DEL; `multiline` allows tab
+ * and newline. Patterns (not refinements) so that the OpenAPI document carries them.
+ */
+export const safeText = (max: number, options: { multiline?: boolean; min?: number } = {}) => {
+  const base = z.string().max(max, `must be at most ${max} characters`)
+  const bounded = options.min ? base.min(options.min, options.min === 1 ? 'must not be empty' : `must be at least ${options.min} characters`) : base
+  return options.multiline
+    ? bounded.regex(_NO_CONTROL_EXCEPT_TAB_NEWLINE, 'must not contain control characters (tab and newline are allowed)')
+    : bounded.regex(_NO_CONTROL, 'must not contain control characters')
+}
+
+/** One email rule: lower-cased, no spaces, quotes, angle brackets, backslashes or control characters, a dot in the domain. */
 export const emailSchema = z.string().trim().toLowerCase().max(254, 'must be at most 254 characters')
-  .regex(/^[^\s@"'<>\\]+@[^\s@"'<>\\]+\.[^\s@"'<>\\]+$/, 'must be a valid email address')
+  .regex(/^[^\s@"'<>\\\u0000-\u001f\u007f]+@[^\s@"'<>\\\u0000-\u001f\u007f]+\.[^\s@"'<>\\\u0000-\u001f\u007f]+$/, 'must be a valid email address')
+  .meta({ format: 'email' })
+
+function _parsesAs(value: string, schemes: readonly string[]): boolean {
+  try { return schemes.includes(new URL(value).protocol.slice(0, -1)) } catch { return false }
+}
+
+/**
+ * One URL rule: parsed by the WHATWG URL parser (what fetch and the proxy will
+ * see), scheme checked, no whitespace, quotes, angle brackets, backslashes,
+ * braces (proxy placeholders) or control characters.
+ */
+export const urlSchema = (options: { schemes?: readonly ['http' | 'https', ...Array<'http' | 'https'>]; max?: number } = {}) => {
+  const schemes = options.schemes ?? ['http', 'https']
+  const words = schemes.length === 1 ? `an ${schemes[0]}:// URL` : 'an http(s) URL'
+  return z.string().trim().max(options.max ?? 2048, `must be at most ${options.max ?? 2048} characters`)
+    .regex(new RegExp(`^(${schemes.join('|')})://[^\\s"'<>\\\\{}\\u0000-\\u001f\\u007f]+$`), `must be ${words}`)
+    .refine((v) => _parsesAs(v, schemes), `must be ${words}`)
+    .meta({ format: 'uri' })
+}
+
+/**
+ * The characters of an IP address or a CIDR, as a pattern the document carries;
+ * the domain parses the value itself (node:net) and names what is wrong.
+ */
+export const ipOrCidrText = (options: { cidr?: boolean } = { cidr: true }) =>
+  z.string().trim().max(64, 'must be at most 64 characters').regex(options.cidr ? /^[0-9A-Fa-f:.]{2,45}(\/\d{1,3})?$/ : /^[0-9A-Fa-f:.]{2,45}$/,
+    options.cidr ? 'must be an IP address or a CIDR such as 192.0.2.0/24' : 'must be an IPv4 or IPv6 address')
 
 const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 

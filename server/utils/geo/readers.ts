@@ -4,6 +4,8 @@ import { Reader } from 'maxmind'
 import { getConfig } from '../core/config'
 import { countryOfRecord } from './walker'
 import { isLanAddress } from './ip'
+import { z } from 'zod'
+import { ipOrCidrText } from '../core/validate'
 
 // The geolocation databases, reopened when the file is replaced (a refresh
 // renames a new file into place; the reader notices the new inode or mtime).
@@ -47,6 +49,9 @@ export function geoFileStatus(kind: GeoKind) {
 }
 
 /** Country and ASN of an address; LAN addresses answer LAN / 0; unknown parts are null. */
+/** GET /api/geoip/lookup; the address is parsed by node:net in the route's domain call. */
+export const geoLookupQuery = z.strictObject({ ip: ipOrCidrText({ cidr: false }).describe('IPv4 or IPv6 address') })
+
 export function lookupIp(ip: string): { ip: string; country: string | null; as_number: number | null; as_organization: string | null } {
   if (isLanAddress(ip)) return { ip, country: 'LAN', as_number: 0, as_organization: null }
   const country = openGeoReader('country')?.get(ip)

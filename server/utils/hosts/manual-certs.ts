@@ -12,6 +12,7 @@ import { writeFileAtomically } from '../core/files'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { manualCertFileNames } from './manual-cert-files'
 import { validateCertificateUpload } from './cert-validation'
+import { z } from 'zod'
 
 type Row = typeof manualCerts.$inferSelect
 const _keyOwner = (hostId: number) => `manual_certs/${hostId}/key`
@@ -122,8 +123,6 @@ export async function syncManualCertFiles(): Promise<void> {
   }
 }
 
-export function parseRevert(value: unknown): 'auto' | 'none' {
-  if (value === undefined || value === '') return 'auto'
-  if (value === 'auto' || value === 'none') return value
-  throw badRequest('revert: must be "auto" or "none"')
-}
+/** DELETE /api/manual-certs/{host_id}: the TLS mode the host takes afterwards. */
+export const manualCertDeleteQuery = z.strictObject({ revert: z.enum(['auto', 'none'], { message: 'must be "auto" or "none"' }).default('auto').describe('TLS mode afterwards') })
+

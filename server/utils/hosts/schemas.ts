@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
-import { emailSchema, safeText } from '../core/validate'
+import { emailSchema, safeText, urlSchema } from '../core/validate'
+import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
 import {
   CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_DEFAULT_FAMILIES, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
 } from '../proxy/build/waf-rules'
@@ -21,10 +22,18 @@ export function isValidHostPattern(name: string): boolean {
   return name.startsWith('*.') ? name.split('.').length >= 3 && _HOSTNAME.test(name.slice(2)) : _HOSTNAME.test(name)
 }
 
-export const hostnameSchema = z.string().trim().toLowerCase()
+// The same name as a case-insensitive pattern, for the document (the server lower-cases first).
+const _LABEL_ANY_CASE = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
+const _HOST_PATTERN = new RegExp(`^(?:\\*\\.)?(?=.{1,253}$)${_LABEL_ANY_CASE}(?:\\.${_LABEL_ANY_CASE})*$`)
+
+export const hostnameSchema = z.string().trim().toLowerCase().max(255, 'must be at most 255 characters')
+  .regex(_HOST_PATTERN, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
   .refine(isValidHostPattern, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
 
-const _noPlaceholders = (s: string) => !/[{}]/.test(s)
+/** A DNS provider of the catalogue (GET /api/dns-providers); the path parameter of /api/dns-providers/{name} too. */
+export const dnsProviderNameSchema = z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]],
+  { message: `is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}` })
+
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
 
 const _limit = (name: keyof typeof WAF_LIMIT_BOUNDS, unit: string) => {
@@ -52,12 +61,10 @@ export const hostBody = z.strictObject({
   target_group_id: z.number().int().positive('must be a target group id'),
   tls_mode: z.enum(['auto', 'manual', 'none'], { message: 'must be "auto", "manual" or "none"' }),
   tls_challenge: z.enum(['dns', 'http', 'tls-alpn'], { message: 'must be "dns", "http" or "tls-alpn"' }).default('http'),
-  tls_email: z.union([emailSchema, z.null()]).default(null),
-  tls_dns_provider: z.union([z.string().max(64), z.null()]).default(null),
-  tls_acme_ca_url: z.union([
-    z.string().trim().max(2048).url('must be a URL').refine((u) => u.startsWith('https://'), 'must be an https:// ACME directory URL').refine(_noPlaceholders, 'must not contain braces'),
-    z.null(),
-  ]).default(null),
+  // nullable() rather than a union with null: zod then names the inner problem, not "Invalid input".
+  tls_email: emailSchema.nullable().default(null),
+  tls_dns_provider: dnsProviderNameSchema.nullable().default(null),
+  tls_acme_ca_url: urlSchema({ schemes: ['https'] }).describe('ACME directory URL').nullable().default(null),
   enabled: _optionalBool,
   lan_only: _optionalBool,
   true_detect_mode: _optionalBool,
@@ -109,7 +116,7 @@ export const targetAddressSchema = z.string().trim().max(300).refine((a) => {
 }, 'must be host:port with a port from 1 to 65535, such as 10.0.0.5:8080 or app:3000')
 
 export const targetGroupBody = z.strictObject({
-  name: safeText(100).pipe(z.string().trim().min(1, 'must not be empty')),
+  name: safeText(100).trim().min(1, 'must not be empty'),
   targets: z.array(z.strictObject({
     address: targetAddressSchema,
     weight: z.number().int('must be an integer').min(1, 'must be at least 1').max(1000, 'must be at most 1000').default(1),
@@ -136,18 +143,11 @@ const _ruleFields = z.strictObject({
   methods: z.array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` })).max(7).default([]),
   action: z.enum(['proxy', 'redirect', 'respond'], { message: 'must be "proxy", "redirect" or "respond"' }),
   target_group_id: z.union([z.number().int().positive(), z.null()]).default(null),
-  redirect_url: z.union([
-    z.string().max(2048).refine((u) => /^(https?:\/\/[^\s"'<>\\]+|\/[^\s"'<>\\]*)$/.test(u), 'must be an http(s) URL or a path')
-      .refine(_noPlaceholders, 'must not contain braces (proxy placeholders)'),
-    z.null(),
-  ]).default(null),
+  redirect_url: z.union([urlSchema(), z.string().max(2048).regex(/^\/[^\s"'<>\\{}\u0000-\u001f\u007f]*$/, 'must be a path starting with /')],
+    { message: 'must be an http(s) URL or a path starting with / (no spaces, quotes, angle brackets, backslashes or braces)' }).nullable().default(null),
   redirect_status: z.union([z.literal(301), z.literal(302), z.literal(303), z.literal(307), z.literal(308), z.null()]).default(null),
   respond_status: z.union([z.number().int().min(100).max(599), z.null()]).default(null),
-  respond_body: z.union([
-    z.string().max(65_536).refine((b) => !b.includes('\u0000'), 'must not contain NUL')
-      .refine(_noPlaceholders, 'must not contain braces (proxy placeholders)'),
-    z.null(),
-  ]).default(null),
+  respond_body: safeText(65_536, { multiline: true }).regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)').nullable().default(null),
 })
 export const ruleBody = _ruleFields.superRefine((r, ctx) => {
   if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })

@@ -1,5 +1,6 @@
 import { readMultipartFormData, type H3Event } from 'h3'
 import { badRequest } from '../core/errors'
+import { decodeUtf8 } from '../core/validate'
 
 export const UPLOAD_PART_LIMIT_BYTES = 256 * 1024
 const _PARTS = ['cert_pem', 'key_pem', 'chain_pem'] as const
@@ -13,7 +14,7 @@ export async function readCertificateUpload(event: H3Event): Promise<{ certPem: 
     const name = part.name as (typeof _PARTS)[number]
     if (!_PARTS.includes(name)) throw badRequest(`unknown part "${part.name}"; send cert_pem, key_pem and optionally chain_pem`)
     if (part.data.length > UPLOAD_PART_LIMIT_BYTES) throw badRequest(`${name}: larger than ${UPLOAD_PART_LIMIT_BYTES / 1024} KiB`)
-    found[name] = part.data.toString('utf8')
+    found[name] = decodeUtf8(part.data, name)
   }
   if (!found.cert_pem) throw badRequest('cert_pem: is required')
   if (!found.key_pem) throw badRequest('key_pem: is required')

@@ -64,6 +64,11 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       ...(content ? { content } : {}),
     }
   }
+  // Input the validation layer refuses (server/utils/core/validate.ts, middleware/30-routes.ts) is a 400 on every operation that takes any.
+  if ((op.body || op.multipart || op.query || op.params) && !responses['400'])
+    responses['400'] = { description: 'invalid input: the message names the field and what to fix', content: { 'application/json': { schema: _ERROR_REF } } }
+  if ((op.body || op.multipart) && !responses['413'])
+    responses['413'] = { description: 'request body over 1 MiB', content: { 'application/json': { schema: _ERROR_REF } } }
   responses.default = _ERROR_RESPONSE
   const access = { public: 'No session needed.', session: 'Needs a session; viewers may call GETs only.', admin: 'Needs the admin role.', proxy: "Called by the proxy (ForwardAuth); carries the browser's cookies." }[op.access]
   return {

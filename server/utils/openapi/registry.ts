@@ -60,7 +60,9 @@ export const errorSchema = z.strictObject({ error: z.string().describe('what was
 export const timestamp = () => z.string().describe('RFC 3339 timestamp, UTC')
 export const nullableTimestamp = () => z.union([timestamp(), z.null()])
 
-export const idParam = (what: string) => ({ id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: `${what} id (positive integer)` } })
+/** A positive integer id as it appears in a path. */
+export const idText = () => z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')
+export const idParam = (what: string) => ({ id: { schema: idText(), description: `${what} id (positive integer)` } })
 
 /** What a mutation that reconciles the proxy answers beside the object (docs/api.md). */
 export const reconcileSchema = z.strictObject({

@@ -4,7 +4,7 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { conflict, upstreamUnavailable } from '../core/errors'
 import { getDb } from '../core/db'
 import { redactSecrets } from '../core/redact'
-import { safeText, parseGoDurationMs } from '../core/validate'
+import { ipOrCidrText, safeText, parseGoDurationMs } from '../core/validate'
 import { endOf, formatNet, netContains, parseCidr } from '../geo/ip'
 import { invalidateDecisionCache } from './decisions'
 import { machineRequest } from './lapi'
@@ -19,7 +19,7 @@ export const PANEL_BAN_SCENARIO = 'panel/manual-ban'
 const _MIN_MS = 60_000, _MAX_MS = 8_760 * 3_600_000
 
 export const banBody = z.strictObject({
-  value: z.string().max(64),
+  value: ipOrCidrText(),
   duration: z.string().max(32).refine((d) => { const ms = parseGoDurationMs(d); return ms !== null && ms >= _MIN_MS && ms <= _MAX_MS }, 'must be a duration from 1m to 8760h, such as 4h or 30m').default('4h'),
   reason: safeText(200).optional(),
 })

@@ -71,9 +71,9 @@ export async function getJob(id: number) {
   return presentJob(row)
 }
 
-export const jobsQuery = z.object({
-  country: z.string().max(2).optional(),
-  limit: z.coerce.number().int('limit: must be an integer').min(1, 'must be at least 1').max(200, 'must be at most 200').default(20),
+export const jobsQuery = z.strictObject({
+  country: z.string().regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as FR').optional(),
+  limit: z.coerce.number().int('must be an integer').min(1, 'must be at least 1').max(200, 'must be at most 200').default(20),
 })
 
 export async function listJobs(country: string | undefined, limit: number) {

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { badRequest } from '../core/errors'
-import { parseGoDurationMs } from '../core/validate'
+import { ipOrCidrText, parseGoDurationMs } from '../core/validate'
 import { deleteDecisionById, fetchActiveDecisions, type LapiDecision } from './lapi'
 import { lookupIp } from '../geo/readers'
 import { mirrorEnabled, mirrorSnapshot, syncMirrorNow, type MirrorRecord } from './mirror'
@@ -59,8 +59,8 @@ function _presentRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
 export const DECISIONS_PAGE_MAX = 1000
 const _intParam = () => z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').optional()
 
-export const decisionsQuery = z.object({
-  q: z.string().max(200).optional(),
+export const decisionsQuery = z.strictObject({
+  q: z.string().max(200, 'must be at most 200 characters').optional(),
   scope: z.enum(SCOPES, { message: `scope: must be one of ${SCOPES.join(', ')}` }).optional(),
   origin: z.string().max(100).optional(),
   limit: _intParam().describe(`page size, 1 to ${DECISIONS_PAGE_MAX}; without limit and before_id the answer holds every active decision`),
@@ -169,7 +169,7 @@ export function assertIp(value: string, field = 'ip'): string {
  * every Range containing it, except the ranges of a country ban (removing one
  * would unban a whole network; those are revoked per country).
  */
-export const unbanIpBody = z.strictObject({ ip: z.string().max(64) })
+export const unbanIpBody = z.strictObject({ ip: ipOrCidrText({ cidr: false }) })
 
 export async function unbanIp(ip: string, ctx: AuditContext) {
   const covering = await fetchActiveDecisions({ ip })

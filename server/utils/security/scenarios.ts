@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { scenarioOverrides } from '../../../db/schema'
 import { getDb, writeTransaction } from '../core/db'
-import { badRequest, notFound } from '../core/errors'
+import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
@@ -23,7 +23,8 @@ import { writeFileAtomically } from '../core/files'
 
 export interface Scenario { short_name: string; source: 'hub' | 'local'; canonical_name: string; path: string; disabled: boolean; description?: string }
 
-const _CANONICAL = /^[a-z0-9][a-z0-9_.-]*\/[a-z0-9][a-z0-9_.-]*$/i
+/** <author>/<scenario>, as the engine's hub names them. */
+export const SCENARIO_NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]*\/[a-z0-9][a-z0-9_.-]*$/i
 
 function _scenariosDir(): string | undefined {
   const dir = getConfig().crowdsecConfigDir
@@ -102,9 +103,9 @@ export const scenarioPatchBody = z.strictObject({ disabled: z.boolean({ message:
 export async function setScenarioDisabled(rawName: string, disabled: boolean, ctx: AuditContext) {
   let name: string
   try { name = decodeURIComponent(rawName) } catch { throw badRequest('name: is not a valid URL-encoded scenario name') }
-  if (!_CANONICAL.test(name) || name.includes('..')) throw badRequest('name: must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing')
+  if (!SCENARIO_NAME_PATTERN.test(name) || name.includes('..')) throw badRequest('name: must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing')
   const dir = _scenariosDir()
-  if (!dir || !existsSync(dir)) throw badRequest("the engine's scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)")
+  if (!dir || !existsSync(dir)) throw upstreamUnavailable('security engine', 'its scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)')
   await withEngineFiles(async () => {
     const onDisk = listScenariosOnDisk().find((s) => s.canonical_name === name)
     const override = await getDb().select().from(scenarioOverrides).where(eq(scenarioOverrides.canonicalName, name)).get()

@@ -7,7 +7,7 @@ import { getDb, writeTransaction } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
-import { safeText } from '../core/validate'
+import { ipOrCidrText, safeText } from '../core/validate'
 import { reconcileInTransaction } from '../proxy/reconciler'
 import { deleteDecisionsMatching } from './lapi'
 import { invalidateDecisionCache } from './decisions'
@@ -28,7 +28,7 @@ export function parseIpOrCidr(raw: string): { value: string; kind: 'ip' | 'cidr'
   return { value: `${addr}/${bits}`, kind: 'cidr' }
 }
 
-export const whitelistBody = z.strictObject({ value: z.string().max(64), reason: safeText(200).optional() })
+export const whitelistBody = z.strictObject({ value: ipOrCidrText(), reason: safeText(200).optional() })
 
 export function presentWhitelistEntry(r: typeof whitelistEntries.$inferSelect) {
   return { value: r.value, reason: r.reason, created_at: r.createdAt, created_by: r.createdBy }

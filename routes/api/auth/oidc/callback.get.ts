@@ -1,7 +1,8 @@
 import { defineEventHandler, getQuery, sendRedirect, setResponseHeader } from 'h3'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { oidcCallbackQuery } from '~/server/utils/auth/schemas'
-import { OidcFailure, asOidcFailure, auditOidcFailure, completeOidcLogin, loginPageWithError } from '~/server/utils/auth/oidc'
+import { parseQueryWith } from '~/server/utils/core/validate'
+import { asOidcFailure, auditOidcFailure, completeOidcLogin, loginPageWithError } from '~/server/utils/auth/oidc'
 import { issueSessionCookie } from '~/server/utils/auth/issue'
 
 // Completes an OIDC login: session cookie + 302 to the sanitised rd, or
@@ -9,10 +10,10 @@ import { issueSessionCookie } from '~/server/utils/auth/issue'
 export default defineEventHandler(async (event) => {
   setResponseHeader(event, 'cache-control', 'no-store')
   const ctx = auditContextOf(event)
+  // Parameters over their documented maxima are a 400, like any malformed query.
+  const query = parseQueryWith(oidcCallbackQuery, getQuery(event))
   try {
-    const parsed = oidcCallbackQuery.safeParse(getQuery(event))
-    if (!parsed.success) throw new OidcFailure('invalid_request', { reason: 'malformed callback parameters' })
-    const { token, rd } = await completeOidcLogin(parsed.data, ctx)
+    const { token, rd } = await completeOidcLogin(query, ctx)
     await issueSessionCookie(event, token)
     return sendRedirect(event, rd, 302)
   } catch (err) {

@@ -1,14 +1,16 @@
 import { defineEventHandler, getQuery, sendRedirect, setResponseHeader } from 'h3'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { oidcLoginQuery } from '~/server/utils/auth/schemas'
+import { parseWith } from '~/server/utils/core/validate'
 import { asOidcFailure, auditOidcFailure, loginPageWithError, startOidcLogin } from '~/server/utils/auth/oidc'
 
 // Starts an OIDC login: 302 to the identity provider (state, nonce, PKCE S256),
 // or to /login?oidc_error=<code> when OIDC is off or the provider is unreachable.
 export default defineEventHandler(async (event) => {
   setResponseHeader(event, 'cache-control', 'no-store')
-  const parsed = oidcLoginQuery.safeParse(getQuery(event))
-  const rd = parsed.success ? parsed.data.rd : undefined
+  // An over-long `rd` is a 400 before anything starts; otherwise it is sanitised (control
+  // characters included), never refused, so the query skips parseQueryWith's character check.
+  const { rd } = parseWith(oidcLoginQuery, getQuery(event))
   try {
     return sendRedirect(event, await startOidcLogin(rd), 302)
   } catch (err) {

@@ -1,9 +1,9 @@
 import { defineEventHandler, getQuery, setResponseHeaders } from 'h3'
-import { parseWith } from '~/server/utils/core/validate'
+import { parseQueryWith } from '~/server/utils/core/validate'
 import { decisionsQuery, listDecisions } from '~/server/utils/security/decisions'
 
 export default defineEventHandler(async (event) => {
-  const page = await listDecisions(parseWith(decisionsQuery, getQuery(event)))
+  const page = await listDecisions(parseQueryWith(decisionsQuery, getQuery(event)))
   setResponseHeaders(event, {
     'x-total-count': String(page.total), 'x-decisions-synced-at': page.syncedAt, 'x-decisions-source': page.source,
     ...(page.nextBeforeId === null ? {} : { 'x-next-before-id': String(page.nextBeforeId) }),

@@ -54,28 +54,28 @@ export const authOperations = [
   operation({
     method: 'post', path: '/api/auth/totp/enable', access: 'session', summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 401: ok('wrong code') },
+    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is already on, or no secret yet (call setup first)') },
   }),
   operation({
     method: 'post', path: '/api/auth/totp/disable', access: 'session', summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 401: ok('wrong code') },
+    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
   }),
   operation({
     method: 'post', path: '/api/auth/totp/recovery-codes', access: 'session', summary: 'A new set of recovery codes (the old set stops working)',
     body: totpCodeBody,
-    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 401: ok('wrong code') },
+    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
   }),
   operation({
     method: 'get', path: '/api/auth/oidc/login', access: 'public', summary: 'Start an OIDC login (authorization code with PKCE S256)',
     query: oidcLoginQuery,
-    responses: { 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
+    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
   }),
   operation({
     method: 'get', path: '/api/auth/oidc/callback', access: 'public', summary: 'OIDC redirect URI: completes the login',
-    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, invalid_request, provider_error, internal_error (docs/auth.md).',
+    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, provider_error, internal_error (docs/auth.md).',
     query: oidcCallbackQuery,
-    responses: { 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
+    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
   }),
   operation({
     method: 'post', path: '/api/auth/logout', access: 'session', summary: 'Log out: deletes the session and clears the cookie',

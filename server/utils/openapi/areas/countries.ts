@@ -1,10 +1,11 @@
 import { z } from 'zod'
 import { expandBody, jobsQuery } from '../../security/countries'
-import { nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { geoLookupQuery } from '../../geo/readers'
+import { idParam, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: country bans (expansion into Range decisions), their jobs, geolocation.
 
-const ccParam = { cc: { schema: z.string().regex(/^[A-Za-z]{2}$/), description: 'ISO 3166-1 alpha-2 country code' } }
+const ccParam = { cc: { schema: z.string().regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as FR'), description: 'ISO 3166-1 alpha-2 country code' } }
 
 export const jobSchema = z.strictObject({
   id: z.number().int(), country_code: z.string(), state: z.enum(['pending', 'running', 'completed', 'failed']),
@@ -38,14 +39,15 @@ export const countriesOperations = [
   operation({ method: 'get', path: '/api/security/jobs', access: 'session', summary: 'Recent expansion jobs, newest first', query: jobsQuery, responses: { 200: ok('jobs', z.array(jobSchema)) } }),
   operation({
     method: 'get', path: '/api/security/jobs/{id}', access: 'session', summary: 'One expansion job',
-    params: { id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'job id' } },
+    params: idParam('job'),
     responses: { 200: ok('the job', jobSchema), 404: ok('no such job') },
   }),
   operation({
     method: 'get', path: '/api/geoip/lookup', access: 'session', summary: 'Country and ASN of an address (LAN addresses: country LAN, ASN 0)',
-    query: z.object({ ip: z.string().describe('IPv4 or IPv6 address') }),
+    query: geoLookupQuery,
     responses: { 200: ok('the annotation', z.strictObject({ ip: z.string(), country: z.union([z.string(), z.null()]), as_number: z.union([z.number().int(), z.null()]), as_organization: z.union([z.string(), z.null()]) })) },
   }),
   operation({ method: 'get', path: '/api/geoip/status', access: 'session', summary: 'Geolocation databases', responses: { 200: ok('status', geoStatusSchema) } }),
-  operation({ method: 'post', path: '/api/geoip/refresh', access: 'session', summary: 'Download both geolocation databases now', responses: { 200: ok('status after the refresh', geoStatusSchema) } }),
+  operation({ method: 'post', path: '/api/geoip/refresh', access: 'session', summary: 'Download both geolocation databases now',
+    responses: { 200: ok('status after the refresh', geoStatusSchema), 502: ok('a download failed: "geolocation refresh failed: <file>: <reason>"; the files already loaded stay') } }),
 ]

@@ -1,29 +1,12 @@
 import { z } from 'zod'
 import { SOURCES } from '../../logs/filters'
-import { ok, operation, timestamp } from '../registry'
+import { logFilterQuery, logListQuery, logTimeseriesQuery } from '../../logs/query-schema'
+import { idParam, ok, operation, timestamp } from '../registry'
 
-// Area: logs. The log routes parse their filters by hand (logs/filters.ts:
-// lists, status expressions, regex and CIDR need more than a schema); this
-// object documents the same parameters for the reference.
+// Area: logs. The query schemas are the ones the routes validate with
+// (logs/query-schema.ts); filters.ts parses what a pattern cannot check.
 
 const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
-
-export const logFilterQuery = z.object({
-  source: z.string().optional().describe(`comma list of ${SOURCES.join(', ')}`),
-  host_id: z.string().optional().describe('comma list of host ids (OR-joined with host_domain)'),
-  host_domain: z.string().optional().describe('comma list of domains (OR-joined with host_id)'),
-  rule_id: z.string().optional().describe('comma list of panel rule ids'),
-  status: z.string().optional().describe('404, a class such as 4xx, a range such as 500-504, or a comma list of those'),
-  method: z.string().optional(),
-  path: z.string().optional().describe('substring, or re:<regex>'),
-  remote_ip: z.string().optional().describe('substring, or a CIDR'),
-  level: z.string().optional(),
-  query: z.string().optional().describe('free text across path, user_agent, message and raw'),
-  waf_rule_id: z.string().optional().describe('integer'),
-  waf_severity: z.string().optional().describe('CRITICAL, ERROR, WARNING, NOTICE...'),
-  from: z.string().optional().describe('RFC 3339 or epoch milliseconds'),
-  to: z.string().optional().describe('RFC 3339 or epoch milliseconds'),
-})
 
 export const logRowSchema = z.strictObject({
   id: z.number().int(), ts: timestamp(), source: z.enum(SOURCES), host_id: nullable(z.number().int()), host_domain: nullable(z.string()),
@@ -40,12 +23,12 @@ const scanLimited = { 'X-Logs-Scan-Limited': 'true when a regex/CIDR filter stop
 export const logsOperations = [
   operation({
     method: 'get', path: '/api/logs', access: 'session', summary: 'Log rows, newest first',
-    query: logFilterQuery.extend({ limit: z.string().optional().describe('1 to 1000, default 100'), before_id: z.string().optional().describe('rows with a smaller id (paging)') }),
+    query: logListQuery,
     responses: { 200: ok('rows', z.array(logRowSchema), { headers: scanLimited }) },
   }),
   operation({
     method: 'get', path: '/api/logs/{id}', access: 'session', summary: 'One log row',
-    params: { id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'log row id' } },
+    params: idParam('log row'),
     responses: { 200: ok('the row', logRowSchema), 404: ok('no such row') },
   }),
   operation({
@@ -58,7 +41,7 @@ export const logsOperations = [
   }),
   operation({
     method: 'get', path: '/api/logs/timeseries', access: 'session', summary: 'Counts per time bucket, oldest first (buckets with rows only)',
-    query: logFilterQuery.extend({ bucket: z.enum(['minute', 'hour', 'day']).optional().describe('default hour') }),
+    query: logTimeseriesQuery,
     responses: { 200: ok('points', z.array(timeseriesPointSchema), { headers: scanLimited }) },
   }),
   operation({

@@ -2,9 +2,10 @@ import { z } from 'zod'
 import { decisionsQuery, unbanIpBody } from '../../security/decisions'
 import { whitelistBody } from '../../security/whitelist'
 import { banBody } from '../../security/bans'
-import { scenarioPatchBody } from '../../security/scenarios'
+import { SCENARIO_NAME_PATTERN, scenarioPatchBody } from '../../security/scenarios'
+import { ipOrCidrText } from '../../core/validate'
 import { appsecTuningBody } from '../../security/appsec'
-import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: the security engine (decisions, whitelist, scenarios, drift, AppSec
 // tuning, check-self, overview). Country bans and jobs: countries.ts.
@@ -51,7 +52,7 @@ export const securityOperations = [
   }),
   operation({
     method: 'delete', path: '/api/security/decisions/{id}', access: 'session', summary: 'Unban one decision (idempotent)',
-    params: { id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'decision id' } },
+    params: idParam('decision'),
     responses: { 204: noContent(), 503: ok('the local API is unreachable') },
   }),
   operation({
@@ -68,12 +69,12 @@ export const securityOperations = [
   operation({ method: 'get', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist entries', responses: { 200: ok('entries', z.strictObject({ entries: z.array(whitelistEntrySchema) })) } }),
   operation({
     method: 'post', path: '/api/security/whitelist', access: 'session', summary: 'Whitelist an address or CIDR (removes the decisions it covers)', body: whitelistBody,
-    responses: { 201: ok('the entry', whitelistEntrySchema.extend({ removed_decision_count: z.number().int() })), 409: ok('already whitelisted') },
+    responses: { 201: ok('the entry', whitelistEntrySchema.extend({ removed_decision_count: z.number().int() })), 409: ok('already whitelisted'), 503: ok("the engine's config folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'delete', path: '/api/security/whitelist/{value}', access: 'session', summary: 'Remove a whitelist entry',
-    params: { value: { schema: z.string(), description: 'the address or CIDR, URL-encoded (/ as %2F)' } },
-    responses: { 204: noContent(), 404: ok('no such entry') },
+    params: { value: { schema: ipOrCidrText(), description: 'the address or CIDR, URL-encoded (/ as %2F)' } },
+    responses: { 204: noContent(), 404: ok('no such entry'), 503: ok("the engine's config folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'get', path: '/api/security/scenarios', access: 'session', summary: "The engine's scenarios and the operator-disabled set",
@@ -81,15 +82,16 @@ export const securityOperations = [
   }),
   operation({
     method: 'patch', path: '/api/security/scenarios/{name}', access: 'session', summary: 'Disable or re-enable a scenario',
-    params: { name: { schema: z.string(), description: '<author>/<name>, URL-encoded (crowdsecurity%2Fhttp-probing)' } }, body: scenarioPatchBody,
-    responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario') },
+    params: { name: { schema: z.string().max(200).regex(SCENARIO_NAME_PATTERN, 'must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing'), description: '<author>/<name>, URL-encoded (crowdsecurity%2Fhttp-probing)' } }, body: scenarioPatchBody,
+    responses: { 200: ok('the scenario', scenarioSchema), 404: ok('no such scenario'), 503: ok("the engine's scenarios folder is not mounted (CROWDSEC_CONFIG_DIR)") },
   }),
   operation({
     method: 'get', path: '/api/security/drift', access: 'session', summary: "The drift detector's last check of the engine files: what it re-applied and what is left",
     responses: { 200: ok('per surface', z.strictObject({ scenarios: driftPart, whitelist: driftPart, profiles: driftPart, appsec: driftPart })) },
   }),
   operation({ method: 'get', path: '/api/security/appsec-tuning', access: 'session', summary: 'CRS anomaly thresholds of the AppSec engine', responses: { 200: ok('thresholds', appsecTuningSchema) } }),
-  operation({ method: 'put', path: '/api/security/appsec-tuning', access: 'session', summary: 'Set the CRS anomaly thresholds', body: appsecTuningBody, responses: { 200: ok('thresholds', appsecTuningSchema) } }),
+  operation({ method: 'put', path: '/api/security/appsec-tuning', access: 'session', summary: 'Set the CRS anomaly thresholds', body: appsecTuningBody,
+    responses: { 200: ok('thresholds', appsecTuningSchema), 503: ok("the engine's data folder is not mounted (CROWDSEC_DATA_DIR)") } }),
   operation({
     method: 'get', path: '/api/security/check-self', access: 'session', summary: "Is the caller's own address banned or whitelisted",
     responses: { 200: ok('the verdict', z.strictObject({ ip: nullableString(), banned: z.boolean(), decisions: z.array(rawDecisionSchema), whitelisted: z.boolean(), country: nullableString(), as_number: z.union([z.number().int(), z.null()]) })), 503: ok('the local API is unreachable') },

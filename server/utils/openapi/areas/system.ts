@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { SETTINGS_CATALOGUE } from '../../core/settings'
+import { SETTINGS_CATALOGUE, settingsPatchBody } from '../../core/settings'
 import { createUserBody, updateUserBody } from '../../auth/schemas'
 import { idParam, noContent, nullableTimestamp, ok, operation } from '../registry'
 import { userSchema } from './auth'
@@ -10,8 +10,6 @@ import { engineHealthSchema, proxyHealthSchema } from './ops'
 const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
 const int = () => z.number().int()
 
-/** PUT body: any subset of the catalogue's keys, each with the schema the route validates it with. */
-export const settingsPatchSchema = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key, d.schema.optional().describe(d.description)])))
 /** GET answer: every key; secrets as "__SET__" or "". */
 export const settingsSchema = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key, (d.secret ? z.enum(['__SET__', '']) : d.schema).describe(d.description)])))
 
@@ -60,7 +58,7 @@ export const systemOperations = [
   operation({
     method: 'put', path: '/api/settings', access: 'session', summary: 'Change some settings (validated all at once; `__UNCHANGED__` keeps a secret)',
     description: 'Keys that the proxy configuration depends on reconcile the proxy in the same request.',
-    body: settingsPatchSchema,
+    body: settingsPatchBody,
     responses: { 200: ok('every setting after the change', settingsSchema) },
   }),
   operation({

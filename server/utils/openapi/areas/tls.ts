@@ -1,15 +1,14 @@
 import { z } from 'zod'
 import { dnsProviderBody } from '../../hosts/dns-providers'
-import { DNS_PROVIDER_CATALOGUE } from '../../hosts/dns-catalogue'
-import { noContent, ok, operation, reconcileSchema, timestamp } from '../registry'
+import { manualCertDeleteQuery } from '../../hosts/manual-certs'
+import { dnsProviderNameSchema } from '../../hosts/schemas'
+import { idText, noContent, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: DNS-01 provider catalogue and credentials, manual certificates.
 
-/** The catalogue's names: a provider added to the catalogue is in the reference at once. */
-const providerName = () => z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]])
 
 export const dnsProviderSchema = z.strictObject({
-  name: providerName(), display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
+  name: dnsProviderNameSchema, display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
   fields: z.array(z.strictObject({
     key: z.string(), label: z.string(), required: z.boolean(), placeholder: z.string().optional(), secret: z.boolean().optional(),
     options: z.array(z.string()).optional().describe('the only values the field takes'),
@@ -23,18 +22,18 @@ export const manualCertSchema = z.strictObject({
   uploaded_at: timestamp(), uploaded_by: z.string(),
 })
 
-const nameParam = { name: { schema: providerName(), description: 'catalogue name' } }
-const hostIdParam = { host_id: { schema: z.string().regex(/^[1-9]\d{0,15}$/), description: 'host id' } }
+const nameParam = { name: { schema: dnsProviderNameSchema, description: 'catalogue name' } }
+const hostIdParam = { host_id: { schema: idText(), description: 'host id' } }
 const rejected = ok('the proxy rejected the configuration; its text is in the message')
 
 export const tlsOperations = [
   operation({ method: 'get', path: '/api/dns-providers', access: 'session', summary: 'The DNS provider catalogue with stored state (never credentials)', responses: { 200: ok('catalogue entries', z.array(dnsProviderSchema)) } }),
-  operation({ method: 'get', path: '/api/dns-providers/{name}', access: 'session', summary: 'One catalogue entry', params: nameParam, responses: { 200: ok('the entry', dnsProviderSchema), 404: ok('not in the catalogue') } }),
+  operation({ method: 'get', path: '/api/dns-providers/{name}', access: 'session', summary: 'One catalogue entry', params: nameParam, responses: { 200: ok('the entry', dnsProviderSchema) } }),
   operation({
     method: 'put', path: '/api/dns-providers/{name}', access: 'session', summary: 'Enable/disable a provider and set its credentials (reconciles the proxy)', params: nameParam,
     description: 'Required fields are checked against the catalogue; unknown keys are refused. `__UNCHANGED__` keeps a stored value. `{enabled: false}` alone keeps the credentials.',
     body: dnsProviderBody,
-    responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 404: ok('not in the catalogue'), 502: rejected },
+    responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 502: rejected },
   }),
   operation({ method: 'get', path: '/api/manual-certs', access: 'session', summary: 'Metadata of every uploaded certificate (never the key)', responses: { 200: ok('metadata', z.array(manualCertSchema)) } }),
   operation({ method: 'get', path: '/api/manual-certs/{host_id}', access: 'session', summary: "A host's uploaded certificate metadata", params: hostIdParam, responses: { 200: ok('metadata', manualCertSchema), 404: ok('the host has none') } }),
@@ -46,7 +45,7 @@ export const tlsOperations = [
   }),
   operation({
     method: 'delete', path: '/api/manual-certs/{host_id}', access: 'session', summary: 'Remove the certificate and its files; revert the TLS mode', params: hostIdParam,
-    query: z.object({ revert: z.enum(['auto', 'none']).default('auto').describe('TLS mode afterwards') }),
+    query: manualCertDeleteQuery,
     responses: { 204: noContent(), 404: ok('the host has none') },
   }),
   operation({

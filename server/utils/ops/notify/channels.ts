@@ -7,7 +7,7 @@ import { getDb, runWrite, writeTransaction, type Executor } from '../../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../../core/errors'
 import { getSecretsBox } from '../../core/secrets'
 import { getSetting, UNCHANGED } from '../../core/settings'
-import { emailSchema, safeText } from '../../core/validate'
+import { emailSchema, safeText, urlSchema } from '../../core/validate'
 import { writeAudit, type AuditContext } from '../../core/audit'
 import type { PanelEvent } from '../events'
 import { deliverPush, pushChannelConfig } from './push'
@@ -16,14 +16,14 @@ import { deliverPush, pushChannelConfig } from './push'
 // (write-only, sealed, "__UNCHANGED__" keeps them). One declaration drives the
 // validation, the presenter and the sender.
 
-const _httpUrl = z.string().max(2048).url('must be a URL').refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL')
+const _httpUrl = urlSchema()
 export const CHANNEL_TYPES = {
-  webhook: { schema: z.strictObject({ url: _httpUrl, secret: z.string().max(512).optional() }), secrets: ['secret'] },
+  webhook: { schema: z.strictObject({ url: _httpUrl, secret: safeText(512).optional() }), secrets: ['secret'] },
   email: { schema: z.strictObject({ to: z.array(emailSchema).min(1, 'needs at least one recipient').max(50) }), secrets: [] },
   chat: {
     schema: z.strictObject({
       flavor: z.enum(['slack', 'discord', 'telegram'], { message: 'must be slack, discord or telegram' }),
-      webhook_url: _httpUrl.optional(), bot_token: z.string().max(256).optional(), chat_id: z.string().max(64).optional(),
+      webhook_url: _httpUrl.optional(), bot_token: safeText(256).optional(), chat_id: safeText(64).optional(),
       api_base: _httpUrl.optional(),
     }).superRefine((c, ctx) => {
       if (c.flavor === 'telegram' && (!c.bot_token || !c.chat_id)) ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'telegram needs bot_token and chat_id' })
@@ -38,7 +38,7 @@ export const CHANNEL_TYPES = {
 type ChannelType = keyof typeof CHANNEL_TYPES
 
 export const channelBody = z.strictObject({
-  name: safeText(100).pipe(z.string().min(1, 'must not be empty')),
+  name: safeText(100, { min: 1 }),
   type: z.enum(['webhook', 'email', 'chat', 'push'], { message: 'must be webhook, email, chat or push' }),
   enabled: z.boolean().default(true),
   config: z.record(z.string(), z.unknown()),

@@ -9,6 +9,7 @@ import { getConfig } from '../../core/config'
 import { readRuntimeState, writeRuntimeState } from '../../core/runtime-state'
 import { systemActor, writeAudit, type AuditContext } from '../../core/audit'
 import { logger } from '../../core/log'
+import { urlSchema } from '../../core/validate'
 import type { PanelEvent } from '../events'
 
 // Web push (RFC 8030 delivery, RFC 8291 payload encryption, RFC 8292 VAPID).
@@ -55,16 +56,18 @@ export async function vapidPublicKey() {
   return { public_key: await ensureVapidKeys() }
 }
 
-const _b64url = (bytes: number, what: string) => z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, `must be base64url (${what})`)
-  .refine((v) => Buffer.from(v, 'base64url').length === bytes, `must be ${bytes} bytes (${what})`)
+// base64url with its exact length as a pattern (the document carries it), the decoded size checked again.
+const _b64url = (bytes: number, pattern: RegExp, problem: string) => z.string().regex(pattern, problem)
+  .refine((v) => Buffer.from(v, 'base64url').length === bytes, problem)
 
 /** The browser's PushSubscription.toJSON(). */
-export const pushSubscriptionBody = z.object({
-  endpoint: z.string().max(2048).url('must be a URL').refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL'),
+export const pushSubscriptionBody = z.strictObject({
+  endpoint: urlSchema(),
   expirationTime: z.number().nullable().optional(),
   keys: z.strictObject({
-    p256dh: _b64url(65, 'an uncompressed P-256 public key').refine((v) => Buffer.from(v, 'base64url')[0] === 4, 'must be an uncompressed P-256 point'),
-    auth: _b64url(16, 'the authentication secret'),
+    // 65 bytes starting with 0x04 (an uncompressed point): 87 characters starting with B, one = of padding at most.
+    p256dh: _b64url(65, /^B[A-Za-z0-9_-]{86}=?$/, 'must be an uncompressed P-256 point (65 bytes of base64url)'),
+    auth: _b64url(16, /^[A-Za-z0-9_-]{22}(==)?$/, 'must be 16 bytes of base64url (the authentication secret)'),
   }),
 })
 

@@ -24,7 +24,7 @@ export const RECOMMENDED_THROTTLE_SECONDS: Partial<Record<PanelEventName, number
 const _RETRY_DELAYS_MS = [500, 2_000]
 
 export const ruleBody = z.strictObject({
-  name: safeText(100).pipe(z.string().min(1, 'must not be empty')),
+  name: safeText(100, { min: 1 }),
   events: z.array(z.string()).min(1, 'needs at least one event').max(EVENT_NAMES.length),
   channel_ids: z.array(z.number().int().positive()).min(1, 'needs at least one channel').max(50),
   throttle_seconds: z.number().int('must be an integer').min(0, 'must not be negative').max(30 * 86_400).optional(),

@@ -1,0 +1,85 @@
+import type { ZodType } from 'zod'
+import { listOperations } from './document'
+
+// The documented routes as a table the request path is matched against before
+// Nitro's router sees it (server/middleware/30-routes.ts). Nitro decodes a
+// path before routing, so `/api/users/%3F` would reach the collection route
+// (`?` starts a query) and `/api/hosts/%3F/toggle` the create route; here every
+// segment is matched encoded, and a path parameter is decoded and checked
+// against the schema its operation declares. The registry knows every path and
+// method, so a method a path does not serve is answered 405 with Allow.
+
+interface TableEntry {
+  template: string
+  segments: string[]
+  staticSegments: number
+  methods: Map<string, Record<string, { schema: ZodType; description?: string }>>
+}
+
+export type RouteMatch =
+  | { kind: 'documented' }
+  | { kind: 'no-route' }
+  | { kind: 'method-not-allowed'; allow: string }
+  | { kind: 'bad-parameter'; message: string }
+
+let _table: TableEntry[] | undefined
+
+function _buildTable(): TableEntry[] {
+  const byTemplate = new Map<string, TableEntry>()
+  for (const op of listOperations()) {
+    const segments = op.path.split('/')
+    const entry = byTemplate.get(op.path) ?? { template: op.path, segments, staticSegments: segments.filter((s) => !s.startsWith('{')).length, methods: new Map() }
+    const params = op.params ?? {}
+    for (const s of segments.filter((x) => x.startsWith('{'))) {
+      if (!params[s.slice(1, -1)]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} declares no schema for ${s}`)
+    }
+    entry.methods.set(op.method.toUpperCase(), params)
+    byTemplate.set(op.path, entry)
+  }
+  // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
+  return [...byTemplate.values()].sort((a, b) => b.staticSegments - a.staticSegments)
+}
+
+function _matches(entry: TableEntry, raw: string[]): boolean {
+  return entry.segments.length === raw.length && entry.segments.every((s, i) => (s.startsWith('{') ? raw[i] !== '' : s === raw[i]))
+}
+
+/** The name an operator knows a parameter by: its description up to a comma or parenthesis ("user id"), else its name. */
+function _label(name: string, description: string | undefined): string {
+  return description?.split(/[,(]/)[0]!.trim() || name
+}
+
+/** Control characters, and the characters that would end a segment once decoded (a query, a fragment). */
+const _NEVER_IN_PARAMETER = /[?#\u0000-\u001f\u007f]/
+
+function _checkParameter(name: string, encoded: string, param: { schema: ZodType; description?: string }): string | null {
+  let value: string
+  try { value = decodeURIComponent(encoded) } catch { return `${_label(name, param.description)}: is not valid percent-encoding` }
+  if (_NEVER_IN_PARAMETER.test(value)) return `${_label(name, param.description)}: must not contain ?, # or control characters`
+  const parsed = param.schema.safeParse(value)
+  if (parsed.success) return null
+  return `${_label(name, param.description)}: ${parsed.error.issues[0]!.message}`
+}
+
+/**
+ * What the document says of `method` on `path` (the raw request path, still
+ * percent-encoded, query included). HEAD is served wherever GET is.
+ */
+export function matchDocumentedRoute(method: string, path: string): RouteMatch {
+  const raw = path.split('?')[0]!.split('/')
+  const entry = (_table ??= _buildTable()).find((e) => _matches(e, raw))
+  if (!entry) return { kind: 'no-route' }
+  const params = entry.methods.get(method === 'HEAD' ? 'GET' : method)
+  if (!params) {
+    const allow = [...entry.methods.keys()]
+    if (allow.includes('GET')) allow.push('HEAD')
+    return { kind: 'method-not-allowed', allow: allow.join(', ') }
+  }
+  for (const [i, segment] of entry.segments.entries()) {
+    if (!segment.startsWith('{')) continue
+    const name = segment.slice(1, -1)
+    const problem = _checkParameter(name, raw[i]!, params[name]!)
+    if (problem) return { kind: 'bad-parameter', message: problem }
+  }
+  return { kind: 'documented' }
+}

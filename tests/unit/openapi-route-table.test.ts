@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest'
+import { matchDocumentedRoute } from '../../server/utils/openapi/route-table'
+
+// The request path is matched against the document's paths as encoded segments
+// (server/middleware/30-routes.ts): an encoded `?`, `#` or `/` in a parameter
+// never falls through to another route.
+
+describe('path parameters are decoded segments checked against their schema', () => {
+  it.each([
+    ['GET', '/api/users/%3F', /^user id: /],
+    ['GET', '/api/dns-providers/%3F', /^catalogue name: must not contain \?/],
+    ['POST', '/api/hosts/%3F/toggle', /^host id: /],
+    ['GET', '/api/hosts/1%2F2', /^host id: must be a positive integer/],
+    ['GET', '/api/users/%23', /^user id: /],
+    ['GET', '/api/users/%E0%A4', /not valid percent-encoding/],
+    ['GET', '/api/dns-providers/provider_z', /is not in the catalogue/],
+    ['DELETE', '/api/security/whitelist/example.test', /must be an IP address or a CIDR/],
+    ['PATCH', '/api/security/scenarios/no-author', /<author>\/<scenario>/],
+    ['DELETE', '/api/security/countries/FRA', /alpha-2/],
+  ])('%s %s is a bad parameter', (method, path, message) => {
+    const m = matchDocumentedRoute(method, path)
+    expect(m.kind).toBe('bad-parameter')
+    expect((m as { message: string }).message).toMatch(message)
+  })
+
+  it.each([
+    ['GET', '/api/users/12'], ['GET', '/api/users?x=%3F'], ['DELETE', '/api/security/whitelist/10.0.0.0%2F8'],
+    ['PATCH', '/api/security/scenarios/crowdsecurity%2Fhttp-probing'], ['GET', '/api/dns-providers/provider_a'],
+    ['GET', '/api/logs/stats'], ['HEAD', '/api/hosts'], ['GET', '/healthz'], ['GET', '/auth/forward'],
+  ])('%s %s is documented', (method, path) => {
+    expect(matchDocumentedRoute(method, path)).toEqual({ kind: 'documented' })
+  })
+})
+
+describe('methods and unknown paths', () => {
+  it('a method the path does not serve: 405 with what it serves', () => {
+    expect(matchDocumentedRoute('DELETE', '/api/setup')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
+    expect(matchDocumentedRoute('PUT', '/api/hosts')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
+    // A static segment wins over a parameter: unban-ip is not a decision id.
+    expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({ kind: 'method-not-allowed', allow: 'POST' })
+  })
+
+  it('a path the document does not know', () => {
+    expect(matchDocumentedRoute('GET', '/api/no-such-thing')).toEqual({ kind: 'no-route' })
+    expect(matchDocumentedRoute('GET', '/api/users/')).toEqual({ kind: 'no-route' })
+  })
+})
