@@ -8,12 +8,14 @@ describe('compileSafeRegex — client regular expressions cannot stall the panel
     expect(linearEngineAvailable()).toBe(true)
     expect(compileSafeRegex('^/api/v[0-9]+/').flags).toContain('l')
   })
-  it.each(['(a+)+$', '(a|a)*$', '((a+)b?)+$', '(\\w+\\s?)+$', '(.*a){12}$'])('%s takes linear time on a hostile input', (p) => {
+  it.each([
+    ['(a+)+$', false], ['(a|a)*$', true], ['((a+)b?)+$', false], ['(\\w+\\s?)+$', false], ['(.*a){12}$', false],
+  ])('%s takes linear time on a hostile input', (p, matches) => {
+    // On the backtracking engine these never finish on 100,000 characters (the test's
+    // timeout fails it); no wall-clock bound here, so a loaded machine cannot fail it.
     const re = compileSafeRegex(p)
-    const input = `${'a'.repeat(100_000)}!`
-    const t = performance.now()
-    re.test(input)
-    expect(performance.now() - t).toBeLessThan(500)
+    expect(re.flags).toContain('l')
+    expect(re.test(`${'a'.repeat(100_000)}!`)).toBe(matches)
   })
   it.each([
     ['(a)\\1', /cannot be run in linear time/], ['(?=a)b', /cannot be run in linear time/],
