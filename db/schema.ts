@@ -50,6 +50,30 @@ export const loginAttempts = sqliteTable('login_attempts', {
   success: integer('success', { mode: 'boolean' }).notNull(),
 })
 
+/** Migration 0018: API tokens (server/utils/auth/api-tokens.ts); only the secret's SHA-256 is stored. */
+export const apiTokens = sqliteTable('api_tokens', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  userId: integer('user_id').notNull(),
+  name: text('name').notNull(),
+  scope: text('scope', { enum: ['read', 'admin'] }).notNull(),
+  tokenHash: text('token_hash').notNull(),
+  prefix: text('prefix').notNull(),
+  createdAtMs: integer('created_at_ms').notNull(),
+  expiresAtMs: integer('expires_at_ms'),
+  lastUsedAtMs: integer('last_used_at_ms'),
+  lastUsedIp: text('last_used_ip'),
+  revokedAtMs: integer('revoked_at_ms'),
+  revokedBy: text('revoked_by'),
+})
+
+/** Migration 0018: failed bearer tokens, throttled per source like passwords. */
+export const apiTokenAttempts = sqliteTable('api_token_attempts', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  tsMs: integer('ts_ms').notNull(),
+  remoteIp: text('remote_ip'),
+  success: integer('success', { mode: 'boolean' }).notNull(),
+})
+
 export const totpAttempts = sqliteTable('totp_attempts', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   tsMs: integer('ts_ms').notNull(),
