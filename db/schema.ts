@@ -361,3 +361,20 @@ export const logsHourlyBlocked = sqliteTable('logs_hourly_blocked', {
   country: text('country').notNull(),
   n: integer('n').notNull(),
 })
+
+/** Migration 0020: revisions of the pushed proxy configuration (server/utils/proxy/revisions.ts). */
+export const configRevisions = sqliteTable('config_revisions', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  createdAt: text('created_at').notNull(),
+  author: text('author').notNull(),
+  apiTokenId: integer('api_token_id'),
+  reason: text('reason').notNull(),
+  /** JSON array of ObjectChange without field values (server/utils/proxy/desired-state.ts). */
+  summary: text('summary', { mode: 'json' }).notNull().$type<unknown[]>(),
+  desiredState: text('desired_state', { mode: 'json' }).notNull().$type<Record<string, Record<string, Record<string, unknown>>>>(),
+  configHash: text('config_hash').notNull(),
+  /** The pushed configuration, secrets masked (server/utils/core/redact.ts). */
+  config: text('config').notNull(),
+  /** Set when a revert to that revision produced this one. */
+  revertedTo: integer('reverted_to'),
+})
