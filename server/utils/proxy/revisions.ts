@@ -9,6 +9,7 @@ import { knownSecrets, makeRedactor } from '../core/redact'
 import { logger } from '../core/log'
 import { withEngineFiles } from '../security/engine-files'
 import { syncTrueDetectProfiles } from '../security/profiles'
+import { writeAppsecPlugin } from '../security/appsec'
 import { collectDesiredState, diffDesiredState, restoreDesiredState, summariseChanges, type DesiredState } from './desired-state'
 import { diffConfigs } from './config-diff'
 import { presentReconcile, reconcileInTransaction } from './reconciler'
@@ -88,8 +89,10 @@ export async function revertToRevision(id: number, ctx: AuditContext) {
       const newest = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
       return { reverted_to: id, revision: newest && newest.id > newestBefore ? presentRevision(newest) : null, reconcile: presentReconcile(outcome) }
     })
-    // true_detect_mode hosts may have changed: the engine's profiles follow (as after a host save).
+    // The engine's files follow the restored state, as after a host save or a threshold change:
+    // true_detect_mode profiles, and the AppSec thresholds (settings part).
     await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
+    await writeAppsecPlugin().catch((err) => logger.error(`AppSec thresholds file: ${(err as Error).message}`))
     return answer
   })
 }
