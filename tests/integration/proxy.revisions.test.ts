@@ -163,6 +163,32 @@ describe('dry run', () => {
   })
 })
 
+describe('attribution and WAF exclusions', () => {
+  it('a change made with an API token names the token in its revision', async () => {
+    const token = await req('/api/tokens', { method: 'POST', body: { name: 'revisions-bot', scope: 'admin', expires_in_days: 1 } })
+    registerTestSecret(token.json.secret)
+    const res = await stack.panel.request(`/api/hosts/${hostId}/toggle`, { method: 'POST', headers: { authorization: `Bearer ${token.json.secret}` } })
+    expect(res.status).toBe(200)
+    const [newest] = await revisions()
+    expect(newest).toMatchObject({ author: 'admin@example.test', api_token_id: token.json.token.id })
+    await req(`/api/hosts/${hostId}/toggle`, { method: 'POST' })
+  })
+
+  it('a WAF exclusion is previewed with dry_run, and a revert takes it away again', async () => {
+    await req(`/api/hosts/${hostId}`, { method: 'PUT', body: { domain: 'app.revisions.example.test', target_group_id: groupId, tls_mode: 'none', waf_enabled: true } })
+    const [before] = await revisions()
+    const dry = await req(`/api/hosts/${hostId}/waf-exclusions?dry_run=1`, { method: 'POST', body: { rule_id: 942100, path: '/search' } })
+    expect(dry.status, dry.text).toBe(200)
+    expect(dry.json.changes).toEqual([expect.objectContaining({ part: 'waf_exclusions', change: 'added' })])
+    expect((await req(`/api/hosts/${hostId}/waf-exclusions`)).json).toEqual([])
+    const made = await req(`/api/hosts/${hostId}/waf-exclusions`, { method: 'POST', body: { rule_id: 942100, path: '/search' } })
+    expect(made.status, made.text).toBe(201)
+    const reverted = await req(`/api/revisions/${before.id}/revert`, { method: 'POST' })
+    expect(reverted.status, reverted.text).toBe(200)
+    expect((await req(`/api/hosts/${hostId}/waf-exclusions`)).json).toEqual([])
+  })
+})
+
 describe('revert refusals and retention', () => {
   it('refuses (409) a revert to a state whose uploaded certificate was deleted, and changes nothing', async () => {
     const domain = 'tls.revisions.example.test'

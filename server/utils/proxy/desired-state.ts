@@ -11,7 +11,7 @@ import { assertDnsProviderUsable } from '../hosts/dns-providers'
 // field, a revert writes it back. A new concern (access lists) adds one part with
 // registerDesiredStatePart: collect, restore, and optionally check what it needs.
 //
-// Parts hold no secret: hosts, groups and rules have none, and the settings part
+// Parts hold no secret: hosts, groups, rules and WAF exclusions have none, and the settings part
 // takes only the non-secret settings the proxy configuration depends on.
 
 /** One part: object key -> object (stored fields, as the database holds them). */
@@ -37,7 +37,7 @@ const _snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCa
 /** A part for a table with an integer id, restored row by row (rows absent from the state are deleted). */
 function _tablePart(name: string, table: SQLiteTable & { id: any }, label: DesiredStatePart['label'], extra: {
   check?: DesiredStatePart['check']
-  afterRestore?: (tx: Tx, objects: PartState, removedIds: number[]) => Promise<void>
+  afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
 } = {}): DesiredStatePart {
   return {
     name, label, check: extra.check,
@@ -47,13 +47,12 @@ function _tablePart(name: string, table: SQLiteTable & { id: any }, label: Desir
     },
     async restore(tx, objects) {
       const ids = Object.keys(objects).map(Number)
-      const stale = await (tx as any).select({ id: table.id }).from(table).where(ids.length ? notInArray(table.id, ids) : undefined) as Array<{ id: number }>
-      if (stale.length) await tx.delete(table).where(notInArray(table.id, ids.length ? ids : [-1]))
+      await tx.delete(table).where(notInArray(table.id, ids.length ? ids : [-1]))
       for (const row of Object.values(objects)) {
         const { id: _id, ...rest } = row
         await (tx as any).insert(table).values(row).onConflictDoUpdate({ target: table.id, set: rest })
       }
-      await extra.afterRestore?.(tx, objects, stale.map((s) => s.id))
+      await extra.afterRestore?.(tx, objects)
     },
   }
 }
@@ -72,17 +71,17 @@ const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
       }
     }
   },
-  // The name index follows the hosts; a removed host's WAF exclusions go with it (as on DELETE).
-  async afterRestore(tx, objects, removedIds) {
+  // The name index follows the hosts (WAF exclusions are a part of their own).
+  async afterRestore(tx, objects) {
     await tx.delete(hostNames)
     const names = Object.values(objects).flatMap((h) => [h.domain as string, ...(h.aliases as string[])].map((name) => ({ name, hostId: h.id as number })))
     if (names.length) await tx.insert(hostNames).values(names)
-    for (const id of removedIds) await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
   },
 })
 
 const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(g.name))
 const _rulesPart = _tablePart('rules', rules, (k, r) => `rule ${k} ${String(r.path)}`)
+const _wafExclusionsPart = _tablePart('waf_exclusions', wafExclusions, (_k, e) => `WAF rule ${String(e.ruleId)} off on host ${String(e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`)
 
 /** The non-secret settings the proxy configuration depends on (those whose change reconciles). */
 const _PROXY_SETTINGS = SETTINGS_CATALOGUE.filter((d) => d.affectsProxy && !d.secret)
@@ -106,8 +105,8 @@ const _settingsPart: DesiredStatePart = {
   },
 }
 
-/** Restore order: groups before the hosts and rules that point at them. */
-const _parts: DesiredStatePart[] = [_groupsPart, _hostsPart, _rulesPart, _settingsPart]
+/** Restore order: groups before the hosts, rules and exclusions that point at them. */
+const _parts: DesiredStatePart[] = [_groupsPart, _hostsPart, _rulesPart, _wafExclusionsPart, _settingsPart]
 
 /** Another concern's objects (access lists) become part of every revision from now on. */
 export function registerDesiredStatePart(part: DesiredStatePart, opts: { before?: string } = {}): void {

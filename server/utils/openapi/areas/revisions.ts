@@ -6,7 +6,7 @@ import { idParam, ok, operation, reconcileSchema, timestamp, type OperationDoc }
 
 const fieldChangeSchema = z.strictObject({ field: z.string(), before: z.unknown(), after: z.unknown() })
 const objectChangeSchema = z.strictObject({
-  part: z.string().describe('hosts, target_groups, rules, settings (access lists once they exist)'),
+  part: z.string().describe('target_groups, hosts, rules, waf_exclusions, settings (access lists once they exist)'),
   key: z.string().describe('the object id, or the setting key'), label: z.string(),
   change: z.enum(['added', 'removed', 'changed']), fields: z.array(fieldChangeSchema),
 })
@@ -37,6 +37,7 @@ export const DRY_RUN_OPERATIONS = [
   'post /api/hosts', 'put /api/hosts/{id}', 'delete /api/hosts/{id}', 'post /api/hosts/{id}/toggle',
   'post /api/hosts/{id}/rules', 'put /api/rules/{id}', 'delete /api/rules/{id}',
   'post /api/target-groups', 'put /api/target-groups/{id}', 'delete /api/target-groups/{id}',
+  'post /api/hosts/{id}/waf-exclusions', 'post /api/logs/{id}/waf-exclusion', 'delete /api/waf-exclusions/{id}',
   'put /api/settings', 'post /api/revisions/{id}/revert',
 ]
 
