@@ -1,4 +1,4 @@
-import { integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { blob, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 // Query types for the tables created by db/migrations. The SQL files are the
 // source of truth for the schema; keep this file in step with them.
@@ -371,10 +371,11 @@ export const configRevisions = sqliteTable('config_revisions', {
   reason: text('reason').notNull(),
   /** JSON array of ObjectChange without field values (server/utils/proxy/desired-state.ts). */
   summary: text('summary', { mode: 'json' }).notNull().$type<unknown[]>(),
-  desiredState: text('desired_state', { mode: 'json' }).notNull().$type<Record<string, Record<string, Record<string, unknown>>>>(),
+  /** gzip of the desired state's JSON (server/utils/proxy/revisions.ts). */
+  desiredState: blob('desired_state', { mode: 'buffer' }).notNull(),
   configHash: text('config_hash').notNull(),
-  /** The pushed configuration, secrets masked (server/utils/core/redact.ts). */
-  config: text('config').notNull(),
+  /** gzip of the pushed configuration's JSON, secrets masked (server/utils/core/redact.ts). */
+  config: blob('config', { mode: 'buffer' }).notNull(),
   /** Set when a revert to that revision produced this one. */
   revertedTo: integer('reverted_to'),
 })

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { desc, eq, lte } from 'drizzle-orm'
 import { configRevisions } from '../../../db/schema'
 import { getDb, writeTransaction, type Tx } from '../core/db'
@@ -21,10 +22,14 @@ import { presentReconcile, reconcileInTransaction } from './reconciler'
 
 type RevisionRow = typeof configRevisions.$inferSelect
 
+// Stored gzipped: configurations of many hosts are large and many revisions are kept.
+const _pack = (json: string) => gzipSync(json)
+const _unpack = <T>(blob: Buffer | Uint8Array | ArrayBuffer): T => JSON.parse(gunzipSync(Buffer.from(blob as ArrayBuffer)).toString('utf8')) as T
+
 /** Set while a revert reconciles, so the revision it produces names its origin. */
 const _revertingTo = new AsyncLocalStorage<number>()
 
-export function presentRevision(row: RevisionRow) {
+export function presentRevision(row: Omit<RevisionRow, 'desiredState' | 'config'>) {
   return {
     id: row.id, created_at: row.createdAt, author: row.author, api_token_id: row.apiTokenId, reason: row.reason,
     summary: row.summary as ReturnType<typeof summariseChanges>, config_hash: row.configHash, reverted_to: row.revertedTo,
@@ -35,18 +40,22 @@ export function presentRevision(row: RevisionRow) {
 export async function recordRevision(tx: Tx, ctx: AuditContext, pushed: { reason: string; hash: string; json: string }): Promise<void> {
   const desired = await collectDesiredState(tx)
   const previous = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
-  const summary = summariseChanges(diffDesiredState((previous?.desiredState ?? {}) as DesiredState, desired))
+  const summary = summariseChanges(diffDesiredState(previous ? _unpack<DesiredState>(previous.desiredState) : {}, desired))
   const redact = makeRedactor(await knownSecrets(tx))
   const row = (await tx.insert(configRevisions).values({
     createdAt: new Date().toISOString(), author: ctx.actor, apiTokenId: ctx.apiToken?.id ?? null, reason: pushed.reason,
-    summary, desiredState: desired, configHash: pushed.hash, config: redact(pushed.json), revertedTo: _revertingTo.getStore() ?? null,
+    summary, desiredState: _pack(JSON.stringify(desired)), configHash: pushed.hash, config: _pack(redact(pushed.json)), revertedTo: _revertingTo.getStore() ?? null,
   }).returning({ id: configRevisions.id }).get())!
   const keep = await getSetting<number>('revisions.retention_count', tx)
   await tx.delete(configRevisions).where(lte(configRevisions.id, row.id - keep))
 }
 
 export async function listRevisions() {
-  return (await getDb().select().from(configRevisions).orderBy(desc(configRevisions.id))).map(presentRevision)
+  const rows = await getDb().select({
+    id: configRevisions.id, createdAt: configRevisions.createdAt, author: configRevisions.author, apiTokenId: configRevisions.apiTokenId,
+    reason: configRevisions.reason, summary: configRevisions.summary, configHash: configRevisions.configHash, revertedTo: configRevisions.revertedTo,
+  }).from(configRevisions).orderBy(desc(configRevisions.id))
+  return rows.map(presentRevision)
 }
 
 async function _revision(id: number): Promise<RevisionRow> {
@@ -57,16 +66,16 @@ async function _revision(id: number): Promise<RevisionRow> {
 
 export async function getRevision(id: number) {
   const row = await _revision(id)
-  return { ...presentRevision(row), desired_state: row.desiredState, config: JSON.parse(row.config) as unknown }
+  return { ...presentRevision(row), desired_state: _unpack<DesiredState>(row.desiredState), config: _unpack<unknown>(row.config) }
 }
 
 /** From one revision to another: objects and fields, and the configuration (both stored with secrets masked). */
 export async function diffRevisions(fromId: number, toId: number) {
   const [from, to] = [await _revision(fromId), await _revision(toId)]
-  const config = diffConfigs(JSON.parse(from.config), JSON.parse(to.config))
+  const config = diffConfigs(_unpack(from.config), _unpack(to.config))
   return {
     from: presentRevision(from), to: presentRevision(to),
-    changes: diffDesiredState(from.desiredState as DesiredState, to.desiredState as DesiredState),
+    changes: diffDesiredState(_unpack<DesiredState>(from.desiredState), _unpack<DesiredState>(to.desiredState)),
     config_diff: config.changes, config_diff_truncated: config.truncated,
   }
 }
@@ -83,7 +92,7 @@ export async function revertToRevision(id: number, ctx: AuditContext) {
       const target = await tx.select().from(configRevisions).where(eq(configRevisions.id, id)).get()
       if (!target) throw notFound('revision', id)
       const newestBefore = (await tx.select({ id: configRevisions.id }).from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get())!.id
-      await restoreDesiredState(tx, target.desiredState as DesiredState, id)
+      await restoreDesiredState(tx, _unpack<DesiredState>(target.desiredState), id)
       await writeAudit(ctx, 'revision_revert', { revision_id: id }, tx)
       const outcome = await _revertingTo.run(id, () => reconcileInTransaction(tx, ctx, `revert to revision ${id}`))
       const newest = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
