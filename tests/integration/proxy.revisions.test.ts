@@ -218,7 +218,7 @@ describe('revert refusals and retention', () => {
     expect(await caddyConfig()).toBe(held)
   })
 
-  it('masks DNS credentials in stored configurations and diffs', async () => {
+  it('masks DNS credentials in stored configurations and diffs, and refuses a revert once they are gone', async () => {
     expect((await req('/api/dns-providers/provider_a', { method: 'PUT', body: { enabled: true, credentials: { api_token: CF_TOKEN } } })).status).toBe(200)
     const dns = await createHost(stack, {
       domain: 'dns.revisions.example.test', target_group_id: groupId, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a',
@@ -233,6 +233,17 @@ describe('revert refusals and retention', () => {
     const diff = await req(`/api/revisions/diff?from=${prev.id}&to=${rev.id}`)
     expect(diff.json.config_diff.length).toBeGreaterThan(0)
     // The harness fails any response carrying CF_TOKEN; the stored rows are checked after all tests.
+
+    // The credential goes (host deleted, provider disabled): a revert to the DNS host's state is refused.
+    expect((await req(`/api/hosts/${dns.json.id}`, { method: 'DELETE' })).status).toBe(204)
+    const disabled = await req('/api/dns-providers/provider_a', { method: 'PUT', body: { enabled: false } })
+    expect(disabled.status, disabled.text).toBe(200)
+    const held = await caddyConfig()
+    const refused = await req(`/api/revisions/${rev.id}/revert`, { method: 'POST' })
+    expect(refused.status).toBe(409)
+    expect(refused.json.error).toMatch(new RegExp(`revision ${rev.id} cannot be restored: host dns.revisions.example.test needs DNS provider provider_a, whose credentials are gone`))
+    expect((await req(`/api/hosts/${dns.json.id}`)).status).toBe(404)
+    expect(await caddyConfig()).toBe(held)
   })
 
   it('keeps only revisions.retention_count revisions', async () => {
