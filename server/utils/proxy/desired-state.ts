@@ -34,7 +34,11 @@ const _NOISE_FIELDS = new Set(['createdAt', 'updatedAt'])
 
 const _snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
-/** A part for a table with an integer id, restored row by row (rows absent from the state are deleted). */
+/**
+ * A part for a table with an integer id, restored row by row (rows absent from the state are deleted).
+ * The rows are stored as drizzle returns them (camelCase keys, JSON columns parsed), so they go back
+ * through drizzle unchanged; `any` because drizzle's builders are typed per concrete table.
+ */
 function _tablePart(name: string, table: SQLiteTable & { id: any }, label: DesiredStatePart['label'], extra: {
   check?: DesiredStatePart['check']
   afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
