@@ -4,6 +4,7 @@ import { and, desc, eq, isNull } from 'drizzle-orm'
 import { apiTokens, users } from '../../../db/schema'
 import { getDb, runWrite, writeTransaction, type Executor } from '../core/db'
 import { writeAudit, type AuditContext } from '../core/audit'
+import { logger } from '../core/log'
 import { conflict, forbidden, notFound, unauthorized } from '../core/errors'
 import { assertApiTokenAllowed, recordApiTokenFailure } from './attempts'
 import { presentSessionUser, type ResolvedSession } from './sessions'
@@ -142,8 +143,11 @@ export async function resolveApiToken(secret: string, remoteIp: string | null): 
   const state = tokenStateOf(found.t, now)
   if (state === 'revoked') return _refuse(remoteIp, `API token "${found.t.name}" was revoked: create a new one`)
   if (state === 'expired') return _refuse(remoteIp, `API token "${found.t.name}" expired at ${_iso(found.t.expiresAtMs)}: create a new one`)
-  if (found.t.lastUsedIp !== remoteIp || now - (found.t.lastUsedAtMs ?? 0) > LAST_USED_WRITE_INTERVAL_MS)
-    await runWrite(() => getDb().update(apiTokens).set({ lastUsedAtMs: now, lastUsedIp: remoteIp }).where(eq(apiTokens.id, found.t.id)))
+  // Not awaited: a read with a token must not wait behind a long push in the write queue.
+  if (found.t.lastUsedIp !== remoteIp || now - (found.t.lastUsedAtMs ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
+    void runWrite(() => getDb().update(apiTokens).set({ lastUsedAtMs: now, lastUsedIp: remoteIp }).where(eq(apiTokens.id, found.t.id)))
+      .catch((err) => logger.warn(`API token ${found.t.id}: last use not recorded: ${(err as Error).message}`))
+  }
   const user = presentSessionUser(found.u)
   return {
     user: { ...user, role: effectiveRoleOf(found.t.scope, user.role) },
