@@ -1,4 +1,4 @@
-import { integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { blob, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 // Query types for the tables created by db/migrations. The SQL files are the
 // source of truth for the schema; keep this file in step with them.
@@ -46,6 +46,30 @@ export const loginAttempts = sqliteTable('login_attempts', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   tsMs: integer('ts_ms').notNull(),
   email: text('email'),
+  remoteIp: text('remote_ip'),
+  success: integer('success', { mode: 'boolean' }).notNull(),
+})
+
+/** Migration 0018: API tokens (server/utils/auth/api-tokens.ts); only the secret's SHA-256 is stored. */
+export const apiTokens = sqliteTable('api_tokens', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  userId: integer('user_id').notNull(),
+  name: text('name').notNull(),
+  scope: text('scope', { enum: ['read', 'admin'] }).notNull(),
+  tokenHash: text('token_hash').notNull(),
+  prefix: text('prefix').notNull(),
+  createdAtMs: integer('created_at_ms').notNull(),
+  expiresAtMs: integer('expires_at_ms'),
+  lastUsedAtMs: integer('last_used_at_ms'),
+  lastUsedIp: text('last_used_ip'),
+  revokedAtMs: integer('revoked_at_ms'),
+  revokedBy: text('revoked_by'),
+})
+
+/** Migration 0018: failed bearer tokens, throttled per source like passwords. */
+export const apiTokenAttempts = sqliteTable('api_token_attempts', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  tsMs: integer('ts_ms').notNull(),
   remoteIp: text('remote_ip'),
   success: integer('success', { mode: 'boolean' }).notNull(),
 })
@@ -336,4 +360,22 @@ export const logsHourlyBlocked = sqliteTable('logs_hourly_blocked', {
   remoteIp: text('remote_ip').notNull(),
   country: text('country').notNull(),
   n: integer('n').notNull(),
+})
+
+/** Migration 0020: revisions of the pushed proxy configuration (server/utils/proxy/revisions.ts). */
+export const configRevisions = sqliteTable('config_revisions', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  createdAt: text('created_at').notNull(),
+  author: text('author').notNull(),
+  apiTokenId: integer('api_token_id'),
+  reason: text('reason').notNull(),
+  /** JSON array of ObjectChange without field values (server/utils/proxy/desired-state.ts). */
+  summary: text('summary', { mode: 'json' }).notNull().$type<unknown[]>(),
+  /** gzip of the desired state's JSON (server/utils/proxy/revisions.ts). */
+  desiredState: blob('desired_state', { mode: 'buffer' }).notNull(),
+  configHash: text('config_hash').notNull(),
+  /** gzip of the pushed configuration's JSON, secrets masked (server/utils/core/redact.ts). */
+  config: blob('config', { mode: 'buffer' }).notNull(),
+  /** Set when a revert to that revision produced this one. */
+  revertedTo: integer('reverted_to'),
 })

@@ -1,6 +1,8 @@
 import { defineEventHandler, getCookie } from 'h3'
 import { SESSION_COOKIE, resolveSession } from '../utils/auth/sessions'
-import { assertSameSiteOrigin, isMutation, isPublicApiPath } from '../utils/auth/access'
+import { assertSameSiteOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
+import { assertNoTokenInQuery, bearerSecretOf, resolveApiToken } from '../utils/auth/api-tokens'
+import { clientIpOf } from '../utils/core/request'
 import { forbidden, unauthorized } from '../utils/core/errors'
 
 // /api/* needs a session (except the login and setup paths); viewers may only
@@ -9,10 +11,15 @@ export default defineEventHandler(async (event) => {
   const path = event.path.split('?')[0]!
   if (!path.startsWith('/api/') && path !== '/api') return
   if (isMutation(event)) assertSameSiteOrigin(event)
-  const session = await resolveSession(getCookie(event, SESSION_COOKIE))
+  // API tokens (issue 17): a Bearer header replaces the cookie; never a query string.
+  assertNoTokenInQuery(event)
+  const bearer = bearerSecretOf(event)
+  const session = bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
   if (session) event.context.auth = session
   if (isPublicApiPath(path)) return
   if (!session) throw unauthorized()
-  if (isMutation(event) && session.user.role !== 'admin' && !path.startsWith('/api/auth/'))
-    throw forbidden('viewers cannot change anything: ask an admin')
+  if (session.apiToken && path.startsWith('/api/auth/') && path !== '/api/auth/session')
+    throw forbidden('TOTP and logout need a browser session: an API token cannot change the second factor, and it ends by being revoked (DELETE /api/tokens/{id})')
+  if (isMutation(event) && session.user.role !== 'admin' && (session.apiToken || !isSelfServicePath(path)))
+    throw forbidden(session.apiToken ? `API token "${session.apiToken.name}" acts with read scope: it cannot change anything` : 'viewers cannot change anything: ask an admin')
 })

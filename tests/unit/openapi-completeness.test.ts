@@ -44,9 +44,11 @@ describe('OpenAPI document completeness', () => {
       }
     const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, any>).map((op) => op.operationId))
     expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length)
-    // Public routes carry no security requirement; the rest need the session cookie.
+    // Public routes carry no security requirement; the rest need the session cookie or an API token (Bearer).
     expect((doc.paths['/api/auth/login'] as any).post.security).toEqual([])
-    expect((doc.paths['/api/hosts'] as any).get.security).toEqual([{ panelSession: [] }])
+    expect((doc.paths['/auth/forward'] as any).get.security).toEqual([])
+    expect((doc.paths['/api/hosts'] as any).get.security).toEqual([{ panelSession: [] }, { apiToken: [] }])
+    expect(doc.components.securitySchemes.apiToken).toMatchObject({ type: 'http', scheme: 'bearer' })
   })
 
   it('compiles every schema with ajv (draft 2020-12, as OpenAPI 3.1)', async () => {

@@ -15,6 +15,8 @@ export const router = createRouter({
     { path: '/dns-providers', name: 'dns-providers', component: () => import('./views/DnsProvidersView.vue'), meta: { title: 'DNS providers' } },
     { path: '/security', name: 'security', component: () => import('./views/SecurityView.vue'), meta: { title: 'Security' } },
     { path: '/logs', name: 'logs', component: () => import('./views/LogsView.vue'), meta: { title: 'Logs' } },
+    { path: '/revisions', name: 'revisions', component: () => import('./views/RevisionsView.vue'), meta: { title: 'Revisions' } },
+    { path: '/tokens', name: 'tokens', component: () => import('./views/TokensView.vue'), meta: { title: 'API tokens' } },
     { path: '/settings', name: 'settings', component: () => import('./views/SettingsView.vue'), meta: { title: 'Settings' } },
     { path: '/:rest(.*)*', name: 'not-found', component: () => import('./views/NotFoundView.vue'), meta: { title: 'Not found' } },
   ],

@@ -2,8 +2,10 @@ import { defineEventHandler, getRouterParam, sendNoContent } from 'h3'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { deleteHost } from '~/server/utils/hosts/hosts'
+import { runOrDryRun } from '~/server/utils/proxy/dry-run'
 
 export default defineEventHandler(async (event) => {
-  await deleteHost(parseIdParam(getRouterParam(event, 'id'), 'host id'), auditContextOf(event))
-  return sendNoContent(event)
+  const id = parseIdParam(getRouterParam(event, 'id'), 'host id')
+  const out = await runOrDryRun(event, () => deleteHost(id, auditContextOf(event)))
+  return 'dryRun' in out ? out.dryRun : sendNoContent(event)
 })

@@ -3,8 +3,11 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { hostBody } from '~/server/utils/hosts/schemas'
 import { updateHost } from '~/server/utils/hosts/hosts'
+import { runOrDryRun } from '~/server/utils/proxy/dry-run'
 
 export default defineEventHandler(async (event) => {
   const id = parseIdParam(getRouterParam(event, 'id'), 'host id')
-  return updateHost(id, await readValidatedJson(event, hostBody), auditContextOf(event))
+  const body = await readValidatedJson(event, hostBody)
+  const out = await runOrDryRun(event, () => updateHost(id, body, auditContextOf(event)))
+  return 'dryRun' in out ? out.dryRun : out.result
 })

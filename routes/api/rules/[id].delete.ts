@@ -2,8 +2,10 @@ import { defineEventHandler, getRouterParam, sendNoContent } from 'h3'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { deleteRule } from '~/server/utils/hosts/rules'
+import { runOrDryRun } from '~/server/utils/proxy/dry-run'
 
 export default defineEventHandler(async (event) => {
-  await deleteRule(parseIdParam(getRouterParam(event, 'id'), 'rule id'), auditContextOf(event))
-  return sendNoContent(event)
+  const id = parseIdParam(getRouterParam(event, 'id'), 'rule id')
+  const out = await runOrDryRun(event, () => deleteRule(id, auditContextOf(event)))
+  return 'dryRun' in out ? out.dryRun : sendNoContent(event)
 })

@@ -3,8 +3,11 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { ruleBody } from '~/server/utils/hosts/schemas'
 import { updateRule } from '~/server/utils/hosts/rules'
+import { runOrDryRun } from '~/server/utils/proxy/dry-run'
 
 export default defineEventHandler(async (event) => {
   const id = parseIdParam(getRouterParam(event, 'id'), 'rule id')
-  return updateRule(id, await readValidatedJson(event, ruleBody), auditContextOf(event))
+  const body = await readValidatedJson(event, ruleBody)
+  const out = await runOrDryRun(event, () => updateRule(id, body, auditContextOf(event)))
+  return 'dryRun' in out ? out.dryRun : out.result
 })

@@ -10,6 +10,14 @@ export function isPublicApiPath(path: string): boolean {
   return _PUBLIC_API.some((re) => re.test(path))
 }
 
+/**
+ * Paths where a viewer may mutate: their own account (logout, TOTP) and their own
+ * API tokens (read scope only; revoking only their own). The routes enforce the rest.
+ */
+export function isSelfServicePath(path: string): boolean {
+  return path.startsWith('/api/auth/') || path === '/api/tokens' || path.startsWith('/api/tokens/')
+}
+
 export function isMutation(event: H3Event): boolean {
   return !['GET', 'HEAD', 'OPTIONS'].includes(event.method)
 }

@@ -1,5 +1,5 @@
 import { and, eq, gt, lt, min, count } from 'drizzle-orm'
-import { loginAttempts, totpAttempts } from '../../../db/schema'
+import { apiTokenAttempts, loginAttempts, totpAttempts } from '../../../db/schema'
 import { getDb, type Executor } from '../core/db'
 import { tooManyRequests } from '../core/errors'
 
@@ -18,7 +18,7 @@ export async function recordTotpAttempt(exec: Executor, a: { userId: number; rem
   await exec.insert(totpAttempts).values({ tsMs: Date.now(), userId: a.userId, remoteIp: a.remoteIp, success: a.success })
 }
 
-type _Table = typeof loginAttempts | typeof totpAttempts
+type _Table = typeof loginAttempts | typeof totpAttempts | typeof apiTokenAttempts
 
 async function _failuresSince(table: _Table, column: any, value: string | number, sinceMs: number) {
   const r = await getDb().select({ n: count(), oldest: min(table.tsMs) }).from(table)
@@ -49,9 +49,27 @@ export async function assertTotpAllowed(userId: number, remoteIp: string | null)
   await _assertAllowed(totpAttempts, totpAttempts.userId, userId, remoteIp, 'TOTP codes')
 }
 
-/** Retention: login and TOTP attempt rows older than the cutoff are dropped by the sweeps. */
-export async function deleteAttemptsOlderThan(exec: Executor, cutoffMs: number): Promise<{ login: number; totp: number }> {
+/** A bearer token that was unknown, expired or revoked counts like a wrong password. */
+export async function recordApiTokenFailure(exec: Executor, remoteIp: string | null) {
+  await exec.insert(apiTokenAttempts).values({ tsMs: Date.now(), remoteIp, success: false })
+}
+
+/**
+ * Bad bearer tokens are throttled per source like passwords (20 within 15 minutes:
+ * 429 with Retry-After). There is no account to count against: an unknown token names nobody.
+ */
+export async function assertApiTokenAllowed(remoteIp: string | null): Promise<void> {
+  if (!remoteIp) return
+  const now = Date.now()
+  const source = await _failuresSince(apiTokenAttempts, apiTokenAttempts.remoteIp, remoteIp, now - LOGIN_WINDOW_MS)
+  if (source.n >= MAX_FAILURES_PER_SOURCE)
+    throw tooManyRequests('too many invalid API tokens from this address: wait before trying again', (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+}
+
+/** Retention: login, TOTP and API-token attempt rows older than the cutoff are dropped by the sweeps. */
+export async function deleteAttemptsOlderThan(exec: Executor, cutoffMs: number): Promise<{ login: number; totp: number; api_token: number }> {
   const login = await exec.delete(loginAttempts).where(lt(loginAttempts.tsMs, cutoffMs))
   const totp = await exec.delete(totpAttempts).where(lt(totpAttempts.tsMs, cutoffMs))
-  return { login: login.rowsAffected, totp: totp.rowsAffected }
+  const apiToken = await exec.delete(apiTokenAttempts).where(lt(apiTokenAttempts.tsMs, cutoffMs))
+  return { login: login.rowsAffected, totp: totp.rowsAffected, api_token: apiToken.rowsAffected }
 }

@@ -40,3 +40,30 @@ export const oidcCallbackQuery = z.looseObject({
 
 /** Routes that take no body (an empty body or {} is accepted). */
 export const emptyBody = z.strictObject({})
+
+/** How far ahead a token's expiry may be set (docs/api-tokens.md). */
+export const API_TOKEN_MAX_LIFETIME_DAYS = 3650
+
+/**
+ * POST /api/tokens. The expiry is `expires_at` (RFC 3339) or `expires_in_days`;
+ * neither (or `expires_at: null`) makes a token that never expires, answered with a warning.
+ */
+export const createApiTokenBody = z.strictObject({
+  name: safeText(64).trim().min(1, 'must not be empty: name the script or machine that will use the token'),
+  scope: z.enum(['read', 'admin'], { message: 'must be "read" or "admin"' }),
+  expires_at: z.union([z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp such as 2030-01-31T00:00:00Z' }), z.null()]).optional(),
+  expires_in_days: z.number().int('must be a whole number of days').min(1, 'must be at least 1')
+    .max(API_TOKEN_MAX_LIFETIME_DAYS, `must be at most ${API_TOKEN_MAX_LIFETIME_DAYS}`).optional(),
+}).superRefine((v, ctx) => {
+  if (v.expires_at != null && v.expires_in_days !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['expires_in_days'], message: 'give either expires_at or expires_in_days, not both' })
+  if (v.expires_at != null) {
+    const ms = Date.parse(v.expires_at)
+    if (ms <= Date.now()) ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'must be in the future' })
+    else if (ms > Date.now() + API_TOKEN_MAX_LIFETIME_DAYS * 86_400_000)
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: `must be at most ${API_TOKEN_MAX_LIFETIME_DAYS} days ahead` })
+  }
+})
+
+/** GET /api/tokens: `all=1` (admins) lists every user's tokens. */
+export const listApiTokensQuery = z.strictObject({ all: z.enum(['0', '1'], { message: 'must be 0 or 1' }).optional() })

@@ -12,7 +12,11 @@ export const LAST_SEEN_THROTTLE_MS = 5 * 60_000
 export interface SessionUser {
   id: number; email: string; name: string; role: 'admin' | 'viewer'; provider: string; totp_enabled: boolean
 }
-export interface ResolvedSession { user: SessionUser; sessionId: number; expiresAtMs: number }
+export interface ResolvedSession {
+  user: SessionUser; sessionId: number; expiresAtMs: number
+  /** Present when an API token authenticated the request (server/utils/auth/api-tokens.ts). */
+  apiToken?: { id: number; name: string; scope: 'read' | 'admin' }
+}
 
 /** Tokens are stored only as their SHA-256, so a database copy cannot be replayed as cookies. */
 export function hashSessionToken(token: string): string {

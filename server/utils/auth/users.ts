@@ -5,6 +5,7 @@ import { conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { hashPassword } from './passwords'
 import { createSession, deleteSessionsOfUser, forgetCachedSessionsOfUser } from './sessions'
+import { narrowApiTokensOfUser, revokeApiTokensOfUser } from './api-tokens'
 
 export type Role = 'admin' | 'viewer'
 export type UserRow = typeof users.$inferSelect
@@ -92,8 +93,11 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
     } else {
       await forgetCachedSessionsOfUser(tx, id)
     }
+    // A demoted user's admin tokens narrow to read at once (issue 17).
+    const tokensNarrowed = row.role === 'admin' && input.role !== 'admin' ? await narrowApiTokensOfUser(tx, id) : 0
     await writeAudit(ctx, 'user_update', {
       user_id: id, email: updated.email, role: updated.role, password_changed: input.password !== undefined, sessions_ended: privilegeChanged,
+      ...(tokensNarrowed ? { api_tokens_narrowed: tokensNarrowed } : {}),
     }, tx)
     return { user: presentUser(updated), session }
   })
@@ -106,7 +110,9 @@ export async function deleteUser(id: number, ctx: AuditContext): Promise<void> {
     if (row.role === 'admin' && (await _otherAdminCount(tx, id)) === 0)
       throw conflict('this is the last admin and cannot be deleted; make another user admin first')
     await forgetCachedSessionsOfUser(tx, id)
+    // Foreign keys are off in SQLite here, so the cascade is done by hand (issue 17).
+    const tokensRevoked = await revokeApiTokensOfUser(tx, id, ctx.actor)
     await tx.delete(users).where(eq(users.id, id))
-    await writeAudit(ctx, 'user_delete', { user_id: id, email: row.email }, tx)
+    await writeAudit(ctx, 'user_delete', { user_id: id, email: row.email, api_tokens_revoked: tokensRevoked }, tx)
   })
 }

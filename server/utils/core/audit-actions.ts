@@ -25,6 +25,9 @@ export const AUDIT_ACTIONS = {
   // settings, users, notifications
   settings_update: _config,
   user_create: _config, user_update: _config, user_delete: _config,
+  // API tokens (a new credential is worth telling about), revisions (a revert may change every host)
+  api_token_create: _config, api_token_revoke: _config,
+  revision_revert: _hostNames,
   notification_channel_create: _config, notification_channel_update: _config, notification_channel_delete: _config,
   notification_rule_create: _config, notification_rule_update: _config, notification_rule_delete: _config,
   notification_push_subscription_create: _config, notification_push_subscription_update: _config,

@@ -5,12 +5,18 @@ import { clientIpOf } from './request'
 import type { AuditAction } from './audit-actions'
 
 /** Who did something, from where. Background work uses actor `system:<task>`. */
-export interface AuditContext { actor: string; remoteIp?: string | null; userAgent?: string | null }
+export interface AuditContext {
+  actor: string; remoteIp?: string | null; userAgent?: string | null
+  /** The API token the actor used (issue 17): every row it causes names it, never its secret. */
+  apiToken?: { id: number; name: string }
+}
 
 export function auditContextOf(event: H3Event): AuditContext {
   const user = event.context.auth?.user
+  const token = event.context.auth?.apiToken
   return {
     actor: user ? user.email : 'anonymous',
+    ...(token ? { apiToken: { id: token.id, name: token.name } } : {}),
     remoteIp: clientIpOf(event),
     userAgent: event.node.req.headers['user-agent']?.slice(0, 512) ?? null,
   }
@@ -29,7 +35,7 @@ export async function writeAudit(
   const row = {
     tsMs: Date.now(), source: 'audit' as const, actor: ctx.actor, message: action,
     remoteIp: ctx.remoteIp ?? null, userAgent: ctx.userAgent ?? null, level: 'info',
-    raw: JSON.stringify({ actor: ctx.actor, action, ...details }),
+    raw: JSON.stringify({ actor: ctx.actor, ...(ctx.apiToken ? { api_token_id: ctx.apiToken.id, api_token_name: ctx.apiToken.name } : {}), action, ...details }),
   }
   const inserted = exec ? await exec.insert(logs).values(row).returning().get() : await runWrite(() => getDb().insert(logs).values(row).returning().get())
   if (inserted && _listeners.length) afterCommit(() => { for (const l of _listeners) l(inserted) })

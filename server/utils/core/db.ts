@@ -90,11 +90,24 @@ export function runWrite<T>(fn: () => Promise<T>): Promise<T> {
 
 const _afterCommit = new AsyncLocalStorage<Array<() => void>>()
 
+// Dry runs (issue 17): a hook that sees every write transaction's final state
+// just before commit, and may throw to roll it back (server/utils/proxy/dry-run.ts).
+type _BeforeCommit = (tx: Tx) => Promise<void>
+const _beforeCommit: _BeforeCommit[] = []
+export function registerBeforeCommit(hook: _BeforeCommit): void {
+  _beforeCommit.push(hook)
+}
+
 /** Runs `fn` in one write transaction: throwing rolls everything back. */
 export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
   return runWrite(async () => {
     const callbacks: Array<() => void> = []
-    const result = await _afterCommit.run(callbacks, () => getDb().transaction(fn, { behavior: 'immediate' }))
+    const body = async (tx: Tx) => {
+      const r = await fn(tx)
+      for (const hook of _beforeCommit) await hook(tx)
+      return r
+    }
+    const result = await _afterCommit.run(callbacks, () => getDb().transaction(body, { behavior: 'immediate' }))
     for (const cb of callbacks) { try { cb() } catch { /* a listener's failure is not the writer's */ } }
     return result
   })

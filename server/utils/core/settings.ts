@@ -67,6 +67,7 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
   _def({ key: 'acme.ca_url', schema: _optionalUrl, default: () => '', affectsProxy: true, description: 'default ACME directory URL (empty: the proxy default)' }),
   _def({ key: 'appsec.inbound_threshold', schema: _int(1, 10_000), default: () => 5, affectsProxy: true, description: 'CRS inbound anomaly threshold (engine AppSec and proxy WAF)' }),
   _def({ key: 'appsec.outbound_threshold', schema: _int(1, 10_000), default: () => 4, affectsProxy: true, description: 'CRS outbound anomaly threshold (engine AppSec and proxy WAF)' }),
+  _def({ key: 'revisions.retention_count', schema: _int(2, 10_000), default: () => 100, description: 'how many revisions of the proxy configuration are kept (the oldest go first)' }),
   _def({ key: 'oidc.issuer', schema: _optionalUrl, default: () => '', description: 'OIDC issuer URL (empty: OIDC off)' }),
   _def({ key: 'oidc.client_id', schema: _text(256), default: () => '', description: 'OIDC client id' }),
   _def({ key: 'oidc.client_secret', schema: _text(1024), default: () => '', secret: true, description: 'OIDC client secret' }),

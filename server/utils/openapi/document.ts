@@ -38,7 +38,8 @@ export function listOperations(): Array<OperationDoc & { tag: string }> {
 }
 
 function _security(access: OperationDoc['access']) {
-  return access === 'public' || access === 'proxy' ? [] : [{ panelSession: [] }]
+  // Either the cookie or an API token (issue 17); ForwardAuth takes the cookie only.
+  return access === 'public' || access === 'proxy' ? [] : [{ panelSession: [] }, { apiToken: [] }]
 }
 
 function _operationObject(op: OperationDoc & { tag: string }) {
@@ -95,14 +96,20 @@ export function buildOpenApiDocument() {
     info: {
       title: 'Edge panel API', version: PANEL_VERSION,
       description: 'Control panel for a Caddy reverse proxy and a CrowdSec security engine. JSON in and out; every error is `{"error": "<what to fix>"}` with a 4xx/5xx status. '
-        + `Authenticate with POST /api/auth/login; the session travels in the \`${SESSION_COOKIE}\` cookie (scripts send the same cookie). Mutations with a browser Origin of another site are refused (403).`,
+        + `Authenticate with POST /api/auth/login; the session travels in the \`${SESSION_COOKIE}\` cookie (scripts send the same cookie), or send an API token (POST /api/tokens) as \`Authorization: Bearer <token>\` on any /api/* route: never in a query string, never on /auth/forward. Mutations with a browser Origin of another site are refused (403).`,
     },
     tags: API_AREAS.map((a) => ({ name: a.tag, description: a.description })),
     components: {
       schemas: { Error: _jsonSchema(errorSchema, 'output') },
-      securitySchemes: { panelSession: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'The session cookie set by POST /api/auth/login or POST /api/setup' } },
+      securitySchemes: {
+        panelSession: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'The session cookie set by POST /api/auth/login or POST /api/setup' },
+        apiToken: {
+          type: 'http', scheme: 'bearer', bearerFormat: 'ept_<43 characters>',
+          description: 'An API token from POST /api/tokens (shown once). Acts as its owner with its scope (read: GETs only; admin: everything the owner may), never above the owner\'s current role. Not accepted in a query string or on /auth/forward.',
+        },
+      },
     },
-    security: [{ panelSession: [] }],
+    security: [{ panelSession: [] }, { apiToken: [] }],
     paths,
   }
 }

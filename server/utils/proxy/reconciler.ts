@@ -13,6 +13,7 @@ import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
 import { loadProxyConfig, readProxyConfig } from './client'
 import { readProxySnapshot } from './snapshot'
+import { isDryRun } from './dry-run'
 
 // Database -> pure builder -> POST /load, inside the mutation's transaction:
 // a rejection rolls the change back (502 with the proxy's text, secrets
@@ -101,12 +102,23 @@ async function _warmupGate(warnings: string[], redact: (text: string) => Promise
   return null
 }
 
+// Revisions (issue 17): told of every push that changed what the proxy holds, inside the transaction.
+type _PushedHook = (tx: Tx, ctx: AuditContext, pushed: { reason: string; hash: string; json: string }) => Promise<void>
+const _pushedHooks: _PushedHook[] = []
+export function onConfigPushed(hook: _PushedHook): void {
+  _pushedHooks.push(hook)
+}
+
 /** Builds from the transaction's view of the database and pushes; see the module comment. */
 export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: string, opts: { force?: boolean } = {}): Promise<ReconcileOutcome> {
+  // A dry run (?dry_run=1) never reaches the proxy: the before-commit hook describes and rolls back.
+  if (isDryRun()) return { status: 'applied', warnings: [] }
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
   let json = stableStringify(config)
   let hash = hashProxyConfig(config)
+  /** With the bouncer warm-up route; revisions keep `json` (the same hash, without the passing ban list). */
+  let pushedJson: string | undefined
   let engineDown = false
   const failClosed = snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h))
   const now = new Date().toISOString()
@@ -124,7 +136,7 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     // proxy's bouncer still holds every ban it pulled, newer ones included: the push waits.
     const degradedPush = !engine.up && !!known && (failClosed || _pushedEngineDown)
     if (!degradedPush && !opts.force && await _proxyHolds(hash))
-      return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
+      return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
     if (degradedPush && known) {
       // The configuration for an unreachable engine: the bans last known refused by the proxy
       // itself (the new bouncer starts empty and cannot pull), hosts that fail closed answer 503.
@@ -133,7 +145,7 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
       json = stableStringify(degraded)
       hash = hashProxyConfig(degraded)
       warnings.push(await redact(`security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`))
-      if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, engineDown, failClosed })
+      if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, engineDown, failClosed })
     } else if (!engine.up) {
       const error = await redact(`${ENGINE_DEFERRED_REASON} (${engine.error})`)
       const repeat = previous.last_reconcile_status === 'pending' && previous.last_error === error
@@ -151,12 +163,12 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     }
     if (!engineDown) {
       const bouncerWarmup = await _warmupGate(warnings, redact)
-      if (bouncerWarmup) json = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
+      if (bouncerWarmup) pushedJson = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
     }
   }
 
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
-  const result = await loadProxyConfig(getConfig().proxy.adminUrl, json, { force: opts.force })
+  const result = await loadProxyConfig(getConfig().proxy.adminUrl, pushedJson ?? json, { force: opts.force })
   if (result.outcome === 'rejected') {
     const proxyError = await redact(result.proxyError)
     _lastAttempt = { at: now, status: 'rejected', error: proxyError }
@@ -171,10 +183,10 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
     return { status: 'pending', error, warnings }
   }
-  return _recordApplied(tx, ctx, reason, { hash, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force, engineDown, failClosed })
+  return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force, engineDown, failClosed })
 }
 
-async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean; engineDown?: boolean; failClosed?: boolean }): Promise<ReconcileOutcome> {
+async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; json: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean; engineDown?: boolean; failClosed?: boolean }): Promise<ReconcileOutcome> {
   _deferredForEngine = false
   _pushedEngineDown = !!o.engineDown
   _pushedFailClosed = !!o.failClosed
@@ -184,6 +196,7 @@ async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { ha
   } satisfies ReconcileState)
   if (o.previous.pushed_hash !== o.hash || o.force)
     await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: o.hash.slice(0, 16), hosts: o.hosts, warnings: o.warnings }, tx)
+  if (o.previous.pushed_hash !== o.hash) for (const hook of _pushedHooks) await hook(tx, ctx, { reason, hash: o.hash, json: o.json })
   return { status: 'applied', warnings: o.warnings }
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { emptyBody, loginBody, oidcCallbackQuery, oidcLoginQuery, roleSchema, setupBody, totpCodeBody } from '../../auth/schemas'
-import { noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { createApiTokenBody, listApiTokensQuery, emptyBody, loginBody, oidcCallbackQuery, oidcLoginQuery, roleSchema, setupBody, totpCodeBody } from '../../auth/schemas'
+import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: authentication, first-run setup, ForwardAuth (users: system.ts).
 
@@ -12,6 +12,18 @@ export const userSchema = z.strictObject({
 
 /** The user as a session carries it (login, session info). */
 export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at: true })
+
+const apiTokenRefSchema = z.strictObject({ id: z.number().int(), name: z.string(), scope: z.enum(['read', 'admin']) })
+
+const apiTokenSchema = z.strictObject({
+  id: z.number().int(), name: z.string(), scope: z.enum(['read', 'admin']).describe('as created (narrowed to read when the owner was demoted)'),
+  effective_scope: z.enum(['read', 'admin']).describe('what it acts with now: never above the owner\'s current role'),
+  prefix: z.string().describe('the first characters of the secret, to tell tokens apart; not usable on its own'),
+  user_id: z.number().int(), user_email: z.string(), state: z.enum(['active', 'expired', 'revoked']),
+  created_at: timestamp(), expires_at: nullableTimestamp().describe('null: never expires'),
+  last_used_at: nullableTimestamp(), last_used_ip: z.union([z.string(), z.null()]),
+  revoked_at: nullableTimestamp(), revoked_by: z.union([z.string(), z.null()]),
+})
 
 const sessionCookie = { 'Set-Cookie': 'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)' }
 
@@ -83,7 +95,8 @@ export const authOperations = [
   }),
   operation({
     method: 'get', path: '/api/auth/session', access: 'session', summary: 'The current session and its user',
-    responses: { 200: ok('the session', z.strictObject({ user: sessionUserSchema, expires_at: timestamp() })) },
+    description: 'With an API token: `user.role` is the role the token acts with (viewer for a read token), `expires_at` the token\'s expiry (null: none) and `api_token` names it.',
+    responses: { 200: ok('the session', z.strictObject({ user: sessionUserSchema, expires_at: nullableTimestamp(), api_token: apiTokenRefSchema.optional() })) },
   }),
   operation({
     method: 'get', path: '/api/auth/providers', access: 'public', summary: 'Login methods for the login page',
@@ -96,5 +109,28 @@ export const authOperations = [
       200: ok('valid session; empty body', undefined, { headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' } }),
       302: ok('no valid session: go to the login page', undefined, { headers: { Location: '<PANEL_PUBLIC_URL>/login?rd=<escaped url>' } }),
     },
+  }),
+  operation({
+    method: 'get', path: '/api/tokens', access: 'session', summary: 'Your API tokens (admins: every user\'s with all=1)',
+    description: 'Never the secret or its hash. Revoked and expired tokens stay listed with their state.',
+    query: listApiTokensQuery,
+    responses: { 200: ok('tokens, newest first', z.array(apiTokenSchema)), 403: ok('all=1 without the admin role') },
+  }),
+  operation({
+    method: 'post', path: '/api/tokens', access: 'session',
+    summary: 'Create an API token; the secret is in this answer only',
+    description: 'Scope `read` (GETs only) or `admin` (only for admins). Use it as `Authorization: Bearer <secret>` on /api/*. Only its SHA-256 is stored. Without an expiry the answer carries a `warning`. Needs a browser session: a token cannot create tokens.',
+    body: createApiTokenBody,
+    responses: {
+      201: ok('the token and its secret (shown once)', z.strictObject({ token: apiTokenSchema, secret: z.string().describe('ept_…: store it now, it is never shown again'), warning: z.string().optional() })),
+      403: ok('an admin scope asked by a viewer, or the request used an API token'),
+      409: ok('you already have an active token with that name'),
+    },
+  }),
+  operation({
+    method: 'delete', path: '/api/tokens/{id}', access: 'session', summary: 'Revoke an API token (its owner or an admin)',
+    description: 'Effective at the next request. Revoking a revoked token changes nothing. Another user\'s token is 404 to a non-admin.',
+    params: idParam('API token'),
+    responses: { 204: noContent('revoked'), 404: ok('no such token of yours') },
   }),
 ]

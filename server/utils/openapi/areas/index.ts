@@ -7,6 +7,7 @@ import { countriesOperations } from './countries'
 import { logsOperations } from './logs'
 import { opsOperations } from './ops'
 import { systemOperations } from './system'
+import { revisionsOperations, withDryRun } from './revisions'
 
 /** Every area, in the order the reference shows them (the tag of each operation). */
 export const API_AREAS: Array<{ tag: string; description: string; operations: OperationDoc[] }> = [
@@ -18,4 +19,5 @@ export const API_AREAS: Array<{ tag: string; description: string; operations: Op
   { tag: 'logs', description: 'Log rows, statistics, live tail', operations: logsOperations },
   { tag: 'ops', description: 'Notifications, backups, dashboards', operations: opsOperations },
   { tag: 'system', description: 'Health, settings, users, this reference', operations: systemOperations },
-]
+  { tag: 'revisions', description: 'Revisions of the proxy configuration, diffs, revert (and ?dry_run=1 on mutations)', operations: revisionsOperations },
+].map((area) => ({ ...area, operations: area.operations.map(withDryRun) }))

@@ -1,0 +1,11 @@
+import { defineEventHandler, getRouterParam } from 'h3'
+import { parseIdParam } from '~/server/utils/core/validate'
+import { auditContextOf } from '~/server/utils/core/audit'
+import { revertToRevision } from '~/server/utils/proxy/revisions'
+import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+
+export default defineEventHandler(async (event) => {
+  const id = parseIdParam(getRouterParam(event, 'id'), 'revision id')
+  const out = await runOrDryRun(event, () => revertToRevision(id, auditContextOf(event)))
+  return 'dryRun' in out ? out.dryRun : out.result
+})

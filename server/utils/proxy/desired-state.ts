@@ -1,0 +1,171 @@
+import { eq, notInArray } from 'drizzle-orm'
+import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { hostNames, hosts, manualCerts, rules, settings, targetGroups, wafExclusions } from '../../../db/schema'
+import type { Executor, Tx } from '../core/db'
+import { conflict } from '../core/errors'
+import { SETTINGS_CATALOGUE, getSetting } from '../core/settings'
+import { assertDnsProviderUsable } from '../hosts/dns-providers'
+
+// The desired state a proxy configuration is built from, as a list of named
+// parts (docs/revisions.md). Revisions store it, diffs compare it per object and
+// field, a revert writes it back. A new concern (access lists) adds one part with
+// registerDesiredStatePart: collect, restore, and optionally check what it needs.
+//
+// Parts hold no secret: hosts, groups, rules and WAF exclusions have none, and the settings part
+// takes only the non-secret settings the proxy configuration depends on.
+
+/** One part: object key -> object (stored fields, as the database holds them). */
+export type PartState = Record<string, Record<string, unknown>>
+export type DesiredState = Record<string, PartState>
+
+export interface DesiredStatePart {
+  name: string
+  collect(exec: Executor): Promise<PartState>
+  /** A human label for an object in summaries ("app.example.com", "rule 4 /api/*"). */
+  label(key: string, object: Record<string, unknown>): string
+  /** Refuses (409) when the state refers to something that no longer exists (a certificate, a credential). */
+  check?(tx: Tx, state: DesiredState, revisionId: number): Promise<void>
+  /** Makes the database hold exactly `objects` for this part. */
+  restore(tx: Tx, objects: PartState): Promise<void>
+}
+
+/** Fields that change on every save and say nothing about the configuration. */
+const _NOISE_FIELDS = new Set(['createdAt', 'updatedAt'])
+
+const _snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/**
+ * A part for a table with an integer id, restored row by row (rows absent from the state are deleted).
+ * The rows are stored as drizzle returns them (camelCase keys, JSON columns parsed), so they go back
+ * through drizzle unchanged; `any` because drizzle's builders are typed per concrete table.
+ */
+function _tablePart(name: string, table: SQLiteTable & { id: any }, label: DesiredStatePart['label'], extra: {
+  check?: DesiredStatePart['check']
+  afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
+} = {}): DesiredStatePart {
+  return {
+    name, label, check: extra.check,
+    async collect(exec) {
+      const rows = await (exec as any).select().from(table).orderBy(table.id) as Array<Record<string, unknown>>
+      return Object.fromEntries(rows.map((r) => [String(r.id), r]))
+    },
+    async restore(tx, objects) {
+      const ids = Object.keys(objects).map(Number)
+      await tx.delete(table).where(notInArray(table.id, ids.length ? ids : [-1]))
+      for (const row of Object.values(objects)) {
+        const { id: _id, ...rest } = row
+        await (tx as any).insert(table).values(row).onConflictDoUpdate({ target: table.id, set: rest })
+      }
+      await extra.afterRestore?.(tx, objects)
+    },
+  }
+}
+
+const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
+  // A host on a manual certificate needs that certificate; a DNS-01 host needs its provider's credentials.
+  async check(tx, state, revisionId) {
+    for (const h of Object.values(state.hosts ?? {})) {
+      const names = [h.domain as string, ...(h.aliases as string[])]
+      if (h.tlsMode === 'manual' && !(await tx.select({ id: manualCerts.hostId }).from(manualCerts).where(eq(manualCerts.hostId, h.id as number)).get()))
+        throw conflict(`revision ${revisionId} cannot be restored: host ${h.domain} used an uploaded certificate that has since been deleted; upload one again or revert to another revision`)
+      if (h.tlsMode === 'auto' && h.tlsChallenge === 'dns') {
+        try { await assertDnsProviderUsable(tx, h.tlsDnsProvider as string | null, names) } catch (err) {
+          throw conflict(`revision ${revisionId} cannot be restored: host ${h.domain} needs DNS provider ${h.tlsDnsProvider}, whose credentials are gone (${(err as Error).message})`)
+        }
+      }
+    }
+  },
+  // The name index follows the hosts (WAF exclusions are a part of their own).
+  async afterRestore(tx, objects) {
+    await tx.delete(hostNames)
+    const names = Object.values(objects).flatMap((h) => [h.domain as string, ...(h.aliases as string[])].map((name) => ({ name, hostId: h.id as number })))
+    if (names.length) await tx.insert(hostNames).values(names)
+  },
+})
+
+const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(g.name))
+const _rulesPart = _tablePart('rules', rules, (k, r) => `rule ${k} ${String(r.path)}`)
+const _wafExclusionsPart = _tablePart('waf_exclusions', wafExclusions, (_k, e) => `WAF rule ${String(e.ruleId)} off on host ${String(e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`)
+
+/** The non-secret settings the proxy configuration depends on (those whose change reconciles). */
+const _PROXY_SETTINGS = SETTINGS_CATALOGUE.filter((d) => d.affectsProxy && !d.secret)
+
+const _settingsPart: DesiredStatePart = {
+  name: 'settings',
+  label: (key) => key,
+  async collect(exec) {
+    const out: PartState = {}
+    for (const d of _PROXY_SETTINGS) out[d.key] = { value: await getSetting(d.key, exec) }
+    return out
+  },
+  async restore(tx, objects) {
+    const now = new Date().toISOString()
+    for (const d of _PROXY_SETTINGS) {
+      const stored = objects[d.key]
+      if (!stored) continue // a setting newer than the revision keeps its value
+      const value = JSON.stringify(stored.value)
+      await tx.insert(settings).values({ key: d.key, value, updatedAt: now }).onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: now } })
+    }
+  },
+}
+
+/** Restore order: groups before the hosts, rules and exclusions that point at them. */
+const _parts: DesiredStatePart[] = [_groupsPart, _hostsPart, _rulesPart, _wafExclusionsPart, _settingsPart]
+
+/** Another concern's objects (access lists) become part of every revision from now on. */
+export function registerDesiredStatePart(part: DesiredStatePart, opts: { before?: string } = {}): void {
+  if (_parts.some((p) => p.name === part.name)) throw new Error(`desired-state part ${part.name} is registered twice`)
+  const at = opts.before ? _parts.findIndex((p) => p.name === opts.before) : -1
+  if (at >= 0) _parts.splice(at, 0, part); else _parts.push(part)
+}
+
+export function desiredStateParts(): readonly DesiredStatePart[] {
+  return _parts
+}
+
+export async function collectDesiredState(exec: Executor): Promise<DesiredState> {
+  const out: DesiredState = {}
+  for (const p of _parts) out[p.name] = await p.collect(exec)
+  return out
+}
+
+export interface FieldChange { field: string; before: unknown; after: unknown }
+export interface ObjectChange {
+  part: string; key: string; label: string; change: 'added' | 'removed' | 'changed'
+  fields: FieldChange[]
+}
+
+const _same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+/** Per object and field, from `before` to `after`; parts missing on one side count as empty. */
+export function diffDesiredState(before: DesiredState, after: DesiredState): ObjectChange[] {
+  const changes: ObjectChange[] = []
+  const partNames = [...new Set([..._parts.map((p) => p.name), ...Object.keys(before), ...Object.keys(after)])]
+  for (const name of partNames) {
+    const part = _parts.find((p) => p.name === name)
+    const a = before[name] ?? {}, b = after[name] ?? {}
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort((x, y) => (Number(x) - Number(y)) || x.localeCompare(y))
+    for (const key of keys) {
+      const x = a[key], y = b[key]
+      const label = part ? part.label(key, (y ?? x)!) : key
+      const fieldNames = [...new Set([...Object.keys(x ?? {}), ...Object.keys(y ?? {})])].filter((f) => !_NOISE_FIELDS.has(f))
+      const fields = fieldNames.filter((f) => !_same(x?.[f], y?.[f]))
+        .map((f) => ({ field: name === 'settings' ? key : _snake(f), before: x?.[f] ?? null, after: y?.[f] ?? null }))
+      if (!x) changes.push({ part: name, key, label, change: 'added', fields })
+      else if (!y) changes.push({ part: name, key, label, change: 'removed', fields })
+      else if (fields.length) changes.push({ part: name, key, label, change: 'changed', fields })
+    }
+  }
+  return changes
+}
+
+/** The summary a revision keeps: which objects changed and which fields, without the values. */
+export function summariseChanges(changes: ObjectChange[]) {
+  return changes.map((c) => ({ part: c.part, key: c.key, label: c.label, change: c.change, fields: c.fields.map((f) => f.field) }))
+}
+
+/** Checks every part's references, then writes every part back, in the caller's transaction. */
+export async function restoreDesiredState(tx: Tx, state: DesiredState, revisionId: number): Promise<void> {
+  for (const p of _parts) await p.check?.(tx, state, revisionId)
+  for (const p of _parts) if (state[p.name]) await p.restore(tx, state[p.name]!)
+}
