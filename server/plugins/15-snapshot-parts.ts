@@ -2,6 +2,7 @@ import { defineNitroPlugin } from 'nitropack/runtime'
 import { registerSnapshotPart } from '../utils/proxy/snapshot'
 import { addDnsProvidersToSnapshot, dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { registerSecretSource } from '../utils/core/redact'
+import { addAccessListsToSnapshot } from '../utils/hosts/access-lists'
 import { addManualCertsToSnapshot, manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { channelSecrets } from '../utils/ops/notify/channels'
 import { vapidSecrets } from '../utils/ops/notify/push'
@@ -11,6 +12,7 @@ import { vapidSecrets } from '../utils/ops/notify/push'
 export default defineNitroPlugin(() => {
   registerSnapshotPart(addDnsProvidersToSnapshot)
   registerSnapshotPart(addManualCertsToSnapshot)
+  registerSnapshotPart(addAccessListsToSnapshot)
   registerSecretSource(dnsCredentialSecrets)
   registerSecretSource(manualCertKeySecrets)
   registerSecretSource(channelSecrets)

@@ -1,4 +1,4 @@
-import type { HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
+import type { AccessListSnapshot, HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
 
 export function buildHostSnapshot(overrides: Partial<HostSnapshot> = {}): HostSnapshot {
   const id = overrides.id ?? 1
@@ -47,4 +47,8 @@ export function hostSubroutes(config: any, domain: string): any[] {
     for (const route of server.routes) if (route.match?.[0]?.host?.includes(domain)) return route.handle[0].routes
   }
   throw new Error(`no route for ${domain}`)
+}
+
+export function buildAccessListSnapshot(overrides: Partial<AccessListSnapshot> = {}): AccessListSnapshot {
+  return { id: 1, name: 'staff', realm: 'restricted', default_action: 'allow', ip_rules: [], users: [], host_ids: [1], ...overrides }
 }

@@ -13,6 +13,7 @@ import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
 import { WAF_DEFAULT_FAMILIES } from '../proxy/build/waf-rules'
+import { detachDeletedHost } from './access-lists'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -154,6 +155,7 @@ export async function deleteHost(id: number, ctx: AuditContext): Promise<Reconci
     await tx.delete(hosts).where(eq(hosts.id, id))
     // The schema says ON DELETE CASCADE, but SQLite enforces it only with foreign_keys on.
     await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
+    await detachDeletedHost(tx, id)
     await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
     return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
   }))

@@ -35,6 +35,15 @@ export interface RuleSnapshot {
   respond_status: number | null; respond_body: string | null
 }
 
+/** An access list as the builder needs it: IP rules (first match wins), then basic-auth users. */
+export interface AccessListSnapshot {
+  id: number; name: string; realm: string; default_action: 'allow' | 'deny'
+  ip_rules: { action: 'allow' | 'deny'; source: string }[]
+  /** bcrypt hashes only. */
+  users: { username: string; hash: string }[]
+  host_ids: number[]
+}
+
 export interface ProxySnapshot {
   adminListen: string
   storageRoot: string | null
@@ -65,6 +74,8 @@ export interface ProxySnapshot {
    */
   engineDown?: { knownBanned: string[] } | null
   wafExclusions: WafExclusionSnapshot[]
+  /** Added by the access-list snapshot part (hosts/access-lists.ts); absent means none. */
+  accessLists?: AccessListSnapshot[]
 }
 
 export type Json = Record<string, unknown>
