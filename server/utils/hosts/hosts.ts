@@ -108,14 +108,20 @@ function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
   })
 }
 
+/** Inside the caller's transaction: checked, inserted with its names and audited; the caller reconciles (the importers push once for many). */
+export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): Promise<HostRow> {
+  await _validateReferences(tx, input)
+  await _assertNamesFree(tx, [input.domain, ...input.aliases])
+  const now = new Date().toISOString()
+  const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), ..._wafColumns(input, _WAF_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
+  await _writeNames(tx, row.id, input)
+  await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
+  return row
+}
+
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
   return _afterHostChange(() => writeTransaction(async (tx) => {
-    await _validateReferences(tx, input)
-    await _assertNamesFree(tx, [input.domain, ...input.aliases])
-    const now = new Date().toISOString()
-    const row = (await tx.insert(hosts).values({ ..._columns(input, HOST_BOOLEAN_DEFAULTS), ..._wafColumns(input, _WAF_DEFAULTS), createdAt: now, updatedAt: now }).returning().get())!
-    await _writeNames(tx, row.id, input)
-    await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
+    const row = await insertHost(tx, input, ctx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
   }))
 }
