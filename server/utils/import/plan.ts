@@ -25,7 +25,7 @@ export interface PlannedRule { input: Omit<RuleInput, 'target_group_id'>; group:
 export interface PlannedHost {
   input: Omit<HostInput, 'target_group_id'>; group: string; rules: PlannedRule[]; accessList: string | null; source: ImportSource
   /** Extra work once the host exists (an uploaded certificate), inside the same transaction. */
-  after?: (tx: Tx, hostId: number, ctx: AuditContext) => Promise<void>
+  after?: (tx: Tx, host: { id: number; domain: string }, ctx: AuditContext) => Promise<{ undo: () => void } | void>
   /** What `after` creates, for the report. */
   extraItems?: Array<{ kind: 'certificate'; name: string; source: ImportSource }>
 }
@@ -83,7 +83,10 @@ async function _idsByName(exec: Executor, table: typeof targetGroups | typeof ac
   return new Map(rows.map((r) => [r.name, r.id]))
 }
 
-async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx | null): Promise<ImportReport> {
+/** Side effects outside the database (certificate files) to take back when the transaction rolls back. */
+type _Undo = Array<() => void>
+
+async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx | null, undo: _Undo = []): Promise<ImportReport> {
   const items: ImportReport['items'] = []
   const notImportable = [...plan.notImportable]
   const allNames = plan.hosts.flatMap((h) => [h.input.domain, ...h.input.aliases])
@@ -118,7 +121,7 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
     const row = await insertHost(tx, { ...h.input, target_group_id: groupIds.get(h.group)! }, ctx)
     for (const r of h.rules) await insertRule(tx, row.id, { ...r.input, target_group_id: r.group ? groupIds.get(r.group)! : null }, ctx)
     if (h.accessList) await setHostAccessListInTransaction(tx, row.id, listIds.get(h.accessList)!, ctx)
-    if (h.after) await h.after(tx, row.id, ctx)
+    if (h.after) { const done = await h.after(tx, row, ctx); if (done) undo.push(done.undo) }
   }
   return { applied: !!tx, items, imperfect: plan.imperfect, not_importable: notImportable }
 }
@@ -130,8 +133,9 @@ export function dryRunImportPlan(plan: ImportPlan): Promise<ImportReport> {
 
 /** Everything in one transaction, one audit row for the import, one reconcile; a proxy rejection rolls all of it back. */
 export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: string): Promise<ImportReport> {
+  const undo: _Undo = []
   return writeTransaction(async (tx) => {
-    const report = await _run(tx, plan, ctx, tx)
+    const report = await _run(tx, plan, ctx, tx, undo)
     const created = report.items.filter((i) => i.outcome === 'create')
     const count = (kind: string) => created.filter((i) => i.kind === kind).length
     await writeAudit(ctx, 'import_apply', {
@@ -139,6 +143,10 @@ export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: strin
       certificates: count('certificate'), existing: report.items.length - created.length, imperfect: report.imperfect.length, not_importable: report.not_importable.length,
     }, tx)
     if (!created.length) return report
-    return { ...report, reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`)) }
+    // force: certificate files were written, which the configuration's JSON alone does not show.
+    return { ...report, reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`, { force: undo.length > 0 })) }
+  }).catch((err) => {
+    for (const u of undo) u()
+    throw err
   })
 }

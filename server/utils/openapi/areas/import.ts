@@ -28,4 +28,16 @@ export const importOperations = [
       503: ok('the caddy binary is missing or did not answer'),
     },
   }),
+  operation({
+    method: 'post', path: '/api/import/npm', access: 'session', summary: "Import an nginx-proxy-manager database: dry run, or apply in one transaction and one reconcile",
+    description: 'Upload its `data/database.sqlite` (at most 64 MiB). Proxy hosts (with custom locations), redirection hosts, 404 hosts, access lists (users and clients) and certificates (Let\'s Encrypt and custom) are read; streams are listed as not importable.',
+    multipart: z.strictObject({
+      database: z.string().describe("nginx-proxy-manager's SQLite database file"),
+      apply: z.enum(['true', 'false']).optional().describe('"true" imports; anything else is a dry run (default)'),
+    }),
+    responses: {
+      200: ok('what is (or would be) created, what exists already, what maps imperfectly and what cannot be imported', importReportSchema),
+      400: ok('the file is not an nginx-proxy-manager database'), 413: ok('the file is over 64 MiB'), 502: ok('the proxy rejected the configuration; nothing was written'),
+    },
+  }),
 ]
