@@ -12,6 +12,7 @@ export const router = createRouter({
     { path: '/hosts/:id(\\d+)', name: 'host-edit', component: () => import('./views/HostEditView.vue'), meta: { title: 'Host' } },
     { path: '/target-groups', name: 'target-groups', component: () => import('./views/TargetGroupsView.vue'), meta: { title: 'Target groups' } },
     { path: '/access-lists', name: 'access-lists', component: () => import('./views/AccessListsView.vue'), meta: { title: 'Access lists' } },
+    { path: '/import', name: 'import', component: () => import('./views/ImportView.vue'), meta: { title: 'Import' } },
     { path: '/certificates', name: 'certificates', component: () => import('./views/CertificatesView.vue'), meta: { title: 'Certificates' } },
     { path: '/dns-providers', name: 'dns-providers', component: () => import('./views/DnsProvidersView.vue'), meta: { title: 'DNS providers' } },
     { path: '/security', name: 'security', component: () => import('./views/SecurityView.vue'), meta: { title: 'Security' } },
