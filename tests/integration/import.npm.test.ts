@@ -47,9 +47,12 @@ beforeAll(async () => {
       { ...live, provider: 'other', nice_name: 'Custom cert', domain_names: ['custom.example.test'], expires_on: '2027-01-01 00:00:00', meta: { certificate: custom.certPem, certificate_key: custom.keyPem } },
       { ...live, provider: 'letsencrypt', nice_name: 'dns', domain_names: ['dns.example.test'], expires_on: '2027-01-01 00:00:00', meta: { letsencrypt_email: 'ops@example.test', dns_challenge: true, dns_provider: 'cloudflare', dns_provider_credentials: DNS_TOKEN } },
     ],
-    access_list: [{ ...live, name: 'Staff', satisfy_any: 0, pass_auth: 1 }],
-    access_list_auth: [{ access_list_id: 1, username: 'ann', password: STAFF_PASSWORD, meta: {} }],
-    access_list_client: [{ access_list_id: 1, address: '127.0.0.1', directive: 'allow', meta: {} }, { access_list_id: 1, address: '198.51.100.0/24', directive: 'deny', meta: {} }],
+    access_list: [{ ...live, name: 'Staff', satisfy_any: 0, pass_auth: 1 }, { ...live, name: 'Unused', satisfy_any: 1, pass_auth: 0 }],
+    access_list_auth: [{ access_list_id: 1, username: 'ann', password: STAFF_PASSWORD, meta: {} }, { access_list_id: 2, username: 'bob', password: STAFF_PASSWORD, meta: {} }],
+    access_list_client: [
+      { access_list_id: 1, address: '127.0.0.1', directive: 'allow', meta: {} }, { access_list_id: 1, address: '198.51.100.0/24', directive: 'deny', meta: {} },
+      { access_list_id: 2, address: 'all', directive: 'allow', meta: {} }, { access_list_id: 2, address: 'not-an-address', directive: 'deny', meta: {} },
+    ],
     proxy_host: [
       { ...live, domain_names: ['app.example.test', 'www.app.example.test'], forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upA.port, access_list_id: 1,
         locations: [{ path: '/api', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }, { path: '~ ^/regex', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }], allow_websocket_upgrade: 1 },
@@ -80,7 +83,8 @@ describe('nginx-proxy-manager import', () => {
       'proxy_host 4: dns.example.test', 'redirection_host 1: old.example.test',
     ])
     expect(made(r, 'rule')).toEqual(['dead_host 1: gone.example.test /* (respond)', 'proxy_host 1 location 1: app.example.test /api* (proxy)', 'redirection_host 1: old.example.test /* (redirect)'])
-    expect(made(r, 'access_list')).toEqual(['access_list 1: Staff'])
+    // A list no host uses is imported too.
+    expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
     const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
     expect(why(r.imperfect)).toEqual(expect.arrayContaining([
@@ -94,6 +98,11 @@ describe('nginx-proxy-manager import', () => {
       'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
       'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
       'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
+      'access_list 2: Unused: not an IP address or CIDR range',
+    ]))
+    expect(why(r.imperfect)).toEqual(expect.arrayContaining([
+      'access_list 2: Unused: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both',
+      'access_list 2: Unused: the upstream now receives the Authorization header (nginx-proxy-manager removed it)',
     ]))
     expect(res.text).not.toContain('deleted.example.test')
     expect(await countRows('hosts')).toBe(0)
@@ -107,7 +116,7 @@ describe('nginx-proxy-manager import', () => {
     expect(await countRows('hosts')).toBe(6)
     expect(await countRows("logs WHERE source = 'audit' AND message = 'proxy_reconcile'")).toBe(pushes + 1)
     const audit = (await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'import_apply'")).rows
-    expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({ source: 'nginx-proxy-manager', hosts: 6, access_lists: 1, certificates: 1, rules: 3 })
+    expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({ source: 'nginx-proxy-manager', hosts: 6, access_lists: 2, certificates: 1, rules: 3 })
 
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
     const host = (d: string) => hosts.find((h: any) => h.domain === d)
@@ -116,7 +125,8 @@ describe('nginx-proxy-manager import', () => {
     expect(host('custom.example.test')).toMatchObject({ tls_mode: 'manual' })
     const cert = await stack.panel.request(`/api/manual-certs/${host('custom.example.test').id}`, { cookie: stack.admin })
     expect(cert.json).toMatchObject({ domain: 'custom.example.test', sans: ['custom.example.test'] })
-    const list = (await stack.panel.request('/api/access-lists', { cookie: stack.admin })).json[0]
+    const [list, unused] = (await stack.panel.request('/api/access-lists', { cookie: stack.admin })).json
+    expect(unused).toMatchObject({ name: 'Unused', default_action: 'deny', ip_rules: [{ action: 'allow', source: '0.0.0.0/0' }, { action: 'allow', source: '::/0' }], users: [{ username: 'bob' }], host_ids: [] })
     expect(list).toMatchObject({ name: 'Staff', default_action: 'deny', ip_rules: [{ action: 'allow', source: '127.0.0.1' }, { action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann' }], host_ids: [host('app.example.test').id] })
   })
 

@@ -102,7 +102,7 @@ async function _planAccessLists(plan: ImportPlan, db: Record<string, Row[]>): Pr
     if (!_flag(list.pass_auth ?? 1) && users.length)
       plan.imperfect.push({ kind: 'access_list', name, source, why: `${name}: the upstream now receives the Authorization header (nginx-proxy-manager removed it)` })
     // Its rules end with "deny all" as soon as there is one.
-    plan.accessLists.push({ name, source, values: { name, realm: _REALM, default_action: clients.length ? 'deny' : 'allow', ip_rules: ipRules, users } })
+    plan.accessLists.push({ name, source, standalone: true, values: { name, realm: _REALM, default_action: clients.length ? 'deny' : 'allow', ip_rules: ipRules, users } })
     names.set(Number(list.id), name)
   }
   return names

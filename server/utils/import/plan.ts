@@ -20,7 +20,8 @@ import { hostBody, ruleBody, targetGroupBody, type HostInput, type RuleInput, ty
 export type ImportSource = string
 
 export interface PlannedGroup { name: string; input: TargetGroupInput; source: ImportSource }
-export interface PlannedAccessList { name: string; values: AccessListValues; source: ImportSource }
+/** `standalone`: created even when no new host uses it (a list of its own in the source, not a host's basic auth). */
+export interface PlannedAccessList { name: string; values: AccessListValues; source: ImportSource; standalone?: boolean }
 export interface PlannedRule { input: Omit<RuleInput, 'target_group_id'>; group: string | null; source: ImportSource }
 export interface PlannedHost {
   input: Omit<HostInput, 'target_group_id'>; group: string; rules: PlannedRule[]; accessList: string | null; source: ImportSource
@@ -100,7 +101,7 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
   }
   // Only what the new hosts use; an existing name is reused as it is.
   const groupNames = new Set(hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group).filter((g): g is string => !!g)]))
-  const listNames = new Set(hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l))
+  const listNames = new Set([...hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l), ...plan.accessLists.filter((l) => l.standalone).map((l) => l.name)])
   const groupIds = await _idsByName(exec, targetGroups, [...groupNames])
   const listIds = await _idsByName(exec, accessLists, [...listNames])
   for (const g of plan.groups.filter((x) => groupNames.has(x.name))) {
