@@ -122,6 +122,26 @@ describe('access list through the production Caddy', () => {
     expect((await api(`/api/hosts/${hostId}/access-list`, 'PUT', { access_list_id: 999 })).status).toBe(400)
   })
 
+  it('the chain order holds in the real proxy: the LAN gate answers before the list, the rate limit before the password check', async () => {
+    const group = (await api('/api/target-groups')).json[0]
+    const lan = await api('/api/hosts', 'POST', { domain: 'lan-listed.example.test', target_group_id: group.id, tls_mode: 'none', lan_only: true })
+    const limited = await api('/api/hosts', 'POST', { domain: 'limited.example.test', target_group_id: group.id, tls_mode: 'none', rate_limit_enabled: true, rate_limit_rps: 1, rate_limit_burst: 1 })
+    for (const h of [lan, limited]) {
+      expect(h.status).toBe(201)
+      expect((await api(`/api/hosts/${h.json.id}/access-list`, 'PUT', { access_list_id: listId })).status).toBe(200)
+    }
+    // 198.51.100.10 may pass the list (ann's password is right): the LAN gate refuses it first, with its own body.
+    const gated = await from('198.51.100.10', 'lan-listed.example.test', `ann:${NEW_PASSWORD}`)
+    expect([gated.status, gated.body]).toEqual([403, 'Access denied: LAN only\n'])
+    // Guesses beyond rate + burst get 429 from the limiter without reaching basic auth (no bcrypt work for them).
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++) statuses.push((await from('198.51.100.10', 'limited.example.test', `ann:guess-${i}`)).status)
+    expect(statuses.slice(0, 2)).toEqual([401, 401])
+    expect(statuses.slice(2)).toContain(429)
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true)
+    for (const h of [lan, limited]) expect((await api(`/api/hosts/${h.json.id}`, 'DELETE')).status).toBe(204)
+  })
+
   it('a list in use cannot be deleted (409); detached, the host is open again and the list can go', async () => {
     expect((await api(`/api/access-lists/${listId}`, 'DELETE')).status).toBe(409)
     expect((await api(`/api/hosts/${hostId}/access-list`, 'PUT', { access_list_id: null })).status).toBe(200)
