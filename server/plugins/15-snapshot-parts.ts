@@ -2,7 +2,7 @@ import { defineNitroPlugin } from 'nitropack/runtime'
 import { registerSnapshotPart } from '../utils/proxy/snapshot'
 import { addDnsProvidersToSnapshot, dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { registerSecretSource } from '../utils/core/redact'
-import { addAccessListsToSnapshot } from '../utils/hosts/access-lists'
+import { accessListHashSecrets, addAccessListsToSnapshot } from '../utils/hosts/access-lists'
 import { addManualCertsToSnapshot, manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { channelSecrets } from '../utils/ops/notify/channels'
 import { vapidSecrets } from '../utils/ops/notify/push'
@@ -17,4 +17,5 @@ export default defineNitroPlugin(() => {
   registerSecretSource(manualCertKeySecrets)
   registerSecretSource(channelSecrets)
   registerSecretSource(vapidSecrets)
+  registerSecretSource(accessListHashSecrets)
 })

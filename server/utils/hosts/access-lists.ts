@@ -163,6 +163,12 @@ export async function detachDeletedHost(tx: Tx, hostId: number): Promise<void> {
   await tx.delete(hostAccessLists).where(eq(hostAccessLists.hostId, hostId))
 }
 
+/** The stored hashes, raw and in the base64 form the proxy is given, for redaction of proxy text. */
+export async function accessListHashSecrets(exec: Executor): Promise<string[]> {
+  const rows = await exec.select({ users: accessLists.users }).from(accessLists)
+  return rows.flatMap((r) => r.users.flatMap((u) => [u.hash, Buffer.from(u.hash, 'utf8').toString('base64')]))
+}
+
 /** Snapshot part (registered in server/plugins/15-snapshot-parts.ts): lists with their hosts. */
 export async function addAccessListsToSnapshot(exec: Executor, snapshot: ProxySnapshot): Promise<void> {
   const rows = await exec.select().from(accessLists).orderBy(accessLists.id)

@@ -9,7 +9,7 @@ import { isValidHostname } from '../hosts/schemas'
 import type { RuleInput, TargetGroupInput } from '../hosts/schemas'
 import { fileImports, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
 import type { AuditContext } from '../core/audit'
-import { addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedRule } from './plan'
+import { PLACEHOLDER_GROUP, addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedRule } from './plan'
 
 // Caddyfile import (docs/import.md): the real `caddy adapt` turns the file into
 // Caddy's JSON; each site route whose handlers have a panel equivalent becomes
@@ -20,8 +20,6 @@ export const CADDYFILE_MAX_BYTES = 256 * 1024
 const _ADAPT_TIMEOUT_MS = 15_000
 /** The Caddy default realm of basic_auth. */
 const _DEFAULT_REALM = 'restricted'
-/** A group for hosts whose every request a rule answers: nothing listens on the discard port. */
-export const PLACEHOLDER_GROUP = { name: 'import: no upstream', input: { name: 'import: no upstream', targets: [{ address: '127.0.0.1:9', weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false } satisfies TargetGroupInput }
 
 type Json = Record<string, any>
 

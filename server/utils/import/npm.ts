@@ -10,8 +10,7 @@ import { BCRYPT_COST } from '../hosts/access-lists'
 import { validateCertificateUpload } from '../hosts/cert-validation'
 import { installManualCertInTransaction } from '../hosts/manual-certs'
 import { isValidHostname, type TargetGroupInput } from '../hosts/schemas'
-import { PLACEHOLDER_GROUP } from './caddyfile'
-import { addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedHost, type PlannedRule } from './plan'
+import { PLACEHOLDER_GROUP, addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedHost, type PlannedRule } from './plan'
 
 // nginx-proxy-manager import (docs/import.md): its SQLite database, read with the
 // schema its own migrations (backend/migrations/*.js) leave: proxy_host (with

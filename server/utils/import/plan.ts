@@ -46,6 +46,9 @@ export interface ImportReport {
   reconcile?: ReturnType<typeof presentReconcile>
 }
 
+/** A group for hosts whose every request a rule answers (redirect-only, 404 hosts): nothing listens on the discard port. */
+export const PLACEHOLDER_GROUP = { name: 'import: no upstream', input: { name: 'import: no upstream', targets: [{ address: '127.0.0.1:9', weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false } satisfies TargetGroupInput }
+
 export function emptyPlan(): ImportPlan {
   return { groups: [], accessLists: [], hosts: [], imperfect: [], notImportable: [] }
 }
