@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { edgeBinaries } from '../support/edge-bins'
 import { httpRequest } from '../support/http'
-import { registerTestSecret } from '../support/panel'
+import { registerTestSecret, startPanel } from '../support/panel'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
 
@@ -172,5 +172,18 @@ describe('Caddyfile import — refusals change nothing', () => {
   it('bad bodies are 400s', async () => {
     expect((await stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile: 5 } })).status).toBe(400)
     expect((await post('   ')).json.error).toBe('caddyfile: is empty')
+  })
+})
+
+describe('Caddyfile import — without a caddy binary', () => {
+  it('answers 503 naming PANEL_CADDY_BIN', async () => {
+    const panel = await startPanel({ env: { PANEL_CADDY_BIN: '/nonexistent/caddy' } })
+    try {
+      const res = await panel.request('/api/import/caddyfile', { method: 'POST', cookie: await panel.login(), body: { caddyfile: 'a.example.test {\n\trespond "x"\n}\n' } })
+      expect(res.status).toBe(503)
+      expect(res.json.error).toBe('caddy adapt unavailable: the caddy binary "/nonexistent/caddy" was not found: set PANEL_CADDY_BIN (docs/configuration.md)')
+    } finally {
+      await panel.stop()
+    }
   })
 })
