@@ -11,7 +11,7 @@ import { startTestUpstream } from '../support/upstream'
 // the production Caddy serving what was imported.
 const FIXTURES = join(import.meta.dirname, '../fixtures/caddyfiles')
 const BASIC_PASSWORD = 'imported-secret-42'
-registerTestSecret(BASIC_PASSWORD)
+registerTestSecret(BASIC_PASSWORD, 'secret-dns-token-77')
 
 let stack: ProxyStack
 let upA: Awaited<ReturnType<typeof startTestUpstream>>
@@ -144,6 +144,17 @@ describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () =
       'Caddyfile line 38: internal.example.com: Caddy\'s internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one',
       'Caddyfile line 23: api.example.com: redirect to https://new.example.com{http.request.uri}: the request\'s path is not appended (rules redirect to a fixed URL: https://new.example.com)',
     ]))
+  })
+})
+
+describe('Caddyfile import — TLS it cannot carry over', () => {
+  it('certificate files and a DNS challenge are imperfect (never their credentials), the host gets ACME', async () => {
+    const r = (await post('files.example.test {\n\ttls cert.pem key.pem\n\treverse_proxy 127.0.0.1:1\n}\ndns.example.test {\n\ttls {\n\t\tdns cloudflare secret-dns-token-77\n\t}\n\treverse_proxy 127.0.0.1:1\n}\n')).json
+    expect(r.imperfect.map((n: any) => `${n.source}: ${n.why}`)).toEqual(expect.arrayContaining([
+      "Caddyfile line 2: files.example.test: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)",
+      'Caddyfile line 7: dns.example.test: the DNS challenge (cloudflare) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch',
+    ]))
+    expect(JSON.stringify(r)).not.toContain('secret-dns-token-77')
   })
 })
 

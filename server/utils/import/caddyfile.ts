@@ -288,6 +288,12 @@ export async function planCaddyfileImport(text: string): Promise<ImportPlan> {
         if (d.name === 'log' || d.name === 'bind') plan.notImportable.push({ kind: 'directive', name: d.name, source: `Caddyfile line ${d.line}`, why: `${mapper.domain}: ${d.name} is the panel's own (access logs and listeners); not imported` })
       }
       const tls = plain ? { email: null, internal: false } : _tlsOf(json, hostNames)
+      for (const d of plain || !site ? [] : flattenDirectives(site, scan.snippets).filter((x) => x.name === 'tls')) {
+        const files = d.args.length === 2 && !d.args.some((a) => a.includes('@') || a === 'internal')
+        const dns = d.children.find((c) => c.name === 'dns')
+        if (files) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: `Caddyfile line ${d.line}`, why: `${mapper.domain}: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)` })
+        if (dns) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: `Caddyfile line ${dns.line}`, why: `${mapper.domain}: the DNS challenge (${dns.args[0] ?? 'provider'}) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch` })
+      }
       if (tls.internal) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: mapper.lineOf('', 'tls'), why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one` })
       let group = mapper.defaultGroup
       if (!group) {
