@@ -80,6 +80,13 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
     expect((await through('media.example.test', '/', basic(BASIC_PASSWORD))).status).toBe(200)
   })
 
+  it('a new site whose alias another host has is not importable, and says which host', async () => {
+    const gitId = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json.find((h: any) => h.domain === 'git.example.test').id
+    const r = (await post(`http://fresh.example.test, http://git.example.test {\n\treverse_proxy 127.0.0.1:${upA.port}\n}\n`, true)).json
+    expect(r.items.filter((i: any) => i.outcome === 'create')).toEqual([])
+    expect(r.not_importable).toEqual([{ kind: 'host', name: 'fresh.example.test', source: 'Caddyfile line 1', why: `alias git.example.test is already used by host ${gitId}` }])
+  })
+
   it('a second import of the same file creates nothing', async () => {
     const counts = await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists'].map(countRows))
     const res = await post(fixture('homelab.Caddyfile'), true)

@@ -139,7 +139,11 @@ describe('access list through the production Caddy', () => {
     expect(statuses.slice(0, 2)).toEqual([401, 401])
     expect(statuses.slice(2)).toContain(429)
     expect(statuses.every((s) => s === 401 || s === 429)).toBe(true)
+    expect((await api(`/api/access-lists/${listId}`)).json.host_ids).toEqual([hostId, lan.json.id, limited.json.id])
+    // Deleting a host detaches it.
     for (const h of [lan, limited]) expect((await api(`/api/hosts/${h.json.id}`, 'DELETE')).status).toBe(204)
+    expect((await api(`/api/access-lists/${listId}`)).json.host_ids).toEqual([hostId])
+    expect(Number((await stack.panel.db().execute('SELECT count(*) AS n FROM host_access_lists')).rows[0]!.n)).toBe(1)
   })
 
   it('a list in use cannot be deleted (409); detached, the host is open again and the list can go', async () => {
