@@ -81,7 +81,7 @@ class _SiteMapper {
   accessList: string | null = null
   private priority = 0
 
-  constructor(private plan: ImportPlan, readonly names: string[], private site: ScannedBlock | null, scan: ScannedCaddyfile) {
+  constructor(private plan: ImportPlan, readonly names: string[], site: ScannedBlock | null, scan: ScannedCaddyfile) {
     this.domain = names[0]!
     this.source = site ? `Caddyfile line ${site.line}` : 'Caddyfile'
     this.directives = site ? flattenDirectives(site, scan.snippets) : []
@@ -96,7 +96,9 @@ class _SiteMapper {
 
   note(list: 'imperfect' | 'notImportable', name: string, source: string, why: string) {
     const notes = list === 'imperfect' ? this.plan.imperfect : this.plan.notImportable
-    if (!notes.some((n) => n.name === name && n.source === source && n.why === why)) notes.push({ kind: list === 'imperfect' ? 'host' : 'directive', name, source, why: `${this.domain}: ${why}` })
+    const full = `${this.domain}: ${why}`
+    // One note per thing: a snippet imported twice, or a handler seen on two routes, is said once.
+    if (!notes.some((n) => n.name === name && n.source === source && n.why === full)) notes.push({ kind: list === 'imperfect' ? 'host' : 'directive', name, source, why: full })
   }
 
   walk(routes: Json[], inherited: _Match) {
