@@ -379,3 +379,23 @@ export const configRevisions = sqliteTable('config_revisions', {
   /** Set when a revert to that revision produced this one. */
   revertedTo: integer('reverted_to'),
 })
+
+/** Migration 0019: basic-auth users (bcrypt hashes) and IP rules, attached to hosts. */
+export interface AccessListIpRule { action: 'allow' | 'deny'; source: string }
+export interface AccessListUser { username: string; hash: string }
+
+export const accessLists = sqliteTable('access_lists', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  realm: text('realm').notNull().default('restricted'),
+  defaultAction: text('default_action', { enum: ['allow', 'deny'] }).notNull().default('allow'),
+  ipRules: text('ip_rules', { mode: 'json' }).notNull().$type<AccessListIpRule[]>(),
+  users: text('users', { mode: 'json' }).notNull().$type<AccessListUser[]>(),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const hostAccessLists = sqliteTable('host_access_lists', {
+  hostId: integer('host_id').primaryKey(),
+  accessListId: integer('access_list_id').notNull(),
+})

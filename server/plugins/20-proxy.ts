@@ -6,6 +6,7 @@ import { onSettingsCommit } from '../utils/core/settings'
 import { registerSystemHealthSection } from '../utils/ops/health'
 import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
+import { accessListHashSecrets } from '../utils/hosts/access-lists'
 import { channelSecrets } from '../utils/ops/notify/channels'
 import { vapidSecrets } from '../utils/ops/notify/push'
 import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
@@ -19,6 +20,7 @@ export default defineNitroPlugin((nitroApp) => {
   registerSecretSource(manualCertKeySecrets)
   registerSecretSource(channelSecrets)
   registerSecretSource(vapidSecrets)
+  registerSecretSource(accessListHashSecrets)
   registerSystemHealthSection('proxy', readProxyHealth)
   // Inside the settings transaction: a proxy rejection rolls the change back.
   onSettingsCommit(reconcileOnSettingsChange)

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { httpRequest } from '../support/http'
+import { registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
 
@@ -7,6 +8,7 @@ import { startTestUpstream } from '../support/upstream'
 // with PROXY_MODULES=none. Every other proxy test runs the production Caddy.
 
 let stack: ProxyStack
+registerTestSecret('compat-password-1')
 let up: Awaited<ReturnType<typeof startTestUpstream>>
 
 beforeAll(async () => {
@@ -42,5 +44,17 @@ describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
     const res = await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/compat' })
     expect(res.status).toBe(200)
     expect(up.requests.at(-1)!.url).toBe('/compat')
+  })
+
+  it('applies an access list (base64 bcrypt hash, hash cache, IP rules): 401 without the password, 200 with it', async () => {
+    const api = (path: string, method: string, body: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
+    const list = await api('/api/access-lists', 'POST', { name: 'compat', ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann', password: 'compat-password-1' }] })
+    expect(list.status).toBe(201)
+    const host = (await api('/api/hosts', 'GET', undefined)).json.find((h: any) => h.domain === 'compat.example.test')
+    const attached = await api(`/api/hosts/${host.id}/access-list`, 'PUT', { access_list_id: list.json.id })
+    expect(attached.json.reconcile.status).toBe('applied')
+    expect((await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/' })).status).toBe(401)
+    const auth = { authorization: `Basic ${Buffer.from('ann:compat-password-1').toString('base64')}` }
+    expect((await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/', headers: auth })).status).toBe(200)
   })
 })

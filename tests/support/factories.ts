@@ -1,4 +1,4 @@
-import type { HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
+import type { AccessListSnapshot, HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
 import { HOST_DEFAULTS, hostBody, resolveHostFields, ruleBody, targetGroupBody } from '../../server/utils/hosts/schemas'
 import { hostFromRow, hostToRow, ruleFromRow, ruleToRow, targetGroupFromRow, targetGroupToRow } from '../../server/utils/hosts/records'
 
@@ -44,4 +44,8 @@ export function hostSubroutes(config: any, domain: string): any[] {
     for (const route of server.routes) if (route.match?.[0]?.host?.includes(domain)) return route.handle[0].routes
   }
   throw new Error(`no route for ${domain}`)
+}
+
+export function buildAccessListSnapshot(overrides: Partial<AccessListSnapshot> = {}): AccessListSnapshot {
+  return { id: 1, name: 'staff', realm: 'restricted', default_action: 'allow', ip_rules: [], users: [], host_ids: [1], ...overrides }
 }

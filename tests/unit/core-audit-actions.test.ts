@@ -22,8 +22,8 @@ describe('the audit action catalogue', () => {
     expect(panelEventOfAudit(null)).toBeNull()
   })
 
-  it('only host changes and restores make the ingester forget host names', () => {
+  it('only host changes, restores, imports and reverts make the ingester forget host names', () => {
     const renaming = Object.keys(AUDIT_ACTIONS).filter(auditActionRenamesHosts).sort()
-    expect(renaming).toEqual(['backup_restore', 'host_create', 'host_delete', 'host_toggle', 'host_update'])
+    expect(renaming).toEqual(['backup_restore', 'host_create', 'host_delete', 'host_toggle', 'host_update', 'import_apply', 'revision_revert'])
   })
 })

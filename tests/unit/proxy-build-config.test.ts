@@ -1,36 +1,40 @@
 import { describe, expect, it } from 'vitest'
 import { HOST_HANDLER_ORDER, assertSafeHostname, buildProxyConfig, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
 import type { ProxySnapshot } from '../../server/utils/proxy/build/types'
-import { buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
+import { ACCESS_DENIED_BODY } from '../../server/utils/proxy/build/access-list'
+import { buildAccessListSnapshot, buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const security = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
 const withAppsec = { ...security, appsecUrl: 'http://crowdsec:7422' }
 const everything = buildHostSnapshot({ lan_only: true, waf_enabled: true, waf_mode: 'blocking', rate_limit_enabled: true, auth_required: true })
 const rule = buildRuleSnapshot({ id: 7, priority: 1, path: '/x', action: 'respond', respond_status: 204, respond_body: '' })
+const accessList = buildAccessListSnapshot({ ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann', hash: '$2b$10$DptKLZz3A1Z.3KOz.puniOM7nX.HEUWfO3HBN.cBjxMLt5Oxl05Om' }] })
 
 /** Which step of HOST_HANDLER_ORDER a route or handler is. */
 function stepOf(route: any, handler?: any): string {
   if (route.match?.[0]?.not) return 'lan_gate'
+  if (route.handle?.[0]?.body === ACCESS_DENIED_BODY) return 'access_ip'
   if (!handler) return route.match ? 'rules' : 'upstream'
   if (handler.rewrite?.uri === '/auth/forward') return 'forward_auth'
   // The AppSec threshold header: set just before `crowdsec`, removed just after `appsec`.
   if (handler.handler === 'headers' && handler.request?.set) return 'crowdsec'
   if (handler.handler === 'headers' && handler.request?.delete) return 'appsec'
+  if (handler.handler === 'authentication') return 'basic_auth'
   return handler.handler
 }
 const withoutRepeats = (xs: string[]) => xs.filter((x, i) => x !== xs[i - 1])
 
 describe('buildProxyConfig — handler order', () => {
   it('HOST_HANDLER_ORDER is the one list the chain follows', () => {
-    expect([...HOST_HANDLER_ORDER]).toEqual(['lan_gate', 'crowdsec', 'appsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'])
+    expect([...HOST_HANDLER_ORDER]).toEqual(['lan_gate', 'access_ip', 'crowdsec', 'appsec', 'rate_limit', 'basic_auth', 'waf', 'forward_auth', 'rules', 'upstream'])
   })
 
   it('a host with every feature runs them in that order', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security: withAppsec, hosts: [everything], rules: [rule] }))
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security: withAppsec, hosts: [everything], rules: [rule], accessLists: [accessList] }))
     const routes = hostSubroutes(config, 'host1.example.test')
-    const seen = [stepOf(routes[0]), ...routes[1].handle.map((h: any) => stepOf(routes[1], h)), stepOf(routes[2]), stepOf(routes[3])]
+    const seen = [stepOf(routes[0]), stepOf(routes[1]), ...routes[2].handle.map((h: any) => stepOf(routes[2], h)), stepOf(routes[3]), stepOf(routes[4])]
     expect(withoutRepeats(seen)).toEqual([...HOST_HANDLER_ORDER])
-    expect(routes).toHaveLength(4)
+    expect(routes).toHaveLength(5)
   })
 
   it('the host route matches all its names, is terminal and holds one subroute', () => {

@@ -19,6 +19,9 @@ export const AUDIT_ACTIONS = {
   host_create: _hostNames, host_update: _hostNames, host_toggle: _hostNames, host_delete: _hostNames,
   target_group_create: _config, target_group_update: _config, target_group_delete: _config,
   rule_create: _config, rule_update: _config, rule_delete: _config,
+  access_list_create: _config, access_list_update: _config, access_list_delete: _config, host_access_list_set: _config,
+  // an import creates hosts (their names) and everything they need, in one transaction
+  import_apply: _hostNames,
   waf_exclusion_create: _recordOnly, waf_exclusion_delete: _recordOnly,
   manual_cert_upload: _config, manual_cert_delete: _config,
   dns_provider_update: _config, dns_provider_import: _config,

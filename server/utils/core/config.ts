@@ -34,6 +34,8 @@ export interface PanelConfig {
   trustedProxies: string[]
   adminEmail?: string
   adminPassword?: string
+  /** The caddy binary the Caddyfile import runs `caddy adapt` with (a name on PATH or a path). */
+  caddyBin: string
   proxy: {
     adminUrl: string
     modules: ProxyModuleName[]
@@ -189,6 +191,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     port, host, dataDir, databaseUrl,
     databaseAuthToken: _opt(env, 'PANEL_DATABASE_AUTH_TOKEN'),
     masterKey, domain, mode: mode as PanelConfig['mode'], publicUrl, internalUrl, trustedProxies, adminEmail, adminPassword,
+    caddyBin: _opt(env, 'PANEL_CADDY_BIN') ?? 'caddy',
     proxy: {
       adminUrl: proxyAdminUrl, modules,
       logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),

@@ -13,6 +13,7 @@ import { syncTrueDetectProfiles } from '../security/profiles'
 import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
+import { detachDeletedHost } from './access-lists'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -76,14 +77,20 @@ function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
   })
 }
 
+/** Inside the caller's transaction: checked, inserted with its names and audited; the caller reconciles (the importers push once for many). */
+export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): Promise<HostRow> {
+  await _validateReferences(tx, input)
+  await _assertNamesFree(tx, [input.domain, ...input.aliases])
+  const now = new Date().toISOString()
+  const row = (await tx.insert(hosts).values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now }).returning().get())!
+  await _writeNames(tx, row.id, input)
+  await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
+  return row
+}
+
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
   return _afterHostChange(() => writeTransaction(async (tx) => {
-    await _validateReferences(tx, input)
-    await _assertNamesFree(tx, [input.domain, ...input.aliases])
-    const now = new Date().toISOString()
-    const row = (await tx.insert(hosts).values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now }).returning().get())!
-    await _writeNames(tx, row.id, input)
-    await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
+    const row = await insertHost(tx, input, ctx)
     return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
   }))
 }
@@ -121,6 +128,7 @@ export async function deleteHost(id: number, ctx: AuditContext): Promise<Reconci
     await tx.delete(hosts).where(eq(hosts.id, id))
     // The schema says ON DELETE CASCADE, but SQLite enforces it only with foreign_keys on.
     await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
+    await detachDeletedHost(tx, id)
     await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
     return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
   }))

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { hosts, manualCerts } from '../../../db/schema'
-import { getDb, writeTransaction, type Executor } from '../core/db'
+import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
 import { getConfig } from '../core/config'
 import { getSecretsBox } from '../core/secrets'
@@ -11,7 +11,7 @@ import { logger } from '../core/log'
 import { writeFileAtomically } from '../core/files'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { manualCertFileNames } from './manual-cert-files'
-import { validateCertificateUpload } from './cert-validation'
+import { validateCertificateUpload, type ValidatedUpload } from './cert-validation'
 import { z } from 'zod'
 
 type Row = typeof manualCerts.$inferSelect
@@ -71,29 +71,41 @@ export async function readManualCertPem(hostId: number): Promise<{ domain: strin
   return { domain: host.domain, pem: row.certPem + (row.chainPem ?? '') }
 }
 
+/**
+ * Inside the caller's transaction: stores a validated certificate for the host,
+ * sets tls_mode manual, audits, and writes the files the proxy loads (before
+ * the push, which reads them). Returns the row and what puts the previous files
+ * back should the transaction roll back.
+ */
+export async function installManualCertInTransaction(tx: Tx, host: { id: number; domain: string }, valid: ValidatedUpload, ctx: AuditContext): Promise<{ row: Row; undoFiles: () => void }> {
+  const hostId = host.id
+  const previous = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
+  const now = new Date().toISOString()
+  const row: Row = {
+    hostId, subject: valid.metadata.subject, issuer: valid.metadata.issuer, sans: valid.metadata.sans,
+    notBefore: valid.metadata.not_before, notAfter: valid.metadata.not_after, fingerprintSha256: valid.metadata.fingerprint_sha256,
+    certPem: valid.leafPem, chainPem: valid.chainPem, keySealed: getSecretsBox().seal(valid.keyPem, _keyOwner(hostId)),
+    uploadedAt: now, uploadedBy: ctx.actor,
+  }
+  await tx.insert(manualCerts).values(row).onConflictDoUpdate({ target: manualCerts.hostId, set: row })
+  await tx.update(hosts).set({ tlsMode: 'manual', updatedAt: now }).where(eq(hosts.id, hostId))
+  await writeAudit(ctx, 'manual_cert_upload', { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter }, tx)
+  _writeFiles(row)
+  return { row, undoFiles: () => { if (previous) _writeFiles(previous); else _removeFiles(hostId) } }
+}
+
 export async function uploadManualCert(hostId: number, parts: { certPem: string; keyPem: string; chainPem?: string | null }, ctx: AuditContext) {
   const host = await _hostOf(getDb(), hostId)
   const valid = validateCertificateUpload(parts, [host.domain, ...host.aliases])
   return writeTransaction(async (tx) => {
-    const previous = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
-    const now = new Date().toISOString()
-    const row: Row = {
-      hostId, subject: valid.metadata.subject, issuer: valid.metadata.issuer, sans: valid.metadata.sans,
-      notBefore: valid.metadata.not_before, notAfter: valid.metadata.not_after, fingerprintSha256: valid.metadata.fingerprint_sha256,
-      certPem: valid.leafPem, chainPem: valid.chainPem, keySealed: getSecretsBox().seal(valid.keyPem, _keyOwner(hostId)),
-      uploadedAt: now, uploadedBy: ctx.actor,
-    }
-    await tx.insert(manualCerts).values(row).onConflictDoUpdate({ target: manualCerts.hostId, set: row })
-    await tx.update(hosts).set({ tlsMode: 'manual', updatedAt: now }).where(eq(hosts.id, hostId))
-    await writeAudit(ctx, 'manual_cert_upload', { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter }, tx)
     // The proxy reads the files during /load, so they are in place first; a
     // rejection puts the previous files back along with the rolled-back rows.
-    _writeFiles(row)
+    const { row, undoFiles } = await installManualCertInTransaction(tx, host, valid, ctx)
     try {
       const outcome = await reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} uploaded`, { force: true })
       return { ...presentManualCert(row, host.domain), reconcile: presentReconcile(outcome) }
     } catch (err) {
-      if (previous) _writeFiles(previous); else _removeFiles(hostId)
+      undoFiles()
       throw err
     }
   })

@@ -31,13 +31,19 @@ export async function listRulesOfHost(hostId: number) {
   return (await getDb().select().from(rules).where(eq(rules.hostId, hostId)).orderBy(asc(rules.priority), asc(rules.id))).map(presentRule)
 }
 
+/** Inside the caller's transaction: checked, inserted and audited; the caller reconciles. */
+export async function insertRule(tx: Tx, hostId: number, input: RuleInput, ctx: AuditContext) {
+  await _assertGroup(tx, input)
+  const now = new Date().toISOString()
+  const row = (await tx.insert(rules).values({ hostId, ..._columns(input), createdAt: now, updatedAt: now }).returning().get())!
+  await writeAudit(ctx, 'rule_create', { rule_id: row.id, host_id: hostId, path: row.path, action: row.action }, tx)
+  return row
+}
+
 export async function createRule(hostId: number, input: RuleInput, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
     const host = await hostIdAndDomain(tx, hostId)
-    await _assertGroup(tx, input)
-    const now = new Date().toISOString()
-    const row = (await tx.insert(rules).values({ hostId, ..._columns(input), createdAt: now, updatedAt: now }).returning().get())!
-    await writeAudit(ctx, 'rule_create', { rule_id: row.id, host_id: hostId, path: row.path, action: row.action }, tx)
+    const row = await insertRule(tx, hostId, input, ctx)
     const o = await reconcileInTransaction(tx, ctx, `rule ${row.id} of ${host.domain} created`)
     return { ...presentRule(row), reconcile: presentReconcile(o) }
   })

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
 import { hosts, rules, targetGroups } from '../../../db/schema'
-import { getDb, writeTransaction } from '../core/db'
+import { getDb, writeTransaction, type Tx } from '../core/db'
 import { conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
@@ -24,12 +24,18 @@ export async function getTargetGroup(id: number) {
   return presentTargetGroup(row)
 }
 
+/** Inside the caller's transaction: inserted and audited; the caller reconciles. */
+export async function insertTargetGroup(tx: Tx, input: TargetGroupInput, ctx: AuditContext) {
+  const now = new Date().toISOString()
+  const row = (await tx.insert(targetGroups).values({ ...targetGroupToRow(input), createdAt: now, updatedAt: now }).returning().get()
+    .catch((err) => _duplicateName(err, input.name)))!
+  await writeAudit(ctx, 'target_group_create', { target_group_id: row.id, name: row.name }, tx)
+  return row
+}
+
 export async function createTargetGroup(input: TargetGroupInput, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
-    const now = new Date().toISOString()
-    const row = (await tx.insert(targetGroups).values({ ...targetGroupToRow(input), createdAt: now, updatedAt: now }).returning().get()
-      .catch((err) => _duplicateName(err, input.name)))!
-    await writeAudit(ctx, 'target_group_create', { target_group_id: row.id, name: row.name }, tx)
+    const row = await insertTargetGroup(tx, input, ctx)
     // An unused group changes nothing in the proxy; the builder output stays the same.
     return { ...presentTargetGroup(row), reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} created`)) }
   })

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto'
 import { eq, notInArray } from 'drizzle-orm'
 import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
-import { hostNames, hosts, manualCerts, rules, settings, targetGroups, wafExclusions } from '../../../db/schema'
+import { accessLists, hostAccessLists, hostNames, hosts, manualCerts, rules, settings, targetGroups, wafExclusions, type AccessListUser } from '../../../db/schema'
 import type { Executor, Tx } from '../core/db'
 import { conflict } from '../core/errors'
 import { SETTINGS_CATALOGUE, getSetting } from '../core/settings'
@@ -8,11 +9,12 @@ import { assertDnsProviderUsable } from '../hosts/dns-providers'
 
 // The desired state a proxy configuration is built from, as a list of named
 // parts (docs/revisions.md). Revisions store it, diffs compare it per object and
-// field, a revert writes it back. A new concern (access lists) adds one part with
-// registerDesiredStatePart: collect, restore, and optionally check what it needs.
+// field, a revert writes it back. A new concern adds one part to _parts below:
+// collect, restore, and optionally check what it needs.
 //
-// Parts hold no secret: hosts, groups, rules and WAF exclusions have none, and the settings part
-// takes only the non-secret settings the proxy configuration depends on.
+// Parts hold no secret: hosts, groups, rules and WAF exclusions have none, access
+// lists keep a fingerprint of each password hash (never the hash), and the settings
+// part takes only the non-secret settings the proxy configuration depends on.
 
 /** One part: object key -> object (stored fields, as the database holds them). */
 export type PartState = Record<string, Record<string, unknown>>
@@ -109,15 +111,66 @@ const _settingsPart: DesiredStatePart = {
   },
 }
 
-/** Restore order: groups before the hosts, rules and exclusions that point at them. */
-const _parts: DesiredStatePart[] = [_groupsPart, _hostsPart, _rulesPart, _wafExclusionsPart, _settingsPart]
+/** Shows that a password changed without holding its hash (bcrypt hashes are redacted like secrets). */
+const _passwordFingerprint = (hash: string) => createHash('sha256').update(hash).digest('hex').slice(0, 16)
 
-/** Another concern's objects (access lists) become part of every revision from now on. */
-export function registerDesiredStatePart(part: DesiredStatePart, opts: { before?: string } = {}): void {
-  if (_parts.some((p) => p.name === part.name)) throw new Error(`desired-state part ${part.name} is registered twice`)
-  const at = opts.before ? _parts.findIndex((p) => p.name === opts.before) : -1
-  if (at >= 0) _parts.splice(at, 0, part); else _parts.push(part)
+type _StoredListUser = { username: string; password_fingerprint: string }
+
+/** The hash behind each (list, user, fingerprint) the database holds now: a revert can only reuse these. */
+async function _currentPasswordHashes(exec: Executor): Promise<Map<string, string>> {
+  const byKey = new Map<string, string>()
+  for (const row of await exec.select({ id: accessLists.id, users: accessLists.users }).from(accessLists))
+    for (const u of row.users) byKey.set(`${row.id}/${u.username}/${_passwordFingerprint(u.hash)}`, u.hash)
+  return byKey
 }
+
+const _accessListsPart: DesiredStatePart = {
+  name: 'access_lists',
+  label: (_k, l) => String(l.name),
+  async collect(exec) {
+    const rows = await exec.select().from(accessLists).orderBy(accessLists.id)
+    return Object.fromEntries(rows.map((r) => [String(r.id), {
+      ...r, users: r.users.map((u): _StoredListUser => ({ username: u.username, password_fingerprint: _passwordFingerprint(u.hash) })),
+    }]))
+  },
+  // The panel never keeps an old password hash: a user whose password changed or who was removed since cannot come back.
+  async check(tx, state, revisionId) {
+    const current = await _currentPasswordHashes(tx)
+    for (const list of Object.values(state.access_lists ?? {}))
+      for (const u of list.users as _StoredListUser[])
+        if (!current.has(`${list.id}/${u.username}/${u.password_fingerprint}`))
+          throw conflict(`revision ${revisionId} cannot be restored: user ${u.username} of access list ${String(list.name)} had a password that has since been changed or removed, and the panel keeps no old password; set it again or revert to another revision`)
+  },
+  async restore(tx, objects) {
+    const current = await _currentPasswordHashes(tx)
+    const ids = Object.keys(objects).map(Number)
+    await tx.delete(accessLists).where(notInArray(accessLists.id, ids.length ? ids : [-1]))
+    for (const list of Object.values(objects)) {
+      const users: AccessListUser[] = (list.users as _StoredListUser[]).map((u) => ({ username: u.username, hash: current.get(`${list.id}/${u.username}/${u.password_fingerprint}`)! }))
+      const row = { ...list, users } as typeof accessLists.$inferInsert
+      const { id: _id, ...rest } = row
+      await tx.insert(accessLists).values(row).onConflictDoUpdate({ target: accessLists.id, set: rest })
+    }
+  },
+}
+
+/** Which list each host uses (a host has at most one). */
+const _hostAccessListsPart: DesiredStatePart = {
+  name: 'host_access_lists',
+  label: (k, a) => `host ${k} behind access list ${String(a.accessListId)}`,
+  async collect(exec) {
+    const rows = await exec.select().from(hostAccessLists).orderBy(hostAccessLists.hostId)
+    return Object.fromEntries(rows.map((r) => [String(r.hostId), { ...r }]))
+  },
+  async restore(tx, objects) {
+    await tx.delete(hostAccessLists)
+    const rows = Object.values(objects).map((a) => ({ hostId: a.hostId as number, accessListId: a.accessListId as number }))
+    if (rows.length) await tx.insert(hostAccessLists).values(rows)
+  },
+}
+
+/** Restore order: groups and lists before the hosts, rules, exclusions and attachments that point at them. */
+const _parts: readonly DesiredStatePart[] = [_groupsPart, _accessListsPart, _hostsPart, _hostAccessListsPart, _rulesPart, _wafExclusionsPart, _settingsPart]
 
 export function desiredStateParts(): readonly DesiredStatePart[] {
   return _parts

@@ -2,7 +2,7 @@ import { whitelistEntries } from '../../../db/schema'
 import { getConfig } from '../core/config'
 import type { Executor } from '../core/db'
 import { getSetting } from '../core/settings'
-import { readHosts, readRules, readTargetGroups, readWafExclusions } from '../hosts/records'
+import { readAccessLists, readHosts, readRules, readTargetGroups, readWafExclusions } from '../hosts/records'
 import { readDnsProviderCredentials } from '../hosts/dns-credentials'
 import { readManualCertPaths } from '../hosts/manual-cert-files'
 import type { ProxySnapshot } from './build/types'
@@ -19,8 +19,8 @@ function _panelUpstream(internalUrl: string): ProxySnapshot['panelUpstream'] {
 
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
   const cfg = getConfig()
-  const [hosts, targetGroups, rules, wafExclusions, dnsProviders, manualCerts] = await Promise.all([
-    readHosts(exec), readTargetGroups(exec), readRules(exec), readWafExclusions(exec),
+  const [hosts, targetGroups, rules, wafExclusions, accessLists, dnsProviders, manualCerts] = await Promise.all([
+    readHosts(exec), readTargetGroups(exec), readRules(exec), readWafExclusions(exec), readAccessLists(exec),
     readDnsProviderCredentials(exec), readManualCertPaths(exec),
   ])
   return {
@@ -52,5 +52,6 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     targetGroups,
     rules,
     wafExclusions,
+    accessLists,
   }
 }

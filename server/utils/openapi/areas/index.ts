@@ -1,6 +1,8 @@
 import type { OperationDoc } from '../registry'
 import { authOperations } from './auth'
 import { hostsOperations } from './hosts'
+import { accessListOperations } from './access-lists'
+import { importOperations } from './import'
 import { tlsOperations } from './tls'
 import { securityOperations } from './security'
 import { countriesOperations } from './countries'
@@ -13,6 +15,8 @@ import { revisionsOperations, withDryRun } from './revisions'
 export const API_AREAS: Array<{ tag: string; description: string; operations: OperationDoc[] }> = [
   { tag: 'auth', description: 'Sessions, first-run setup, ForwardAuth', operations: authOperations },
   { tag: 'hosts', description: 'Hosts, target groups, path rules', operations: hostsOperations },
+  { tag: 'access-lists', description: 'Basic auth and IP allow/deny lists shared by hosts', operations: accessListOperations },
+  { tag: 'import', description: 'Importing a Caddyfile or an nginx-proxy-manager database', operations: importOperations },
   { tag: 'tls', description: 'DNS-01 providers, manual certificates', operations: tlsOperations },
   { tag: 'security', description: 'Decisions, whitelist, scenarios, drift, AppSec tuning', operations: securityOperations },
   { tag: 'countries', description: 'Country bans, expansion jobs, geolocation', operations: countriesOperations },

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { idParam, ok, operation, reconcileSchema, timestamp, type OperationDoc } from '../registry'
 
 // Area: revisions of the pushed proxy configuration, diffs, revert, and the
-// `?dry_run=1` flag of every mutating host, target group, rule and settings route.
+// `?dry_run=1` flag of every mutating host, target group, rule, access-list and settings route.
 
 const fieldChangeSchema = z.strictObject({ field: z.string(), before: z.unknown(), after: z.unknown() })
 const objectChangeSchema = z.strictObject({
@@ -38,6 +38,7 @@ export const DRY_RUN_OPERATIONS = [
   'post /api/hosts/{id}/rules', 'put /api/rules/{id}', 'delete /api/rules/{id}',
   'post /api/target-groups', 'put /api/target-groups/{id}', 'delete /api/target-groups/{id}',
   'post /api/hosts/{id}/waf-exclusions', 'post /api/logs/{id}/waf-exclusion', 'delete /api/waf-exclusions/{id}',
+  'post /api/access-lists', 'put /api/access-lists/{id}', 'delete /api/access-lists/{id}', 'put /api/hosts/{id}/access-list',
   'put /api/settings', 'post /api/revisions/{id}/revert',
 ]
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { buildAccessListIpRoutes, buildBasicAuthHandler, mapAccessListsByHost } from './access-list'
 import { buildAppsecHandlers, buildAppsecThresholdHeader, buildBouncerWarmupRoute, buildCrowdsecApp, buildEngineDownRefusalRoute, buildKnownBansRoute, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer, stripBouncerWarmup } from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
@@ -8,14 +9,18 @@ import { buildRateLimitHandler } from './rate-limit'
 import { buildAcmePolicies } from './tls-acme'
 import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
-import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
+import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
- * The order of a host's request chain, read top to bottom: static gate
- * (cheapest) -> ban check (403 before any WAF work) -> rate limit -> WAF ->
- * auth sub-request -> path rules -> the host's upstream (A10).
+ * The order of a host's request chain, read top to bottom: static gates on the
+ * client address (cheapest: the LAN gate, then the access list's IP rules) ->
+ * ban check (403 before any WAF work) -> rate limit -> the access list's basic
+ * auth (after the rate limit, which bounds password guessing and the bcrypt work
+ * it costs; before the WAF, so an anonymous client never costs a WAF run) ->
+ * WAF -> auth sub-request -> path rules -> the host's upstream (A10,
+ * docs/access-lists.md).
  */
-export const HOST_HANDLER_ORDER = ['lan_gate', 'crowdsec', 'appsec', 'rate_limit', 'waf', 'forward_auth', 'rules', 'upstream'] as const
+export const HOST_HANDLER_ORDER = ['lan_gate', 'access_ip', 'crowdsec', 'appsec', 'rate_limit', 'basic_auth', 'waf', 'forward_auth', 'rules', 'upstream'] as const
 
 const _UNSAFE_NAME = /["'{}\\\s\u0000-\u001f\u007f]/
 
@@ -41,7 +46,7 @@ export function hashProxyConfig(config: unknown): string {
   return createHash('sha256').update(stableStringify(stripBouncerWarmup(config))).digest('hex')
 }
 
-function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], warnings: string[]): Route | null {
+function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], accessList: AccessListSnapshot | undefined, warnings: string[]): Route | null {
   const names = [host.domain, ...host.aliases]
   names.forEach(assertSafeHostname)
   const group = groups.get(host.target_group_id)
@@ -54,6 +59,9 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
     switch (step) {
       case 'lan_gate':
         if (host.lan_only) routes.push(buildLanGateRoute(snapshot.clientIp))
+        break
+      case 'access_ip':
+        if (accessList) routes.push(...buildAccessListIpRoutes(accessList, snapshot.clientIp))
         break
       case 'crowdsec':
         // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
@@ -78,6 +86,11 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
           else warnings.push(`host ${host.domain}: the proxy has no ratelimit module; rate limit not applied`)
         }
         break
+      case 'basic_auth': {
+        const basicAuth = accessList && buildBasicAuthHandler(accessList)
+        if (basicAuth) chain.push(basicAuth)
+        break
+      }
       case 'waf':
         if (host.waf_enabled) {
           if (snapshot.modules.includes('waf')) chain.push(buildWafHandler(host, snapshot, snapshot.wafExclusions))
@@ -111,13 +124,14 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   const groups = new Map([...snapshot.targetGroups].sort((a, b) => a.id - b.id).map((g) => [g.id, g]))
   const rulesByHost = new Map<number, RuleSnapshot[]>()
   for (const r of snapshot.rules) rulesByHost.set(r.host_id, [...(rulesByHost.get(r.host_id) ?? []), r])
+  const accessListByHost = mapAccessListsByHost(snapshot.accessLists)
 
   const plainRoutes: Route[] = []
   const tlsRoutes: Route[] = []
   const builtHosts: HostSnapshot[] = []
   const tlsHosts: HostSnapshot[] = []
   for (const host of hosts) {
-    const route = _buildHostRoute(host, snapshot, groups, rulesByHost.get(host.id) ?? [], warnings)
+    const route = _buildHostRoute(host, snapshot, groups, rulesByHost.get(host.id) ?? [], accessListByHost.get(host.id), warnings)
     if (!route) continue
     builtHosts.push(host)
     if (host.tls_mode === 'none') plainRoutes.push(route)

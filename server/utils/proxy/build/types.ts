@@ -1,6 +1,7 @@
 import type { ProxyModuleName } from '../../core/config'
 import type { DnsProviderCredentials } from '../../hosts/dns-credentials'
 import type { ManualCertPaths } from '../../hosts/manual-cert-files'
+import type { AccessListRecord } from '../../hosts/records'
 import type { Host, Rule, TargetGroup, WafExclusion } from '../../hosts/schemas'
 
 // The plain-data snapshot the builder turns into Caddy JSON. The reconciler
@@ -12,6 +13,9 @@ export type TargetGroupSnapshot = TargetGroup
 export type RuleSnapshot = Rule
 /** A WAF rule turned off for one host: everywhere, under a path, or for one argument. */
 export type WafExclusionSnapshot = Pick<WafExclusion, 'id' | 'host_id' | 'rule_id' | 'path' | 'argument'>
+
+/** An access list as the builder needs it (hosts/records.ts reads it). */
+export type AccessListSnapshot = AccessListRecord
 
 export interface ProxySnapshot {
   adminListen: string
@@ -43,6 +47,8 @@ export interface ProxySnapshot {
    */
   engineDown?: { knownBanned: string[] } | null
   wafExclusions: WafExclusionSnapshot[]
+  /** Absent (in hand-built test snapshots) means none. */
+  accessLists?: AccessListSnapshot[]
 }
 
 export type Json = Record<string, unknown>

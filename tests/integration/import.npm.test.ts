@@ -1,0 +1,193 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestPki } from '../support/certs'
+import { httpRequest, presentedCertificate } from '../support/http'
+import { buildNpmDatabase } from '../support/npm-db'
+import { registerTestSecret } from '../support/panel'
+import { makeTempDir } from '../support/processes'
+import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { startTestUpstream } from '../support/upstream'
+
+// nginx-proxy-manager import: a database with its migrations' schema
+// (tests/support/npm-db.ts), uploaded to the panel, served by the production Caddy.
+const STAFF_PASSWORD = 'npm-staff-password-1'
+const DNS_TOKEN = 'dns_cloudflare_api_token = npm-secret-cf-token-123'
+
+let stack: ProxyStack
+let upA: Awaited<ReturnType<typeof startTestUpstream>>
+let upB: Awaited<ReturnType<typeof startTestUpstream>>
+let dbFile: string
+let customKeyPem: string
+let rootPem: string
+
+const upload = (bytes: Buffer, apply = false) => {
+  const form = new FormData()
+  form.set('database', new Blob([new Uint8Array(bytes)]), 'database.sqlite')
+  form.set('apply', String(apply))
+  return stack.panel.request('/api/import/npm', { method: 'POST', cookie: stack.admin, form })
+}
+const through = (host: string, path = '/', headers: Record<string, string> = {}) => httpRequest({ port: stack.httpPort, host, path, headers })
+const countRows = async (table: string) => Number((await stack.panel.db().execute(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n)
+const made = (r: any, kind: string) => r.items.filter((i: any) => i.kind === kind && i.outcome === 'create').map((i: any) => `${i.source}: ${i.name}`).sort()
+const live = { is_deleted: 0, owner_user_id: 1, meta: {} }
+
+beforeAll(async () => {
+  upA = await startTestUpstream()
+  upB = await startTestUpstream()
+  const pki = createTestPki()
+  rootPem = pki.rootPem
+  const custom = pki.leaf('custom.example.test')
+  customKeyPem = custom.keyPem
+  registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem)
+  dbFile = await buildNpmDatabase({
+    user: [{ is_deleted: 0, email: 'admin@example.test', name: 'Admin', nickname: 'admin', avatar: '', roles: ['admin'] }],
+    certificate: [
+      { ...live, provider: 'letsencrypt', nice_name: 'le', domain_names: ['le.example.test'], expires_on: '2027-01-01 00:00:00', meta: { letsencrypt_email: 'ops@example.test', letsencrypt_agree: true, dns_challenge: false } },
+      { ...live, provider: 'other', nice_name: 'Custom cert', domain_names: ['custom.example.test'], expires_on: '2027-01-01 00:00:00', meta: { certificate: custom.certPem, certificate_key: custom.keyPem } },
+      { ...live, provider: 'letsencrypt', nice_name: 'dns', domain_names: ['dns.example.test'], expires_on: '2027-01-01 00:00:00', meta: { letsencrypt_email: 'ops@example.test', dns_challenge: true, dns_provider: 'cloudflare', dns_provider_credentials: DNS_TOKEN } },
+    ],
+    access_list: [{ ...live, name: 'Staff', satisfy_any: 0, pass_auth: 1 }, { ...live, name: 'Unused', satisfy_any: 1, pass_auth: 0 }],
+    access_list_auth: [{ access_list_id: 1, username: 'ann', password: STAFF_PASSWORD, meta: {} }, { access_list_id: 2, username: 'bob', password: STAFF_PASSWORD, meta: {} }],
+    access_list_client: [
+      { access_list_id: 1, address: '127.0.0.1', directive: 'allow', meta: {} }, { access_list_id: 1, address: '198.51.100.0/24', directive: 'deny', meta: {} },
+      { access_list_id: 2, address: 'all', directive: 'allow', meta: {} }, { access_list_id: 2, address: 'not-an-address', directive: 'deny', meta: {} },
+    ],
+    proxy_host: [
+      { ...live, domain_names: ['app.example.test', 'www.app.example.test'], forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upA.port, access_list_id: 1,
+        locations: [{ path: '/api', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }, { path: '~ ^/regex', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }], allow_websocket_upgrade: 1 },
+      { ...live, domain_names: ['le.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 1, ssl_forced: 1 },
+      { ...live, domain_names: ['custom.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 2 },
+      { ...live, domain_names: ['dns.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 3, block_exploits: 1, advanced_config: 'client_max_body_size 0;' },
+      { ...live, is_deleted: 1, domain_names: ['deleted.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
+      { ...live, domain_names: ['*.wild.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
+    ],
+    redirection_host: [{ ...live, domain_names: ['old.example.test'], forward_domain_name: 'new.example.test', forward_scheme: 'auto', forward_http_code: 301, preserve_path: 1 }],
+    dead_host: [{ ...live, domain_names: ['gone.example.test'] }],
+    stream: [{ ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 }],
+    setting: [{ id: 'default-site', name: 'Default Site', description: '', value: 'congratulations', meta: {} }],
+  })
+  stack = await startProxyStack()
+  expect((await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'acme.ca_url': 'https://127.0.0.1:9/directory' } })).status).toBe(200)
+})
+afterAll(async () => { await stack?.stop(); await upA?.stop(); await upB?.stop() })
+
+describe('nginx-proxy-manager import', () => {
+  it('the dry run says what it would create, what maps imperfectly and why, and what cannot be imported; it writes nothing', async () => {
+    const res = await upload(readFileSync(dbFile))
+    expect(res.status).toBe(200)
+    const r = res.json
+    expect(r.applied).toBe(false)
+    expect(made(r, 'host')).toEqual([
+      'dead_host 1: gone.example.test', 'proxy_host 1: app.example.test', 'proxy_host 2: le.example.test', 'proxy_host 3: custom.example.test',
+      'proxy_host 4: dns.example.test', 'redirection_host 1: old.example.test',
+    ])
+    expect(made(r, 'rule')).toEqual(['dead_host 1: gone.example.test /* (respond)', 'proxy_host 1 location 1: app.example.test /api* (proxy)', 'redirection_host 1: old.example.test /* (redirect)'])
+    // A list no host uses is imported too.
+    expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
+    expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
+    const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
+    expect(why(r.imperfect)).toEqual(expect.arrayContaining([
+      "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
+      'proxy_host 4: dns.example.test: its custom nginx configuration is not carried over',
+      'proxy_host 4: dns.example.test: "block common exploits" is not carried over; enable the host\'s WAF instead',
+      "redirection_host 1: old.example.test: the redirect kept the request's scheme; it now always goes to https",
+      "redirection_host 1: old.example.test: the redirect kept the request's path; rules redirect to a fixed URL",
+    ]))
+    expect(why(r.not_importable)).toEqual(expect.arrayContaining([
+      'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
+      'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
+      'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
+      'access_list 2: Unused: not an IP address or CIDR range',
+    ]))
+    expect(why(r.imperfect)).toEqual(expect.arrayContaining([
+      'access_list 2: Unused: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both',
+      'access_list 2: Unused: the upstream now receives the Authorization header (nginx-proxy-manager removed it)',
+    ]))
+    expect(res.text).not.toContain('deleted.example.test')
+    expect(await countRows('hosts')).toBe(0)
+  })
+
+  it('apply creates hosts, groups, rules, the access list and the custom certificate in one transaction and one reconcile', async () => {
+    const pushes = await countRows("logs WHERE source = 'audit' AND message = 'proxy_reconcile'")
+    const res = await upload(readFileSync(dbFile), true)
+    expect(res.status).toBe(200)
+    expect(res.json.reconcile.status).toBe('applied')
+    expect(await countRows('hosts')).toBe(6)
+    expect(await countRows("logs WHERE source = 'audit' AND message = 'proxy_reconcile'")).toBe(pushes + 1)
+    const audit = (await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'import_apply'")).rows
+    expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({ source: 'nginx-proxy-manager', hosts: 6, access_lists: 2, certificates: 1, rules: 3 })
+
+    const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
+    const host = (d: string) => hosts.find((h: any) => h.domain === d)
+    expect(host('app.example.test')).toMatchObject({ tls_mode: 'none', aliases: ['www.app.example.test'] })
+    expect(host('le.example.test')).toMatchObject({ tls_mode: 'auto', tls_email: 'ops@example.test' })
+    expect(host('custom.example.test')).toMatchObject({ tls_mode: 'manual' })
+    const cert = await stack.panel.request(`/api/manual-certs/${host('custom.example.test').id}`, { cookie: stack.admin })
+    expect(cert.json).toMatchObject({ domain: 'custom.example.test', sans: ['custom.example.test'] })
+    const [list, unused] = (await stack.panel.request('/api/access-lists', { cookie: stack.admin })).json
+    expect(unused).toMatchObject({ name: 'Unused', default_action: 'deny', ip_rules: [{ action: 'allow', source: '0.0.0.0/0' }, { action: 'allow', source: '::/0' }], users: [{ username: 'bob' }], host_ids: [] })
+    expect(list).toMatchObject({ name: 'Staff', default_action: 'deny', ip_rules: [{ action: 'allow', source: '127.0.0.1' }, { action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann' }], host_ids: [host('app.example.test').id] })
+  })
+
+  it('the production Caddy serves what was imported: access list, location, redirect, 404 host', async () => {
+    expect((await through('app.example.test')).status).toBe(401)
+    const auth = { authorization: `Basic ${Buffer.from(`ann:${STAFF_PASSWORD}`).toString('base64')}` }
+    expect((await through('app.example.test', '/home', auth)).status).toBe(200)
+    expect(upA.requests.at(-1)!.url).toBe('/home')
+    expect((await through('app.example.test', '/api/v1', auth)).status).toBe(200)
+    expect(upB.requests.at(-1)!.url).toBe('/api/v1')
+    const redirect = await through('old.example.test', '/x')
+    expect([redirect.status, redirect.headers.location]).toEqual([301, 'https://new.example.test'])
+    expect((await through('gone.example.test', '/anything')).status).toBe(404)
+    // The custom certificate is the one the proxy presents for its host.
+    const presented = await presentedCertificate(stack.httpsPort, 'custom.example.test', rootPem)
+    expect(presented?.subject).toContain('custom.example.test')
+    expect(presented?.issuer).toContain('Panel Test Intermediate')
+  })
+
+  it('re-importing the same file creates nothing', async () => {
+    const counts = await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))
+    const res = await upload(readFileSync(dbFile), true)
+    expect(res.status).toBe(200)
+    expect(res.json.items.filter((i: any) => i.outcome === 'create')).toEqual([])
+    expect(res.json.reconcile).toBeUndefined()
+    expect(await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))).toEqual(counts)
+  })
+
+  it('no password, DNS credential or private key of the file is in an audit row or the panel output', async () => {
+    const rows = JSON.stringify((await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit'")).rows)
+    for (const secret of [STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem.split('\n')[1]!]) {
+      expect(rows).not.toContain(secret)
+      expect(stack.panel.output()).not.toContain(secret)
+    }
+  })
+
+  it('a malformed file is a 400 that changes nothing', async () => {
+    const counts = await Promise.all(['hosts', 'target_groups'].map(countRows))
+    const other = join(makeTempDir('not-npm-'), 'x.sqlite')
+    await buildOtherSqlite(other)
+    const cases: Array<[Buffer, RegExp]> = [
+      [Buffer.from('this is not a database'), /^database: not an SQLite database file/],
+      [readFileSync(other), /^database: not an nginx-proxy-manager database \(2\.9 or later\): table proxy_host, /],
+      [readFileSync(dbFile).subarray(0, 8192), /^database: cannot be read as an nginx-proxy-manager database/],
+      [Buffer.alloc(0), /^database: the file is empty/],
+    ]
+    for (const [bytes, message] of cases) {
+      const res = await upload(bytes, true)
+      expect(res.status).toBe(400)
+      expect(res.json.error).toMatch(message)
+    }
+    const noPart = await stack.panel.request('/api/import/npm', { method: 'POST', cookie: stack.admin, form: new FormData() })
+    expect(noPart.status).toBe(400)
+    expect(await Promise.all(['hosts', 'target_groups'].map(countRows))).toEqual(counts)
+  })
+})
+
+async function buildOtherSqlite(path: string) {
+  const { createClient } = await import('@libsql/client')
+  const c = createClient({ url: `file:${path}` })
+  await c.execute('CREATE TABLE notes (id integer primary key, body text)')
+  c.close()
+  writeFileSync(`${path}.done`, '')
+}
