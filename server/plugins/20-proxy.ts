@@ -7,19 +7,15 @@ import { registerSystemHealthSection } from '../utils/ops/health'
 import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { accessListHashSecrets } from '../utils/hosts/access-lists'
-import { channelSecrets } from '../utils/ops/notify/channels'
-import { vapidSecrets } from '../utils/ops/notify/push'
 import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
 
 // The proxy subsystem: the reconcile loop (one push at boot, then checks), its
 // health section, and the push when a setting the configuration holds changes.
 export default defineNitroPlugin((nitroApp) => {
-  // The stored secrets the proxy's and the engine's answers are redacted against
-  // before they reach a response, a log line, an audit row or a run record.
+  // Stored secrets the proxy's text can quote (the DNS module prints a refused token): every
+  // text from the proxy or the engine is redacted against them (core/redact.ts).
   registerSecretSource(dnsCredentialSecrets)
   registerSecretSource(manualCertKeySecrets)
-  registerSecretSource(channelSecrets)
-  registerSecretSource(vapidSecrets)
   registerSecretSource(accessListHashSecrets)
   registerSystemHealthSection('proxy', readProxyHealth)
   // Inside the settings transaction: a proxy rejection rolls the change back.

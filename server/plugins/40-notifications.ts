@@ -7,13 +7,18 @@ import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { emitPanelEvent, onPanelEvent } from '../utils/ops/events'
 import { registerSystemHealthSection } from '../utils/ops/health'
 import { queueHealth, routeEvent } from '../utils/ops/notify/queue'
-import { ensureVapidKeys } from '../utils/ops/notify/push'
+import { ensureVapidKeys, vapidSecrets } from '../utils/ops/notify/push'
+import { channelSecrets } from '../utils/ops/notify/channels'
+import { registerSecretSource } from '../utils/core/redact'
 
 // Notifications: panel events routed to the channels (the queue's workers and
 // their health section), audit rows turned into events, the web push keys, and
 // the certificate expiry check (at boot, then daily from nitro.config.ts).
 export default defineNitroPlugin(() => {
   registerSystemHealthSection('workers', queueHealth)
+  // The channels' and web push's stored secrets: redacted wherever outside text is shown.
+  registerSecretSource(channelSecrets)
+  registerSecretSource(vapidSecrets)
   declareBackgroundJob('certs:check-expiry', 'task')
   whenBootReady().then(() => {
     onPanelEvent((e) => { routeEvent(e).catch((err) => logger.error(`notification routing: ${(err as Error).message}`)) })

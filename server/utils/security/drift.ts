@@ -30,7 +30,6 @@ interface Repair { at: string; target: string; detail: string }
 interface DriftPart { drift_detected: boolean; checked_at: string | null; details: string[]; repaired: Repair[] }
 const _empty = (): DriftPart => ({ drift_detected: false, checked_at: null, details: [], repaired: [] })
 let _state: Record<Surface, DriftPart> = { scenarios: _empty(), whitelist: _empty(), profiles: _empty(), appsec: _empty() }
-let _loop: Loop | undefined
 
 export function checkDrift(): Promise<Record<Surface, DriftPart>> {
   return withEngineFiles(async () => {
@@ -56,14 +55,10 @@ export function readDrift() {
 }
 
 /** The first check runs at once (boot re-applies the stored state, audited), then every interval. */
-export function startDriftDetector(): void {
-  _loop = startLoop('security:drift', {
+export function startDriftDetector(): Loop {
+  return startLoop('security:drift', {
     run: checkDrift,
     nextDelayMs: () => getConfig().driftIntervalSeconds * 1000,
     onFailure: (err) => logger.error(`drift detector: ${(err as Error).message}`),
   })
-}
-
-export async function stopDriftDetector(): Promise<void> {
-  await _loop?.stop()
 }

@@ -14,7 +14,6 @@ import { redactSecrets } from '../core/redact'
 const _KNOWN_BANS_MAX_TICKER_MS = 50_000
 
 let _state: { reachable: boolean | null; checked_at: string | null; since: string | null; error: string | null } = { reachable: null, checked_at: null, since: null, error: null }
-let _loop: Loop | undefined
 
 export function securityEngineHealth() {
   return { ..._state }
@@ -48,14 +47,10 @@ export async function probeSecurityEngine(): Promise<void> {
   }
 }
 
-export function startEngineProbe(): void {
-  _loop = startLoop('security:engine-probe', {
+export function startEngineProbe(): Loop {
+  return startLoop('security:engine-probe', {
     run: probeSecurityEngine,
     nextDelayMs: () => getConfig().engineProbeSeconds * 1000,
     onFailure: (err) => logger.error(`engine probe: ${(err as Error).message}`),
   })
-}
-
-export async function stopEngineProbe(): Promise<void> {
-  await _loop?.stop()
 }

@@ -35,7 +35,6 @@ let _version = 0
 let _needFull = true
 let _state = { synced_at: null as number | null, full_sync_at: null as number | null, full_syncs: 0, last_error: null as string | null, last_error_at: null as number | null }
 let _inFlight: Promise<void> | undefined
-let _loop: Loop | undefined
 
 export function mirrorEnabled(): boolean {
   return !!getConfig().lapi.panelBouncerKey
@@ -150,16 +149,13 @@ export function mirrorHealth() {
   }
 }
 
-export function startDecisionMirror(): void {
-  if (!mirrorEnabled()) return
-  _loop = startLoop('security:decision-mirror', {
+/** Undefined without the panel's own bouncer key (no mirror). */
+export function startDecisionMirror(): Loop | undefined {
+  if (!mirrorEnabled()) return undefined
+  return startLoop('security:decision-mirror', {
     run: syncMirrorNow,
     // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
     nextDelayMs: ({ durationMs }) => Math.max(0, getConfig().lapi.pullSeconds * 1000 - durationMs),
     onFailure: () => { /* logged in _pull; retried at the next tick */ },
   })
-}
-
-export async function stopDecisionMirror(): Promise<void> {
-  await _loop?.stop()
 }

@@ -1,6 +1,8 @@
 import { z } from 'zod'
-import { hostBody, ruleBody, targetGroupBody, wafExclusionBody, wafExclusionFromLogBody } from '../../hosts/schemas'
-import { WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
+import {
+  hostBody, hostRecord, ruleBody, ruleRecord, targetGroupBody, targetGroupRecord, wafExclusionBody, wafExclusionFromLogBody, wafExclusionRecord,
+} from '../../hosts/schemas'
+import { WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
 import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: hosts, target groups, path rules.
@@ -16,34 +18,13 @@ export const certificateSummarySchema = z.union([z.strictObject({
   last_failure: z.union([acmeFailureSchema, z.null()]).describe("the proxy's last ACME attempt for one of the host's names failed; null once one succeeds"),
 }), z.null()])
 
-export const hostSchema = z.strictObject({
-  id: z.number().int(), domain: z.string(), aliases: z.array(z.string()), target_group_id: z.number().int(), enabled: z.boolean(),
-  tls_mode: z.enum(['auto', 'manual', 'none']), tls_challenge: z.enum(['dns', 'http', 'tls-alpn']),
-  tls_email: z.union([z.string(), z.null()]), tls_dns_provider: z.union([z.string(), z.null()]), tls_acme_ca_url: z.union([z.string(), z.null()]),
-  lan_only: z.boolean(), true_detect_mode: z.boolean(), engine_down_refuse: z.boolean(), auth_required: z.boolean(),
-  waf_enabled: z.boolean(), waf_mode: z.enum(['detection', 'blocking']), rate_limit_enabled: z.boolean(),
-  rate_limit_rps: z.number().int(), rate_limit_burst: z.number().int(), bouncer_enabled: z.boolean(),
-  waf_profile: z.enum(WAF_PROFILES), waf_families: z.array(z.enum(WAF_FAMILY_IDS as [string, ...string[]])),
-  waf_body_limit_kb: z.union([z.number().int(), z.null()]), waf_body_max_args: z.union([z.number().int(), z.null()]),
-  waf_json_max_depth: z.union([z.number().int(), z.null()]), waf_body_limit_action: z.union([z.enum(WAF_LIMIT_ACTIONS), z.null()]),
-  waf_allowed_content_types: z.union([z.array(z.string()), z.null()]),
-  created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema,
-})
+// The answers' shapes are the stored records (hosts/schemas.ts) plus timestamps: declared once.
+export const hostSchema = hostRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema })
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 
-export const targetGroupSchema = z.strictObject({
-  id: z.number().int(), name: z.string(),
-  targets: z.array(z.strictObject({ address: z.string(), weight: z.number().int() })),
-  scheme: z.enum(['http', 'https']), lb_policy: z.string(),
-  health_check: z.union([z.strictObject({ path: z.string(), interval_seconds: z.number().int(), expect_status: z.number().int() }), z.null()]),
-  tls_skip_verify: z.boolean(), created_at: timestamp(), updated_at: nullableTimestamp(),
-})
+export const targetGroupSchema = targetGroupRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp() })
 
-export const wafExclusionSchema = z.strictObject({
-  id: z.number().int(), host_id: z.number().int(), rule_id: z.number().int(), path: z.union([z.string(), z.null()]),
-  argument: z.union([z.string(), z.null()]), note: z.union([z.string(), z.null()]), source_log_id: z.union([z.number().int(), z.null()]),
-  created_at: timestamp(),
-})
+export const wafExclusionSchema = wafExclusionRecord.extend({ created_at: timestamp() })
 
 const _nullableInt = z.union([z.number().int(), z.null()])
 export const wafCatalogueSchema = z.strictObject({
@@ -56,13 +37,7 @@ export const wafCatalogueSchema = z.strictObject({
   crs_default_content_types: z.array(z.string()),
 })
 
-export const ruleSchema = z.strictObject({
-  id: z.number().int(), host_id: z.number().int(), priority: z.number().int(), path: z.string(), methods: z.array(z.string()),
-  action: z.enum(['proxy', 'redirect', 'respond']), target_group_id: z.union([z.number().int(), z.null()]),
-  redirect_url: z.union([z.string(), z.null()]), redirect_status: z.union([z.number().int(), z.null()]),
-  respond_status: z.union([z.number().int(), z.null()]), respond_body: z.union([z.string(), z.null()]),
-  created_at: timestamp(), updated_at: nullableTimestamp(),
-})
+export const ruleSchema = ruleRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp() })
 
 const rejected = ok('the proxy rejected the configuration ("proxy rejected configuration: <text>"); nothing was written')
 
