@@ -246,6 +246,49 @@ describe('revert refusals and retention', () => {
     expect(await caddyConfig()).toBe(held)
   })
 
+  it('carries access lists: previewed, reverted with their users, never a password hash; a revert needing a changed password is a 409', async () => {
+    const domain = 'listed.revisions.example.test'
+    const host = await createHost(stack, { domain, target_group_id: groupId })
+    const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` })
+    const as = (password?: string) => httpRequest({ port: stack.httpPort, host: domain, path: '/', headers: password ? basic('alice', password) : {} })
+    const list = await req('/api/access-lists', { method: 'POST', body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'first-pass-1' }] } })
+    expect(list.status, list.text).toBe(201)
+    expect((await req(`/api/hosts/${host.json.id}/access-list`, { method: 'PUT', body: { access_list_id: list.json.id } })).status).toBe(200)
+    expect((await as()).status).toBe(401)
+    expect((await as('first-pass-1')).status).toBe(200)
+    const [withList] = await revisions()
+    expect(withList.summary).toContainEqual(expect.objectContaining({ part: 'host_access_lists', change: 'added' }))
+    // The stored desired state holds a fingerprint of the password hash, not the hash.
+    const stored = await stack.panel.db().execute({ sql: 'SELECT desired_state FROM config_revisions WHERE id = ?', args: [withList.id] })
+    const state = JSON.parse(gunzipSync(Buffer.from(stored.rows[0]!.desired_state as ArrayBuffer)).toString('utf8'))
+    expect(state.access_lists[String(list.json.id)].users).toEqual([{ username: 'alice', password_fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) }])
+    expect(JSON.stringify(state)).not.toMatch(/\$2[aby]\$/)
+
+    // A dry run of a password change: the list is named as changed, nothing applied.
+    const dry = await req(`/api/access-lists/${list.json.id}?dry_run=1`, { method: 'PUT', body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'second-pass-2' }] } })
+    expect(dry.status, dry.text).toBe(200)
+    expect(dry.json.changes).toContainEqual(expect.objectContaining({ part: 'access_lists', change: 'changed' }))
+    expect((await as('first-pass-1')).status).toBe(200)
+
+    // Detached, then the revert brings the list back in front of the host, with alice's password.
+    expect((await req(`/api/hosts/${host.json.id}/access-list`, { method: 'PUT', body: { access_list_id: null } })).status).toBe(200)
+    expect((await as()).status).toBe(200)
+    const reverted = await req(`/api/revisions/${withList.id}/revert`, { method: 'POST' })
+    expect(reverted.status, reverted.text).toBe(200)
+    expect((await as()).status).toBe(401)
+    expect((await as('first-pass-1')).status).toBe(200)
+
+    // The panel keeps no old password: once alice's changes, that revision cannot come back.
+    expect((await req(`/api/access-lists/${list.json.id}`, { method: 'PUT', body: { name: 'renamed-staff', users: [{ username: 'alice', password: 'second-pass-2' }] } })).status).toBe(200)
+    const held = await caddyConfig()
+    const refused = await req(`/api/revisions/${withList.id}/revert`, { method: 'POST' })
+    expect(refused.status).toBe(409)
+    expect(refused.json.error).toMatch(new RegExp(`revision ${withList.id} cannot be restored: user alice of access list revisions-staff had a password that has since been changed`))
+    expect(await caddyConfig()).toBe(held)
+    expect((await req(`/api/access-lists/${list.json.id}`)).json.name).toBe('renamed-staff')
+    expect((await as('second-pass-2')).status).toBe(200)
+  })
+
   it('keeps only revisions.retention_count revisions', async () => {
     expect((await req('/api/settings', { method: 'PUT', body: { 'revisions.retention_count': 2 } })).status).toBe(200)
     await req(`/api/hosts/${hostId}/toggle`, { method: 'POST' })
