@@ -196,6 +196,9 @@ describe('every operation of the document', () => {
     expect(res.status).toBe(405)
     expect(res.headers.get('allow')).toBe('GET, POST, HEAD')
     expect(res.json).toEqual({ error: expect.stringMatching(/PATCH .*GET, POST/) })
+    // Outside the API only the web UI's GET exists.
+    const ui = await panel.request('/nowhere', { method: 'POST', cookie })
+    expect([ui.status, ui.headers.get('allow')]).toEqual([405, 'GET, HEAD'])
     const long = await panel.request(`/api/logs?query=${'a'.repeat(17 * 1024)}`, { cookie })
     expect(long.status).toBe(431)
     expect(long.json).toEqual({ error: expect.stringMatching(/16 KiB/) })
