@@ -162,6 +162,13 @@ describe('every operation of the document', () => {
       : op.public && op.template !== '/auth/forward' ? undefined : cookie
     const send = (path: string, body?: unknown) => panel.request(path, { method: op.method, cookie: session, body, form: op.multipart && body === undefined ? ex.form?.() : undefined })
 
+    // Query objects are strict too, except the OIDC redirects (the identity provider may add parameters)
+    // and ForwardAuth (the proxy passes the original request's query on).
+    if (!op.template.startsWith('/api/auth/oidc/') && op.template !== '/auth/forward') {
+      const res = await send(pathOf(op, ex.params, { ...ex.query, walk_unknown: '1' }), ex.body)
+      expect(res.status, `${key} with an unknown query parameter: ${res.text.slice(0, 200)}`).toBe(400)
+    }
+
     if (!ex.stream) {
       const res = await send(pathOf(op, ex.params, ex.query), ex.body)
       const accepted = res.status < 400 || (ex.refusals ?? []).includes(res.status)
@@ -196,6 +203,9 @@ describe('every operation of the document', () => {
     expect(res.status).toBe(405)
     expect(res.headers.get('allow')).toBe('GET, POST, HEAD')
     expect(res.json).toEqual({ error: expect.stringMatching(/PATCH .*GET, POST/) })
+    // Outside the API only the web UI's GET exists.
+    const ui = await panel.request('/nowhere', { method: 'POST', cookie })
+    expect([ui.status, ui.headers.get('allow')]).toEqual([405, 'GET, HEAD'])
     const long = await panel.request(`/api/logs?query=${'a'.repeat(17 * 1024)}`, { cookie })
     expect(long.status).toBe(431)
     expect(long.json).toEqual({ error: expect.stringMatching(/16 KiB/) })

@@ -148,7 +148,7 @@ describe('rules, throttles and the queue', () => {
     [{ name: 'x', type: 'webhook', config: { url: 'not a url' } }, /config.url/],
     [{ name: 'x', type: 'chat', config: { flavor: 'telegram' } }, /telegram needs bot_token/],
     [{ name: 'x', type: 'email', config: { to: ['nope'] } }, /config.to/],
-    [{ name: 'x', type: 'push', config: { endpoint: 'https://push.example.test' } }, /config.body: unknown field endpoint/],
+    [{ name: 'x', type: 'push', config: { endpoint: 'https://push.example.test' } }, /config: unknown field "endpoint"/],
   ])('channel %j is a 400', async (body, message) => {
     const res = await api('/api/notifications/channels', 'POST', body)
     expect(res.status).toBe(400)

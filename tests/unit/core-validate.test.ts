@@ -69,6 +69,7 @@ describe('control characters', () => {
     expect(statusOf(() => parseQueryWith(q, { q: 'a\u0001' }))?.message).toMatch(/^q: must not contain control characters/)
     expect(statusOf(() => parseQueryWith(q, { other: '1' }))?.message).toBe('unknown field "other"')
     expect(parseQueryWith(q, { q: 'fine' })).toEqual({ q: 'fine' })
+    expect(statusOf(() => parseQueryWith(q, JSON.parse('{"__proto__":"x"}')))?.message).toBe('query: the key "__proto__" is not allowed')
   })
 })
 

@@ -24,7 +24,7 @@ describe('path parameters are decoded segments checked against their schema', ()
   })
 
   it.each([
-    ['GET', '/api/users/12'], ['GET', '/api/users?x=%3F'], ['DELETE', '/api/security/whitelist/10.0.0.0%2F8'],
+    ['GET', '/api/users/12'], ['GET', '/api/logs?path=%3F'], ['GET', '/auth/forward?q=1'], ['DELETE', '/api/security/whitelist/10.0.0.0%2F8'],
     ['PATCH', '/api/security/scenarios/crowdsecurity%2Fhttp-probing'], ['GET', '/api/dns-providers/provider_a'],
     ['GET', '/api/logs/stats'], ['HEAD', '/api/hosts'], ['GET', '/healthz'], ['GET', '/auth/forward'],
   ])('%s %s is documented', (method, path) => {
@@ -38,6 +38,12 @@ describe('methods and unknown paths', () => {
     expect(matchDocumentedRoute('PUT', '/api/hosts')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
     // A static segment wins over a parameter: unban-ip is not a decision id.
     expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({ kind: 'method-not-allowed', allow: 'POST' })
+  })
+
+  it('an operation without query parameters refuses one; one with a query schema leaves it to the route', () => {
+    expect(matchDocumentedRoute('GET', '/api/hosts?debug=1')).toEqual({ kind: 'bad-parameter', message: 'query: unknown parameter "debug"; GET /api/hosts takes none' })
+    expect(matchDocumentedRoute('GET', '/api/hosts?')).toEqual({ kind: 'documented' })
+    expect(matchDocumentedRoute('GET', '/api/logs?source=audit')).toEqual({ kind: 'documented' })
   })
 
   it('a path the document does not know', () => {

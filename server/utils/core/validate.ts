@@ -27,8 +27,8 @@ const _PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 /** NUL, the other C0 controls and DEL; tab and newline are left to the field's own type (multi-line text allows them). */
 const _CONTROL_EXCEPT_TAB_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f]/
 
-function _where(path: Array<string | number>): string {
-  return path.length ? path.join('.') : 'body'
+function _where(path: Array<string | number>, root: string): string {
+  return path.length ? path.join('.') : root
 }
 
 /**
@@ -36,17 +36,17 @@ function _where(path: Array<string | number>): string {
  * parsed value (zod would strip a __proto__ key silently, and a NUL would be cut
  * off by the database): no prototype keys and no control characters at any depth.
  */
-export function assertCleanJson(value: unknown, path: Array<string | number> = []): void {
+export function assertCleanJson(value: unknown, path: Array<string | number> = [], root = 'body'): void {
   if (typeof value === 'string') {
-    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value)) throw badRequest(`${_where(path)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
+    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value)) throw badRequest(`${_where(path, root)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
     return
   }
-  if (Array.isArray(value)) { value.forEach((item, i) => assertCleanJson(item, [...path, i])); return }
+  if (Array.isArray(value)) { value.forEach((item, i) => assertCleanJson(item, [...path, i], root)); return }
   if (!value || typeof value !== 'object') return
   for (const [key, item] of Object.entries(value)) {
-    if (_PROTOTYPE_KEYS.has(key)) throw badRequest(`${_where(path)}: the key "${key}" is not allowed`)
-    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(key)) throw badRequest(`${_where(path)}: a key must not contain control characters`)
-    assertCleanJson(item, [...path, key])
+    if (_PROTOTYPE_KEYS.has(key)) throw badRequest(`${_where(path, root)}: the key "${key}" is not allowed`)
+    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(key)) throw badRequest(`${_where(path, root)}: a key must not contain control characters`)
+    assertCleanJson(item, [...path, key], root)
   }
 }
 
@@ -82,7 +82,7 @@ export async function readValidatedJson<T>(event: H3Event, schema: ZodType<T>): 
 
 /** A query string's parameters (already decoded by h3), checked like a body: text without control characters. */
 export function parseQueryWith<T>(schema: ZodType<T>, query: Record<string, unknown>): T {
-  for (const [key, value] of Object.entries(query)) assertCleanJson(value, [key])
+  assertCleanJson(query, [], 'query')
   return parseWith(schema, query)
 }
 

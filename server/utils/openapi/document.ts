@@ -68,6 +68,11 @@ function _operationObject(op: OperationDoc & { tag: string }) {
   // Input the validation layer refuses (server/utils/core/validate.ts, middleware/30-routes.ts) is a 400 on every operation that takes any.
   if ((op.body || op.multipart || op.query || op.params) && !responses['400'])
     responses['400'] = { description: 'invalid input: the message names the field and what to fix', content: { 'application/json': { schema: _ERROR_REF } } }
+  // The access layer (middleware/10-auth.ts): no session, a viewer's mutation, a cross-site Origin.
+  if ((op.access === 'session' || op.access === 'admin') && !responses['401'])
+    responses['401'] = { description: 'no valid session: log in first', content: { 'application/json': { schema: _ERROR_REF } } }
+  if ((op.access === 'admin' || op.method !== 'get') && op.access !== 'proxy' && !responses['403'])
+    responses['403'] = { description: 'a viewer may not do this, or the browser Origin is another site', content: { 'application/json': { schema: _ERROR_REF } } }
   if ((op.body || op.multipart) && !responses['413'])
     responses['413'] = { description: 'request body over 1 MiB', content: { 'application/json': { schema: _ERROR_REF } } }
   responses.default = _ERROR_RESPONSE

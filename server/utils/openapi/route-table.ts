@@ -13,7 +13,7 @@ interface TableEntry {
   template: string
   segments: string[]
   staticSegments: number
-  methods: Map<string, Record<string, { schema: ZodType; description?: string }>>
+  methods: Map<string, { params: Record<string, { schema: ZodType; description?: string }>; takesQuery: boolean }>
 }
 
 export type RouteMatch =
@@ -33,7 +33,8 @@ function _buildTable(): TableEntry[] {
     for (const s of segments.filter((x) => x.startsWith('{'))) {
       if (!params[s.slice(1, -1)]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} declares no schema for ${s}`)
     }
-    entry.methods.set(op.method.toUpperCase(), params)
+    // ForwardAuth gets the original request's query from the proxy (its rewrite keeps it).
+    entry.methods.set(op.method.toUpperCase(), { params, takesQuery: !!op.query || op.access === 'proxy' })
     byTemplate.set(op.path, entry)
   }
   // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
@@ -66,11 +67,12 @@ function _checkParameter(name: string, encoded: string, param: { schema: ZodType
  * percent-encoded, query included). HEAD is served wherever GET is.
  */
 export function matchDocumentedRoute(method: string, path: string): RouteMatch {
-  const raw = path.split('?')[0]!.split('/')
+  const [pathPart, query] = [path.split('?')[0]!, path.split('?').slice(1).join('?')]
+  const raw = pathPart.split('/')
   const entry = (_table ??= _buildTable()).find((e) => _matches(e, raw))
   if (!entry) return { kind: 'no-route' }
-  const params = entry.methods.get(method === 'HEAD' ? 'GET' : method)
-  if (!params) {
+  const served = entry.methods.get(method === 'HEAD' ? 'GET' : method)
+  if (!served) {
     const allow = [...entry.methods.keys()]
     if (allow.includes('GET')) allow.push('HEAD')
     return { kind: 'method-not-allowed', allow: allow.join(', ') }
@@ -78,8 +80,11 @@ export function matchDocumentedRoute(method: string, path: string): RouteMatch {
   for (const [i, segment] of entry.segments.entries()) {
     if (!segment.startsWith('{')) continue
     const name = segment.slice(1, -1)
-    const problem = _checkParameter(name, raw[i]!, params[name]!)
+    const problem = _checkParameter(name, raw[i]!, served.params[name]!)
     if (problem) return { kind: 'bad-parameter', message: problem }
   }
+  // An operation that declares no query parameters takes none: a stray one is refused like an unknown body field.
+  const stray = served.takesQuery ? undefined : [...new URLSearchParams(query).keys()][0]
+  if (stray !== undefined) return { kind: 'bad-parameter', message: `query: unknown parameter "${stray.slice(0, 64)}"; ${method} ${entry.template} takes none` }
   return { kind: 'documented' }
 }

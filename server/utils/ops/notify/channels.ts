@@ -17,32 +17,39 @@ import { deliverPush, pushChannelConfig } from './push'
 // validation, the presenter and the sender.
 
 const _httpUrl = urlSchema()
+const _chatShape = {
+  flavor: z.enum(['slack', 'discord', 'telegram'], { message: 'must be slack, discord or telegram' }),
+  webhook_url: _httpUrl.optional(), bot_token: safeText(256).optional(), chat_id: safeText(64).optional(),
+  api_base: _httpUrl.optional(),
+}
+function _chatNeeds(c: { flavor: string; webhook_url?: string; bot_token?: string; chat_id?: string }, ctx: z.RefinementCtx): void {
+  if (c.flavor === 'telegram' && (!c.bot_token || !c.chat_id)) ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'telegram needs bot_token and chat_id' })
+  if (c.flavor !== 'telegram' && !c.webhook_url) ctx.addIssue({ code: 'custom', path: ['webhook_url'], message: `${c.flavor} needs webhook_url` })
+}
 export const CHANNEL_TYPES = {
   webhook: { schema: z.strictObject({ url: _httpUrl, secret: safeText(512).optional() }), secrets: ['secret'] },
   email: { schema: z.strictObject({ to: z.array(emailSchema).min(1, 'needs at least one recipient').max(50) }), secrets: [] },
-  chat: {
-    schema: z.strictObject({
-      flavor: z.enum(['slack', 'discord', 'telegram'], { message: 'must be slack, discord or telegram' }),
-      webhook_url: _httpUrl.optional(), bot_token: safeText(256).optional(), chat_id: safeText(64).optional(),
-      api_base: _httpUrl.optional(),
-    }).superRefine((c, ctx) => {
-      if (c.flavor === 'telegram' && (!c.bot_token || !c.chat_id)) ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'telegram needs bot_token and chat_id' })
-      if (c.flavor !== 'telegram' && !c.webhook_url) ctx.addIssue({ code: 'custom', path: ['webhook_url'], message: `${c.flavor} needs webhook_url` })
-    }),
-    // Incoming-webhook URLs carry their own token: treated as secrets too.
-    secrets: ['webhook_url', 'bot_token'],
-  },
+  // Incoming-webhook URLs carry their own token: treated as secrets too.
+  chat: { schema: z.strictObject(_chatShape).superRefine(_chatNeeds), secrets: ['webhook_url', 'bot_token'] },
   // Sent to the browsers' stored push subscriptions (push.ts): all of them, or those of `user_ids`.
   push: { schema: pushChannelConfig, secrets: [] },
 } as const
 type ChannelType = keyof typeof CHANNEL_TYPES
 
-export const channelBody = z.strictObject({
-  name: safeText(100, { min: 1 }),
-  type: z.enum(['webhook', 'email', 'chat', 'push'], { message: 'must be webhook, email, chat or push' }),
-  enabled: z.boolean().default(true),
-  config: z.record(z.string(), z.unknown()),
-})
+const _channelFields = { name: safeText(100, { min: 1 }), enabled: z.boolean().default(true) }
+/** A secret part as sent: its value, "" (remove it) or "__UNCHANGED__" (keep the stored one; saveChannel resolves it). */
+const _sentSecret = <T extends z.ZodType>(schema: T) => z.union([z.literal(UNCHANGED), z.literal(''), schema])
+
+/**
+ * One object per channel type, so that the document shows each type's config;
+ * saveChannel validates the config again once "__UNCHANGED__" is resolved.
+ */
+export const channelBody = z.discriminatedUnion('type', [
+  z.strictObject({ ..._channelFields, type: z.literal('webhook'), config: CHANNEL_TYPES.webhook.schema }),
+  z.strictObject({ ..._channelFields, type: z.literal('email'), config: CHANNEL_TYPES.email.schema }),
+  z.strictObject({ ..._channelFields, type: z.literal('chat'), config: z.strictObject({ ..._chatShape, webhook_url: _sentSecret(_httpUrl).optional() }).superRefine(_chatNeeds) }),
+  z.strictObject({ ..._channelFields, type: z.literal('push'), config: CHANNEL_TYPES.push.schema }),
+], { error: (issue) => (issue.code === 'invalid_union' ? 'must be webhook, email, chat or push' : undefined) })
 
 type Row = typeof notificationChannels.$inferSelect
 const _owner = (id: number) => `notification_channels/${id}/secrets`
@@ -76,7 +83,7 @@ export async function saveChannel(id: number | null, body: z.infer<typeof channe
     const current = id === null ? undefined : await tx.select().from(notificationChannels).where(eq(notificationChannels.id, id)).get()
     if (id !== null && !current) throw notFound('notification channel', id)
     const stored = current?.secrets ? JSON.parse(getSecretsBox().open(current.secrets, _owner(current.id))) : {}
-    const { config, secrets } = _split(body.type, body.config, current?.type === body.type ? stored : {})
+    const { config, secrets } = _split(body.type, body.config as Record<string, unknown>, current?.type === body.type ? stored : {})
     const userIds = (config.user_ids ?? []) as number[]
     if (userIds.length) {
       const known = (await tx.select({ id: users.id }).from(users).where(inArray(users.id, userIds))).map((u) => u.id)
