@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs'
 import Ajv2020 from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { buildOpenApiDocument } from '../../server/utils/openapi/document'
 import { createTestPki } from './certs'
+import { buildNpmDatabase } from './npm-db'
 import { ADMIN, type PanelHandle } from './panel'
 
 // Walking the OpenAPI document: one schema-valid example request per operation
@@ -59,7 +61,7 @@ export function documentedOperations(): DocumentedOperation[] {
   return out
 }
 
-export interface Fixtures { groupId: number; hostId: number; ruleId: number; userId: number; channelId: number; notificationRuleId: number }
+export interface Fixtures { groupId: number; hostId: number; ruleId: number; userId: number; channelId: number; notificationRuleId: number; accessListId: number; npmDatabase: Buffer }
 
 /** The objects the examples point at, created through the API. */
 export async function createFixtures(panel: PanelHandle, cookie: string): Promise<Fixtures> {
@@ -74,7 +76,10 @@ export async function createFixtures(panel: PanelHandle, cookie: string): Promis
   const userId = await post('/api/users', { email: 'walk-viewer@example.test', password: 'walk-viewer-pass-1', role: 'viewer' })
   const channelId = await post('/api/notifications/channels', { name: 'walk-hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook' } })
   const notificationRuleId = await post('/api/notifications/rules', { name: 'walk-rule', events: ['backup_failed'], channel_ids: [channelId] })
-  return { groupId, hostId, ruleId, userId, channelId, notificationRuleId }
+  const accessListId = await post('/api/access-lists', { name: 'walk-list', ip_rules: [{ action: 'allow', source: '192.0.2.0/24' }] })
+  // An nginx-proxy-manager database with its schema and no rows: the import's dry run reads it and finds nothing.
+  const npmDatabase = readFileSync(await buildNpmDatabase({}))
+  return { groupId, hostId, ruleId, userId, channelId, notificationRuleId, accessListId, npmDatabase }
 }
 
 export interface ExampleRequest {
@@ -194,6 +199,28 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'POST /api/notifications/rules': { body: notificationRule },
     'PUT /api/notifications/rules/{id}': { params: { id: String(f.notificationRuleId) }, body: { ...notificationRule, name: 'walk-rule', throttle_seconds: 60 } },
     'DELETE /api/notifications/rules/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/tokens': {},
+    'POST /api/tokens': { body: { name: 'walk script', scope: 'read', expires_in_days: 30 } },
+    'DELETE /api/tokens/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/access-lists': {},
+    'POST /api/access-lists': { body: { name: 'walk-example-list', default_action: 'deny', ip_rules: [{ action: 'allow', source: '198.51.100.0/24' }], users: [{ username: 'walker', password: 'walker-pass-1' }] } },
+    'GET /api/access-lists/{id}': { params: { id: String(f.accessListId) } },
+    'PUT /api/access-lists/{id}': { params: { id: String(f.accessListId) }, body: { name: 'walk-list', ip_rules: [{ action: 'deny', source: '2001:db8::/32' }] } },
+    'DELETE /api/access-lists/{id}': { params: { id: MISSING }, refusals: [404] },
+    'PUT /api/hosts/{id}/access-list': { params: { id: String(f.hostId) }, body: { access_list_id: f.accessListId } },
+    // The walk's panel may have no caddy binary for `caddy adapt`: a documented 503.
+    'POST /api/import/caddyfile': { body: { caddyfile: 'walk-import.example.test {\n\treverse_proxy 127.0.0.1:9\n}\n', apply: false }, refusals: [503] },
+    'POST /api/import/npm': {
+      form: () => {
+        const form = new FormData()
+        form.append('database', new Blob([new Uint8Array(f.npmDatabase)]), 'database.sqlite')
+        return form
+      },
+    },
+    'GET /api/revisions': {},
+    'GET /api/revisions/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/revisions/diff': { query: { from: MISSING, to: MISSING }, refusals: [404] },
+    'POST /api/revisions/{id}/revert': { params: { id: MISSING }, refusals: [404] },
     'GET /api/backups': {},
     'POST /api/backups': {},
     'GET /api/backups/{id}/download': { params: { id: MISSING }, refusals: [404] },

@@ -1,4 +1,5 @@
 import type { ZodType } from 'zod'
+import type { OperationDoc } from './registry'
 import { listOperations } from './document'
 
 // The documented routes as a table the request path is matched against before
@@ -13,7 +14,7 @@ interface TableEntry {
   template: string
   segments: string[]
   staticSegments: number
-  methods: Map<string, { params: Record<string, { schema: ZodType; description?: string }>; takesQuery: boolean }>
+  methods: Map<string, { params: Record<string, { schema: ZodType; description?: string }>; query: Set<string> | 'any' }>
 }
 
 export type RouteMatch =
@@ -24,6 +25,17 @@ export type RouteMatch =
 
 let _table: TableEntry[] | undefined
 
+/**
+ * The query parameters an operation takes: the names of its strict query object, or any
+ * (ForwardAuth gets the original request's query from the proxy, whose rewrite keeps it;
+ * an identity provider may add parameters to the OIDC redirects, whose query objects are not strict).
+ */
+function _queryNamesOf(op: OperationDoc): Set<string> | 'any' {
+  if (op.access === 'proxy') return 'any'
+  if (!op.query) return new Set()
+  return (op.query.def.catchall as ZodType | undefined)?.def.type === 'never' ? new Set(Object.keys(op.query.shape)) : 'any'
+}
+
 function _buildTable(): TableEntry[] {
   const byTemplate = new Map<string, TableEntry>()
   for (const op of listOperations()) {
@@ -33,8 +45,7 @@ function _buildTable(): TableEntry[] {
     for (const s of segments.filter((x) => x.startsWith('{'))) {
       if (!params[s.slice(1, -1)]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} declares no schema for ${s}`)
     }
-    // ForwardAuth gets the original request's query from the proxy (its rewrite keeps it).
-    entry.methods.set(op.method.toUpperCase(), { params, takesQuery: !!op.query || op.access === 'proxy' })
+    entry.methods.set(op.method.toUpperCase(), { params, query: _queryNamesOf(op) })
     byTemplate.set(op.path, entry)
   }
   // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
@@ -83,8 +94,12 @@ export function matchDocumentedRoute(method: string, path: string): RouteMatch {
     const problem = _checkParameter(name, raw[i]!, served.params[name]!)
     if (problem) return { kind: 'bad-parameter', message: problem }
   }
-  // An operation that declares no query parameters takes none: a stray one is refused like an unknown body field.
-  const stray = served.takesQuery ? undefined : [...new URLSearchParams(query).keys()][0]
-  if (stray !== undefined) return { kind: 'bad-parameter', message: `query: unknown parameter "${stray.slice(0, 64)}"; ${method} ${entry.template} takes none` }
+  // A parameter the operation does not declare is refused like an unknown body field.
+  const takes = served.query
+  const stray = takes === 'any' ? undefined : [...new URLSearchParams(query).keys()].find((k) => !takes.has(k))
+  if (stray !== undefined) {
+    const known = takes === 'any' || takes.size === 0 ? 'takes none' : `takes ${[...takes].join(', ')}`
+    return { kind: 'bad-parameter', message: `query: unknown parameter "${stray.slice(0, 64)}"; ${method} ${entry.template} ${known}` }
+  }
   return { kind: 'documented' }
 }
