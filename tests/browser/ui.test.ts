@@ -124,13 +124,13 @@ describe('the web UI in Chromium', () => {
     await expectVisible(page.getByText('Host created and applied to the proxy.'))
     await page.waitForURL(/\/hosts\/\d+$/)
 
-    // The API's {error} text is what the operator sees: a second host with the same name.
+    // The API's refusal shows at the field it names, with the field's label: a second host with the same name.
     const hostUrl = page.url()
     await page.goto(`${base}/hosts/new`)
     await page.getByLabel('Domain', { exact: true }).fill(DOMAIN)
     await page.getByLabel('TLS mode').selectOption('none')
     await page.getByRole('button', { name: 'Create host' }).click()
-    await expectVisible(page.getByRole('alert').filter({ hasText: `domain: ${DOMAIN} is already used by host` }))
+    await expectVisible(page.locator('.field-error').filter({ hasText: `Domain: ${DOMAIN} is already used by host` }))
     expect(consoleErrors.splice(0)).toEqual([expect.stringMatching(/status of 409/)]) // the refusal is the scenario
     await page.goto(hostUrl)
 

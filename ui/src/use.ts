@@ -1,5 +1,6 @@
 import { onBeforeUnmount, ref } from 'vue'
 import { api, errorText, type Query } from './api'
+import { humanizeError, type FieldErrors } from './fields'
 
 export type Msg = { kind: 'ok' | 'warn' | 'error'; text: string } | null
 
@@ -22,13 +23,17 @@ export function useLoad<T>(path: () => string, query?: () => Query) {
   return { data, loading, error, reload }
 }
 
-/** Runs a mutation and keeps its outcome as a message: saved, pending reconcile, or the API's error. */
-export function useAction() {
+/**
+ * Runs a mutation and keeps its outcome as a message: saved, pending reconcile, or the API's error.
+ * With `fields`, a refusal that names a field of the form is shown at that field instead of as a banner.
+ */
+export function useAction(fields?: FieldErrors) {
   const busy = ref(false)
   const msg = ref<Msg>(null)
   async function run<T>(fn: () => Promise<T>, okText: string | ((r: T) => string)): Promise<T | undefined> {
     busy.value = true
     msg.value = null
+    fields?.reset()
     try {
       const r = await fn()
       const rec = (r as any)?.reconcile
@@ -37,7 +42,7 @@ export function useAction() {
       else msg.value = rec?.warnings?.length ? { kind: 'warn', text: `${text} Warnings: ${rec.warnings.join('; ')}` } : { kind: 'ok', text }
       return r
     } catch (e) {
-      msg.value = { kind: 'error', text: errorText(e) }
+      if (!fields?.show(e)) msg.value = { kind: 'error', text: humanizeError(errorText(e)) }
       return undefined
     } finally {
       busy.value = false
