@@ -1,12 +1,15 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { AxeBuilder } from '@axe-core/playwright'
-import { panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
+import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually, httpRequest } from '../support/http'
 import { ADMIN, registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
+import { writeMmdb } from '../support/mmdb-writer'
 import { firstPage, launchChromium } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
@@ -381,6 +384,76 @@ describe('errors at the field', () => {
     await page.getByRole('button', { name: 'Unban IP' }).click()
     await page.getByRole('alert').filter({ hasText: /^IP address: must be an IPv4 or IPv6 address/ }).waitFor()
     consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 400/))
+  })
+
+  it('logged no other console error', () => {
+    expect(consoleErrors).toEqual([])
+  })
+})
+
+describe('geolocation', () => {
+  // A download source on loopback: the country file exists, the AS file does not.
+  let source: Server
+  beforeAll(async () => {
+    const country = writeMmdb([['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }]])
+    source = createServer((req, res) => {
+      if (req.url === '/country.mmdb') res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(country)
+      else res.writeHead(404).end('not here')
+    })
+    await new Promise<void>((resolve) => source.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(source.address() as AddressInfo).port}`
+    expect((await api('/api/settings', { method: 'PUT', body: { 'geoip.country_url': `${url}/country.mmdb`, 'geoip.asn_url': `${url}/asn.mmdb` } })).status).toBe(200)
+  })
+  afterAll(async () => {
+    if (!source) return
+    source.closeAllConnections() // the panel's fetch may keep its connection alive
+    await new Promise<void>((resolve) => source.close(() => resolve()))
+  })
+
+  it('"Download now" shows each database\'s result, version and age', async () => {
+    await page.setViewportSize(DESK)
+    await openScreen('/security', 'Security')
+    const geoTable = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Geolocation databases' }) }).getByRole('table')
+    const rowOf = (name: string) => geoTable.getByRole('row').filter({ has: page.getByRole('cell', { name, exact: true }) })
+    expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('not loaded')
+    await page.getByRole('button', { name: 'Download now' }).click()
+    const result = page.getByRole('list', { name: 'Download result per database' })
+    await result.waitFor()
+    const lines = await result.getByRole('listitem').allTextContents()
+    const status = (await api('/api/geoip/status')).json
+    expect(status).toMatchObject({ country: { loaded: true }, asn: { loaded: false }, last_refresh_status: 'failed' })
+    // The version is the database's build time; its age counts from there.
+    const age = Math.floor((Date.now() / 1000 - status.country.build_epoch) / 86_400)
+    const built = new Date(status.country.version).toISOString().replace('T', ' ').slice(0, 19)
+    expect(lines[0]).toBe(`Country: downloaded, version ${built} UTC, ${age} day(s) old`)
+    expect(lines[1]).toMatch(/^AS number: failed, the previous file is kept \(.*answered 404\)$/)
+    expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('loaded')
+    expect(await rowOf('Country').getByRole('cell').nth(3).textContent()).toBe(`${age} day(s)`)
+    expect(await rowOf('AS number').getByRole('cell').nth(1).textContent()).toBe('not loaded')
+    consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 502/)) // the AS file's refusal is the scenario
+  })
+
+  it('the country field is a searchable list of names: a name resolves to its code, a fragment is refused at the field', async () => {
+    const field = page.getByLabel('Country', { exact: true })
+    const options = await page.locator('#country-options option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))
+    expect(options.length).toBeGreaterThan(240)
+    expect(options).toContain('Luxembourg (LU)')
+    expect(options).toContain('Georgia (GE)')
+    await field.fill('Germany')
+    await page.getByText('Bans Germany (DE)').waitFor() // not GE (Georgia)
+    await field.fill('USA')
+    await page.getByText('Bans United States of America (US)').waitFor()
+    await field.fill('Lux')
+    await page.getByLabel('Ban duration').fill('1h')
+    await page.getByRole('button', { name: 'Ban country' }).click()
+    await page.locator('.field-error').filter({ hasText: 'Country: choose a country from the list' }).waitFor()
+    expect(await field.getAttribute('aria-invalid')).toBe('true')
+    expect((await api('/api/security/jobs')).json).toEqual([]) // nothing was asked of the engine
+    await field.fill('Luxembourg (LU)')
+    await page.getByRole('button', { name: 'Ban country' }).click()
+    await page.getByRole('progressbar', { name: 'Expansion progress of LU' }).waitFor()
+    await page.getByRole('button', { name: 'Revoke ban of LU' }).waitFor({ timeout: 30_000 })
+    expect((await decisionsFor(cs, '5.0.1.7')).map((d) => d.origin)).toEqual(['panel-country-LU'])
   })
 
   it('logged no other console error', () => {

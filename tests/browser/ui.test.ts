@@ -221,7 +221,7 @@ describe('the web UI in Chromium', () => {
   })
 
   it('runs a country expansion and the progress bar reaches completed', async () => {
-    await page.getByLabel('Country code').fill('LU')
+    await page.getByLabel('Country', { exact: true }).fill('Luxembourg')
     await page.getByLabel('Ban duration').fill('1h')
     await page.getByRole('button', { name: 'Ban country' }).click()
     const bar = page.getByRole('progressbar', { name: 'Expansion progress of LU' })
