@@ -10,7 +10,7 @@ import { createGroup, createHost, startProxyStack, type ProxyStack } from '../su
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
-import { firstPage, launchChromium } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
 // dark mode (system and toggle), column sorting, the unsaved-edits guard, the
@@ -75,18 +75,20 @@ afterAll(async () => {
 })
 
 // Every main screen, with what shows once its data has loaded.
-const SCREENS: Array<{ path: () => string; heading: string | RegExp }> = [
-  { path: () => '/', heading: 'Dashboard' },
-  { path: () => '/hosts', heading: 'Hosts' },
+const SCREENS: Array<{ path: () => string; heading: string | RegExp; shot?: string }> = [
+  { path: () => '/', heading: 'Dashboard', shot: 'dashboard' },
+  { path: () => '/hosts', heading: 'Hosts', shot: 'hosts' },
   { path: () => `/hosts/${hostIds['alpha.example.test']}`, heading: 'alpha.example.test' },
   { path: () => '/hosts/new', heading: 'New host' },
   { path: () => '/target-groups', heading: 'Target groups' },
   { path: () => '/certificates', heading: 'Certificates' },
   { path: () => '/dns-providers', heading: 'DNS providers' },
-  { path: () => '/security', heading: 'Security' },
+  { path: () => '/security', heading: 'Security', shot: 'security' },
   { path: () => '/logs', heading: 'Logs' },
   { path: () => '/settings', heading: 'Settings' },
 ]
+
+const README_SHOTS = new Set(['dashboard-dark', 'dashboard-phone-dark', 'hosts-dark', 'hosts-phone-dark', 'security-dark', 'security-phone', 'security-phone-dark'])
 
 async function openScreen(path: string, heading: string | RegExp) {
   await page.goto(`${base}${path}`)
@@ -151,6 +153,9 @@ describe('phone and desk', () => {
             if (o.scrollWidth > PHONE.width || o.wide.length) overflowing.push(`${s.path()} ${scheme}: scrollWidth ${o.scrollWidth}; ${o.wide.join('; ')}`)
           }
           problems.push(...await axeProblems(`${s.path()} ${size.width}px ${scheme}`))
+          // The README's dark and phone shots (the light desk ones and hosts-phone come from ui.test.ts, with more data).
+          const shot = `${s.shot}${size === PHONE ? '-phone' : ''}${scheme === 'dark' ? '-dark' : ''}`
+          if (README_SHOTS.has(shot)) await screenshot(page, shot)
         }
       }
     }
@@ -388,6 +393,33 @@ describe('errors at the field', () => {
 
   it('logged no other console error', () => {
     expect(consoleErrors).toEqual([])
+  })
+})
+
+describe('unban IP', () => {
+  it('previews the decisions it will remove, ranges included, and asks before acting', async () => {
+    await postDecisions(cs, [{ value: '192.0.2.0/24', scope: 'Range', duration: '2h' }, { value: '192.0.2.5', duration: '2h' }])
+    const preview = (await api('/api/security/decisions/unban-ip?ip=192.0.2.5')).json
+    expect(preview.would_remove.map((d: any) => d.value).sort()).toEqual(['192.0.2.0/24', '192.0.2.5'])
+    expect(preview.kept_country_decisions).toEqual([])
+    expect(await decisionsFor(cs, '192.0.2.5')).toHaveLength(2) // the preview removes nothing
+    await page.setViewportSize(DESK)
+    await openScreen('/security', 'Security')
+    await page.getByLabel('IP address to unban').fill('192.0.2.5')
+    let question = ''
+    page.once('dialog', (d) => { question = d.message(); void d.dismiss() })
+    await page.getByRole('button', { name: 'Unban IP' }).click()
+    await expect.poll(() => question).toMatch(/^Unban 192\.0\.2\.5\? This removes 2 decision\(s\): /)
+    expect(question).toMatch(/192\.0\.2\.0\/24 \(Range, /)
+    expect(await decisionsFor(cs, '192.0.2.5')).toHaveLength(2) // "no" removed nothing
+    page.once('dialog', (d) => void d.accept())
+    await page.getByRole('button', { name: 'Unban IP' }).click()
+    await page.getByText('192.0.2.5: 2 decision(s) removed.').waitFor()
+    expect(await decisionsFor(cs, '192.0.2.5')).toEqual([])
+    // Nothing left to remove: it says so and asks nothing.
+    await page.getByLabel('IP address to unban').fill('192.0.2.5')
+    await page.getByRole('button', { name: 'Unban IP' }).click()
+    await page.getByText('No decision to remove bans 192.0.2.5.').waitFor()
   })
 })
 

@@ -171,13 +171,29 @@ export function assertIp(value: string, field = 'ip'): string {
  */
 export const unbanIpBody = z.strictObject({ ip: z.string().max(64) })
 
-export async function unbanIp(ip: string, ctx: AuditContext) {
-  const covering = await fetchActiveDecisions({ ip })
-  const removed: number[] = []
-  const kept: PresentedDecision[] = []
+/** The active decisions banning an address, split into those unban-ip removes and the country-ban ranges it keeps. */
+async function _coveringDecisions(ip: string) {
   const now = Date.now()
-  for (const d of covering) {
-    if (d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)) { kept.push(_present(d, now)); continue }
+  const covering = await fetchActiveDecisions({ ip })
+  return {
+    removable: covering.filter((d) => !d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)),
+    kept: covering.filter((d) => d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)).map((d) => _present(d, now)),
+    now,
+  }
+}
+
+export const unbanIpQuery = z.object({ ip: z.string().max(64) })
+
+/** What unban-ip would do for this address, read straight from the engine (no cache): nothing is removed. */
+export async function previewUnbanIp(ip: string) {
+  const { removable, kept, now } = await _coveringDecisions(ip)
+  return { ip, would_remove: removable.map((d) => _present(d, now)), kept_country_decisions: kept }
+}
+
+export async function unbanIp(ip: string, ctx: AuditContext) {
+  const { removable, kept } = await _coveringDecisions(ip)
+  const removed: number[] = []
+  for (const d of removable) {
     await deleteDecisionById(d.id)
     removed.push(d.id)
   }
