@@ -10,6 +10,7 @@ import { createGroup, createHost, startProxyStack, type ProxyStack } from '../su
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
+import { Cron } from 'croner'
 import { firstPage, launchChromium, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
@@ -393,6 +394,45 @@ describe('errors at the field', () => {
 
   it('logged no other console error', () => {
     expect(consoleErrors).toEqual([])
+  })
+})
+
+describe('settings and choices in words', () => {
+  it('settings have labels, units and groups; the backup cron is in words with its next runs; a refusal shows at the field', async () => {
+    await page.setViewportSize(DESK)
+    await openScreen('/settings', 'Settings')
+    await page.getByRole('group', { name: 'Logs' }).waitFor()
+    const retention = page.getByLabel('Keep log rows for (days)')
+    const schedule = page.getByLabel('Backup schedule (cron, UTC)')
+    await schedule.fill('0 3 * * 1')
+    const next = new Cron('0 3 * * 1', { paused: true, timezone: 'UTC' }).nextRuns(3).map((d) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC')
+    const words = page.getByTestId('cron-words')
+    expect((await words.textContent())!.trim()).toBe(`At 03:00, only on Monday (UTC). Next runs: ${next.join(', ')}.`)
+    await schedule.fill('every day')
+    expect((await words.textContent())!.trim()).toMatch(/^not a cron expression/)
+    await schedule.fill('0 3 * * 1')
+    await retention.fill('0')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.locator('.field-error').filter({ hasText: /^Keep log rows for: / }).waitFor()
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).name)).toBe('logs.retention_days')
+    expect((await api('/api/settings')).json['backup.schedule']).not.toBe('0 3 * * 1') // refused whole: nothing saved
+    consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 400/))
+    await retention.fill('30')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.getByText('Settings saved.').waitFor()
+    expect((await api('/api/settings')).json).toMatchObject({ 'backup.schedule': '0 3 * * 1', 'logs.retention_days': 30 })
+  })
+
+  it('load-balancing policies and notification events are named in words', async () => {
+    await openScreen('/target-groups', 'Target groups')
+    expect(await page.getByRole('row').filter({ hasText: 'web' }).getByRole('cell').nth(3).textContent()).toBe('Round robin (each target in turn)')
+    await page.getByRole('button', { name: 'Edit target group web' }).click()
+    expect(await page.getByLabel('Load balancing').locator('option').allTextContents()).toContain('Same client address, same target')
+    await page.getByRole('button', { name: 'Cancel' }).click()
+    await openScreen('/settings', 'Settings')
+    await page.getByRole('button', { name: 'Add rule' }).click()
+    await page.getByRole('checkbox', { name: 'Certificate renewal failed' }).waitFor()
+    await page.getByRole('checkbox', { name: 'Failed sign-in' }).waitFor()
   })
 })
 

@@ -311,7 +311,7 @@ describe('the web UI in Chromium', () => {
     expect(upstream.requests.some((r) => r.method === 'POST' && r.url === '/hook')).toBe(true)
     await page.getByRole('button', { name: 'Add rule' }).click()
     await page.getByLabel('Rule name').fill('failures')
-    await page.getByRole('checkbox', { name: 'backup_failed' }).check()
+    await page.getByRole('checkbox', { name: 'Backup failed' }).check()
     await page.getByRole('checkbox', { name: 'ops webhook' }).check()
     await page.getByRole('button', { name: 'Save rule' }).click()
     await expectVisible(page.getByRole('button', { name: 'Edit rule failures' }))

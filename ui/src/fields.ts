@@ -23,6 +23,29 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   inbound_threshold: 'Inbound anomaly threshold', outbound_threshold: 'Outbound anomaly threshold',
   // Users and account
   email: 'Email', password: 'Password', role: 'Role', code: 'Code',
+  // Settings (their units are in SETTING_UNITS)
+  'logs.retention_days': 'Keep log rows for', 'logs.max_entries': 'Most log rows kept', 'logs.waf_audit_max_bytes': 'WAF audit log size limit',
+  'backup.schedule': 'Backup schedule (cron, UTC)', 'backup.retention_days': 'Keep backups for',
+  'security_engine.ticker_interval': 'Ban poll interval of the proxy',
+  'proxy.trusted_proxies': 'Trusted proxies in front (CDN, load balancer)', 'proxy.client_ip_headers': 'Client address headers',
+  'acme.email': 'Default ACME email', 'acme.ca_url': 'Default ACME directory URL',
+  'appsec.inbound_threshold': 'Inbound anomaly threshold', 'appsec.outbound_threshold': 'Outbound anomaly threshold',
+  'oidc.issuer': 'Issuer URL', 'oidc.client_id': 'Client id', 'oidc.client_secret': 'Client secret', 'oidc.allowed_emails': 'Allowed emails',
+  'oidc.require_email_verified': 'Require a verified email', 'oidc.display_name': 'Sign-in button label',
+  'smtp.host': 'SMTP server', 'smtp.port': 'SMTP port', 'smtp.username': 'SMTP user name', 'smtp.password': 'SMTP password', 'smtp.from': 'Sender address',
+  'geoip.country_url': 'Country database URL', 'geoip.asn_url': 'AS number database URL',
+}
+
+/** The unit shown after a setting's field. */
+export const SETTING_UNITS: Record<string, string> = {
+  'logs.retention_days': 'days', 'logs.max_entries': 'rows', 'logs.waf_audit_max_bytes': 'bytes', 'backup.retention_days': 'days',
+  'security_engine.ticker_interval': 'Go duration: 10s, 1m', 'proxy.trusted_proxies': 'comma separated', 'proxy.client_ip_headers': 'comma separated',
+  'oidc.allowed_emails': 'comma separated',
+}
+/** Titles of the settings groups (the part of the key before the dot). */
+export const SETTING_GROUPS: Record<string, string> = {
+  logs: 'Logs', backup: 'Backups', security_engine: 'Security engine', proxy: 'Proxy', acme: 'Certificates (ACME)', appsec: 'AppSec',
+  oidc: 'Single sign-on (OIDC)', smtp: 'Email (SMTP)', geoip: 'Geolocation',
 }
 
 const PATH = /^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*|country code): (.+)$/s
