@@ -532,3 +532,48 @@ describe('geolocation', () => {
     expect(consoleErrors).toEqual([])
   })
 })
+
+describe('failures explained in place (a proxy without the WAF and rate-limit modules)', () => {
+  // A second panel and Caddy told the proxy lacks those modules, on the same engine.
+  // Its session cookie replaces the first panel's (cookies ignore the port): this block runs last.
+  let lean: ProxyStack
+  beforeAll(async () => {
+    lean = await startProxyStack({ env: { ...panelEnvFor(cs), PROXY_MODULES: 'crowdsec,dns', PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+    const group = await createGroup(lean, { name: 'lean', targets: [{ address: `127.0.0.1:${upstream.port}` }] })
+    expect((await createHost(lean, { domain: 'guarded.example.test', target_group_id: group.id, waf_enabled: true, waf_mode: 'blocking', rate_limit_enabled: true })).status).toBe(201)
+    expect((await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })).status).toBe(201)
+    const [name, value] = lean.admin.split(';')[0]!.split('=')
+    await chrome.browser.addCookies([{ name: name!, value: value!, url: lean.panel.url }])
+  }, 120_000)
+  afterAll(async () => { await lean?.stop() })
+
+  it('a protection the proxy cannot apply says "not enforced" and why; a save warns only about the host saved; a dashboard problem links to its screen', async () => {
+    await page.setViewportSize(DESK)
+    await page.goto(`${lean.panel.url}/hosts`)
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'guarded.example.test' }) })
+    await row.getByText('WAF not enforced').waitFor()
+    expect(await row.getByText('(the proxy has no waf module)').count()).toBe(1)
+    expect(await row.getByText('rate limit not enforced').count()).toBe(1)
+    expect(await row.getByText('(the proxy has no ratelimit module)').count()).toBe(1)
+    // Saving the other host: the push still warns about guarded.example.test, but that is not this save's news.
+    await page.getByRole('link', { name: 'other.example.test' }).click()
+    await page.getByLabel('Aliases (comma separated)').fill('www.other.example.test')
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Host saved and applied to the proxy.', { exact: true }).waitFor()
+    // The guarded host's own save does carry its warnings.
+    await page.getByRole('link', { name: '← Hosts' }).click()
+    await page.getByRole('link', { name: 'guarded.example.test' }).click()
+    await page.getByLabel('Aliases (comma separated)').fill('www.guarded.example.test')
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText(/^Host saved and applied to the proxy\. Warnings: host guarded\.example\.test: the proxy has no ratelimit module/).waitFor()
+    // The dashboard's geolocation problem (no database here) links to where it is fixed.
+    await page.getByRole('link', { name: 'Dashboard' }).click()
+    await page.getByRole('link', { name: 'Download the databases' }).click()
+    await page.getByRole('button', { name: 'Download now' }).waitFor()
+    expect(page.url()).toBe(`${lean.panel.url}/security#countries`)
+  })
+
+  it('logged no console error', () => {
+    expect(consoleErrors).toEqual([])
+  })
+})

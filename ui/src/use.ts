@@ -30,7 +30,9 @@ export function useLoad<T>(path: () => string, query?: () => Query) {
 export function useAction(fields?: FieldErrors) {
   const busy = ref(false)
   const msg = ref<Msg>(null)
-  async function run<T>(fn: () => Promise<T>, okText: string | ((r: T) => string)): Promise<T | undefined> {
+  // `about`: the name of the object saved; the proxy's warnings then keep only the ones
+  // that name it (a save used to repeat every other host's warnings as if they were its own).
+  async function run<T>(fn: () => Promise<T>, okText: string | ((r: T) => string), opts: { about?: string } = {}): Promise<T | undefined> {
     busy.value = true
     msg.value = null
     fields?.reset()
@@ -38,8 +40,9 @@ export function useAction(fields?: FieldErrors) {
       const r = await fn()
       const rec = (r as any)?.reconcile
       const text = typeof okText === 'function' ? okText(r) : okText
+      const warnings: string[] = (rec?.warnings ?? []).filter((w: string) => !opts.about || w.split(/[\s,;:()]+/).includes(opts.about))
       if (rec?.status === 'pending') msg.value = { kind: 'warn', text: `${text} The proxy could not be reached, so the change is pending and will be applied when it answers${rec.error ? `: ${rec.error}` : '.'}` }
-      else msg.value = rec?.warnings?.length ? { kind: 'warn', text: `${text} Warnings: ${rec.warnings.join('; ')}` } : { kind: 'ok', text }
+      else msg.value = warnings.length ? { kind: 'warn', text: `${text} Warnings: ${warnings.join('; ')}` } : { kind: 'ok', text }
       return r
     } catch (e) {
       if (!fields?.show(e)) msg.value = { kind: 'error', text: humanizeError(errorText(e)) }
