@@ -255,6 +255,25 @@ describe('phone and desk', () => {
     expect((await statuses()).map(Number)).toEqual([...ascending].reverse())
   })
 
+  it('log filters: a picker of the panel hosts and UTC date-time pickers kept in the address', async () => {
+    await openScreen('/logs', 'Logs')
+    const hostOptions = await page.locator('#log-host-names option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))
+    expect(hostOptions).toEqual(expect.arrayContaining(DOMAINS))
+    await page.getByLabel('Host domains').fill('charlie.example.test')
+    await page.getByText('More filters').click()
+    await page.getByLabel('From (UTC)').fill('2026-01-02T03:04')
+    await page.getByRole('button', { name: 'Apply filters' }).click()
+    await page.waitForURL(/from=2026-01-02T03(%3A|:)04(%3A|:)00Z/)
+    expect(new URL(page.url()).searchParams.get('host_domain')).toBe('charlie.example.test')
+    await page.reload()
+    await page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor()
+    expect(await page.getByLabel('From (UTC)').inputValue()).toBe('2026-01-02T03:04') // read back from the address
+    const hosts = await page.getByRole('table', { name: 'Log rows' }).locator('tbody tr td:nth-child(4)').allTextContents()
+    expect(hosts.length).toBeGreaterThan(0)
+    expect(hosts.every((t) => t.includes('charlie.example.test'))).toBe(true)
+    await page.getByRole('button', { name: 'Clear filters' }).click()
+  })
+
   it('asks before leaving a host form with unsaved edits, and not once they are saved', async () => {
     const id = hostIds['bravo.example.test']!
     await openScreen(`/hosts/${id}`, 'bravo.example.test')
