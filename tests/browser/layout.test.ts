@@ -547,6 +547,26 @@ describe('geolocation', () => {
     expect((await decisionsFor(cs, '5.0.1.7')).map((d) => d.origin)).toEqual(['panel-country-LU'])
   })
 
+  it('decisions: country ranges collapsed under their country, and a refresh that reads the engine now', async () => {
+    await openScreen('/security', 'Security')
+    const rows = page.locator('#decisions tbody tr')
+    await page.getByTestId('country-summary').filter({ hasText: /Luxembourg \(LU\), \d+ range\(s\)/ }).waitFor()
+    expect(await rows.filter({ hasText: 'panel-country-LU' }).count()).toBe(0) // not flooding the list
+    await page.getByRole('button', { name: 'Show the ranges of LU' }).click()
+    await rows.filter({ hasText: 'panel-country-LU' }).first().waitFor()
+    expect(await rows.count()).toBe(await rows.filter({ hasText: 'panel-country-LU' }).count())
+    // A ban made in the engine a moment ago is in the answer of Refresh decisions (fresh=1), not 15 s later.
+    await page.getByLabel('Origin').fill('')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await postDecisions(cs, [{ value: '198.51.100.250', duration: '1h' }])
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/api/security/decisions?') && r.url().includes('fresh=1')),
+      page.getByRole('button', { name: 'Refresh decisions' }).click(),
+    ])
+    expect((await answer.json()).map((d: any) => d.value)).toContain('198.51.100.250')
+    await rows.filter({ hasText: '198.51.100.250' }).waitFor()
+  })
+
   it('logged no other console error', () => {
     expect(consoleErrors).toEqual([])
   })
