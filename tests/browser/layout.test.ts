@@ -306,6 +306,22 @@ describe('phone and desk', () => {
     expect((await api(`/api/hosts/${id}`)).json.aliases).toEqual(['www.bravo.example.test'])
   })
 
+  it('LAN-only lists the ranges that pass; ForwardAuth names the login URL and warns that a loopback one cannot work for visitors', async () => {
+    const gates = (await api('/api/system/gates')).json
+    expect(gates.lan_ranges).toEqual(['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'])
+    expect(gates.forward_auth.login_url).toBe('https://127.0.0.1/login') // PANEL_PUBLIC_URL unset: https://<PANEL_DOMAIN>
+    await openScreen(`/hosts/${hostIds['alpha.example.test']}`, 'alpha.example.test')
+    await page.getByRole('checkbox', { name: 'LAN only' }).check()
+    expect(await page.getByTestId('lan-help').textContent()).toBe(`LAN only: requests from ${gates.lan_ranges.join(', ')} pass; every other address gets 403 "Access denied: LAN only". Behind a CDN or load balancer, set the trusted proxies in Settings so the visitor's address is judged.`)
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).check()
+    expect(await page.getByTestId('forward-auth-help').textContent()).toMatch(/^ForwardAuth: a visitor who is not signed in to the panel is sent to https:\/\/127\.0\.0\.1\/login, and back to the page asked for afterwards when this host is under 127\.0\.0\.1\./)
+    await page.locator('.notice.warn').filter({ hasText: 'ForwardAuth: the login page is on 127.0.0.1, which a visitor\'s browser takes for its own machine' }).waitFor()
+    // Undone: the form is as loaded again, so leaving asks nothing.
+    await page.getByRole('checkbox', { name: 'LAN only' }).uncheck()
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).uncheck()
+    expect(await page.getByTestId('lan-help').count()).toBe(0)
+  })
+
   it('asks before disabling a host; "no" keeps it served, "yes" takes it offline', async () => {
     const domain = 'charlie.example.test'
     await openScreen('/hosts', 'Hosts')

@@ -163,7 +163,9 @@ describe('the web UI in Chromium', () => {
     expect([teapot.status, teapot.body]).toEqual([418, 'short and stout'])
     await screenshot(page, 'host-edit')
     await page.getByRole('link', { name: '← Hosts' }).click()
-    await expectVisible(page.getByText('LAN only'))
+    // The host form also says "LAN only" (its switch and what it does): wait for the list's badge.
+    await page.waitForURL(/\/hosts$/)
+    await expectVisible(page.locator('.badge').filter({ hasText: 'LAN only' }))
   })
 
   it('uploads a certificate: the host switches to it and its metadata is listed', async () => {
