@@ -33,3 +33,11 @@ export async function screenshot(page: Page, name: string) {
   mkdirSync(SCREENSHOT_DIR, { recursive: true })
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true })
 }
+
+/** The context's first page, its console watched into `consoleErrors`, with the suites' 15 s default timeout. */
+export async function firstPage(chrome: { browser: BrowserContext }, consoleErrors: string[]): Promise<Page> {
+  const page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  watchConsole(page, consoleErrors)
+  page.setDefaultTimeout(15_000)
+  return page
+}

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startPanel, type PanelHandle } from '../support/panel'
@@ -85,6 +86,16 @@ describe('login screen', () => {
     await codes.first().waitFor()
     expect(await codes.count()).toBe(10)
     const recovery = (await codes.first().textContent())!.trim()
+    const allCodes = (await codes.allTextContents()).map((c) => c.trim())
+    // They are shown once: the operator takes them away by clipboard or as a file.
+    await chrome.browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: panel.url })
+    await page.getByRole('button', { name: 'Copy recovery codes' }).click()
+    await page.getByText('Recovery codes copied to the clipboard.').waitFor()
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(allCodes.join('\n'))
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download recovery codes' }).click()])
+    expect(download.suggestedFilename()).toBe('edge-panel-recovery-codes.txt')
+    const file = readFileSync((await download.path())!, 'utf8')
+    expect(file.trim().split('\n')).toEqual([`Edge panel recovery codes for ${OWNER.email}`, ...allCodes])
 
     const signInWith = async (secondFactor: string) => {
       await page.getByRole('button', { name: 'Sign out' }).click()

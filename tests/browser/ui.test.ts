@@ -124,13 +124,13 @@ describe('the web UI in Chromium', () => {
     await expectVisible(page.getByText('Host created and applied to the proxy.'))
     await page.waitForURL(/\/hosts\/\d+$/)
 
-    // The API's {error} text is what the operator sees: a second host with the same name.
+    // The API's refusal shows at the field it names, with the field's label: a second host with the same name.
     const hostUrl = page.url()
     await page.goto(`${base}/hosts/new`)
     await page.getByLabel('Domain', { exact: true }).fill(DOMAIN)
     await page.getByLabel('TLS mode').selectOption('none')
     await page.getByRole('button', { name: 'Create host' }).click()
-    await expectVisible(page.getByRole('alert').filter({ hasText: `domain: ${DOMAIN} is already used by host` }))
+    await expectVisible(page.locator('.field-error').filter({ hasText: `Domain: ${DOMAIN} is already used by host` }))
     expect(consoleErrors.splice(0)).toEqual([expect.stringMatching(/status of 409/)]) // the refusal is the scenario
     await page.goto(hostUrl)
 
@@ -163,7 +163,9 @@ describe('the web UI in Chromium', () => {
     expect([teapot.status, teapot.body]).toEqual([418, 'short and stout'])
     await screenshot(page, 'host-edit')
     await page.getByRole('link', { name: '← Hosts' }).click()
-    await expectVisible(page.getByText('LAN only'))
+    // The host form also says "LAN only" (its switch and what it does): wait for the list's badge.
+    await page.waitForURL(/\/hosts$/)
+    await expectVisible(page.locator('.badge').filter({ hasText: 'LAN only' }))
   })
 
   it('uploads a certificate: the host switches to it and its metadata is listed', async () => {
@@ -221,7 +223,7 @@ describe('the web UI in Chromium', () => {
   })
 
   it('runs a country expansion and the progress bar reaches completed', async () => {
-    await page.getByLabel('Country code').fill('LU')
+    await page.getByLabel('Country', { exact: true }).fill('Luxembourg')
     await page.getByLabel('Ban duration').fill('1h')
     await page.getByRole('button', { name: 'Ban country' }).click()
     const bar = page.getByRole('progressbar', { name: 'Expansion progress of LU' })
@@ -311,7 +313,7 @@ describe('the web UI in Chromium', () => {
     expect(upstream.requests.some((r) => r.method === 'POST' && r.url === '/hook')).toBe(true)
     await page.getByRole('button', { name: 'Add rule' }).click()
     await page.getByLabel('Rule name').fill('failures')
-    await page.getByRole('checkbox', { name: 'backup_failed' }).check()
+    await page.getByRole('checkbox', { name: 'Backup failed' }).check()
     await page.getByRole('checkbox', { name: 'ops webhook' }).check()
     await page.getByRole('button', { name: 'Save rule' }).click()
     await expectVisible(page.getByRole('button', { name: 'Edit rule failures' }))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { HOST_HANDLER_ORDER, assertSafeHostname, buildProxyConfig, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
+import { buildUnknownHostRoute } from '../../server/utils/proxy/build/unknown-host'
 import type { ProxySnapshot } from '../../server/utils/proxy/build/types'
 import { ACCESS_DENIED_BODY } from '../../server/utils/proxy/build/access-list'
 import { buildAccessListSnapshot, buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
@@ -133,12 +134,31 @@ describe('buildProxyConfig — the document', () => {
     expect(config.apps.http.servers.https.automatic_https).toBeUndefined() // redirects stay on
   })
 
-  it('zero hosts: a valid document with the plain server and no routes, no https server, no tls app', () => {
+  it('zero hosts: a valid document with the plain server and only the unknown-host route, no https server, no tls app', () => {
     const { config, warnings } = buildProxyConfig(buildSnapshot({ hosts: [] })) as any
     expect(Object.keys(config.apps)).toEqual(['http'])
     expect(Object.keys(config.apps.http.servers)).toEqual(['http'])
-    expect(config.apps.http.servers.http.routes).toEqual([])
+    expect(config.apps.http.servers.http.routes).toEqual([buildUnknownHostRoute('http')])
     expect(warnings).toEqual([])
+  })
+
+  it('a Host that no enabled host names: 404 on the plain server, 421 on the TLS one, each server\'s last route, without a host matcher', () => {
+    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, domain: 'tls.example.test', tls_mode: 'auto' }), buildHostSnapshot({ id: 3, domain: 'off.example.test', enabled: false })] })) as any
+    for (const [server, status] of [['http', 404], ['https', 421]] as const) {
+      const routes = config.apps.http.servers[server].routes
+      const last = routes.at(-1)
+      expect(last).toMatchObject({
+        '@id': `panel_unknown_host_${server}`, terminal: true,
+        handle: [{ handler: 'static_response', status_code: status, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host name.\n' }],
+      })
+      // The plain server leaves the TLS host's names to Caddy's HTTP->HTTPS redirect; the TLS server refuses any other name.
+      expect(last.match).toEqual(server === 'http' ? [{ not: [{ host: ['tls.example.test'] }] }] : undefined)
+      // Every other route names its hosts, so Caddy puts its HTTP->HTTPS redirects before this one.
+      expect(routes.slice(0, -1).every((r: any) => r.match?.[0]?.host?.length)).toBe(true)
+      expect(routes.filter((r: any) => r['@id']?.startsWith('panel_unknown_host'))).toHaveLength(1)
+    }
+    // A disabled host is unknown to the proxy: it falls to the refusal too.
+    expect(JSON.stringify(config)).not.toContain('off.example.test')
   })
 
   it('disabled hosts emit nothing at all: no route, no policy, no certificate, no logger name', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
+import { buildUnknownHostRoute } from '../../server/utils/proxy/build/unknown-host'
 import { buildUpstreamHandler } from '../../server/utils/proxy/build/load-balancer'
 import { buildGroupSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
@@ -69,7 +70,7 @@ describe('buildUpstreamHandler — as the host default route', () => {
 
   it('a host whose group is missing is skipped with a warning', () => {
     const r = buildProxyConfig(buildSnapshot({ targetGroups: [buildGroupSnapshot({ id: 2 })] }))
-    expect((r.config as any).apps.http.servers.http.routes).toEqual([])
+    expect((r.config as any).apps.http.servers.http.routes).toEqual([buildUnknownHostRoute('http')]) // only the unknown-host refusal
     expect(r.warnings.join()).toMatch(/host host1\.example\.test: target group 1 is missing; host skipped/)
   })
 })

@@ -87,8 +87,9 @@ describe('buildAcmePolicies — policy list', () => {
 
   it('auto hosts go on the https server, tls_mode none on the plain one', () => {
     const { config } = buildProxyConfig(buildSnapshot({ hosts: [autoHost({ id: 2, domain: 'b.example.test', aliases: [] }), buildHostSnapshot()] })) as any
-    expect(config.apps.http.servers.https.routes.map((r: any) => r.match[0].host)).toEqual([['b.example.test']])
-    expect(config.apps.http.servers.http.routes.map((r: any) => r.match[0].host)).toEqual([['host1.example.test']])
+    // Each list ends with the unknown-host refusal, which has no host matcher.
+    expect(config.apps.http.servers.https.routes.map((r: any) => r.match?.[0].host)).toEqual([['b.example.test'], undefined])
+    expect(config.apps.http.servers.http.routes.map((r: any) => r.match?.[0].host)).toEqual([['host1.example.test'], undefined])
   })
 
   it('is callable on its own with the hosts it is given', () => {

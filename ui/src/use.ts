@@ -1,5 +1,6 @@
 import { onBeforeUnmount, ref } from 'vue'
 import { api, errorText, type Query } from './api'
+import { humanizeError, type FieldErrors } from './fields'
 
 export type Msg = { kind: 'ok' | 'warn' | 'error'; text: string } | null
 
@@ -22,22 +23,29 @@ export function useLoad<T>(path: () => string, query?: () => Query) {
   return { data, loading, error, reload }
 }
 
-/** Runs a mutation and keeps its outcome as a message: saved, pending reconcile, or the API's error. */
-export function useAction() {
+/**
+ * Runs a mutation and keeps its outcome as a message: saved, pending reconcile, or the API's error.
+ * With `fields`, a refusal that names a field of the form is shown at that field instead of as a banner.
+ */
+export function useAction(fields?: FieldErrors) {
   const busy = ref(false)
   const msg = ref<Msg>(null)
-  async function run<T>(fn: () => Promise<T>, okText: string | ((r: T) => string)): Promise<T | undefined> {
+  // `about`: the name of the object saved; the proxy's warnings then keep only the ones
+  // that name it (a save used to repeat every other host's warnings as if they were its own).
+  async function run<T>(fn: () => Promise<T>, okText: string | ((r: T) => string), opts: { about?: string } = {}): Promise<T | undefined> {
     busy.value = true
     msg.value = null
+    fields?.reset()
     try {
       const r = await fn()
       const rec = (r as any)?.reconcile
       const text = typeof okText === 'function' ? okText(r) : okText
+      const warnings: string[] = (rec?.warnings ?? []).filter((w: string) => !opts.about || w.split(/[\s,;:()]+/).includes(opts.about))
       if (rec?.status === 'pending') msg.value = { kind: 'warn', text: `${text} The proxy could not be reached, so the change is pending and will be applied when it answers${rec.error ? `: ${rec.error}` : '.'}` }
-      else msg.value = rec?.warnings?.length ? { kind: 'warn', text: `${text} Warnings: ${rec.warnings.join('; ')}` } : { kind: 'ok', text }
+      else msg.value = warnings.length ? { kind: 'warn', text: `${text} Warnings: ${warnings.join('; ')}` } : { kind: 'ok', text }
       return r
     } catch (e) {
-      msg.value = { kind: 'error', text: errorText(e) }
+      if (!fields?.show(e)) msg.value = { kind: 'error', text: humanizeError(errorText(e)) }
       return undefined
     } finally {
       busy.value = false

@@ -65,6 +65,8 @@ export const decisionsQuery = z.strictObject({
   origin: z.string().max(100).optional(),
   limit: _intParam().describe(`page size, 1 to ${DECISIONS_PAGE_MAX}; without limit and before_id the answer holds every active decision`),
   before_id: _intParam().describe('the cursor: decisions with a smaller id (the X-Next-Before-Id of the previous page); with it and no limit, pages of 100'),
+  fresh: z.enum(['1', 'true'], { message: 'fresh: must be 1 or true' }).optional().describe('read the engine first (the mirror pulls now, the 15 s copy is dropped): a refresh that bypasses the cache'),
+  hide_country_bans: z.enum(['1', 'true'], { message: 'hide_country_bans: must be 1 or true' }).optional().describe('leave out the ranges of country bans (origin panel-country-*), which GET /api/security/countries sums up per country'),
 })
 
 export interface DecisionsPage {
@@ -103,12 +105,15 @@ let _totalCache: { key: string; total: number } | undefined
 export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Promise<DecisionsPage> {
   const mirror = mirrorEnabled()
   if (Number(filter.limit ?? 1) > DECISIONS_PAGE_MAX) throw badRequest(`limit: must be an integer from 1 to ${DECISIONS_PAGE_MAX}`)
+  if (filter.fresh) await invalidateDecisionCache()
+  const hideCountry = !!filter.hide_country_bans
   const snap = mirror ? await mirrorSnapshot() : await _fallbackSnapshot()
   const { records } = snap
   const now = Date.now()
   const q = filter.q?.toLowerCase(), scope = filter.scope?.toLowerCase(), origin = filter.origin
   const match = (r: MirrorRecord) => r.untilMs >= now && (!scope || r.scope.toLowerCase() === scope)
     && (!origin || r.origin === origin) && (!q || r.valueLc.includes(q) || r.scenarioLc.includes(q))
+    && (!hideCountry || !r.origin.startsWith(COUNTRY_ORIGIN_PREFIX))
   const paged = filter.limit !== undefined || filter.before_id !== undefined
   const limit = paged ? Number(filter.limit ?? 100) : Infinity
   // Walk down from the cursor: the first index whose id is not below before_id, minus one.
@@ -130,7 +135,7 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
   // The total of a filter is counted once per mirror state and second (paging through it repeats it).
   let total = page.length
   if (paged) {
-    const key = `${snap.version}|${Math.floor(now / 1000)}|${scope ?? ''}|${origin ?? ''}|${q ?? ''}`
+    const key = `${snap.version}|${Math.floor(now / 1000)}|${scope ?? ''}|${origin ?? ''}|${q ?? ''}|${hideCountry}`
     if (_totalCache?.key !== key) {
       let n = 0
       for (const r of records) if (match(r)) n++
@@ -171,13 +176,29 @@ export function assertIp(value: string, field = 'ip'): string {
  */
 export const unbanIpBody = z.strictObject({ ip: ipOrCidrText({ cidr: false }) })
 
-export async function unbanIp(ip: string, ctx: AuditContext) {
-  const covering = await fetchActiveDecisions({ ip })
-  const removed: number[] = []
-  const kept: PresentedDecision[] = []
+/** The active decisions banning an address, split into those unban-ip removes and the country-ban ranges it keeps. */
+async function _coveringDecisions(ip: string) {
   const now = Date.now()
-  for (const d of covering) {
-    if (d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)) { kept.push(_present(d, now)); continue }
+  const covering = await fetchActiveDecisions({ ip })
+  return {
+    removable: covering.filter((d) => !d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)),
+    kept: covering.filter((d) => d.origin.startsWith(COUNTRY_ORIGIN_PREFIX)).map((d) => _present(d, now)),
+    now,
+  }
+}
+
+export const unbanIpQuery = z.object({ ip: z.string().max(64) })
+
+/** What unban-ip would do for this address, read straight from the engine (no cache): nothing is removed. */
+export async function previewUnbanIp(ip: string) {
+  const { removable, kept, now } = await _coveringDecisions(ip)
+  return { ip, would_remove: removable.map((d) => _present(d, now)), kept_country_decisions: kept }
+}
+
+export async function unbanIp(ip: string, ctx: AuditContext) {
+  const { removable, kept } = await _coveringDecisions(ip)
+  const removed: number[] = []
+  for (const d of removable) {
     await deleteDecisionById(d.id)
     removed.push(d.id)
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { decisionsQuery, unbanIpBody } from '../../security/decisions'
+import { decisionsQuery, unbanIpBody, unbanIpQuery } from '../../security/decisions'
 import { whitelistBody } from '../../security/whitelist'
 import { banBody } from '../../security/bans'
 import { SCENARIO_NAME_PATTERN, scenarioPatchBody } from '../../security/scenarios'
@@ -61,6 +61,10 @@ export const securityOperations = [
       201: ok('the ban as sent to the engine', z.strictObject({ value: z.string(), scope: z.enum(['Ip', 'Range']), type: z.literal('ban'), origin: z.literal('panel'), scenario: z.string(), duration: z.string() })),
       409: ok('the source is whitelisted'), 503: ok('the local API is unreachable or refused the ban'),
     },
+  }),
+  operation({
+    method: 'get', path: '/api/security/decisions/unban-ip', access: 'session', summary: 'Preview of unban-ip: the active decisions it would remove (ranges included) and the country-ban ranges it would keep, read from the engine', query: unbanIpQuery,
+    responses: { 200: ok('what unban-ip would remove and keep', z.strictObject({ ip: z.string(), would_remove: z.array(decisionSchema), kept_country_decisions: z.array(decisionSchema) })), 503: ok('the local API is unreachable') },
   }),
   operation({
     method: 'post', path: '/api/security/decisions/unban-ip', access: 'session', summary: "Remove every active decision banning an address (country-ban ranges are kept)", body: unbanIpBody,

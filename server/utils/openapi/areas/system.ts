@@ -53,6 +53,13 @@ export const systemOperations = [
     method: 'get', path: '/healthz', access: 'public', summary: 'Liveness: `ok` while the HTTP layer answers (probes nothing)',
     responses: { 200: ok('the text ok', undefined, { contentType: 'text/plain' }) },
   }),
+  operation({
+    method: 'get', path: '/api/system/gates', access: 'session', summary: 'What the LAN-only and ForwardAuth switches of a host do: the ranges that pass, the login URL visitors are sent to, and warnings about it',
+    responses: { 200: ok('the switches explained', z.strictObject({
+      lan_ranges: z.array(z.string()),
+      forward_auth: z.strictObject({ login_url: z.string(), returns_to_requested_page_under: z.string(), warnings: z.array(z.string()) }),
+    })) },
+  }),
   operation({ method: 'get', path: '/api/system/health', access: 'session', summary: 'Runtime, database, workers, scheduler, background runs, proxy and engine health', responses: { 200: ok('health', systemHealthSchema) } }),
   operation({ method: 'get', path: '/api/settings', access: 'session', summary: 'Every run-time setting', responses: { 200: ok('settings', settingsSchema) } }),
   operation({

@@ -9,6 +9,7 @@ import { buildRateLimitHandler } from './rate-limit'
 import { buildAcmePolicies } from './tls-acme'
 import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
+import { buildUnknownHostRoute } from './unknown-host'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -150,12 +151,15 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       if (names.length) routes.unshift(buildBouncerWarmupRoute(server, names, warmup, snapshot.whitelist))
     }
   }
+  // Last on each server: a Host that no enabled host names gets a clear refusal, logged with its status.
+  plainRoutes.push(buildUnknownHostRoute('http', tlsHosts.flatMap((h) => [h.domain, ...h.aliases])))
+  tlsRoutes.push(buildUnknownHostRoute('https'))
   const servers: Json = {
     http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp) },
   }
   const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
   // No TLS host, no https server: an empty one would hold the HTTPS port open for nothing.
-  if (tlsRoutes.length) {
+  if (tlsHosts.length) {
     servers.https = {
       listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       // Redirects stay on; only certificate management is skipped for manual hosts.
