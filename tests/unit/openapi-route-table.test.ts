@@ -37,13 +37,16 @@ describe('methods and unknown paths', () => {
     expect(matchDocumentedRoute('DELETE', '/api/setup')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
     expect(matchDocumentedRoute('PUT', '/api/hosts')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
     // A static segment wins over a parameter: unban-ip is not a decision id.
-    expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({ kind: 'method-not-allowed', allow: 'POST' })
+    expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
   })
 
-  it('an operation without query parameters refuses one; one with a query schema leaves it to the route', () => {
+  it('an operation takes only the query parameters it declares (any for ForwardAuth and the loose OIDC queries)', () => {
     expect(matchDocumentedRoute('GET', '/api/hosts?debug=1')).toEqual({ kind: 'bad-parameter', message: 'query: unknown parameter "debug"; GET /api/hosts takes none' })
     expect(matchDocumentedRoute('GET', '/api/hosts?')).toEqual({ kind: 'documented' })
     expect(matchDocumentedRoute('GET', '/api/logs?source=audit')).toEqual({ kind: 'documented' })
+    expect(matchDocumentedRoute('PUT', '/api/hosts/1?dry_run=1&debug=1')).toEqual({ kind: 'bad-parameter', message: 'query: unknown parameter "debug"; PUT /api/hosts/{id} takes dry_run' })
+    expect(matchDocumentedRoute('GET', '/auth/forward?anything=1')).toEqual({ kind: 'documented' })
+    expect(matchDocumentedRoute('GET', '/api/auth/oidc/callback?code=a&state=b&iss=https%3A%2F%2Fidp.example.test')).toEqual({ kind: 'documented' })
   })
 
   it('a path the document does not know', () => {

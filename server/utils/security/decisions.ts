@@ -187,7 +187,7 @@ async function _coveringDecisions(ip: string) {
   }
 }
 
-export const unbanIpQuery = z.object({ ip: z.string().max(64) })
+export const unbanIpQuery = z.strictObject({ ip: z.string().max(64) })
 
 /** What unban-ip would do for this address, read straight from the engine (no cache): nothing is removed. */
 export async function previewUnbanIp(ip: string) {
