@@ -82,10 +82,14 @@ const SCREENS: Array<{ path: () => string; heading: string | RegExp; shot?: stri
   { path: () => `/hosts/${hostIds['alpha.example.test']}`, heading: 'alpha.example.test' },
   { path: () => '/hosts/new', heading: 'New host' },
   { path: () => '/target-groups', heading: 'Target groups' },
+  { path: () => '/access-lists', heading: 'Access lists' },
   { path: () => '/certificates', heading: 'Certificates' },
   { path: () => '/dns-providers', heading: 'DNS providers' },
   { path: () => '/security', heading: 'Security', shot: 'security' },
   { path: () => '/logs', heading: 'Logs' },
+  { path: () => '/revisions', heading: 'Revisions' },
+  { path: () => '/import', heading: 'Import' },
+  { path: () => '/tokens', heading: 'API tokens' },
   { path: () => '/settings', heading: 'Settings' },
 ]
 

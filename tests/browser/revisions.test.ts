@@ -62,7 +62,7 @@ describe('preview and revisions', () => {
     await diff.getByRole('cell', { name: 'enabled' }).waitFor()
     await diff.getByRole('cell', { name: 'false' }).waitFor()
     await screenshot(page, 'revisions')
-    await page.getByRole('button', { name: `Preview a revert to revision ${created.id}` }).click()
+    await page.getByRole('button', { name: `Preview revert to revision ${created.id}` }).click()
     const preview = page.getByRole('region', { name: `What a revert to revision ${created.id} would change` })
     await preview.getByRole('cell', { name: 'enabled' }).waitFor()
     expect((await stack.panel.request(`/api/hosts/${host.id}`, { cookie: stack.admin })).json.enabled).toBe(false)
