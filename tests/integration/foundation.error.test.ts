@@ -146,7 +146,7 @@ describe('login throttling', () => {
 
   it('a burst from one source answers 429', async () => {
     // 20 failures from this address in the window (some recorded above already).
-    let last
+    let last: Awaited<ReturnType<typeof panel.request>> | undefined
     for (let i = 0; i < 25; i++) {
       last = await panel.request('/api/auth/login', { method: 'POST', body: { email: `nobody${i}@example.test`, password: 'whatever-pass' } })
       if (last.status === 429) break

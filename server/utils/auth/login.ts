@@ -20,7 +20,9 @@ export type PasswordLoginResult = ({ totpPending: false } & LoginResult) | { tot
 export async function loginWithPassword(email: string, password: string, ctx: AuditContext): Promise<PasswordLoginResult> {
   await assertLoginAllowed(email, ctx.remoteIp ?? null)
   const row = await findUserByEmail(email)
-  const ok = row?.passwordHash ? await verifyPassword(row.passwordHash, password) : (await burnPasswordCheck(password), false)
+  // An unknown email costs the same hash work as a known one, so the timing tells nothing.
+  if (!row?.passwordHash) await burnPasswordCheck(password)
+  const ok = row?.passwordHash ? await verifyPassword(row.passwordHash, password) : false
   if (!ok || !row) {
     await writeTransaction(async (tx) => {
       await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: false })

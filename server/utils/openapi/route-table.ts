@@ -58,7 +58,7 @@ function _matches(entry: TableEntry, raw: string[]): boolean {
 
 /** The name an operator knows a parameter by: its description up to a comma or parenthesis ("user id"), else its name. */
 function _label(name: string, description: string | undefined): string {
-  return description?.split(/[,(]/)[0]!.trim() || name
+  return description?.split(/[,(]/)[0]?.trim() || name
 }
 
 /** Control characters, and the characters that would end a segment once decoded (a query, a fragment). */
