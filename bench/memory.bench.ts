@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { afterAll, expect, it } from 'vitest'
 import { freshRequest } from '../tests/support/admin-http'
@@ -87,12 +87,14 @@ async function withDecisions(figures: Figure[]): Promise<void> {
   await stop(cs)
 }
 
-/** The RSS figure of logs-scale.bench.ts (the 10,000,000-row stats queries), when it ran. */
+/** The RSS figures of logs-scale.bench.ts (up to the 10,000,000-row stats queries), when it ran. */
 function fromLogsScale(figures: Figure[]): void {
-  const file = new URL('./results/logs-scale.json', import.meta.url)
-  if (!existsSync(file)) return
-  const { at, figures: scale } = JSON.parse(readFileSync(file, 'utf8')) as { at: string; figures: Figure[] }
-  for (const f of scale.filter((x) => x.unit === 'MB')) figures.push({ ...f, what: `${f.what} (logs-scale, ${at.slice(0, 16)})`, ratio: undefined })
+  const dir = new URL('./results/', import.meta.url)
+  if (!existsSync(dir)) return
+  for (const name of readdirSync(dir).filter((n) => /^logs-scale-\d+\.json$/.test(n))) {
+    const { at, figures: scale } = JSON.parse(readFileSync(new URL(name, dir), 'utf8')) as { at: string; figures: Figure[] }
+    for (const f of scale.filter((x) => x.unit === 'MB')) figures.push({ ...f, what: `${f.what} (logs-scale, ${at.slice(0, 16)})`, ratio: undefined })
+  }
 }
 
 it('keeps the panel within its memory budgets', async () => {
