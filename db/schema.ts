@@ -399,3 +399,29 @@ export const hostAccessLists = sqliteTable('host_access_lists', {
   hostId: integer('host_id').primaryKey(),
   accessListId: integer('access_list_id').notNull(),
 })
+
+// Status, method and level roll-ups for p95 and top paths (migration 0022); the path
+// trigram index logs_path_fts (FTS5, same migration) is reached through SQL only.
+export const logsHourlyStatusDurations = sqliteTable('logs_hourly_status_durations', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  hostDomain: text('host_domain').notNull(),
+  status: integer('status').notNull(),
+  method: text('method').notNull(),
+  level: text('level').notNull(),
+  bucketUs: integer('bucket_us').notNull(),
+  n: integer('n').notNull(),
+})
+
+export const logsHourlyStatusPaths = sqliteTable('logs_hourly_status_paths', {
+  hourMs: integer('hour_ms').notNull(),
+  source: text('source').notNull(),
+  hostId: integer('host_id').notNull(),
+  hostDomain: text('host_domain').notNull(),
+  status: integer('status').notNull(),
+  method: text('method').notNull(),
+  level: text('level').notNull(),
+  path: text('path').notNull(),
+  n: integer('n').notNull(),
+})

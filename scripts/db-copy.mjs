@@ -9,7 +9,10 @@
 // Schema first (tables, then indexes and triggers, as sqlite_master holds
 // them), then the rows in batches of 500 per transaction, then every table's
 // row count is compared. The panel's migration table comes along, so the
-// panel started on the target applies no migration twice.
+// panel started on the target applies no migration twice. A virtual table
+// (the FTS5 path index, migration 0022) is created by its own statement, which
+// makes its shadow tables; the shadow tables' rows are then copied as they are
+// (the index itself), and the virtual table is not read (it is contentless).
 import { createClient } from '@libsql/client'
 
 function arg(name) {
@@ -34,14 +37,17 @@ try {
   if (existing.rows.length) throw new Error(`the target already has tables (${existing.rows.map((r) => r.name).join(', ')}): copy into an empty database`)
 
   const schema = await source.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid")
-  const tables = schema.rows.filter((r) => r.type === 'table').map((r) => String(r.name))
+  const virtual = schema.rows.filter((r) => r.type === 'table' && /^CREATE\s+VIRTUAL\s+TABLE/i.test(String(r.sql))).map((r) => String(r.name))
+  const isShadow = (name) => virtual.some((v) => name.startsWith(`${v}_`))
+  const tables = schema.rows.filter((r) => r.type === 'table' && !virtual.includes(String(r.name))).map((r) => String(r.name))
   // Tables first; indexes and triggers after the rows (faster, and triggers must not fire on the copy).
-  await target.batch(schema.rows.filter((r) => r.type === 'table').map((r) => String(r.sql)), 'write')
+  await target.batch(schema.rows.filter((r) => r.type === 'table' && !isShadow(String(r.name))).map((r) => String(r.sql)), 'write')
   let copied = 0
   const withoutRowid = new Set(schema.rows.filter((r) => r.type === 'table' && /WITHOUT\s+ROWID/i.test(String(r.sql))).map((r) => String(r.name)))
   for (const table of tables) {
     const columns = (await source.execute(`SELECT * FROM ${quote(table)} LIMIT 0`)).columns
-    const insert = `INSERT INTO ${quote(table)} (${columns.map(quote).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`
+    // A shadow table already holds the rows its virtual table's creation wrote (its version): the source's replace them.
+    const insert = `INSERT ${isShadow(table) ? 'OR REPLACE ' : ''}INTO ${quote(table)} (${columns.map(quote).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`
     let lastRowid = null, offset = 0
     for (;;) {
       // Paged (by rowid, or in primary-key order for WITHOUT ROWID tables) so

@@ -3,6 +3,7 @@ import { spawnSync, spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { PANEL_NODE_FLAGS } from './node-flags.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const entry = join(root, '.output/server/index.mjs')
@@ -30,6 +31,6 @@ if (builtAt < sourcesAt) {
   const r = spawnSync(process.execPath, [join(root, 'node_modules/nitropack/dist/cli/index.mjs'), 'build'], { cwd: root, stdio: 'inherit' })
   if (r.status !== 0) process.exit(r.status ?? 1)
 }
-const child = spawn(process.execPath, [entry], { cwd: root, stdio: 'inherit' })
+const child = spawn(process.execPath, [...PANEL_NODE_FLAGS, entry], { cwd: root, stdio: 'inherit' })
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig))
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)))

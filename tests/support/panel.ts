@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { createClient, type Client } from '@libsql/client'
+import { PANEL_NODE_FLAGS } from '../../scripts/node-flags.mjs'
 import { REPO_ROOT } from './build'
 import { freePort } from './ports'
 import { makeTempDir } from './processes'
@@ -74,7 +75,7 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
     ...opts.env,
   }
-  const child: ChildProcess = spawn(process.execPath, [entry], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child: ChildProcess = spawn(process.execPath, [...PANEL_NODE_FLAGS, entry], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })

@@ -22,7 +22,12 @@ describe('scripts/db-copy.mjs', () => {
     await migrateUp(src, MIGRATIONS)
     const now = new Date().toISOString()
     await src.execute({ sql: "INSERT INTO users (email, name, role, provider, password_hash, created_at, updated_at) VALUES (?, 'A', 'admin', 'local', 'x', ?, ?)", args: ['a@example.test', now, now] })
-    for (let i = 0; i < 1234; i++) await src.execute({ sql: "INSERT INTO logs (ts_ms, source, message) VALUES (?, 'audit', ?)", args: [Date.now() + i, `row ${i}`] })
+    for (let i = 0; i < 1234; i++) await src.execute({ sql: "INSERT INTO logs (ts_ms, source, message, path) VALUES (?, 'audit', ?, ?)", args: [Date.now() + i, `row ${i}`, i % 3 ? null : `/p/${i}`] })
+    // The path index (FTS5, migration 0022) as the roll-up loop fills it: its shadow tables are the copy.
+    await src.execute('INSERT INTO logs_path_fts (rowid, path) SELECT id, path FROM logs WHERE path IS NOT NULL')
+    const pathHits = async (c: typeof src) => (await c.execute(`SELECT rowid FROM logs_path_fts WHERE logs_path_fts MATCH '"/12"' ORDER BY rowid`)).rows.map((r) => Number(r.rowid))
+    const hitsBefore = await pathHits(src)
+    expect(hitsBefore.length).toBeGreaterThan(3)
     src.close()
 
     const out = execFileSync(process.execPath, [SCRIPT, '--from', from, '--to', to], { encoding: 'utf8' })
@@ -31,6 +36,7 @@ describe('scripts/db-copy.mjs', () => {
     expect(await currentVersion(dst)).toBe(MIGRATIONS.at(-1)!.version)
     expect(Number((await dst.execute('SELECT count(*) AS n FROM logs')).rows[0]!.n)).toBe(1234)
     expect((await dst.execute('SELECT email FROM users')).rows.map((r) => r.email)).toEqual(['a@example.test'])
+    expect(await pathHits(dst)).toEqual(hitsBefore)
     const indexes = async (c: typeof dst) => (await c.execute("SELECT name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")).rows.map((r) => r.name)
     const again = createClient({ url: from })
     expect(await indexes(dst)).toEqual(await indexes(again))

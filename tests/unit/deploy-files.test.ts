@@ -9,6 +9,7 @@ import { WAF_AUDIT_SCENARIO } from '~/server/utils/security/profiles'
 import { APPSEC_PLUGIN_FILE } from '~/server/utils/security/appsec'
 import { APPSEC_THRESHOLD_HEADER } from '~/server/utils/proxy/build/crowdsec'
 import { DISABLED_SCENARIOS_FILE, renderDisabledScenariosFile } from '~/server/utils/security/scenarios'
+import { PANEL_NODE_FLAGS } from '../../scripts/node-flags.mjs'
 import { REPO_ROOT } from '../support/build'
 
 // deploy/: the images and the compose stack cannot be built here (no container
@@ -107,7 +108,7 @@ describe('deploy/panel/Dockerfile', () => {
     expect(dataDir).toBeDefined()
     expect(JSON.parse(last(runtime, 'VOLUME')!.args)).toContain(dataDir)
     expect(last(runtime, 'HEALTHCHECK')!.args).toMatch(/CMD[\s\S]*\/healthz/)
-    expect(JSON.parse(last(runtime, 'CMD')!.args)).toEqual(['node', '/app/.output/server/index.mjs'])
+    expect(JSON.parse(last(runtime, 'CMD')!.args)).toEqual(['node', ...PANEL_NODE_FLAGS, '/app/.output/server/index.mjs'])
   })
 
   it('its entrypoint turns every secret *_FILE into the variable config.ts reads', () => {

@@ -163,6 +163,10 @@ const FILTERS: Q[] = [
   { host_id: '1', status: '5xx', from: String(T0 + 3 * H + 999) }, { source: 'caddy_access', method: 'GET', status: '2xx' },
   { path: 're:items', host_id: '2' }, { remote_ip: '10.0.0.0/8', status: '4xx' }, { level: 'info', host_domain: 'a.example.test,c.example.test', to: String(T0 + 40 * H) },
   { source: 'waf_audit', waf_severity: 'CRITICAL', waf_rule_id: '942100,941100', query: 'n' },
+  // The path index (trigrams) and the status/method/level roll-ups (migration 0022): substrings
+  // shorter than a trigram, repeated trigrams, a quote, non-ASCII, a query string, and combinations.
+  { path: 'it' }, { path: 'items?id=8' }, { path: '%27or' }, { path: 'Ünïcode' }, { path: 'a"b' }, { path: '/api/v2/items?id=7', status: '2xx' },
+  { path: 'ems', host_id: '2', method: 'GET', from: String(T0 + 7 * H + 11) }, { level: 'error', method: 'GET,PUT' }, { status: '404', host_domain: 'a.example.test' },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
 

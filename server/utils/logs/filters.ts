@@ -27,6 +27,8 @@ export interface CompiledFilter {
   toMs?: number
   /** dimWhere plus the time range, on the logs table. */
   where: SQL | undefined
+  /** The `path` substring filter, when given (not a regex): the path index narrows rows to it. */
+  pathSubstring?: string
   /** What SQL cannot check: run on the rows SQL returns. Null when SQL says it all. */
   predicate: ((row: FilterableRow) => boolean) | null
   /** The whole filter on one presented row (live tail). */
@@ -128,6 +130,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   if (methods.length) { dims.add('method'); conds.push(inArray(_col('method'), methods)); tail.push((r) => r.method !== null && methods.includes(r.method)) }
 
   const path = _one(q.path)
+  let pathSubstring: string | undefined
   if (path !== undefined) {
     dims.add('path')
     if (path.startsWith('re:')) {
@@ -138,6 +141,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     } else {
       conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
       tail.push((r) => r.path !== null && r.path.includes(path))
+      pathSubstring = path
     }
   }
 
@@ -187,7 +191,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   const predicate = jsChecks.length ? (r: FilterableRow) => jsChecks.every((c) => c(r)) : null
   const all = [...tail, ...jsChecks]
   return {
-    dims, fromMs, toMs, predicate,
+    dims, fromMs, toMs, predicate, pathSubstring,
     dimWhere: conds.length ? and(...conds) : undefined,
     where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,
     matches: (r) => all.every((c) => c(r)),

@@ -39,11 +39,14 @@ export const pathKeyOf = (path: string) => { const i = path.indexOf('?'); return
 
 /** A blocked request: refused at the proxy (403 bouncer/LAN gate/WAF, 429 rate limit) or a WAF audit row that blocked. */
 export const BLOCKED_SQL = "((source = 'caddy_access' AND status IN (403, 429)) OR (source = 'waf_audit' AND status >= 400))"
-export const ROLLUP_TABLES = ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths', 'logs_hourly_blocked'] as const
+export const ROLLUP_TABLES = ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths', 'logs_hourly_blocked', 'logs_hourly_status_durations', 'logs_hourly_status_paths'] as const
+/** The trigram index of paths (migration 0022): covers the same rows as the roll-ups. */
+export const PATH_INDEX = 'logs_path_fts'
 
 const _DIMS = "source, coalesce(host_id, 0), coalesce(host_domain, '')"
+const _STATUS_DIMS = `${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, '')`
 
-/** The four upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args). */
+/** The upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args), and the path index's insert or delete. */
 export function rollupStatements(where: string, args: Array<string | number>, sign: 1 | -1): InStatement[] {
   const s = sign < 0 ? '-' : ''
   return [
@@ -68,6 +71,18 @@ export function rollupStatements(where: string, args: Array<string | number>, si
       SELECT ${HOUR_SQL}, source, coalesce(host_id, 0), coalesce(status, 0), coalesce(remote_ip, ''), coalesce(country, ''), ${s}count(*)
       FROM logs WHERE (${where}) AND ${BLOCKED_SQL} GROUP BY 1, 2, 3, 4, 5, 6
       ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    // p95 and top paths under a status, method or level filter (migration 0022).
+    { sql: `INSERT INTO logs_hourly_status_durations (hour_ms, source, host_id, host_domain, status, method, level, bucket_us, n)
+      SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${BUCKET_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    { sql: `INSERT INTO logs_hourly_status_paths (hour_ms, source, host_id, host_domain, status, method, level, path, n)
+      SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+    sign > 0
+      ? { sql: `INSERT INTO ${PATH_INDEX} (rowid, path) SELECT id, path FROM logs WHERE (${where}) AND path IS NOT NULL`, args }
+      : { sql: `DELETE FROM ${PATH_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND path IS NOT NULL)`, args },
   ]
 }
 
@@ -112,6 +127,7 @@ export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number }
 export async function rebuildRollups(): Promise<void> {
   await runWrite(() => getClient().batch([
     ...ROLLUP_TABLES.map((t) => `DELETE FROM ${t}`),
+    `DELETE FROM ${PATH_INDEX}`,
     'UPDATE logs_rollup_state SET last_id = 0 WHERE id = 1',
   ], 'write'))
   while (await rollUpLogs({ budgetMs: 60_000 }) > 0) { /* until caught up */ }

@@ -2,14 +2,18 @@ import { and, sql, type SQL } from 'drizzle-orm'
 import { badRequest } from '../core/errors'
 import { compileLogFilter, type CompiledFilter, type Dim } from './filters'
 import { scanLogs, withSnapshot, type RunQuery } from './read'
-import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_KEY_SQL, bucketUsOf, pathKeyOf } from './rollup'
+import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_INDEX, PATH_KEY_SQL, bucketUsOf, pathKeyOf } from './rollup'
 import type { LogRecord } from './present'
 
 // Stats and timeseries. When the filter only uses dimensions a roll-up table
 // has, whole hours are read from the roll-up and the rest from raw rows: the
 // partial hours at either end of from/to, and the rows not rolled up yet (id
 // above the mark). All parts are summed in one SQL statement each, inside one
-// read snapshot. Otherwise everything is computed from raw rows.
+// read snapshot. Status, method and level have roll-ups of their own for p95
+// and top paths (migration 0022). Otherwise everything is computed from raw
+// rows, in one pass over the matching rows; a path substring finds its rows
+// through the trigram index of paths (ids at or below the mark) plus the rows
+// above the mark, never by scanning the table.
 //
 // p95: nearest rank (index floor(0.95 × (n − 1)) of the sorted durations),
 // reported rounded up to 3 significant digits (the histogram's resolution),
@@ -19,6 +23,11 @@ const _HOURLY = new Set<Dim>(['source', 'host', 'status', 'method', 'level'])
 const _DURATIONS = new Set<Dim>(['source', 'host'])
 const _HOST_PATHS = new Set<Dim>(['source', 'host'])
 const _PATHS = new Set<Dim>(['source'])
+/** The smallest trigram index query: a substring shorter than a trigram cannot use it. */
+const _TRIGRAM = 3
+/** Trigrams of a path substring used in the index query, and the newest ids each one is counted over to find the rarest. */
+const _GRAMS_USED = 2
+const _SAMPLE_IDS = 20_000
 const _within = (f: CompiledFilter, allowed: Set<Dim>) => [...f.dims].every((d) => allowed.has(d))
 const _c = (name: string) => sql`${sql.identifier(name)}`
 
@@ -34,15 +43,57 @@ export interface LogStats {
 /** A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw part (SELECT from `from` with the given WHERE). */
 export interface Parts { rollup: (where: SQL) => SQL; raw: (from: SQL, where: SQL) => SQL }
 
+/** The distinct trigrams of a substring, as the tokenizer cuts them (code points, not UTF-16 units). */
+export function trigramsOf(substring: string): string[] {
+  const chars = Array.from(substring)
+  const grams = new Set<string>()
+  for (let i = 0; i + _TRIGRAM <= chars.length; i++) grams.add(chars.slice(i, i + _TRIGRAM).join(''))
+  return [...grams]
+}
+const _term = (gram: string) => `"${gram.replaceAll('"', '""')}"`
+
+/**
+ * The path index query for the filter's path substring: its rarest trigrams,
+ * ANDed. With detail=none the index keeps no positions, so any trigrams of
+ * the substring give a superset of the rows whose path holds it, and the
+ * filter's instr() keeps the exact ones. A common trigram ("/ap") lists
+ * almost every row and costs as much to read as a scan, and the index keeps
+ * no term frequencies: each trigram is counted over the newest ids below the
+ * mark only, and the rarest are used. Null when there is no path substring or
+ * it is shorter than a trigram (then the rows are read from the table).
+ */
+export async function pathIndexMatch(f: CompiledFilter, run: RunQuery, lastId: number): Promise<string | null> {
+  const grams = f.pathSubstring === undefined ? [] : trigramsOf(f.pathSubstring)
+  if (!grams.length || lastId === 0) return null
+  if (grams.length <= _GRAMS_USED) return grams.map(_term).join(' AND ')
+  const counts = await run(sql.join(grams.map((g, i) => sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, lastId - _SAMPLE_IDS)))}`), sql` UNION ALL `)) // a literal: FTS5 ignores a REAL rowid bound (a bound JS number)
+  const rarest = counts.map((r) => ({ gram: grams[Number(r.i)]!, n: Number(r.n) })).sort((a, b) => a.n - b.n).slice(0, _GRAMS_USED)
+  return rarest.map((r) => _term(r.gram)).join(' AND ')
+}
+
+/**
+ * The raw rows of the filter as FROM / WHERE pairs whose union is exact. With
+ * a path index query the index gives the candidate ids at or below the mark
+ * (it covers the same rows as the roll-ups) and the rows above the mark are
+ * read by rowid; otherwise one plain part.
+ */
+export function rawParts(f: CompiledFilter, lastId: number, pathMatch: string | null): Array<[SQL, SQL]> {
+  const where = f.where ?? sql`1`
+  if (pathMatch === null) return [[sql`logs`, where]]
+  // CROSS JOIN keeps the index first: each candidate is one rowid lookup (the planner would otherwise walk a ts_ms index).
+  const candidates = sql`(SELECT rowid AS candidate_id FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${pathMatch}) CROSS JOIN logs ON logs.id = candidate_id`
+  return [[candidates, and(sql`logs.id <= ${lastId}`, where)!], [sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, where)!]]
+}
+
 /**
  * The union of parts that together cover exactly the rows of the filter.
- * `useRollup` false (or no whole hour in from..to): one raw part.
+ * `useRollup` false (or no whole hour in from..to): the raw parts only.
  */
-export function rollupUnion(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts): SQL {
+export function rollupUnion(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts, pathMatch: string | null = null): SQL {
   const from = f.fromMs, to = f.toMs
   const start = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS
   const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS) * HOUR_MS
-  if (!useRollup || (start !== undefined && end !== undefined && start >= end)) return parts.raw(sql`logs`, f.where ?? sql`1`)
+  if (!useRollup || (start !== undefined && end !== undefined && start >= end)) return sql.join(rawParts(f, lastId, pathMatch).map(([table, where]) => parts.raw(table, where)), sql` UNION ALL `)
   const ts = _c('ts_ms')
   const pieces: SQL[] = [parts.rollup(and(f.dimWhere, start !== undefined ? sql`hour_ms >= ${start}` : undefined, end !== undefined ? sql`hour_ms < ${end}` : undefined) ?? sql`1`)]
   // Rows not rolled up yet, inside the whole hours: by rowid (NOT INDEXED keeps rowid lookups only; +ts_ms is not an index term).
@@ -71,44 +122,65 @@ export function p95OfHistogram(buckets: Array<[number, number]>): number | null 
 
 const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : null)
 
+/** Every figure from the raw rows of the filter, in one statement that reads those rows once. */
+async function _rawStats(f: CompiledFilter, run: RunQuery, lastId: number): Promise<Array<Record<string, unknown>>> {
+  const rows = sql.join(rawParts(f, lastId, await pathIndexMatch(f, run, lastId)).map(([table, where]) => sql`SELECT source, status, host_domain, duration_ms, path FROM ${table} WHERE ${where}`), sql` UNION ALL `)
+  const top5 = (key: SQL, kind: string, notNull: string) => sql`SELECT * FROM (SELECT ${kind} AS kind, ${key} AS k1, NULL AS k2, count(*) AS n, 0 AS dn, 0 AS ds FROM m WHERE ${sql.identifier(notNull)} IS NOT NULL GROUP BY 2 ORDER BY 4 DESC, 2 LIMIT 5)`
+  return run(sql`WITH m AS MATERIALIZED (${rows})
+    SELECT 'c' AS kind, source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM m GROUP BY 2, 3
+    UNION ALL SELECT 'd', ${_BUCKET}, NULL, count(*), 0, 0 FROM m WHERE duration_ms IS NOT NULL GROUP BY 2
+    UNION ALL ${top5(sql`host_domain`, 'h', 'host_domain')}
+    UNION ALL ${top5(_PATH_KEY, 'p', 'path')}`)
+}
+
 async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
   return withSnapshot(async (run) => {
     const lastId = await readRollupMark(run)
-    const hourly = _within(f, _HOURLY)
-    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, hourly, {
+    if (!_within(f, _HOURLY)) {
+      const all = await _rawStats(f, run, lastId)
+      const of = (kind: string) => all.filter((r) => r.kind === kind)
+      const bySize = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(b.n) - Number(a.n) || (String(a.k1) < String(b.k1) ? -1 : 1)
+      return _statsOf(of('c'), of('d').sort((a, b) => Number(a.k1) - Number(b.k1)), of('h').sort(bySize), of('p').sort(bySize))
+    }
+    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, true, {
       rollup: (w) => sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
       raw: (from, w) => sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
     })}) GROUP BY 1, 2`)
-    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, hourly, {
+    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
       rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
       raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
-    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, _within(f, _DURATIONS), {
-      rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM logs_hourly_durations WHERE ${w} GROUP BY 1`,
+    const durationTable = _within(f, _DURATIONS) ? sql`logs_hourly_durations` : sql`logs_hourly_status_durations`
+    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
+      rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
       raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 1`)
-    const pathTable = _within(f, _PATHS) ? sql`logs_hourly_paths` : sql`logs_hourly_host_paths`
-    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, _within(f, _HOST_PATHS), {
+    const pathTable = _within(f, _PATHS) ? sql`logs_hourly_paths` : _within(f, _HOST_PATHS) ? sql`logs_hourly_host_paths` : sql`logs_hourly_status_paths`
+    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
       rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
       raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
     })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
-
-    const stats = _emptyStats()
-    let durN = 0, durSum = 0
-    for (const r of counts) {
-      const n = Number(r.n)
-      stats.total += n
-      stats.by_source[String(r.k1)] = (stats.by_source[String(r.k1)] ?? 0) + n
-      const cls = _CLASSES[Number(r.k2) - 1]
-      if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + n
-      durN += Number(r.dn); durSum += Number(r.ds)
-    }
-    stats.avg_duration_ms = _avg(durSum, durN)
-    stats.p95_duration_ms = p95OfHistogram(histogram.map((r) => [Number(r.k1), Number(r.n)]))
-    stats.top_hosts = hosts.map((r) => ({ host_domain: String(r.k1), count: Number(r.n) }))
-    stats.top_paths = paths.map((r) => ({ path: String(r.k1), count: Number(r.n) }))
-    return stats
+    return _statsOf(counts, histogram, hosts, paths)
   })
+}
+
+/** The figures from the grouped rows: counts (k1 source, k2 status class, n, dn, ds), histogram (k1 bucket, n), hosts and paths (k1, n, top 5 in order). */
+function _statsOf(counts: Array<Record<string, unknown>>, histogram: Array<Record<string, unknown>>, hosts: Array<Record<string, unknown>>, paths: Array<Record<string, unknown>>): LogStats {
+  const stats = _emptyStats()
+  let durN = 0, durSum = 0
+  for (const r of counts) {
+    const n = Number(r.n)
+    stats.total += n
+    stats.by_source[String(r.k1)] = (stats.by_source[String(r.k1)] ?? 0) + n
+    const cls = _CLASSES[Number(r.k2) - 1]
+    if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + n
+    durN += Number(r.dn); durSum += Number(r.ds)
+  }
+  stats.avg_duration_ms = _avg(durSum, durN)
+  stats.p95_duration_ms = p95OfHistogram(histogram.map((r) => [Number(r.k1), Number(r.n)]))
+  stats.top_hosts = hosts.map((r) => ({ host_domain: String(r.k1), count: Number(r.n) }))
+  stats.top_paths = paths.map((r) => ({ path: String(r.k1), count: Number(r.n) }))
+  return stats
 }
 
 const _emptyStats = (): LogStats => ({ total: 0, by_status_class: {}, by_source: {}, avg_duration_ms: null, p95_duration_ms: null, top_hosts: [], top_paths: [] })
@@ -175,10 +247,12 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
   } else {
     await withSnapshot(async (run) => {
       const lastId = await readRollupMark(run)
-      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(f, lastId, bucket !== 'minute' && _within(f, _HOURLY), {
+      const useRollup = bucket !== 'minute' && _within(f, _HOURLY)
+      const pathMatch = useRollup ? null : await pathIndexMatch(f, run, lastId)
+      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(f, lastId, useRollup, {
         rollup: (w) => sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
         raw: (from, w) => sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
-      })}) GROUP BY 1, 2`)
+      }, pathMatch)}) GROUP BY 1, 2`)
       for (const r of rows) add(Number(r.k1), Number(r.k2), Number(r.n))
     })
   }
