@@ -8,13 +8,25 @@ export default defineNitroConfig({
   errorHandler: '~/server/error',
   experimental: { tasks: true },
   // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
-  scheduledTasks: { '*/10 * * * *': ['auth:sweep'], '0 3 5 * *': ['geoip:refresh'], '0 */6 * * *': ['logs:prune'], '0 4 1 * *': ['logs:vacuum'],
+  scheduledTasks: {
+    '*/10 * * * *': ['auth:sweep'],
+    '0 3 5 * *': ['geoip:refresh'],
+    '0 */6 * * *': ['logs:prune'],
+    '0 4 1 * *': ['logs:vacuum'],
     // The stored backup.schedule is evaluated on every tick, so a new schedule applies at once.
-    '*/5 * * * * *': ['backups:tick'], '0 6 * * *': ['certs:check-expiry'] },
+    '*/5 * * * * *': ['backups:tick'],
+    '0 6 * * *': ['certs:check-expiry'],
+  },
   // Migrations ship inside the bundle so the built server needs no source tree.
-  serverAssets: [{ baseName: 'migrations', dir: './db/migrations' }, { baseName: 'ui', dir: './ui/dist-html', pattern: 'index.html' }],
+  serverAssets: [
+    { baseName: 'migrations', dir: './db/migrations' },
+    { baseName: 'ui', dir: './ui/dist-html', pattern: 'index.html' },
+  ],
   // The web UI (built by scripts/build-ui.mjs first): files at `/`, deep links answered with index.html.
-  publicAssets: [{ dir: './ui/dist/assets', baseURL: '/assets', maxAge: 31536000 }, { dir: './ui/dist', baseURL: '/' }],
+  publicAssets: [
+    { dir: './ui/dist/assets', baseURL: '/assets', maxAge: 31536000 },
+    { dir: './ui/dist', baseURL: '/' },
+  ],
   handlers: [{ route: '/**', method: 'get', handler: '~/server/ui-fallback.ts' }],
   // Every import is explicit (project code, h3, nitropack/runtime): no auto-imports.
   imports: false,

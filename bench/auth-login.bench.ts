@@ -12,7 +12,9 @@ beforeAll(async () => {
   await panel.db().execute(`INSERT INTO users (email, name, role, provider, external_id, created_at, updated_at)
     VALUES ('sso-user@example.test', '', 'viewer', 'oidc', 'sub-1', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`)
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
@@ -36,7 +38,13 @@ it('login answer time: unknown email and password-less account vs wrong password
   const figures = Object.entries(times).map(([name, xs]) => {
     const m = median(xs)
     const ratio = m / base
-    return { what: `median login answer, ${name.replace(/_/g, ' ')}`, value: Math.round(m * 10) / 10, unit: 'ms', budget: 'within 25% of wrong password', withinBudget: Math.abs(ratio - 1) <= 0.25 }
+    return {
+      what: `median login answer, ${name.replace(/_/g, ' ')}`,
+      value: Math.round(m * 10) / 10,
+      unit: 'ms',
+      budget: 'within 25% of wrong password',
+      withinBudget: Math.abs(ratio - 1) <= 0.25,
+    }
   })
   reportFigures('auth-login', figures)
 })

@@ -34,10 +34,19 @@ let hostId: number, groupId: number
 
 const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const prober = (from: string) => startNamespaceProber(ns, { address: HOST_ADDRESS, port: stack.httpPort, host: HOST, fromAddress: from, intervalMs: 1, concurrency: 4 })
-const loadsDone = () => readFileSync(stack.caddy.logFile, 'utf8').split('\n').flatMap((l) => {
-  try { const j = JSON.parse(l); return j.msg === 'load complete' ? [Math.round(j.ts * 1000)] : [] } catch { return [] }
-})
+const prober = (from: string) =>
+  startNamespaceProber(ns, { address: HOST_ADDRESS, port: stack.httpPort, host: HOST, fromAddress: from, intervalMs: 1, concurrency: 4 })
+const loadsDone = () =>
+  readFileSync(stack.caddy.logFile, 'utf8')
+    .split('\n')
+    .flatMap((l) => {
+      try {
+        const j = JSON.parse(l)
+        return j.msg === 'load complete' ? [Math.round(j.ts * 1000)] : []
+      } catch {
+        return []
+      }
+    })
 
 /** Leaks (2xx answers) grouped by the reload before them: count of reloads with one, total, and the longest window. */
 function leakWindows(answers: ProbeAnswer[], loadTimes: number[]) {
@@ -49,7 +58,13 @@ function leakWindows(answers: ProbeAnswer[], loadTimes: number[]) {
   }
   // From the reload's "load complete" (the new server already serves) to the last answer that passed.
   const windows = [...byLoad].map(([load, ls]) => Math.max(...ls.map((l) => l.doneAt)) - load)
-  return { reloadsWithLeak: byLoad.size, leaks: leaks.length, longestMs: windows.length ? Math.max(...windows) : 0, resets: answers.filter((a) => a.status === 0).length, answers: answers.length }
+  return {
+    reloadsWithLeak: byLoad.size,
+    leaks: leaks.length,
+    longestMs: windows.length ? Math.max(...windows) : 0,
+    resets: answers.filter((a) => a.status === 0).length,
+    answers: answers.length,
+  }
 }
 
 beforeAll(async () => {
@@ -63,17 +78,34 @@ beforeAll(async () => {
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
   hostId = (await createHost(stack, { domain: HOST, target_group_id: groupId })).json.id
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await cs?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 async function banToForbidden(address: string): Promise<number> {
   const p = prober(address)
   try {
-    await eventually(async () => p.answers().length, (n) => n > 5, 10_000, 20)
+    await eventually(
+      async () => p.answers().length,
+      (n) => n > 5,
+      10_000,
+      20,
+    )
     await postDecisions(cs, [{ value: address }])
     const t0 = Date.now()
-    const first = await eventually(async () => p.answers().find((a) => a.status === 403 && a.sentAt >= t0), (a) => !!a, 60_000, 20)
+    const first = await eventually(
+      async () => p.answers().find((a) => a.status === 403 && a.sentAt >= t0),
+      (a) => !!a,
+      60_000,
+      20,
+    )
     return first ? first.sentAt - t0 : NaN
-  } finally { await p.stop() }
+  } finally {
+    await p.stop()
+  }
 }
 
 it('ban to 403, push to enforcement, engine down', async () => {
@@ -91,10 +123,19 @@ it('ban to 403, push to enforcement, engine down', async () => {
   // The bouncer alone: the configuration the proxy holds, without the warm-up route, reloaded.
   const bare = stableStringify(stripBouncerWarmup(JSON.parse((await freshRequest(`${stack.caddy.adminUrl}/config/`)).body)))
   let p = prober(BANNED[0]!)
-  await eventually(async () => p.answers().length, (n) => n > 20, 10_000, 20)
+  await eventually(
+    async () => p.answers().length,
+    (n) => n > 20,
+    10_000,
+    20,
+  )
   const loadsBefore = loadsDone().length
   for (let i = 0; i < PUSHES; i++) {
-    const r = await freshRequest(`${stack.caddy.adminUrl}/load`, { method: 'POST', body: bare, headers: { 'cache-control': 'must-revalidate' } })
+    const r = await freshRequest(`${stack.caddy.adminUrl}/load`, {
+      method: 'POST',
+      body: bare,
+      headers: { 'cache-control': 'must-revalidate' },
+    })
     expect(r.status).toBe(200)
     await sleep(300)
   }
@@ -107,10 +148,20 @@ it('ban to 403, push to enforcement, engine down', async () => {
 
   // The panel's pushes: one host change each, with the warm-up route.
   p = prober(BANNED[0]!)
-  await eventually(async () => p.answers().length, (n) => n > 20, 10_000, 20)
+  await eventually(
+    async () => p.answers().length,
+    (n) => n > 20,
+    10_000,
+    20,
+  )
   const panelLoadsBefore = loadsDone().length
   for (let i = 0; i < PUSHES; i++) {
-    const r = await api(`/api/hosts/${hostId}`, 'PUT', { domain: HOST, target_group_id: groupId, tls_mode: 'none', aliases: [`a${i}.${HOST}`] })
+    const r = await api(`/api/hosts/${hostId}`, 'PUT', {
+      domain: HOST,
+      target_group_id: groupId,
+      tls_mode: 'none',
+      aliases: [`a${i}.${HOST}`],
+    })
     expect(r.json.reconcile.status).toBe('applied')
     await sleep(300)
   }
@@ -122,18 +173,38 @@ it('ban to 403, push to enforcement, engine down', async () => {
 
   // Engine down: changes deferred, the ban holds; then the deferred push.
   p = prober(BANNED[0]!)
-  await eventually(async () => p.answers().length, (n) => n > 20, 10_000, 20)
+  await eventually(
+    async () => p.answers().length,
+    (n) => n > 20,
+    10_000,
+    20,
+  )
   await cs.stop()
   for (let i = 0; i < 5; i++) {
-    const r = await api(`/api/hosts/${hostId}`, 'PUT', { domain: HOST, target_group_id: groupId, tls_mode: 'none', aliases: [`down${i}.${HOST}`] })
+    const r = await api(`/api/hosts/${hostId}`, 'PUT', {
+      domain: HOST,
+      target_group_id: groupId,
+      tls_mode: 'none',
+      aliases: [`down${i}.${HOST}`],
+    })
     expect(r.json.reconcile.status).toBe('pending')
   }
   await sleep(5_000)
   const restarted = cs.restart()
   // From the local API's first answer (the agent takes seconds more) to the deferred change held by the proxy.
-  await eventually(() => freshRequest(`${cs.url}/health`, { timeoutMs: 500, headers: { 'user-agent': 'panel-bench/1.0' } }).catch(() => ({ status: 0 })), (r) => r.status === 200, 30_000, 10)
+  await eventually(
+    () => freshRequest(`${cs.url}/health`, { timeoutMs: 500, headers: { 'user-agent': 'panel-bench/1.0' } }).catch(() => ({ status: 0 })),
+    (r) => r.status === 200,
+    30_000,
+    10,
+  )
   const back = Date.now()
-  await eventually(async () => (await freshRequest(`${stack.caddy.adminUrl}/config/`)).body, (b) => b.includes(`down4.${HOST}`), 30_000, 10)
+  await eventually(
+    async () => (await freshRequest(`${stack.caddy.adminUrl}/config/`)).body,
+    (b) => b.includes(`down4.${HOST}`),
+    30_000,
+    10,
+  )
   info('local API answers again to the deferred push held by the proxy', Date.now() - back)
   await restarted
   await sleep(3_000)

@@ -25,7 +25,9 @@ const SIZES = (process.env.BENCH_SCALE_ROWS ?? '1000000,10000000').split(',').ma
 const NOW = Date.now()
 const MIGRATIONS = readMigrationsFromDir(new URL('../db/migrations', import.meta.url).pathname)
 let panel: PanelHandle | undefined
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 /** Writes `rows` access rows into a new panel database in `dir` and rolls them up; returns the roll-up's time (ms). */
 async function seed(dir: string, rows: number): Promise<number> {
@@ -33,10 +35,15 @@ async function seed(dir: string, rows: number): Promise<number> {
   try {
     const c = getClient()
     // The panel's start-up sweep would cut the table to the default 500,000 rows.
-    await c.execute({ sql: "INSERT INTO settings (key, value, updated_at) VALUES ('logs.max_entries', '100000000', ?)", args: [new Date().toISOString()] })
+    await c.execute({
+      sql: "INSERT INTO settings (key, value, updated_at) VALUES ('logs.max_entries', '100000000', ?)",
+      args: [new Date().toISOString()],
+    })
     for (let start = 0; start < rows; start += 500_000) {
       const end = Math.min(rows, start + 500_000)
-      const host = '(1 + i % 20)', ip = "'198.51.' || ((i >> 8) & 255) || '.' || (i & 255)", uri = "'/api/item/' || (i % 997) || '?page=' || (i % 7)"
+      const host = '(1 + i % 20)',
+        ip = "'198.51.' || ((i >> 8) & 255) || '.' || (i & 255)",
+        uri = "'/api/item/' || (i % 997) || '?page=' || (i % 7)"
       await c.execute(`WITH RECURSIVE s(i) AS (SELECT ${start} UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ${end})
         INSERT INTO logs (ts_ms, source, host_id, host_domain, status, method, path, remote_ip, user_agent, level, message, raw, duration_ms)
         SELECT ${NOW} - (i % 86400) * 1000 - i / 86400, 'caddy_access', ${host}, 'h' || ${host} || '.example.test',
@@ -46,7 +53,9 @@ async function seed(dir: string, rows: number): Promise<number> {
           (i % 50) + 0.1 FROM s`)
     }
     const t = performance.now()
-    while (await rollUpLogs({ budgetMs: 600_000 }) > 0) { /* until caught up */ }
+    while ((await rollUpLogs({ budgetMs: 600_000 })) > 0) {
+      /* until caught up */
+    }
     return performance.now() - t
   } finally {
     closeDatabase()
@@ -78,12 +87,24 @@ it(`answers filtered stats and timeseries on ${SIZES.join(' and ')} rows`, async
     const figures: Figure[] = [] // reported per size (bench/results/logs-scale-<rows>.json): 10,000,000 rows take many minutes to write
     const dir = makeTempDir('bench-logs-scale-')
     const rollupMs = await seed(dir, rows)
-    figures.push({ what: `${rows} rows: roll-up and path index from scratch`, value: Math.round(rollupMs), unit: 'ms', budget: '-', withinBudget: true })
+    figures.push({
+      what: `${rows} rows: roll-up and path index from scratch`,
+      value: Math.round(rollupMs),
+      unit: 'ms',
+      budget: '-',
+      withinBudget: true,
+    })
     panel = await startPanel({ dataDir: dir })
     const cookie = await panel.login()
     const db = createClient({ url: `file:${join(dir, 'panel.db')}` })
     const scanMs = await plainScanMs(db)
-    figures.push({ what: `${rows} rows: one plain scan (count of a path substring)`, value: Math.round(scanMs), unit: 'ms', budget: '-', withinBudget: true })
+    figures.push({
+      what: `${rows} rows: one plain scan (count of a path substring)`,
+      value: Math.round(scanMs),
+      unit: 'ms',
+      budget: '-',
+      withinBudget: true,
+    })
     const budget = rows <= 1_000_000 ? 300 : 1_000
     const idleMb = rssMb(panel.pid)
     const { peakMb } = await peakRssDuring(panel.pid, async () => {
@@ -100,11 +121,25 @@ it(`answers filtered stats and timeseries on ${SIZES.join(' and ')} rows`, async
           const ms = times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!
           const key = `${endpoint}, ${what}`
           medians.set(key, [...(medians.get(key) ?? []), ms])
-          figures.push({ what: `${rows} rows: ${key}`, value: Math.round(ms), unit: 'ms', budget: indexed ? `<= ${budget}` : '-', withinBudget: !indexed || ms <= budget, ratio: ratioOf(ms, scanMs, 'one plain scan', indexed ? '<= 0.5' : '-') })
+          figures.push({
+            what: `${rows} rows: ${key}`,
+            value: Math.round(ms),
+            unit: 'ms',
+            budget: indexed ? `<= ${budget}` : '-',
+            withinBudget: !indexed || ms <= budget,
+            ratio: ratioOf(ms, scanMs, 'one plain scan', indexed ? '<= 0.5' : '-'),
+          })
         }
       }
     })
-    figures.push({ what: `${rows} rows: panel RSS idle / peak during the queries`, value: peakMb, unit: 'MB', budget: '<= 500', withinBudget: peakMb <= 500, ratio: ratioOf(peakMb, idleMb, `idle ${idleMb} MB`, '-') })
+    figures.push({
+      what: `${rows} rows: panel RSS idle / peak during the queries`,
+      value: peakMb,
+      unit: 'MB',
+      budget: '<= 500',
+      withinBudget: peakMb <= 500,
+      ratio: ratioOf(peakMb, idleMb, `idle ${idleMb} MB`, '-'),
+    })
     db.close()
     await panel.stop()
     panel = undefined
@@ -112,6 +147,15 @@ it(`answers filtered stats and timeseries on ${SIZES.join(' and ')} rows`, async
   }
   if (SIZES.length > 1) {
     // Growth: the largest size's time over the smallest's, per query (rows grow SIZES[last] / SIZES[0] times).
-    reportFigures('logs-scale-growth', [...medians].map(([key, ms]) => ({ what: `growth ${SIZES[0]} -> ${SIZES.at(-1)} rows: ${key}`, value: Number((ms.at(-1)! / ms[0]!).toFixed(1)), unit: 'x', budget: '-', withinBudget: true })))
+    reportFigures(
+      'logs-scale-growth',
+      [...medians].map(([key, ms]) => ({
+        what: `growth ${SIZES[0]} -> ${SIZES.at(-1)} rows: ${key}`,
+        value: Number((ms.at(-1)! / ms[0]!).toFixed(1)),
+        unit: 'x',
+        budget: '-',
+        withinBudget: true,
+      })),
+    )
   }
 }, 7_200_000)

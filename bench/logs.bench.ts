@@ -21,18 +21,36 @@ let cookie: string
 let logDir: string
 
 /** One access line; 24 h of traffic, 20 hosts, 997 paths, 65,536 clients, 6 statuses. */
-const line = (i: number, now: number) => JSON.stringify({
-  level: 'info', ts: (now - (i % 86_400) * 1000 - Math.floor(i / 86_400)) / 1000, logger: `http.log.access.host_${1 + (i % HOSTS)}`, msg: 'handled request',
-  request: { remote_ip: `198.51.${(i >> 8) & 255}.${i & 255}`, remote_port: '40000', proto: 'HTTP/1.1', method: i % 5 ? 'GET' : 'POST', host: `h${1 + (i % HOSTS)}.example.test`, uri: `/api/item/${i % 997}?page=${i % 7}`, headers: { 'User-Agent': ['bench/1.0'] } },
-  bytes_read: 0, user_id: '', duration: (i % 50) / 1000 + 0.0001, size: 512, status: [200, 200, 200, 301, 404, 500][i % 6],
-}) + '\n'
+const line = (i: number, now: number) =>
+  JSON.stringify({
+    level: 'info',
+    ts: (now - (i % 86_400) * 1000 - Math.floor(i / 86_400)) / 1000,
+    logger: `http.log.access.host_${1 + (i % HOSTS)}`,
+    msg: 'handled request',
+    request: {
+      remote_ip: `198.51.${(i >> 8) & 255}.${i & 255}`,
+      remote_port: '40000',
+      proto: 'HTTP/1.1',
+      method: i % 5 ? 'GET' : 'POST',
+      host: `h${1 + (i % HOSTS)}.example.test`,
+      uri: `/api/item/${i % 997}?page=${i % 7}`,
+      headers: { 'User-Agent': ['bench/1.0'] },
+    },
+    bytes_read: 0,
+    user_id: '',
+    duration: (i % 50) / 1000 + 0.0001,
+    size: 512,
+    status: [200, 200, 200, 301, 404, 500][i % 6],
+  }) + '\n'
 
 beforeAll(async () => {
   logDir = makeTempDir('bench-logs-')
   panel = await startPanel({ env: { PROXY_LOG_DIR: logDir } })
   cookie = await panel.login()
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 const count = async () => Number((await panel.db().execute("SELECT count(*) AS n FROM logs WHERE source = 'caddy_access'")).rows[0]!.n)
 const rolledUp = async () => {
@@ -47,7 +65,11 @@ const rolledUp = async () => {
  */
 async function bulkInsertRate(rows: number): Promise<number> {
   const src = panel.db()
-  const ddl = (await src.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'logs' AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC")).rows.map((r) => String(r.sql))
+  const ddl = (
+    await src.execute(
+      "SELECT sql FROM sqlite_master WHERE tbl_name = 'logs' AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC",
+    )
+  ).rows.map((r) => String(r.sql))
   const data = await src.execute(`SELECT * FROM logs WHERE source = 'caddy_access' ORDER BY id LIMIT ${rows}`)
   const cols = data.columns.filter((c) => c !== 'id')
   const dst = createClient({ url: `file:${join(makeTempDir('bench-bulk-'), 'bulk.db')}` })
@@ -68,7 +90,11 @@ async function bulkInsertRate(rows: number): Promise<number> {
  * database; returns rows/s from the first append (generating later chunks overlaps ingestion).
  */
 async function ingest(from: number, to: number, now: number): Promise<number> {
-  const chunk = (start: number) => { let text = ''; for (let i = start; i < Math.min(to, start + 100_000); i++) text += line(i, now); return text }
+  const chunk = (start: number) => {
+    let text = ''
+    for (let i = start; i < Math.min(to, start + 100_000); i++) text += line(i, now)
+    return text
+  }
   let next = chunk(from)
   const t0 = performance.now()
   for (let start = from; start < to; start += 100_000) {
@@ -96,13 +122,31 @@ it('ingests, queries 1,000,000 rows and tails', async () => {
   const now = Date.now()
   const rate = await ingest(0, FIRST, now)
   const bulk = await bulkInsertRate(FIRST)
-  figures.push({ what: `ingestion, ${FIRST} lines into an empty table`, value: Math.round(rate), unit: 'rows/s', budget: '>= 30000', withinBudget: rate >= 30_000,
-    ratio: ratioOf(rate, bulk, `the same rows bulk-inserted in one transaction, ${Math.round(bulk)} rows/s`, '>= 0.5') })
+  figures.push({
+    what: `ingestion, ${FIRST} lines into an empty table`,
+    value: Math.round(rate),
+    unit: 'rows/s',
+    budget: '>= 30000',
+    withinBudget: rate >= 30_000,
+    ratio: ratioOf(rate, bulk, `the same rows bulk-inserted in one transaction, ${Math.round(bulk)} rows/s`, '>= 0.5'),
+  })
   const rest = await ingest(FIRST, TOTAL, now)
-  figures.push({ what: `ingestion, lines ${FIRST} to ${TOTAL} (table growing to 1M)`, value: Math.round(rest), unit: 'rows/s', budget: '-', withinBudget: true })
+  figures.push({
+    what: `ingestion, lines ${FIRST} to ${TOTAL} (table growing to 1M)`,
+    value: Math.round(rest),
+    unit: 'rows/s',
+    budget: '-',
+    withinBudget: true,
+  })
   const t = performance.now()
   while (!(await rolledUp())) await new Promise((r) => setTimeout(r, 100))
-  figures.push({ what: 'hourly roll-up catching up after the last line', value: Math.round(performance.now() - t), unit: 'ms', budget: '-', withinBudget: true })
+  figures.push({
+    what: 'hourly roll-up catching up after the last line',
+    value: Math.round(performance.now() - t),
+    unit: 'ms',
+    budget: '-',
+    withinBudget: true,
+  })
 
   const rows = Number((await panel.db().execute('SELECT count(*) AS n FROM logs')).rows[0]!.n)
   const day = now - 86_400_000
@@ -119,7 +163,13 @@ it('ingests, queries 1,000,000 rows and tails', async () => {
   ] as const
   for (const [path, what] of lists) {
     const { p95 } = await timed(path, 20)
-    figures.push({ what: `${what} (${rows} rows), p95`, value: Number(p95.toFixed(1)), unit: 'ms', budget: '<= 50', withinBudget: p95 <= 50 })
+    figures.push({
+      what: `${what} (${rows} rows), p95`,
+      value: Number(p95.toFixed(1)),
+      unit: 'ms',
+      budget: '<= 50',
+      withinBudget: p95 <= 50,
+    })
   }
   const heavy = [
     [`/api/logs/stats?from=${day}`, 'stats, last 24 h', '<= 300'],
@@ -137,17 +187,36 @@ it('ingests, queries 1,000,000 rows and tails', async () => {
   }
 
   // Tail latency: 10 subscribers, one new matching line among others.
-  const readers = await Promise.all(Array.from({ length: 10 }, async () => (await fetch(`${panel.url}/api/logs/tail?status=418`, { headers: { cookie } })).body!.getReader()))
+  const readers = await Promise.all(
+    Array.from({ length: 10 }, async () =>
+      (await fetch(`${panel.url}/api/logs/tail?status=418`, { headers: { cookie } })).body!.getReader(),
+    ),
+  )
   await Promise.all(readers.map((r) => r.read())) // the ": connected" comment
   const t1 = performance.now()
-  appendFileSync(join(logDir, 'access.log'), line(1, Date.now()) + line(7, Date.now()).replace('"status":', '"status":418,"x":') + line(2, Date.now()))
-  const latencies = await Promise.all(readers.map(async (r) => {
-    let got = ''
-    while (!got.includes('event: log')) { const { value, done } = await r.read(); if (done) break; got += new TextDecoder().decode(value) }
-    await r.cancel()
-    return performance.now() - t1
-  }))
+  appendFileSync(
+    join(logDir, 'access.log'),
+    line(1, Date.now()) + line(7, Date.now()).replace('"status":', '"status":418,"x":') + line(2, Date.now()),
+  )
+  const latencies = await Promise.all(
+    readers.map(async (r) => {
+      let got = ''
+      while (!got.includes('event: log')) {
+        const { value, done } = await r.read()
+        if (done) break
+        got += new TextDecoder().decode(value)
+      }
+      await r.cancel()
+      return performance.now() - t1
+    }),
+  )
   const worst = Math.max(...latencies)
-  figures.push({ what: 'tail: last of 10 subscribers served', value: Math.round(worst), unit: 'ms', budget: '<= 1000', withinBudget: worst <= 1000 })
+  figures.push({
+    what: 'tail: last of 10 subscribers served',
+    value: Math.round(worst),
+    unit: 'ms',
+    budget: '<= 1000',
+    withinBudget: worst <= 1000,
+  })
   reportFigures('logs', figures)
 })

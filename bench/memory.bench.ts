@@ -15,14 +15,29 @@ import { peakRssDuring, rssMb } from './rss'
 // which runs before this file; its figure is repeated here when present).
 const HOSTS = 10_000
 const DECISIONS = Number(process.env.BENCH_MEMORY_DECISIONS ?? 500_000)
-const IDLE_BUDGET = 150, WORST_BUDGET = 500
+const IDLE_BUDGET = 150,
+  WORST_BUDGET = 500
 const settle = () => new Promise((r) => setTimeout(r, 3_000))
 const open = new Set<{ stop(): Promise<void> }>()
-afterAll(async () => { for (const p of [...open].reverse()) await p.stop() })
-const started = <T extends { stop(): Promise<void> }>(p: T): T => { open.add(p); return p }
-const stop = async (p: { stop(): Promise<void> }) => { open.delete(p); await p.stop() }
+afterAll(async () => {
+  for (const p of [...open].reverse()) await p.stop()
+})
+const started = <T extends { stop(): Promise<void> }>(p: T): T => {
+  open.add(p)
+  return p
+}
+const stop = async (p: { stop(): Promise<void> }) => {
+  open.delete(p)
+  await p.stop()
+}
 
-const figure = (what: string, mb: number, budget: number): Figure => ({ what, value: mb, unit: 'MB', budget: `<= ${budget}`, withinBudget: mb <= budget })
+const figure = (what: string, mb: number, budget: number): Figure => ({
+  what,
+  value: mb,
+  unit: 'MB',
+  budget: `<= ${budget}`,
+  withinBudget: mb <= budget,
+})
 
 async function idle(figures: Figure[]): Promise<void> {
   const panel = started(await startPanel())
@@ -65,15 +80,27 @@ async function withDecisions(figures: Figure[]): Promise<void> {
   registerTestSecret(mirrorKey)
   await cs.cscli(['bouncers', 'add', 'panel-mirror', '-k', mirrorKey])
   for (let start = 0; start < DECISIONS; start += 5_000) {
-    await postDecisions(cs, Array.from({ length: Math.min(5_000, DECISIONS - start) }, (_, i) => {
-      const n = start + i
-      return { value: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`, scenario: `bench/s${n % 7}`, origin: n % 2 ? 'cscli' : 'crowdsec' }
-    }))
+    await postDecisions(
+      cs,
+      Array.from({ length: Math.min(5_000, DECISIONS - start) }, (_, i) => {
+        const n = start + i
+        return {
+          value: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+          scenario: `bench/s${n % 7}`,
+          origin: n % 2 ? 'cscli' : 'crowdsec',
+        }
+      }),
+    )
   }
   const panel: PanelHandle = started(await startPanel({ env: { ...panelEnvFor(cs), LAPI_PANEL_BOUNCER_KEY: mirrorKey } }))
   const cookie = await panel.login()
   const { peakMb } = await peakRssDuring(panel.pid, async () => {
-    await expect.poll(async () => Number((await panel.request('/api/security/decisions?limit=1', { cookie })).headers.get('x-total-count')), { timeout: 600_000, interval: 1_000 }).toBe(DECISIONS)
+    await expect
+      .poll(async () => Number((await panel.request('/api/security/decisions?limit=1', { cookie })).headers.get('x-total-count')), {
+        timeout: 600_000,
+        interval: 1_000,
+      })
+      .toBe(DECISIONS)
   })
   await settle()
   figures.push(figure(`${DECISIONS} decisions: peak while the mirror loads them`, peakMb, WORST_BUDGET))
@@ -93,7 +120,8 @@ function fromLogsScale(figures: Figure[]): void {
   if (!existsSync(dir)) return
   for (const name of readdirSync(dir).filter((n) => /^logs-scale-\d+\.json$/.test(n))) {
     const { at, figures: scale } = JSON.parse(readFileSync(new URL(name, dir), 'utf8')) as { at: string; figures: Figure[] }
-    for (const f of scale.filter((x) => x.unit === 'MB')) figures.push({ ...f, what: `${f.what} (logs-scale, ${at.slice(0, 16)})`, ratio: undefined })
+    for (const f of scale.filter((x) => x.unit === 'MB'))
+      figures.push({ ...f, what: `${f.what} (logs-scale, ${at.slice(0, 16)})`, ratio: undefined })
   }
 }
 

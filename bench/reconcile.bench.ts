@@ -20,26 +20,70 @@ beforeAll(async () => {
   upstream = await startTestUpstream()
   httpPort = await freePort()
 })
-afterAll(async () => { await caddy?.stop(); await upstream?.stop() })
+afterAll(async () => {
+  await caddy?.stop()
+  await upstream?.stop()
+})
 
 function snapshotWith(hostCount: number): ProxySnapshot {
   return {
-    adminListen: caddy.adminListen, storageRoot: caddy.storageDir, logDir: caddy.workDir, modules: [],
-    httpListen: [`127.0.0.1:${httpPort}`], httpsListen: ['127.0.0.1:1'], httpPort, httpsPort: 1,
+    adminListen: caddy.adminListen,
+    storageRoot: caddy.storageDir,
+    logDir: caddy.workDir,
+    modules: [],
+    httpListen: [`127.0.0.1:${httpPort}`],
+    httpsListen: ['127.0.0.1:1'],
+    httpPort,
+    httpsPort: 1,
     panelUpstream: { dial: '127.0.0.1:3000', tls: false },
     acme: { email: null, caUrl: null, trustedRootsPemFile: null },
     security: { lapiUrl: 'http://127.0.0.1:8080', bouncerKey: null, tickerInterval: '15s', appsecUrl: null },
-    waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
-    whitelist: [], clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
-    targetGroups: [{ id: 1, name: 'bench', targets: [{ address: `127.0.0.1:${upstream.port}`, weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false }],
-    rules: [], wafExclusions: [],
+    waf: { inboundThreshold: 5, outboundThreshold: 4 },
+    dnsProviders: {},
+    manualCerts: [],
+    whitelist: [],
+    clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
+    targetGroups: [
+      {
+        id: 1,
+        name: 'bench',
+        targets: [{ address: `127.0.0.1:${upstream.port}`, weight: 1 }],
+        scheme: 'http',
+        lb_policy: 'round_robin',
+        health_check: null,
+        tls_skip_verify: false,
+      },
+    ],
+    rules: [],
+    wafExclusions: [],
     hosts: Array.from({ length: hostCount }, (_, i) => ({
-      id: i + 1, domain: `h${i + 1}.bench.test`, aliases: [], target_group_id: 1, enabled: true,
-      tls_mode: 'none' as const, tls_challenge: 'http' as const, tls_email: null, tls_dns_provider: null, tls_acme_ca_url: null,
-      lan_only: i % 3 === 0, auth_required: i % 5 === 0, bouncer_enabled: true, waf_enabled: false, waf_mode: 'detection' as const,
-      rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, true_detect_mode: false, engine_down_refuse: false,
-      waf_profile: 'full' as const, waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
-      waf_body_limit_action: null, waf_allowed_content_types: null,
+      id: i + 1,
+      domain: `h${i + 1}.bench.test`,
+      aliases: [],
+      target_group_id: 1,
+      enabled: true,
+      tls_mode: 'none' as const,
+      tls_challenge: 'http' as const,
+      tls_email: null,
+      tls_dns_provider: null,
+      tls_acme_ca_url: null,
+      lan_only: i % 3 === 0,
+      auth_required: i % 5 === 0,
+      bouncer_enabled: true,
+      waf_enabled: false,
+      waf_mode: 'detection' as const,
+      rate_limit_enabled: false,
+      rate_limit_rps: 50,
+      rate_limit_burst: 100,
+      true_detect_mode: false,
+      engine_down_refuse: false,
+      waf_profile: 'full' as const,
+      waf_families: ['sqli', 'xss'],
+      waf_body_limit_kb: null,
+      waf_body_max_args: null,
+      waf_json_max_depth: null,
+      waf_body_limit_action: null,
+      waf_allowed_content_types: null,
     })),
   }
 }
@@ -62,10 +106,21 @@ async function measure(hostCount: number) {
 function postLoadDirectly(json: string): Promise<number> {
   const t = performance.now()
   return new Promise((resolve, reject) => {
-    const req = nodeRequest(`${caddy.adminUrl}/load`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) } }, (res) => {
-      res.resume()
-      res.on('end', () => { try { expect(res.statusCode).toBe(200); resolve(performance.now() - t) } catch (e) { reject(e) } })
-    })
+    const req = nodeRequest(
+      `${caddy.adminUrl}/load`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) } },
+      (res) => {
+        res.resume()
+        res.on('end', () => {
+          try {
+            expect(res.statusCode).toBe(200)
+            resolve(performance.now() - t)
+          } catch (e) {
+            reject(e)
+          }
+        })
+      },
+    )
     req.on('error', reject)
     req.end(json)
   })
@@ -73,22 +128,39 @@ function postLoadDirectly(json: string): Promise<number> {
 
 it('builds and pushes 1,000 and 10,000 hosts, and measures a request through 1,000 hosts', async () => {
   const figures: Figure[] = []
-  for (const [count, budgetMs] of [[1_000, 500], [10_000, 5_000]] as const) {
+  for (const [count, budgetMs] of [
+    [1_000, 500],
+    [10_000, 5_000],
+  ] as const) {
     await measure(count) // warm-up (JIT, Caddy's first provisioning)
     const m = await measure(count + 1)
     // Same JSON with one byte changed in a host name, so Caddy does not skip an identical load.
     const directMs = await postLoadDirectly(m.json.replace(`h1.bench.test`, `h0.bench.test`))
     figures.push(
       { what: `build ${count} hosts`, value: Math.round(m.buildMs), unit: 'ms', budget: '-', withinBudget: true },
-      { what: `push ${count} hosts (${(m.bytes / 1e6).toFixed(1)} MB JSON)`, value: Math.round(m.pushMs), unit: 'ms', budget: '-', withinBudget: true },
-      { what: `build + push ${count} hosts`, value: Math.round(m.buildMs + m.pushMs), unit: 'ms', budget: `<= ${budgetMs}`, withinBudget: m.buildMs + m.pushMs <= budgetMs,
-        ratio: ratioOf(m.buildMs + m.pushMs, directMs, `the same JSON posted to /load, ${Math.round(directMs)} ms`, '<= 1.1') },
+      {
+        what: `push ${count} hosts (${(m.bytes / 1e6).toFixed(1)} MB JSON)`,
+        value: Math.round(m.pushMs),
+        unit: 'ms',
+        budget: '-',
+        withinBudget: true,
+      },
+      {
+        what: `build + push ${count} hosts`,
+        value: Math.round(m.buildMs + m.pushMs),
+        unit: 'ms',
+        budget: `<= ${budgetMs}`,
+        withinBudget: m.buildMs + m.pushMs <= budgetMs,
+        ratio: ratioOf(m.buildMs + m.pushMs, directMs, `the same JSON posted to /load, ${Math.round(directMs)} ms`, '<= 1.1'),
+      },
     )
   }
   await measure(1_000)
   const samples: number[] = []
   // Hosts without ForwardAuth (that would add a sub-request to a panel not running here).
-  const plain = Array.from({ length: 1000 }, (_, i) => i).filter((i) => i % 5 !== 0).map((i) => `h${i + 1}.bench.test`)
+  const plain = Array.from({ length: 1000 }, (_, i) => i)
+    .filter((i) => i % 5 !== 0)
+    .map((i) => `h${i + 1}.bench.test`)
   for (let i = 0; i < 300; i++) {
     const host = plain[(i * 37) % plain.length]!
     const t = performance.now()
@@ -98,8 +170,20 @@ it('builds and pushes 1,000 and 10,000 hosts, and measures a request through 1,0
   }
   samples.sort((a, b) => a - b)
   figures.push(
-    { what: 'request through Caddy with 1,000 hosts, p50', value: Number(samples[150]!.toFixed(2)), unit: 'ms', budget: '-', withinBudget: true },
-    { what: 'request through Caddy with 1,000 hosts, p99', value: Number(samples[296]!.toFixed(2)), unit: 'ms', budget: '-', withinBudget: true },
+    {
+      what: 'request through Caddy with 1,000 hosts, p50',
+      value: Number(samples[150]!.toFixed(2)),
+      unit: 'ms',
+      budget: '-',
+      withinBudget: true,
+    },
+    {
+      what: 'request through Caddy with 1,000 hosts, p99',
+      value: Number(samples[296]!.toFixed(2)),
+      unit: 'ms',
+      budget: '-',
+      withinBudget: true,
+    },
   )
   reportFigures('reconcile', figures)
 })

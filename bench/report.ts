@@ -6,8 +6,19 @@ import { fileURLToPath } from 'node:url'
  * the thing underneath does alone (a bare server, the proxy's /load, the engine's own
  * answer...). `goal` reads like a budget: '>= 0.7', '<= 1.1'.
  */
-export interface Ratio { value: number; against: string; goal: string }
-export interface Figure { what: string; value: number; unit: string; budget: string; withinBudget: boolean; ratio?: Ratio }
+export interface Ratio {
+  value: number
+  against: string
+  goal: string
+}
+export interface Figure {
+  what: string
+  value: number
+  unit: string
+  budget: string
+  withinBudget: boolean
+  ratio?: Ratio
+}
 
 /** A ratio rounded to two places, with the goal it is read against. */
 export function ratioOf(panel: number, limit: number, against: string, goal: string): Ratio {
@@ -30,10 +41,21 @@ export function reportFigures(name: string, figures: Figure[]): void {
   console.log(`\n== ${name} ==\n${rows.join('\n')}\n`)
   const dir = fileURLToPath(new URL('./results', import.meta.url))
   mkdirSync(dir, { recursive: true })
-  writeFileSync(`${dir}/${name}.json`, JSON.stringify({ at: new Date().toISOString(), figures: figures.map((f) => ({ ...f, ratioMeetsGoal: f.ratio ? _meets(f.ratio) : undefined })) }, null, 2))
+  writeFileSync(
+    `${dir}/${name}.json`,
+    JSON.stringify(
+      { at: new Date().toISOString(), figures: figures.map((f) => ({ ...f, ratioMeetsGoal: f.ratio ? _meets(f.ratio) : undefined })) },
+      null,
+      2,
+    ),
+  )
 }
 
-export interface TableColumn { key: string; label: string; unit?: string }
+export interface TableColumn {
+  key: string
+  label: string
+  unit?: string
+}
 
 /** Prints a table (one row per case, one column per measure) and keeps it in bench/results/<name>.json. */
 export function reportTable(name: string, columns: TableColumn[], rows: Array<Record<string, string | number>>): void {

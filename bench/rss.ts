@@ -12,7 +12,13 @@ export function rssMb(pid: number): number {
 /** Runs `work` while sampling the RSS of `pid` every 20 ms; returns its result and the highest RSS seen (MB). */
 export async function peakRssDuring<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
   let peakMb = rssMb(pid)
-  const timer = setInterval(() => { try { peakMb = Math.max(peakMb, rssMb(pid)) } catch { /* the process ended: the work reports it */ } }, 20)
+  const timer = setInterval(() => {
+    try {
+      peakMb = Math.max(peakMb, rssMb(pid))
+    } catch {
+      /* the process ended: the work reports it */
+    }
+  }, 20)
   try {
     const result = await work()
     peakMb = Math.max(peakMb, rssMb(pid))

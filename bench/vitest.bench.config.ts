@@ -6,7 +6,10 @@ export default defineConfig({
   resolve: { alias: { '~': fileURLToPath(new URL('..', import.meta.url)) } },
   test: {
     include: ['bench/**/*.bench.ts'],
-    fileParallelism: false, pool: 'forks', testTimeout: 600_000, hookTimeout: 300_000,
+    fileParallelism: false,
+    pool: 'forks',
+    testTimeout: 600_000,
+    hookTimeout: 300_000,
     globalSetup: ['tests/support/global-setup.ts'],
     setupFiles: ['tests/support/file-teardown.ts'],
   },

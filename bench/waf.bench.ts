@@ -21,7 +21,16 @@ const CONNECTIONS = 16
 const SECONDS = Number(process.env.WAF_BENCH_SECONDS ?? 5)
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
 
-const item = (i: number) => ({ id: i, name: `item-${i}`, sku: `SKU-${String(i).padStart(4, '0')}`, price: 12.5 + i, qty: i % 7, color: 'red', active: true, note: 'ok' })
+const item = (i: number) => ({
+  id: i,
+  name: `item-${i}`,
+  sku: `SKU-${String(i).padStart(4, '0')}`,
+  price: 12.5 + i,
+  qty: i % 7,
+  color: 'red',
+  active: true,
+  note: 'ok',
+})
 const jsonBody = (objects: number) => JSON.stringify({ items: Array.from({ length: objects }, (_, i) => item(i)) })
 // 20 objects of 8 values (2,091 bytes) and 150 of them (15,903 bytes: under the fast profile's 16 KiB).
 const KINDS = [
@@ -34,8 +43,16 @@ type Kind = (typeof KINDS)[number]
 const VARIANTS = [
   { id: 'plain', label: 'plain', host: { bouncer_enabled: false } },
   { id: 'bouncer', label: 'bouncer', host: { bouncer_enabled: true } },
-  { id: 'fast', label: 'bouncer + WAF fast', host: { bouncer_enabled: true, waf_enabled: true, waf_mode: 'blocking', waf_profile: 'fast' } },
-  { id: 'full', label: 'bouncer + WAF full CRS', host: { bouncer_enabled: true, waf_enabled: true, waf_mode: 'blocking', waf_profile: 'full' } },
+  {
+    id: 'fast',
+    label: 'bouncer + WAF fast',
+    host: { bouncer_enabled: true, waf_enabled: true, waf_mode: 'blocking', waf_profile: 'fast' },
+  },
+  {
+    id: 'full',
+    label: 'bouncer + WAF full CRS',
+    host: { bouncer_enabled: true, waf_enabled: true, waf_mode: 'blocking', waf_profile: 'full' },
+  },
 ] as const
 
 let cs: CrowdsecHandle
@@ -44,7 +61,13 @@ let upstreamPort: number
 
 beforeAll(async () => {
   upstreamPort = await freePort()
-  upstream = createServer((req, res) => { req.resume(); req.on('end', () => { res.setHeader('content-type', 'text/plain'); res.end('01234567890123456789') }) })
+  upstream = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      res.setHeader('content-type', 'text/plain')
+      res.end('01234567890123456789')
+    })
+  })
   // Longer than Caddy's idle keep-alive (2 min): Node's 5 s default closes connections Caddy
   // is about to reuse, and a POST that meets a closed connection is a 502 (not retried).
   upstream.keepAliveTimeout = 300_000
@@ -53,7 +76,10 @@ beforeAll(async () => {
   // The local API alone: the bouncer needs it; an agent parsing the access log would take CPU from the proxy.
   cs = await startCrowdsec({ agent: false })
 })
-afterAll(async () => { await cs?.stop(); upstream?.close() })
+afterAll(async () => {
+  await cs?.stop()
+  upstream?.close()
+})
 
 async function stackWith(caddyEnv: Record<string, string>, variants: readonly (typeof VARIANTS)[number][]): Promise<ProxyStack> {
   const stack = await startProxyStack({ logDir: makeTempDir('bench-waf-logs-'), env: panelEnvFor(cs), caddyEnv })
@@ -71,7 +97,13 @@ function caddyCpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]) // utime + stime
 }
 
-interface Measure { rps: number; p50: number; p99: number; cpuMs: number; requests: number }
+interface Measure {
+  rps: number
+  p50: number
+  p99: number
+  cpuMs: number
+  requests: number
+}
 
 /**
  * Waits until Caddy and the panel are idle (CPU below 2 % over half a second): the panel
@@ -79,7 +111,7 @@ interface Measure { rps: number; p50: number; p99: number; cpuMs: number; reques
  */
 async function settle(stack: ProxyStack): Promise<void> {
   const busy = (pid: number) => caddyCpuTicks(pid)
-  for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
     const a = [busy(stack.caddy.pid), busy(stack.panel.pid)]
     await new Promise((r) => setTimeout(r, 500))
     const b = [busy(stack.caddy.pid), busy(stack.panel.pid)]
@@ -96,7 +128,12 @@ async function settle(stack: ProxyStack): Promise<void> {
 async function load(stack: ProxyStack, variant: string, kind: Kind): Promise<Measure> {
   const headers: Record<string, string> = { host: `${variant}.bench.test` }
   // The full CRS on 16 KB takes seconds per request at 16 connections: no client timeout.
-  const opts: Record<string, unknown> = { url: `http://127.0.0.1:${stack.httpPort}/api/orders`, connections: CONNECTIONS, headers, timeout: 120 }
+  const opts: Record<string, unknown> = {
+    url: `http://127.0.0.1:${stack.httpPort}/api/orders`,
+    connections: CONNECTIONS,
+    headers,
+    timeout: 120,
+  }
   if (kind.body) Object.assign(opts, { method: 'POST', body: kind.body, headers: { ...headers, 'content-type': 'application/json' } })
   const warm = await autocannon({ ...opts, duration: 1 })
   const duration = Math.max(SECONDS, Math.min(120, Math.ceil((10 * CONNECTIONS) / Math.max(warm.requests.total, 1))))
@@ -106,22 +143,45 @@ async function load(stack: ProxyStack, variant: string, kind: Kind): Promise<Mea
   const ticks = caddyCpuTicks(stack.caddy.pid) - t0
   expect(r.non2xx, `${variant} ${kind.label}: answers other than 2xx: ${JSON.stringify(r.statusCodeStats)}`).toBe(0)
   expect(r.errors + r.timeouts, `${variant} ${kind.label}: errors or timeouts`).toBe(0)
-  return { rps: round(r.requests.total / r.duration, 1), p50: r.latency.p50, p99: r.latency.p99, cpuMs: round((ticks * 1000) / CLK_TCK / r.requests.total, 3), requests: r.requests.total }
+  return {
+    rps: round(r.requests.total / r.duration, 1),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    cpuMs: round((ticks * 1000) / CLK_TCK / r.requests.total, 3),
+    requests: r.requests.total,
+  }
 }
 
 /** One connection, requests one after another with keep-alive: the median time to an answer, in ms (sub-millisecond). */
 async function sequentialP50(stack: ProxyStack, variant: string, kind: Kind, count = 400): Promise<number> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const once = () => new Promise<number>((resolve, reject) => {
-    const t0 = process.hrtime.bigint()
-    const req = request({ host: '127.0.0.1', port: stack.httpPort, path: '/api/orders', method: kind.body ? 'POST' : 'GET', agent,
-      headers: { host: `${variant}.bench.test`, ...(kind.body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(kind.body) } : {}) } }, (res) => {
-      res.resume()
-      res.on('end', () => (res.statusCode === 200 ? resolve(Number(process.hrtime.bigint() - t0) / 1e6) : reject(new Error(`${variant}: status ${res.statusCode}`))))
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = process.hrtime.bigint()
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: stack.httpPort,
+          path: '/api/orders',
+          method: kind.body ? 'POST' : 'GET',
+          agent,
+          headers: {
+            host: `${variant}.bench.test`,
+            ...(kind.body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(kind.body) } : {}),
+          },
+        },
+        (res) => {
+          res.resume()
+          res.on('end', () =>
+            res.statusCode === 200
+              ? resolve(Number(process.hrtime.bigint() - t0) / 1e6)
+              : reject(new Error(`${variant}: status ${res.statusCode}`)),
+          )
+        },
+      )
+      req.on('error', reject)
+      req.end(kind.body ?? undefined)
     })
-    req.on('error', reject)
-    req.end(kind.body ?? undefined)
-  })
   for (let i = 0; i < 50; i++) await once()
   await settle(stack)
   const times: number[] = []
@@ -132,7 +192,7 @@ async function sequentialP50(stack: ProxyStack, variant: string, kind: Kind, cou
 
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
 
-it('plain vs bouncer vs each WAF profile, and RE2 vs Coraza\'s Go operators, through the production Caddy', async () => {
+it("plain vs bouncer vs each WAF profile, and RE2 vs Coraza's Go operators, through the production Caddy", async () => {
   const results = new Map<string, Measure>()
   const key = (engine: string, variant: string, kind: string) => `${engine}/${variant}/${kind}`
 
@@ -146,7 +206,10 @@ it('plain vs bouncer vs each WAF profile, and RE2 vs Coraza\'s Go operators, thr
     await stack.stop()
   }
   // The same binary on Coraza's own operators: the engine the proxy had before (the A/B).
-  const goStack = await stackWith({ EDGE_WAF_OPERATORS: 'none' }, VARIANTS.filter((v) => v.id === 'plain' || v.id === 'fast' || v.id === 'full'))
+  const goStack = await stackWith(
+    { EDGE_WAF_OPERATORS: 'none' },
+    VARIANTS.filter((v) => v.id === 'plain' || v.id === 'fast' || v.id === 'full'),
+  )
   try {
     for (const kind of KINDS) for (const v of ['plain', 'fast', 'full']) results.set(key('go', v, kind.id), await load(goStack, v, kind))
   } finally {
@@ -161,21 +224,48 @@ it('plain vs bouncer vs each WAF profile, and RE2 vs Coraza\'s Go operators, thr
       rows.push({ case: `${kind.label}, ${v.label}`, rps: m.rps, ratio: round(m.rps / plain.rps, 4), p50: m.p50, p99: m.p99, cpu: m.cpuMs })
     }
   }
-  reportTable('waf-profiles', [
-    { key: 'case', label: `request, chain (${CONNECTIONS} connections, ${SECONDS} s)` }, { key: 'rps', label: 'req/s' }, { key: 'ratio', label: '/ plain' },
-    { key: 'p50', label: 'p50', unit: 'ms' }, { key: 'p99', label: 'p99', unit: 'ms' }, { key: 'cpu', label: 'Caddy CPU/req', unit: 'ms' },
-  ], rows)
+  reportTable(
+    'waf-profiles',
+    [
+      { key: 'case', label: `request, chain (${CONNECTIONS} connections, ${SECONDS} s)` },
+      { key: 'rps', label: 'req/s' },
+      { key: 'ratio', label: '/ plain' },
+      { key: 'p50', label: 'p50', unit: 'ms' },
+      { key: 'p99', label: 'p99', unit: 'ms' },
+      { key: 'cpu', label: 'Caddy CPU/req', unit: 'ms' },
+    ],
+    rows,
+  )
 
   const ab: Array<Record<string, string | number>> = []
-  for (const kind of KINDS) for (const v of ['fast', 'full']) {
-    const re2 = results.get(key('re2', v, kind.id))!, go = results.get(key('go', v, kind.id))!
-    const goPlain = results.get(key('go', 'plain', kind.id))!
-    ab.push({ case: `${kind.label}, WAF ${v}`, go: go.rps, goRatio: round(go.rps / goPlain.rps, 4), goCpu: go.cpuMs, re2: re2.rps, re2Cpu: re2.cpuMs, gain: round(re2.rps / go.rps, 2) })
-  }
-  reportTable('waf-engine-ab', [
-    { key: 'case', label: 'request, profile (bouncer on)' }, { key: 'go', label: 'Go operators req/s' }, { key: 'goRatio', label: 'Go / plain' },
-    { key: 'goCpu', label: 'Go CPU/req', unit: 'ms' }, { key: 're2', label: 'RE2 req/s' }, { key: 're2Cpu', label: 'RE2 CPU/req', unit: 'ms' }, { key: 'gain', label: 'RE2 / Go' },
-  ], ab)
+  for (const kind of KINDS)
+    for (const v of ['fast', 'full']) {
+      const re2 = results.get(key('re2', v, kind.id))!,
+        go = results.get(key('go', v, kind.id))!
+      const goPlain = results.get(key('go', 'plain', kind.id))!
+      ab.push({
+        case: `${kind.label}, WAF ${v}`,
+        go: go.rps,
+        goRatio: round(go.rps / goPlain.rps, 4),
+        goCpu: go.cpuMs,
+        re2: re2.rps,
+        re2Cpu: re2.cpuMs,
+        gain: round(re2.rps / go.rps, 2),
+      })
+    }
+  reportTable(
+    'waf-engine-ab',
+    [
+      { key: 'case', label: 'request, profile (bouncer on)' },
+      { key: 'go', label: 'Go operators req/s' },
+      { key: 'goRatio', label: 'Go / plain' },
+      { key: 'goCpu', label: 'Go CPU/req', unit: 'ms' },
+      { key: 're2', label: 'RE2 req/s' },
+      { key: 're2Cpu', label: 'RE2 CPU/req', unit: 'ms' },
+      { key: 'gain', label: 'RE2 / Go' },
+    ],
+    ab,
+  )
 
   const at = (engine: string, v: string, k: string) => results.get(key(engine, v, k))!
   const fastRatio = at('re2', 'fast', 'json2k').rps / at('re2', 'plain', 'json2k').rps
@@ -183,11 +273,41 @@ it('plain vs bouncer vs each WAF profile, and RE2 vs Coraza\'s Go operators, thr
   const fullGain = at('re2', 'full', 'json2k').rps / at('go', 'full', 'json2k').rps
   const added = round(p50One.fast - p50One.plain, 2)
   const figures: Figure[] = [
-    { what: 'fast profile, 2 KB JSON: throughput / plain', value: round(fastRatio, 4), unit: 'x', budget: '>= 0.25', withinBudget: fastRatio >= 0.25 },
-    { what: 'fast profile, 2 KB JSON, 1 connection: p50 added to plain', value: added, unit: 'ms', budget: '<= 2', withinBudget: added <= 2 },
-    { what: `  (p50 at 1 connection: plain ${p50One.plain} ms, fast ${p50One.fast} ms, full ${p50One.full} ms)`, value: p50One.full, unit: 'ms', budget: '-', withinBudget: true },
-    { what: 'full CRS, 2 KB JSON: throughput / plain', value: round(fullRatio, 4), unit: 'x', budget: '>= 0.013', withinBudget: fullRatio >= 0.013 },
-    { what: 'full CRS, 2 KB JSON: RE2 / Go operators (same run)', value: round(fullGain, 2), unit: 'x', budget: '>= 2', withinBudget: fullGain >= 2 },
+    {
+      what: 'fast profile, 2 KB JSON: throughput / plain',
+      value: round(fastRatio, 4),
+      unit: 'x',
+      budget: '>= 0.25',
+      withinBudget: fastRatio >= 0.25,
+    },
+    {
+      what: 'fast profile, 2 KB JSON, 1 connection: p50 added to plain',
+      value: added,
+      unit: 'ms',
+      budget: '<= 2',
+      withinBudget: added <= 2,
+    },
+    {
+      what: `  (p50 at 1 connection: plain ${p50One.plain} ms, fast ${p50One.fast} ms, full ${p50One.full} ms)`,
+      value: p50One.full,
+      unit: 'ms',
+      budget: '-',
+      withinBudget: true,
+    },
+    {
+      what: 'full CRS, 2 KB JSON: throughput / plain',
+      value: round(fullRatio, 4),
+      unit: 'x',
+      budget: '>= 0.013',
+      withinBudget: fullRatio >= 0.013,
+    },
+    {
+      what: 'full CRS, 2 KB JSON: RE2 / Go operators (same run)',
+      value: round(fullGain, 2),
+      unit: 'x',
+      budget: '>= 2',
+      withinBudget: fullGain >= 2,
+    },
   ]
   reportFigures('waf-targets', figures)
 })

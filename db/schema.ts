@@ -141,12 +141,16 @@ export const hosts = sqliteTable('hosts', {
   engineDownRefuse: integer('engine_down_refuse', { mode: 'boolean' }).notNull().default(false),
   authRequired: integer('auth_required', { mode: 'boolean' }).notNull().default(false),
   wafEnabled: integer('waf_enabled', { mode: 'boolean' }).notNull().default(false),
-  wafMode: text('waf_mode', { enum: ['detection', 'blocking'] }).notNull().default('detection'),
+  wafMode: text('waf_mode', { enum: ['detection', 'blocking'] })
+    .notNull()
+    .default('detection'),
   rateLimitEnabled: integer('rate_limit_enabled', { mode: 'boolean' }).notNull().default(false),
   rateLimitRps: integer('rate_limit_rps').notNull().default(50),
   rateLimitBurst: integer('rate_limit_burst').notNull().default(100),
   bouncerEnabled: integer('bouncer_enabled', { mode: 'boolean' }).notNull().default(true),
-  wafProfile: text('waf_profile', { enum: ['fast', 'full'] }).notNull().default('full'),
+  wafProfile: text('waf_profile', { enum: ['fast', 'full'] })
+    .notNull()
+    .default('full'),
   wafFamilies: text('waf_families', { mode: 'json' }).notNull().$type<string[]>(),
   wafBodyLimitKb: integer('waf_body_limit_kb'),
   wafBodyMaxArgs: integer('waf_body_max_args'),
@@ -229,7 +233,9 @@ export const scenarioOverrides = sqliteTable('scenario_overrides', {
 export const countryJobs = sqliteTable('country_jobs', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   countryCode: text('country_code').notNull(),
-  state: text('state', { enum: ['pending', 'running', 'completed', 'failed'] }).notNull().default('pending'),
+  state: text('state', { enum: ['pending', 'running', 'completed', 'failed'] })
+    .notNull()
+    .default('pending'),
   chunksTotal: integer('chunks_total').notNull().default(0),
   chunksDone: integer('chunks_done').notNull().default(0),
   chunksFailed: integer('chunks_failed').notNull().default(0),
@@ -250,7 +256,9 @@ export const countryBans = sqliteTable('country_bans', {
   cidrs: text('cidrs', { mode: 'json' }).notNull().$type<string[]>(),
   cidrCount: integer('cidr_count').notNull(),
   mmdbVersion: text('mmdb_version').notNull(),
-  state: text('state', { enum: ['active', 'drifted'] }).notNull().default('active'),
+  state: text('state', { enum: ['active', 'drifted'] })
+    .notNull()
+    .default('active'),
   duration: text('duration').notNull(),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
@@ -381,14 +389,22 @@ export const configRevisions = sqliteTable('config_revisions', {
 })
 
 /** Migration 0019: basic-auth users (bcrypt hashes) and IP rules, attached to hosts. */
-export interface AccessListIpRule { action: 'allow' | 'deny'; source: string }
-export interface AccessListUser { username: string; hash: string }
+export interface AccessListIpRule {
+  action: 'allow' | 'deny'
+  source: string
+}
+export interface AccessListUser {
+  username: string
+  hash: string
+}
 
 export const accessLists = sqliteTable('access_lists', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   name: text('name').notNull(),
   realm: text('realm').notNull().default('restricted'),
-  defaultAction: text('default_action', { enum: ['allow', 'deny'] }).notNull().default('allow'),
+  defaultAction: text('default_action', { enum: ['allow', 'deny'] })
+    .notNull()
+    .default('allow'),
   ipRules: text('ip_rules', { mode: 'json' }).notNull().$type<AccessListIpRule[]>(),
   users: text('users', { mode: 'json' }).notNull().$type<AccessListUser[]>(),
   createdAt: text('created_at').notNull(),

@@ -8,7 +8,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 
 const path = new URL('../package-lock.json', import.meta.url)
 const lock = JSON.parse(readFileSync(path, 'utf8'))
-const PLATFORM = /^@(?:rollup\/rollup|node-rs\/[a-z0-9]+)-(android|darwin|freebsd|linux|openbsd|openharmony|win32)-(arm64|arm|x64|ia32|loong64|ppc64|riscv64|s390x)(?:-(gnueabihf|musleabihf|gnu|musl|msvc|eabi))?$/
+const PLATFORM =
+  /^@(?:rollup\/rollup|node-rs\/[a-z0-9]+)-(android|darwin|freebsd|linux|openbsd|openharmony|win32)-(arm64|arm|x64|ia32|loong64|ppc64|riscv64|s390x)(?:-(gnueabihf|musleabihf|gnu|musl|msvc|eabi))?$/
 let added = 0
 for (const entry of Object.values(lock.packages)) {
   for (const [dep, version] of Object.entries(entry.optionalDependencies ?? {})) {

@@ -19,11 +19,14 @@ function arg(name) {
   const i = process.argv.indexOf(`--${name}`)
   return i > 0 ? process.argv[i + 1] : undefined
 }
-const from = arg('from'), to = arg('to')
+const from = arg('from'),
+  to = arg('to')
 const toAuthToken = arg('to-auth-token') ?? process.env.TO_AUTH_TOKEN
 const fromAuthToken = arg('from-auth-token') ?? process.env.FROM_AUTH_TOKEN
 if (!from || !to) {
-  console.error('usage: node scripts/db-copy.mjs --from <libsql url> --to <libsql url> [--to-auth-token <token>] [--from-auth-token <token>]')
+  console.error(
+    'usage: node scripts/db-copy.mjs --from <libsql url> --to <libsql url> [--to-auth-token <token>] [--from-auth-token <token>]',
+  )
   process.exit(2)
 }
 
@@ -33,22 +36,35 @@ const target = createClient({ url: to, authToken: toAuthToken })
 const quote = (name) => `"${String(name).replace(/"/g, '""')}"`
 
 try {
-  const existing = await target.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_litestream%' AND name NOT LIKE 'libsql_%'")
-  if (existing.rows.length) throw new Error(`the target already has tables (${existing.rows.map((r) => r.name).join(', ')}): copy into an empty database`)
+  const existing = await target.execute(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_litestream%' AND name NOT LIKE 'libsql_%'",
+  )
+  if (existing.rows.length)
+    throw new Error(`the target already has tables (${existing.rows.map((r) => r.name).join(', ')}): copy into an empty database`)
 
-  const schema = await source.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid")
-  const virtual = schema.rows.filter((r) => r.type === 'table' && /^CREATE\s+VIRTUAL\s+TABLE/i.test(String(r.sql))).map((r) => String(r.name))
+  const schema = await source.execute(
+    "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid",
+  )
+  const virtual = schema.rows
+    .filter((r) => r.type === 'table' && /^CREATE\s+VIRTUAL\s+TABLE/i.test(String(r.sql)))
+    .map((r) => String(r.name))
   const isShadow = (name) => virtual.some((v) => name.startsWith(`${v}_`))
   const tables = schema.rows.filter((r) => r.type === 'table' && !virtual.includes(String(r.name))).map((r) => String(r.name))
   // Tables first; indexes and triggers after the rows (faster, and triggers must not fire on the copy).
-  await target.batch(schema.rows.filter((r) => r.type === 'table' && !isShadow(String(r.name))).map((r) => String(r.sql)), 'write')
+  await target.batch(
+    schema.rows.filter((r) => r.type === 'table' && !isShadow(String(r.name))).map((r) => String(r.sql)),
+    'write',
+  )
   let copied = 0
-  const withoutRowid = new Set(schema.rows.filter((r) => r.type === 'table' && /WITHOUT\s+ROWID/i.test(String(r.sql))).map((r) => String(r.name)))
+  const withoutRowid = new Set(
+    schema.rows.filter((r) => r.type === 'table' && /WITHOUT\s+ROWID/i.test(String(r.sql))).map((r) => String(r.name)),
+  )
   for (const table of tables) {
     const columns = (await source.execute(`SELECT * FROM ${quote(table)} LIMIT 0`)).columns
     // A shadow table already holds the rows its virtual table's creation wrote (its version): the source's replace them.
     const insert = `INSERT ${isShadow(table) ? 'OR REPLACE ' : ''}INTO ${quote(table)} (${columns.map(quote).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`
-    let lastRowid = null, offset = 0
+    let lastRowid = null,
+      offset = 0
     for (;;) {
       // Paged (by rowid, or in primary-key order for WITHOUT ROWID tables) so
       // that a big logs table never sits in memory at once. The panel is stopped:
@@ -56,11 +72,14 @@ try {
       const page = withoutRowid.has(table)
         ? await source.execute({ sql: `SELECT * FROM ${quote(table)} LIMIT ${BATCH_ROWS} OFFSET ?`, args: [offset] })
         : await source.execute({
-          sql: `SELECT rowid AS __rowid, * FROM ${quote(table)} ${lastRowid === null ? '' : 'WHERE rowid > ?'} ORDER BY rowid LIMIT ${BATCH_ROWS}`,
-          args: lastRowid === null ? [] : [lastRowid],
-        })
+            sql: `SELECT rowid AS __rowid, * FROM ${quote(table)} ${lastRowid === null ? '' : 'WHERE rowid > ?'} ORDER BY rowid LIMIT ${BATCH_ROWS}`,
+            args: lastRowid === null ? [] : [lastRowid],
+          })
       if (!page.rows.length) break
-      await target.batch(page.rows.map((row) => ({ sql: insert, args: columns.map((c) => row[c] ?? null) })), 'write')
+      await target.batch(
+        page.rows.map((row) => ({ sql: insert, args: columns.map((c) => row[c] ?? null) })),
+        'write',
+      )
       copied += page.rows.length
       offset += page.rows.length
       if (!withoutRowid.has(table)) lastRowid = page.rows.at(-1).__rowid

@@ -11,12 +11,18 @@ import { readMigrationsFromDir, migrationStatus, migrateUp, migrateDown } from '
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const [command = 'status', arg] = process.argv.slice(2)
 const { config, errors } = parseConfig(process.env)
-if (errors.length) { console.error(`invalid configuration:\n  - ${errors.join('\n  - ')}`); process.exit(1) }
+if (errors.length) {
+  console.error(`invalid configuration:\n  - ${errors.join('\n  - ')}`)
+  process.exit(1)
+}
 if (config.databaseUrl.startsWith('file:')) mkdirSync(dirname(config.databaseUrl.replace(/^file:(\/\/)?/, '')), { recursive: true })
 const client = createClient({ url: config.databaseUrl, authToken: config.databaseAuthToken })
 const migrations = readMigrationsFromDir(join(root, 'db/migrations'))
 const target = arg === undefined ? undefined : Number(arg)
-if (arg !== undefined && (!Number.isInteger(target) || target < 0)) { console.error('the target must be a migration number such as 0 or 3'); process.exit(2) }
+if (arg !== undefined && (!Number.isInteger(target) || target < 0)) {
+  console.error('the target must be a migration number such as 0 or 3')
+  process.exit(2)
+}
 try {
   if (command === 'status') {
     const s = await migrationStatus(client, migrations)
@@ -26,14 +32,19 @@ try {
     const done = await migrateUp(client, migrations, target ?? Infinity)
     console.log(done.length ? `applied: ${done.join(', ')}` : 'already up to date')
   } else if (command === 'down') {
-    if (target === undefined) { console.error('down needs a target version: npm run db:migrate -- down 0'); process.exit(2) }
+    if (target === undefined) {
+      console.error('down needs a target version: npm run db:migrate -- down 0')
+      process.exit(2)
+    }
     const done = await migrateDown(client, migrations, target)
     console.log(done.length ? `reverted: ${done.join(', ')}` : 'nothing to revert')
   } else {
-    console.error('usage: npm run db:migrate -- status | up [N] | down N'); process.exit(2)
+    console.error('usage: npm run db:migrate -- status | up [N] | down N')
+    process.exit(2)
   }
 } catch (err) {
-  console.error(err.message); process.exit(1)
+  console.error(err.message)
+  process.exit(1)
 } finally {
   client.close()
 }

@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url'
 import { createJiti } from 'jiti'
 
 const file = process.argv[2] ?? process.env.OPENAPI_COVERAGE_FILE
-if (!file) { console.error('usage: node scripts/openapi-coverage.mjs <coverage.jsonl>'); process.exit(2) }
+if (!file) {
+  console.error('usage: node scripts/openapi-coverage.mjs <coverage.jsonl>')
+  process.exit(2)
+}
 const root = fileURLToPath(new URL('..', import.meta.url))
 const jiti = createJiti(import.meta.url, { alias: { '~': root } })
 const { listOperations } = await jiti.import('../server/utils/openapi/document.ts')

@@ -32,7 +32,11 @@ async function stopAll(reason) {
   stopping = true
   log(`stopping (${reason})...`)
   for (const { name, stop } of started.reverse()) {
-    try { await stop() } catch (err) { log(`${name}: ${err.message}`) }
+    try {
+      await stop()
+    } catch (err) {
+      log(`${name}: ${err.message}`)
+    }
   }
   removeTempDirs()
   log('stopped')
@@ -45,7 +49,10 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.removeAllListeners(sig)
   process.on(sig, () => {
     if (stopping) process.exit(130)
-    stopAll(sig).then(() => process.exit(0), () => process.exit(1))
+    stopAll(sig).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    )
   })
 }
 
@@ -64,8 +71,12 @@ try {
   const [httpPort, httpsPort] = await support.freePorts(2)
   const panel = await support.startPanel({
     env: {
-      PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: support.ALL_PROXY_MODULES, PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
-      PROXY_HTTP_LISTEN: `127.0.0.1:${httpPort}`, PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
+      PROXY_ADMIN_URL: caddy.adminUrl,
+      PROXY_MODULES: support.ALL_PROXY_MODULES,
+      PROXY_LOG_DIR: logDir,
+      PROXY_DATA_DIR: caddy.storageDir,
+      PROXY_HTTP_LISTEN: `127.0.0.1:${httpPort}`,
+      PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
       ...support.panelEnvFor(crowdsec),
     },
   })
@@ -77,16 +88,30 @@ try {
     const upstream = await support.startTestUpstream()
     started.push({ name: 'demo upstream', stop: () => upstream.stop() })
     const cookie = await panel.login()
-    const group = await panel.request('/api/target-groups', { method: 'POST', cookie, body: { name: 'demo', targets: [{ address: `127.0.0.1:${upstream.port}` }] } })
-    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'demo.localhost', target_group_id: group.json.id, tls_mode: 'none' } })
+    const group = await panel.request('/api/target-groups', {
+      method: 'POST',
+      cookie,
+      body: { name: 'demo', targets: [{ address: `127.0.0.1:${upstream.port}` }] },
+    })
+    const host = await panel.request('/api/hosts', {
+      method: 'POST',
+      cookie,
+      body: { domain: 'demo.localhost', target_group_id: group.json.id, tls_mode: 'none' },
+    })
     if (host.status !== 201) throw new Error(`creating the demo host failed: ${host.status} ${host.text}`)
     demo = { domain: 'demo.localhost', upstream: upstream.url, reconcile: host.json.reconcile.status }
   }
 
   const ready = {
-    panel: panel.url, docs: `${panel.url}/api/docs`, login: { email: support.ADMIN.email, password: support.ADMIN.password },
+    panel: panel.url,
+    docs: `${panel.url}/api/docs`,
+    login: { email: support.ADMIN.email, password: support.ADMIN.password },
     proxy: { http: `http://127.0.0.1:${httpPort}`, https: `https://127.0.0.1:${httpsPort}`, admin: caddy.adminUrl },
-    lapi: crowdsec.url, cscli: `${support.crowdsecBinaries().cscli} -c ${crowdsec.configFile}`, proxy_log_dir: logDir, data_dir: panel.dataDir, demo,
+    lapi: crowdsec.url,
+    cscli: `${support.crowdsecBinaries().cscli} -c ${crowdsec.configFile}`,
+    proxy_log_dir: logDir,
+    data_dir: panel.dataDir,
+    demo,
     pids: { panel: panel.pid, caddy: caddy.pid, crowdsec: crowdsec.pid },
   }
   process.stdout.write(`

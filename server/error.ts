@@ -8,7 +8,7 @@ import { redactSecrets } from './utils/core/redact'
 export default defineNitroErrorHandler(async (error, event) => {
   let status = error.statusCode || 500
   let message: string
-  if (error.unhandled || status >= 500 && !error.statusMessage) {
+  if (error.unhandled || (status >= 500 && !error.statusMessage)) {
     status = error.unhandled ? 500 : status
     logger.error(`[http] ${event.method} ${event.path} failed:`, error.cause ?? error)
     message = 'internal error'

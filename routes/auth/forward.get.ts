@@ -8,14 +8,21 @@ export default defineEventHandler(async (event) => {
   if (session) {
     const { user } = session
     setResponseHeaders(event, {
-      'x-auth-user': user.email, 'x-auth-email': user.email, 'x-auth-name': user.name || user.email,
-      'x-auth-provider': user.provider, 'cache-control': 'no-store',
+      'x-auth-user': user.email,
+      'x-auth-email': user.email,
+      'x-auth-name': user.name || user.email,
+      'x-auth-provider': user.provider,
+      'cache-control': 'no-store',
     })
     return ''
   }
-  return sendRedirect(event, loginRedirectForForwardAuth({
-    proto: getRequestHeader(event, 'x-forwarded-proto'),
-    host: getRequestHeader(event, 'x-forwarded-host'),
-    uri: getRequestHeader(event, 'x-forwarded-uri'),
-  }), 302)
+  return sendRedirect(
+    event,
+    loginRedirectForForwardAuth({
+      proto: getRequestHeader(event, 'x-forwarded-proto'),
+      host: getRequestHeader(event, 'x-forwarded-host'),
+      uri: getRequestHeader(event, 'x-forwarded-uri'),
+    }),
+    302,
+  )
 })

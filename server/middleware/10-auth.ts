@@ -14,12 +14,19 @@ export default defineEventHandler(async (event) => {
   // API tokens (issue 17): a Bearer header replaces the cookie; never a query string.
   assertNoTokenInQuery(event)
   const bearer = bearerSecretOf(event)
-  const session = bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
+  const session =
+    bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
   if (session) event.context.auth = session
   if (isPublicApiPath(path)) return
   if (!session) throw unauthorized()
   if (session.apiToken && path.startsWith('/api/auth/') && path !== '/api/auth/session')
-    throw forbidden('TOTP and logout need a browser session: an API token cannot change the second factor, and it ends by being revoked (DELETE /api/tokens/{id})')
+    throw forbidden(
+      'TOTP and logout need a browser session: an API token cannot change the second factor, and it ends by being revoked (DELETE /api/tokens/{id})',
+    )
   if (isMutation(event) && session.user.role !== 'admin' && (session.apiToken || !isSelfServicePath(path)))
-    throw forbidden(session.apiToken ? `API token "${session.apiToken.name}" acts with read scope: it cannot change anything` : 'viewers cannot change anything: ask an admin')
+    throw forbidden(
+      session.apiToken
+        ? `API token "${session.apiToken.name}" acts with read scope: it cannot change anything`
+        : 'viewers cannot change anything: ask an admin',
+    )
 })

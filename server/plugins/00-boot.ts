@@ -33,8 +33,10 @@ export default defineNitroPlugin((nitroApp) => {
   const boot = async () => {
     const master = resolveMasterKey(config.masterKey, config.dataDir)
     if (master.fromFile) {
-      logger.warn(`PANEL_MASTER_KEY is not set: secrets are sealed with the generated key in ${config.dataDir}/master.key` +
-        `${master.createdNow ? ' (created now)' : ''}. Back that file up, or set PANEL_MASTER_KEY.`)
+      logger.warn(
+        `PANEL_MASTER_KEY is not set: secrets are sealed with the generated key in ${config.dataDir}/master.key` +
+          `${master.createdNow ? ' (created now)' : ''}. Back that file up, or set PANEL_MASTER_KEY.`,
+      )
     }
     initSecretsBox(master.key)
     await openDatabase({ url: config.databaseUrl, authToken: config.databaseAuthToken, migrations: await _loadBundledMigrations() })

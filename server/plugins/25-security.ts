@@ -17,10 +17,13 @@ export default defineNitroPlugin((nitroApp) => {
   registerSystemHealthSection('decision_mirror', mirrorHealth)
   declareBackgroundJob('security:engine-probe', 'loop')
   declareBackgroundJob('security:drift', 'loop')
-  whenBootReady().then(() => {
-    // Without the panel's own bouncer key there is no mirror (and no loop to show).
-    if (mirrorEnabled()) declareBackgroundJob('security:decision-mirror', 'loop')
-    loops.push(startEngineProbe(), startDecisionMirror(), startDriftDetector())
-  }, () => {})
+  whenBootReady().then(
+    () => {
+      // Without the panel's own bouncer key there is no mirror (and no loop to show).
+      if (mirrorEnabled()) declareBackgroundJob('security:decision-mirror', 'loop')
+      loops.push(startEngineProbe(), startDecisionMirror(), startDriftDetector())
+    },
+    () => {},
+  )
   nitroApp.hooks.hook('close', () => Promise.all(loops.map((loop) => loop?.stop())).then(() => {}))
 })

@@ -15,15 +15,20 @@ export default defineNitroPlugin((nitroApp) => {
   declareBackgroundJob('countries:expand', 'task')
   declareBackgroundJob('geoip:refresh', 'task')
   declareBackgroundJob('countries:reconcile', 'loop')
-  whenBootReady().then(async () => {
-    const failed = await failJobsOfPreviousInstances()
-    if (failed) logger.warn(`${failed} country expansion job(s) of a previous panel process marked failed (panel restarted)`)
-    if (geoFileMissing()) runTask('geoip:refresh').catch((err) => logger.warn(`first geolocation download: ${(err as Error).message}`))
-    const intervalMs = () => getConfig().countryReconcileSeconds * 1000
-    loop = startLoop('countries:reconcile', {
-      run: reconcileCountryBans, nextDelayMs: intervalMs, firstDelayMs: intervalMs(),
-      onFailure: (err) => logger.warn(`country reconciler: ${(err as Error).message}`),
-    })
-  }, () => {})
+  whenBootReady().then(
+    async () => {
+      const failed = await failJobsOfPreviousInstances()
+      if (failed) logger.warn(`${failed} country expansion job(s) of a previous panel process marked failed (panel restarted)`)
+      if (geoFileMissing()) runTask('geoip:refresh').catch((err) => logger.warn(`first geolocation download: ${(err as Error).message}`))
+      const intervalMs = () => getConfig().countryReconcileSeconds * 1000
+      loop = startLoop('countries:reconcile', {
+        run: reconcileCountryBans,
+        nextDelayMs: intervalMs,
+        firstDelayMs: intervalMs(),
+        onFailure: (err) => logger.warn(`country reconciler: ${(err as Error).message}`),
+      })
+    },
+    () => {},
+  )
   nitroApp.hooks.hook('close', () => loop?.stop())
 })

@@ -20,9 +20,12 @@ export default defineNitroPlugin((nitroApp) => {
   declareBackgroundJob('logs:ingest', 'loop')
   declareBackgroundJob('logs:prune', 'task')
   declareBackgroundJob('logs:vacuum', 'task')
-  whenBootReady().then(() => {
-    startIngester()
-    runTask('logs:prune', { payload: {} }).catch((err) => logger.error(`retention sweep at boot: ${(err as Error).message}`))
-  }, () => {})
+  whenBootReady().then(
+    () => {
+      startIngester()
+      runTask('logs:prune', { payload: {} }).catch((err) => logger.error(`retention sweep at boot: ${(err as Error).message}`))
+    },
+    () => {},
+  )
   nitroApp.hooks.hook('close', stopIngester)
 })

@@ -20,16 +20,21 @@ export default defineNitroPlugin(() => {
   registerSecretSource(channelSecrets)
   registerSecretSource(vapidSecrets)
   declareBackgroundJob('certs:check-expiry', 'task')
-  whenBootReady().then(() => {
-    onPanelEvent((e) => { routeEvent(e).catch((err) => logger.error(`notification routing: ${(err as Error).message}`)) })
-    // Audit actions that change configuration raise config_change, failed logins login_failed (core/audit-actions.ts).
-    onAuditRow((row) => {
-      const event = panelEventOfAudit(row.message)
-      if (event === 'login_failed') emitPanelEvent('login_failed', { email: row.actor, remote_ip: row.remoteIp, reason: row.message })
-      else if (event === 'config_change') emitPanelEvent('config_change', { action: row.message, actor: row.actor })
-    })
-    // The VAPID key pair exists from the first boot on, so browsers can subscribe at once.
-    ensureVapidKeys().catch((err) => logger.error(`web push keys: ${(err as Error).message}`))
-    runTask('certs:check-expiry', { payload: {} }).catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
-  }, () => {})
+  whenBootReady().then(
+    () => {
+      onPanelEvent((e) => {
+        routeEvent(e).catch((err) => logger.error(`notification routing: ${(err as Error).message}`))
+      })
+      // Audit actions that change configuration raise config_change, failed logins login_failed (core/audit-actions.ts).
+      onAuditRow((row) => {
+        const event = panelEventOfAudit(row.message)
+        if (event === 'login_failed') emitPanelEvent('login_failed', { email: row.actor, remote_ip: row.remoteIp, reason: row.message })
+        else if (event === 'config_change') emitPanelEvent('config_change', { action: row.message, actor: row.actor })
+      })
+      // The VAPID key pair exists from the first boot on, so browsers can subscribe at once.
+      ensureVapidKeys().catch((err) => logger.error(`web push keys: ${(err as Error).message}`))
+      runTask('certs:check-expiry', { payload: {} }).catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
+    },
+    () => {},
+  )
 })

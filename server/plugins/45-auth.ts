@@ -9,7 +9,10 @@ import { warmPasswordDecoy } from '../utils/auth/passwords'
 export default defineNitroPlugin(() => {
   declareBackgroundJob('auth:sweep', 'task')
   warmPasswordDecoy().catch(() => {})
-  whenBootReady().then(() => {
-    runTask('auth:sweep', { payload: {} }).catch((err) => logger.error(`auth sweep at boot: ${(err as Error).message}`))
-  }, () => {})
+  whenBootReady().then(
+    () => {
+      runTask('auth:sweep', { payload: {} }).catch((err) => logger.error(`auth sweep at boot: ${(err as Error).message}`))
+    },
+    () => {},
+  )
 })

@@ -27,7 +27,7 @@ beforeAll(async () => {
   expect(res.status, res.text).toBe(201)
   hostId = res.json.id
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.on('dialog', (d) => d.accept())
   page.setDefaultTimeout(15_000)
@@ -37,10 +37,20 @@ beforeAll(async () => {
   await page.getByRole('button', { name: 'Sign in' }).click()
   await page.waitForURL((u) => !u.pathname.startsWith('/login'))
 }, 120_000)
-afterAll(async () => { await chrome?.close(); await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await chrome?.close()
+  await stack?.stop()
+  await up?.stop()
+})
 
 const expectVisible = (l: Locator) => l.waitFor({ state: 'visible' })
-const through = (host: string, auth?: string) => httpRequest({ port: stack.httpPort, host, path: '/', headers: auth ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : {} })
+const through = (host: string, auth?: string) =>
+  httpRequest({
+    port: stack.httpPort,
+    host,
+    path: '/',
+    headers: auth ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : {},
+  })
 
 describe('access lists and import in the web UI', () => {
   it('creates a list with a user and a rule, picks it on the host form, and the proxy asks for the password', async () => {

@@ -6,16 +6,28 @@ import { REPO_ROOT } from '../support/build'
 
 // Debian's Chromium driven by playwright-core (flags: shared docs, real-components §4).
 export const CHROMIUM = '/usr/bin/chromium'
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+]
 // The README's screenshots are rewritten only when asked (UPDATE_SCREENSHOTS=1), so
 // that a test run leaves the checkout clean; otherwise they go to a temporary folder.
-export const SCREENSHOT_DIR = process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs/screenshots') : makeTempDir('panel-screenshots-')
+export const SCREENSHOT_DIR =
+  process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs/screenshots') : makeTempDir('panel-screenshots-')
 
 export async function launchChromium(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
   // A persistent context on a fresh profile folder: nothing from another run leaks in.
   const context = await chromium.launchPersistentContext(makeTempDir('chromium-profile-'), {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 },
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 900 },
   })
   return { browser: context, close: () => context.close() }
 }
@@ -36,7 +48,7 @@ export async function screenshot(page: Page, name: string) {
 
 /** The context's first page, its console watched into `consoleErrors`, with the suites' 15 s default timeout. */
 export async function firstPage(chrome: { browser: BrowserContext }, consoleErrors: string[]): Promise<Page> {
-  const page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  const page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.setDefaultTimeout(15_000)
   return page

@@ -33,13 +33,18 @@ const hostIds: Record<string, number> = {}
 const consoleErrors: string[] = []
 
 const through = (path: string, host: string) => httpRequest({ port: stack.httpPort, host, path })
-const api = async (path: string, opts: Parameters<ProxyStack['panel']['request']>[1] = {}) => stack.panel.request(path, { cookie: stack.admin, ...opts })
+const api = async (path: string, opts: Parameters<ProxyStack['panel']['request']>[1] = {}) =>
+  stack.panel.request(path, { cookie: stack.admin, ...opts })
 
 beforeAll(async () => {
   cs = await startCrowdsec()
   registerTestSecret(cs.machinePassword, cs.bouncerKey)
   // Decisions whose values sort differently from their insertion order.
-  await postDecisions(cs, [{ value: '203.0.113.20', duration: '2h' }, { value: '203.0.113.9', duration: '3h' }, { value: '203.0.113.100', duration: '1h' }])
+  await postDecisions(cs, [
+    { value: '203.0.113.20', duration: '2h' },
+    { value: '203.0.113.9', duration: '3h' },
+    { value: '203.0.113.100', duration: '1h' },
+  ])
   upstream = await startTestUpstream()
   stack = await startProxyStack({ env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   base = stack.panel.url
@@ -51,7 +56,10 @@ beforeAll(async () => {
   }
   // Two uploaded certificates with different lifetimes, so the certificates screen has rows to sort.
   const pki = createTestPki()
-  for (const [domain, days] of [['bravo.example.test', 90], ['alpha.example.test', 10]] as const) {
+  for (const [domain, days] of [
+    ['bravo.example.test', 90],
+    ['alpha.example.test', 10],
+  ] as const) {
     const leaf = pki.leaf(domain, { sans: [domain], days })
     registerTestSecret(leaf.keyPem)
     const form = new FormData()
@@ -60,10 +68,22 @@ beforeAll(async () => {
     expect((await api(`/api/manual-certs/${hostIds[domain]}`, { method: 'POST', form })).status).toBe(201)
   }
   // Log rows of three statuses: 200, a rule's 418 and 404 from the upstream.
-  expect((await api(`/api/hosts/${hostIds['charlie.example.test']}/rules`, { method: 'POST', body: { path: '/teapot*', action: 'respond', respond_status: 418, respond_body: 'tea' } })).status).toBe(201)
+  expect(
+    (
+      await api(`/api/hosts/${hostIds['charlie.example.test']}/rules`, {
+        method: 'POST',
+        body: { path: '/teapot*', action: 'respond', respond_status: 418, respond_body: 'tea' },
+      })
+    ).status,
+  ).toBe(201)
   await through('/ok', 'charlie.example.test')
   await through('/teapot', 'charlie.example.test')
-  await eventually(async () => (await api('/api/logs', { headers: {} })).json as any[], (rows) => rows.some((r) => r.status === 418), 20_000, 300)
+  await eventually(
+    async () => (await api('/api/logs', { headers: {} })).json as any[],
+    (rows) => rows.some((r) => r.status === 418),
+    20_000,
+    300,
+  )
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
 }, 180_000)
@@ -93,7 +113,15 @@ const SCREENS: Array<{ path: () => string; heading: string | RegExp; shot?: stri
   { path: () => '/settings', heading: 'Settings' },
 ]
 
-const README_SHOTS = new Set(['dashboard-dark', 'dashboard-phone-dark', 'hosts-dark', 'hosts-phone-dark', 'security-dark', 'security-phone', 'security-phone-dark'])
+const README_SHOTS = new Set([
+  'dashboard-dark',
+  'dashboard-phone-dark',
+  'hosts-dark',
+  'hosts-phone-dark',
+  'security-dark',
+  'security-phone',
+  'security-phone-dark',
+])
 
 async function openScreen(path: string, heading: string | RegExp) {
   await page.goto(`${base}${path}`)
@@ -110,8 +138,10 @@ async function overflow() {
       const style = getComputedStyle(el)
       if (style.display === 'none' || el.closest('pre, svg')) continue
       const rect = el.getBoundingClientRect()
-      if (rect.right > document.documentElement.clientWidth + 1) wide.push(`${el.tagName.toLowerCase()}.${el.className} ends at ${Math.round(rect.right)}`)
-      else if (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1) wide.push(`${el.tagName.toLowerCase()}.${el.className} scrolls ${el.scrollWidth} > ${el.clientWidth}`)
+      if (rect.right > document.documentElement.clientWidth + 1)
+        wide.push(`${el.tagName.toLowerCase()}.${el.className} ends at ${Math.round(rect.right)}`)
+      else if (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1)
+        wide.push(`${el.tagName.toLowerCase()}.${el.className} scrolls ${el.scrollWidth} > ${el.clientWidth}`)
     }
     return { scrollWidth: document.documentElement.scrollWidth, wide: wide.slice(0, 5) }
   })
@@ -120,8 +150,15 @@ async function overflow() {
 /** Serious and critical axe violations (WCAG 2.x A and AA rules), one line each. */
 async function axeProblems(where: string) {
   const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${where}: ${v.id} (${v.impact}) ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`)
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${where}: ${v.id} (${v.impact}) ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(' | ')}`,
+    )
 }
 
 describe('phone and desk', () => {
@@ -133,7 +170,7 @@ describe('phone and desk', () => {
       await openScreen('/login', 'Sign in')
       expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(scheme)
       expect((await overflow()).scrollWidth).toBeLessThanOrEqual(PHONE.width)
-      problems.push(...await axeProblems(`login ${scheme}`))
+      problems.push(...(await axeProblems(`login ${scheme}`)))
     }
     expect(problems).toEqual([])
     await page.getByLabel('Email').fill(ADMIN.email)
@@ -155,9 +192,10 @@ describe('phone and desk', () => {
           expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(scheme)
           if (size === PHONE) {
             const o = await overflow()
-            if (o.scrollWidth > PHONE.width || o.wide.length) overflowing.push(`${s.path()} ${scheme}: scrollWidth ${o.scrollWidth}; ${o.wide.join('; ')}`)
+            if (o.scrollWidth > PHONE.width || o.wide.length)
+              overflowing.push(`${s.path()} ${scheme}: scrollWidth ${o.scrollWidth}; ${o.wide.join('; ')}`)
           }
-          problems.push(...await axeProblems(`${s.path()} ${size.width}px ${scheme}`))
+          problems.push(...(await axeProblems(`${s.path()} ${size.width}px ${scheme}`)))
           // The README's dark and phone shots (the light desk ones and hosts-phone come from ui.test.ts, with more data).
           const shot = `${s.shot}${size === PHONE ? '-phone' : ''}${scheme === 'dark' ? '-dark' : ''}`
           if (README_SHOTS.has(shot)) await screenshot(page, shot)
@@ -166,7 +204,7 @@ describe('phone and desk', () => {
     }
     expect(overflowing).toEqual([])
     expect(problems).toEqual([])
- }, 240_000) // 40 screens with an axe run each, on a machine shared with other suites
+  }, 240_000) // 40 screens with an axe run each, on a machine shared with other suites
 
   it('on a phone the menu folds behind a button and tables become labelled cards', async () => {
     await page.setViewportSize(PHONE)
@@ -185,7 +223,11 @@ describe('phone and desk', () => {
     const cell = page.locator('tbody tr').filter({ hasText: 'alpha.example.test' }).locator('td').nth(1)
     expect(await cell.getAttribute('data-label')).toBe('Target group')
     expect(await cell.evaluate((td) => getComputedStyle(td, '::before').content)).toBe('"Target group"')
-    const [first, second] = await page.locator('tbody tr').first().locator('td').evaluateAll((tds) => tds.slice(0, 2).map((td) => td.getBoundingClientRect().top))
+    const [first, second] = await page
+      .locator('tbody tr')
+      .first()
+      .locator('td')
+      .evaluateAll((tds) => tds.slice(0, 2).map((td) => td.getBoundingClientRect().top))
     expect(second!).toBeGreaterThan(first!)
     // At desk width the menu button is gone and the links are in view.
     await page.setViewportSize(DESK)
@@ -217,7 +259,8 @@ describe('phone and desk', () => {
   })
 
   it('sorts hosts, certificates, decisions and log rows by a column, both ways', async () => {
-    const column = (n: number) => page.locator('tbody tr').evaluateAll((rows, i) => rows.map((r) => (r as HTMLTableRowElement).cells[i]?.textContent?.trim() ?? ''), n)
+    const column = (n: number) =>
+      page.locator('tbody tr').evaluateAll((rows, i) => rows.map((r) => (r as HTMLTableRowElement).cells[i]?.textContent?.trim() ?? ''), n)
     const sortBy = async (name: string, scope = page.locator('main')) => {
       await scope.getByRole('columnheader', { name }).getByRole('button').click()
     }
@@ -283,7 +326,12 @@ describe('phone and desk', () => {
     await openScreen(`/hosts/${id}`, 'bravo.example.test')
     // Untouched: leaving does not ask.
     let asked = 0
-    const answer = (accept: boolean) => page.once('dialog', (d) => { asked++; expect(d.message()).toBe('This form has unsaved changes. Leave and lose them?'); void (accept ? d.accept() : d.dismiss()) })
+    const answer = (accept: boolean) =>
+      page.once('dialog', (d) => {
+        asked++
+        expect(d.message()).toBe('This form has unsaved changes. Leave and lose them?')
+        void (accept ? d.accept() : d.dismiss())
+      })
     await page.getByRole('link', { name: '← Hosts' }).click()
     await page.getByRole('heading', { level: 1, name: 'Hosts' }).waitFor()
     expect(asked).toBe(0)
@@ -316,10 +364,17 @@ describe('phone and desk', () => {
     expect(gates.forward_auth.login_url).toBe('https://127.0.0.1/login') // PANEL_PUBLIC_URL unset: https://<PANEL_DOMAIN>
     await openScreen(`/hosts/${hostIds['alpha.example.test']}`, 'alpha.example.test')
     await page.getByRole('checkbox', { name: 'LAN only' }).check()
-    expect(await page.getByTestId('lan-help').textContent()).toBe(`LAN only: requests from ${gates.lan_ranges.join(', ')} pass; every other address gets 403 "Access denied: LAN only". Behind a CDN or load balancer, set the trusted proxies in Settings so the visitor's address is judged.`)
+    expect(await page.getByTestId('lan-help').textContent()).toBe(
+      `LAN only: requests from ${gates.lan_ranges.join(', ')} pass; every other address gets 403 "Access denied: LAN only". Behind a CDN or load balancer, set the trusted proxies in Settings so the visitor's address is judged.`,
+    )
     await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).check()
-    expect(await page.getByTestId('forward-auth-help').textContent()).toMatch(/^ForwardAuth: a visitor who is not signed in to the panel is sent to https:\/\/127\.0\.0\.1\/login, and back to the page asked for afterwards when this host is under 127\.0\.0\.1\./)
-    await page.locator('.notice.warn').filter({ hasText: 'ForwardAuth: the login page is on 127.0.0.1, which a visitor\'s browser takes for its own machine' }).waitFor()
+    expect(await page.getByTestId('forward-auth-help').textContent()).toMatch(
+      /^ForwardAuth: a visitor who is not signed in to the panel is sent to https:\/\/127\.0\.0\.1\/login, and back to the page asked for afterwards when this host is under 127\.0\.0\.1\./,
+    )
+    await page
+      .locator('.notice.warn')
+      .filter({ hasText: "ForwardAuth: the login page is on 127.0.0.1, which a visitor's browser takes for its own machine" })
+      .waitFor()
     // Undone: the form is as loaded again, so leaving asks nothing.
     await page.getByRole('checkbox', { name: 'LAN only' }).uncheck()
     await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).uncheck()
@@ -331,7 +386,10 @@ describe('phone and desk', () => {
     await openScreen('/hosts', 'Hosts')
     const box = page.getByRole('checkbox', { name: `Enabled: ${domain}` })
     let question = ''
-    page.once('dialog', (d) => { question = d.message(); void d.dismiss() })
+    page.once('dialog', (d) => {
+      question = d.message()
+      void d.dismiss()
+    })
     await box.click()
     await expect.poll(() => question).toBe(`Disable ${domain}? The proxy stops serving it until it is enabled again.`)
     expect(await box.isChecked()).toBe(true)
@@ -364,7 +422,14 @@ describe('phone and desk', () => {
     await page.evaluate(() => {
       const wide = Object.assign(document.createElement('div'), { textContent: 'wide' })
       wide.style.width = '900px'
-      document.querySelector('main')!.append(wide, Object.assign(document.createElement('img'), { src: 'data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7' }))
+      document
+        .querySelector('main')!
+        .append(
+          wide,
+          Object.assign(document.createElement('img'), {
+            src: 'data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7',
+          }),
+        )
     })
     const o = await overflow()
     expect(o.scrollWidth).toBeGreaterThan(PHONE.width)
@@ -394,7 +459,9 @@ describe('errors at the field', () => {
     expect(await domain.getAttribute('aria-invalid')).toBe('true')
     expect(await focusedName()).toBe('domain')
     // The field reads the refusal as its description; no banner repeats it with the API's path.
-    expect(await domain.evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent)).toMatch(/^Domain: must be a valid hostname/)
+    expect(await domain.evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent)).toMatch(
+      /^Domain: must be a valid hostname/,
+    )
     expect(await page.getByText(/^domain:/).count()).toBe(0)
     await domain.pressSequentially('x')
     expect(await fieldError(/Domain/).count()).toBe(0)
@@ -427,7 +494,10 @@ describe('errors at the field', () => {
     expect((await api('/api/security/decisions?q=198.51.100.200')).json).toEqual([])
     await page.getByLabel('IP address to unban').fill('not-an-ip')
     await page.getByRole('button', { name: 'Unban IP' }).click()
-    await page.getByRole('alert').filter({ hasText: /^IP address: must be an IPv4 or IPv6 address/ }).waitFor()
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /^IP address: must be an IPv4 or IPv6 address/ })
+      .waitFor()
     consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 400/))
   })
 
@@ -444,7 +514,9 @@ describe('settings and choices in words', () => {
     const retention = page.getByLabel('Keep log rows for (days)')
     const schedule = page.getByLabel('Backup schedule (cron, UTC)')
     await schedule.fill('0 3 * * 1')
-    const next = new Cron('0 3 * * 1', { paused: true, timezone: 'UTC' }).nextRuns(3).map((d) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC')
+    const next = new Cron('0 3 * * 1', { paused: true, timezone: 'UTC' })
+      .nextRuns(3)
+      .map((d) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC')
     const words = page.getByTestId('cron-words')
     expect((await words.textContent())!.trim()).toBe(`At 03:00, only on Monday (UTC). Next runs: ${next.join(', ')}.`)
     await schedule.fill('every day')
@@ -452,7 +524,10 @@ describe('settings and choices in words', () => {
     await schedule.fill('0 3 * * 1')
     await retention.fill('0')
     await page.getByRole('button', { name: 'Save settings' }).click()
-    await page.locator('.field-error').filter({ hasText: /^Keep log rows for: / }).waitFor()
+    await page
+      .locator('.field-error')
+      .filter({ hasText: /^Keep log rows for: / })
+      .waitFor()
     expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).name)).toBe('logs.retention_days')
     expect((await api('/api/settings')).json['backup.schedule']).not.toBe('0 3 * * 1') // refused whole: nothing saved
     consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 400/))
@@ -464,7 +539,9 @@ describe('settings and choices in words', () => {
 
   it('load-balancing policies and notification events are named in words', async () => {
     await openScreen('/target-groups', 'Target groups')
-    expect(await page.getByRole('row').filter({ hasText: 'web' }).getByRole('cell').nth(3).textContent()).toBe('Round robin (each target in turn)')
+    expect(await page.getByRole('row').filter({ hasText: 'web' }).getByRole('cell').nth(3).textContent()).toBe(
+      'Round robin (each target in turn)',
+    )
     await page.getByRole('button', { name: 'Edit target group web' }).click()
     expect(await page.getByLabel('Load balancing').locator('option').allTextContents()).toContain('Same client address, same target')
     await page.getByRole('button', { name: 'Cancel' }).click()
@@ -477,7 +554,10 @@ describe('settings and choices in words', () => {
 
 describe('unban IP', () => {
   it('previews the decisions it will remove, ranges included, and asks before acting', async () => {
-    await postDecisions(cs, [{ value: '192.0.2.0/24', scope: 'Range', duration: '2h' }, { value: '192.0.2.5', duration: '2h' }])
+    await postDecisions(cs, [
+      { value: '192.0.2.0/24', scope: 'Range', duration: '2h' },
+      { value: '192.0.2.5', duration: '2h' },
+    ])
     const preview = (await api('/api/security/decisions/unban-ip?ip=192.0.2.5')).json
     expect(preview.would_remove.map((d: any) => d.value).sort()).toEqual(['192.0.2.0/24', '192.0.2.5'])
     expect(preview.kept_country_decisions).toEqual([])
@@ -486,7 +566,10 @@ describe('unban IP', () => {
     await openScreen('/security', 'Security')
     await page.getByLabel('IP address to unban').fill('192.0.2.5')
     let question = ''
-    page.once('dialog', (d) => { question = d.message(); void d.dismiss() })
+    page.once('dialog', (d) => {
+      question = d.message()
+      void d.dismiss()
+    })
     await page.getByRole('button', { name: 'Unban IP' }).click()
     await expect.poll(() => question).toMatch(/^Unban 192\.0\.2\.5\? This removes 2 decision\(s\): /)
     expect(question).toMatch(/192\.0\.2\.0\/24 \(Range, /)
@@ -506,14 +589,25 @@ describe('geolocation', () => {
   // A download source on loopback: the country file exists, the AS file does not.
   let source: Server
   beforeAll(async () => {
-    const country = writeMmdb([['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }]])
+    const country = writeMmdb([
+      ['5.0.0.0/24', { country_code: 'LU' }],
+      ['5.0.1.0/24', { country_code: 'LU' }],
+      ['81.2.69.0/24', { country_code: 'GB' }],
+    ])
     source = createServer((req, res) => {
       if (req.url === '/country.mmdb') res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(country)
       else res.writeHead(404).end('not here')
     })
     await new Promise<void>((resolve) => source.listen(0, '127.0.0.1', resolve))
     const url = `http://127.0.0.1:${(source.address() as AddressInfo).port}`
-    expect((await api('/api/settings', { method: 'PUT', body: { 'geoip.country_url': `${url}/country.mmdb`, 'geoip.asn_url': `${url}/asn.mmdb` } })).status).toBe(200)
+    expect(
+      (
+        await api('/api/settings', {
+          method: 'PUT',
+          body: { 'geoip.country_url': `${url}/country.mmdb`, 'geoip.asn_url': `${url}/asn.mmdb` },
+        })
+      ).status,
+    ).toBe(200)
   })
   afterAll(async () => {
     if (!source) return
@@ -524,7 +618,10 @@ describe('geolocation', () => {
   it('"Download now" shows each database\'s result, version and age', async () => {
     await page.setViewportSize(DESK)
     await openScreen('/security', 'Security')
-    const geoTable = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Geolocation databases' }) }).getByRole('table')
+    const geoTable = page
+      .locator('section')
+      .filter({ has: page.getByRole('heading', { name: 'Geolocation databases' }) })
+      .getByRole('table')
     const rowOf = (name: string) => geoTable.getByRole('row').filter({ has: page.getByRole('cell', { name, exact: true }) })
     expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('not loaded')
     await page.getByRole('button', { name: 'Download now' }).click()
@@ -570,7 +667,10 @@ describe('geolocation', () => {
   it('decisions: country ranges collapsed under their country, and a refresh that reads the engine now', async () => {
     await openScreen('/security', 'Security')
     const rows = page.locator('#decisions tbody tr')
-    await page.getByTestId('country-summary').filter({ hasText: /Luxembourg \(LU\), \d+ range\(s\)/ }).waitFor()
+    await page
+      .getByTestId('country-summary')
+      .filter({ hasText: /Luxembourg \(LU\), \d+ range\(s\)/ })
+      .waitFor()
     expect(await rows.filter({ hasText: 'panel-country-LU' }).count()).toBe(0) // not flooding the list
     await page.getByRole('button', { name: 'Show the ranges of LU' }).click()
     await rows.filter({ hasText: 'panel-country-LU' }).first().waitFor()
@@ -597,14 +697,28 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
   // Its session cookie replaces the first panel's (cookies ignore the port): this block runs last.
   let lean: ProxyStack
   beforeAll(async () => {
-    lean = await startProxyStack({ env: { ...panelEnvFor(cs), PROXY_MODULES: 'crowdsec,dns', PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+    lean = await startProxyStack({
+      env: { ...panelEnvFor(cs), PROXY_MODULES: 'crowdsec,dns', PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' },
+    })
     const group = await createGroup(lean, { name: 'lean', targets: [{ address: `127.0.0.1:${upstream.port}` }] })
-    expect((await createHost(lean, { domain: 'guarded.example.test', target_group_id: group.id, waf_enabled: true, waf_mode: 'blocking', rate_limit_enabled: true })).status).toBe(201)
+    expect(
+      (
+        await createHost(lean, {
+          domain: 'guarded.example.test',
+          target_group_id: group.id,
+          waf_enabled: true,
+          waf_mode: 'blocking',
+          rate_limit_enabled: true,
+        })
+      ).status,
+    ).toBe(201)
     expect((await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })).status).toBe(201)
     const [name, value] = lean.admin.split(';')[0]!.split('=')
     await chrome.browser.addCookies([{ name: name!, value: value!, url: lean.panel.url }])
   }, 120_000)
-  afterAll(async () => { await lean?.stop() })
+  afterAll(async () => {
+    await lean?.stop()
+  })
 
   it('a protection the proxy cannot apply says "not enforced" and why; a save warns only about the host saved; a dashboard problem links to its screen', async () => {
     await page.setViewportSize(DESK)
@@ -624,7 +738,9 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
     await page.getByRole('link', { name: 'guarded.example.test' }).click()
     await page.getByLabel('Aliases (comma separated)').fill('www.guarded.example.test')
     await page.getByRole('button', { name: 'Save host' }).click()
-    await page.getByText(/^Host saved and applied to the proxy\. Warnings: host guarded\.example\.test: the proxy has no ratelimit module/).waitFor()
+    await page
+      .getByText(/^Host saved and applied to the proxy\. Warnings: host guarded\.example\.test: the proxy has no ratelimit module/)
+      .waitFor()
     // The dashboard's geolocation problem (no database here) links to where it is fixed.
     await page.getByRole('link', { name: 'Dashboard' }).click()
     await page.getByRole('link', { name: 'Download the databases' }).click()

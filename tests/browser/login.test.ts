@@ -18,11 +18,14 @@ const consoleErrors: string[] = []
 beforeAll(async () => {
   panel = await startPanel({ setupAdmin: false, env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.setDefaultTimeout(15_000)
 }, 60_000)
-afterAll(async () => { await chrome?.close(); await panel?.stop() })
+afterAll(async () => {
+  await chrome?.close()
+  await panel?.stop()
+})
 
 async function sessionCookieFromPage(): Promise<string> {
   const cookie = (await chrome.browser.cookies()).find((c) => c.name === 'panel_session')
@@ -44,7 +47,11 @@ describe('login screen', () => {
 
   it('shows the OIDC button when configured, carrying rd, and oidc_error codes in words', async () => {
     const cookie = await panel.login(OWNER.email, OWNER.password)
-    const put = await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'oidc.issuer': 'https://id.example.test', 'oidc.client_id': 'panel', 'oidc.display_name': 'Company SSO' } })
+    const put = await panel.request('/api/settings', {
+      method: 'PUT',
+      cookie,
+      body: { 'oidc.issuer': 'https://id.example.test', 'oidc.client_id': 'panel', 'oidc.display_name': 'Company SSO' },
+    })
     expect(put.status).toBe(200)
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL(/\/login/)
@@ -92,7 +99,10 @@ describe('login screen', () => {
     await page.getByRole('button', { name: 'Copy recovery codes' }).click()
     await page.getByText('Recovery codes copied to the clipboard.').waitFor()
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(allCodes.join('\n'))
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download recovery codes' }).click()])
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download recovery codes' }).click(),
+    ])
     expect(download.suggestedFilename()).toBe('edge-panel-recovery-codes.txt')
     const file = readFileSync((await download.path())!, 'utf8')
     expect(file.trim().split('\n')).toEqual([`Edge panel recovery codes for ${OWNER.email}`, ...allCodes])
@@ -112,7 +122,9 @@ describe('login screen', () => {
     // The enrolment used this step's code, and a code is accepted once: the next step's (within ±1) signs in.
     await signInWith(generateHOTP(secret, BigInt(step + 1), 6))
     await signInWith(recovery)
-    const me = (await panel.request('/api/auth/session', { cookie: await sessionCookieFromPage() })).json as { user: { totp_enabled: boolean } }
+    const me = (await panel.request('/api/auth/session', { cookie: await sessionCookieFromPage() })).json as {
+      user: { totp_enabled: boolean }
+    }
     expect(me.user.totp_enabled).toBe(true)
   })
 

@@ -21,12 +21,18 @@ beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.setDefaultTimeout(15_000)
-  page.on('dialog', (d) => { void d.accept() })
+  page.on('dialog', (d) => {
+    void d.accept()
+  })
 }, 90_000)
-afterAll(async () => { await chrome?.close(); await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await chrome?.close()
+  await stack?.stop()
+  await up?.stop()
+})
 
 const through = () => httpRequest({ port: stack.httpPort, host: DOMAIN, path: '/' })
 

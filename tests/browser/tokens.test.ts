@@ -15,12 +15,17 @@ beforeAll(async () => {
   panel = await startPanel({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
   await chrome.browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: panel.url })
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.setDefaultTimeout(15_000)
-  page.on('dialog', (d) => { void d.accept() })
+  page.on('dialog', (d) => {
+    void d.accept()
+  })
 }, 60_000)
-afterAll(async () => { await chrome?.close(); await panel?.stop() })
+afterAll(async () => {
+  await chrome?.close()
+  await panel?.stop()
+})
 
 describe('Tokens screen', () => {
   it('creates a token, shows and copies its secret once, and revokes it', async () => {

@@ -22,8 +22,12 @@ const BANNED_TWO = '203.0.113.78'
 const VIEWER = { email: 'viewer@example.test', password: 'viewer-password-123' }
 // A country database written by the test: LU expands into two supernets.
 const GEO_DB = writeMmdb([
-  ['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['5.0.2.0/23', { country_code: 'LU' }],
-  ['2a01:e00::/32', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }], ['203.0.113.0/24', { country_code: 'FR' }],
+  ['5.0.0.0/24', { country_code: 'LU' }],
+  ['5.0.1.0/24', { country_code: 'LU' }],
+  ['5.0.2.0/23', { country_code: 'LU' }],
+  ['2a01:e00::/32', { country_code: 'LU' }],
+  ['81.2.69.0/24', { country_code: 'GB' }],
+  ['203.0.113.0/24', { country_code: 'FR' }],
   ['198.51.100.0/24', { country_code: 'DE' }],
 ])
 
@@ -44,7 +48,10 @@ beforeAll(async () => {
   await cs.cscli(['scenarios', 'install', 'crowdsecurity/http-probing'])
   await cs.cscli(['scenarios', 'install', 'crowdsecurity/http-crawl-non_statics'])
   // Bans exist before any screen reads the (15 s cached) decision list.
-  await postDecisions(cs, [{ value: BANNED_ONE, duration: '2h' }, { value: BANNED_TWO, duration: '2h' }])
+  await postDecisions(cs, [
+    { value: BANNED_ONE, duration: '2h' },
+    { value: BANNED_TWO, duration: '2h' },
+  ])
   upstream = await startTestUpstream()
   // A network namespace on 198.51.100.0/24 is the public client (its country is DE in the test database);
   // it must exist before Caddy binds 198.51.100.1.
@@ -53,10 +60,14 @@ beforeAll(async () => {
   mkdirSync(join(dataDir, 'geoip'))
   writeFileSync(join(dataDir, 'geoip/country.mmdb'), GEO_DB)
   // The browser talks to 127.0.0.1: no cookie Domain (an IP has no parent domain).
-  stack = await startProxyStack({ dataDir, httpListenExtra: ['198.51.100.1'], env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+  stack = await startProxyStack({
+    dataDir,
+    httpListenExtra: ['198.51.100.1'],
+    env: { ...panelEnvFor(cs), PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' },
+  })
   base = stack.panel.url
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.on('dialog', (d) => d.accept())
   page.setDefaultTimeout(15_000)
@@ -184,7 +195,10 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Upload certificate' }).click()
     await expectVisible(page.getByText(`Certificate for ${DOMAIN} uploaded; the host now uses it.`))
     await expectVisible(page.getByRole('link', { name: `Download certificate of ${DOMAIN}` }))
-    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({ tls_mode: 'manual', certificate: { source: 'manual' } })
+    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({
+      tls_mode: 'manual',
+      certificate: { source: 'manual' },
+    })
     await screenshot(page, 'certificates')
   })
 
@@ -251,7 +265,10 @@ describe('the web UI in Chromium', () => {
     await expect.poll(() => page.getByText('/not-matching-the-filter').count()).toBe(0)
     await page.getByRole('button', { name: 'Stop live tail' }).click()
     await page.getByRole('button', { name: 'Clear filters' }).click()
-    await page.getByRole('row', { name: /^Log row \d+$/ }).first().click()
+    await page
+      .getByRole('row', { name: /^Log row \d+$/ })
+      .first()
+      .click()
     await expectVisible(page.getByRole('heading', { name: 'Raw line' }))
     await screenshot(page, 'logs')
   })
@@ -286,7 +303,10 @@ describe('the web UI in Chromium', () => {
     expect(await page.getByLabel('API token (Zone:Read and DNS:Edit)').inputValue()).toBe('')
     await page.getByRole('button', { name: 'Save Cloudflare' }).click()
     await expectVisible(page.getByText('Cloudflare saved.'))
-    expect((await stack.panel.request('/api/dns-providers/provider_a', { cookie: stack.admin })).json).toMatchObject({ configured: true, enabled: true })
+    expect((await stack.panel.request('/api/dns-providers/provider_a', { cookie: stack.admin })).json).toMatchObject({
+      configured: true,
+      enabled: true,
+    })
     expect(await page.content()).not.toContain(token)
     await screenshot(page, 'dns-providers')
 
@@ -326,7 +346,10 @@ describe('the web UI in Chromium', () => {
     await page.getByLabel(`TLS mode after deleting the certificate of ${DOMAIN}`).selectOption('none')
     await page.getByRole('button', { name: `Delete certificate of ${DOMAIN}` }).click()
     await expectVisible(page.getByText(`Certificate of ${DOMAIN} deleted.`))
-    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({ tls_mode: 'none', certificate: null })
+    expect((await stack.panel.request('/api/hosts', { cookie: stack.admin })).json[0]).toMatchObject({
+      tls_mode: 'none',
+      certificate: null,
+    })
     expect((await through('/after-revert')).status).toBe(200)
   })
 
@@ -338,21 +361,44 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('button', { name: `Configure ${name}` }).click()
     await page.getByLabel('Primary server accepting updates (host:port)').fill('127.0.0.1:9')
     await page.getByLabel('TSIG key name').fill('acme-update')
-    expect(await page.getByLabel('TSIG algorithm').locator('option').allTextContents()).toEqual(['hmac-sha256', 'hmac-sha384', 'hmac-sha512', 'hmac-sha224', 'hmac-sha1'])
+    expect(await page.getByLabel('TSIG algorithm').locator('option').allTextContents()).toEqual([
+      'hmac-sha256',
+      'hmac-sha384',
+      'hmac-sha512',
+      'hmac-sha224',
+      'hmac-sha1',
+    ])
     await page.getByLabel('TSIG algorithm').selectOption('hmac-sha512')
     await page.getByLabel('TSIG secret (base64)').fill(secret)
     await page.getByRole('button', { name: `Save ${name}` }).click()
     await expectVisible(page.getByText(`${name} saved.`))
-    expect((await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json).toMatchObject({ enabled: true, configured: true })
+    expect((await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json).toMatchObject({
+      enabled: true,
+      configured: true,
+    })
     expect(await page.content()).not.toContain(secret)
 
     // A DNS-01 host whose CA does not answer (a loopback port where nothing listens): the order fails at once.
     const group = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json[0]
-    const host = await stack.panel.request('/api/hosts', { method: 'POST', cookie: stack.admin, body: {
-      domain: 'dns01.example.test', target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_c', tls_acme_ca_url: 'https://127.0.0.1:9/dir',
-    } })
+    const host = await stack.panel.request('/api/hosts', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: {
+        domain: 'dns01.example.test',
+        target_group_id: group.id,
+        tls_mode: 'auto',
+        tls_challenge: 'dns',
+        tls_dns_provider: 'provider_c',
+        tls_acme_ca_url: 'https://127.0.0.1:9/dir',
+      },
+    })
     expect(host.status).toBe(201)
-    await eventually(async () => (await stack.panel.request(`/api/hosts/${host.json.id}`, { cookie: stack.admin })).json.certificate?.last_failure, (f) => !!f, 30_000, 300)
+    await eventually(
+      async () => (await stack.panel.request(`/api/hosts/${host.json.id}`, { cookie: stack.admin })).json.certificate?.last_failure,
+      (f) => !!f,
+      30_000,
+      300,
+    )
     await page.getByRole('link', { name: 'Hosts', exact: true }).click()
     await expectVisible(page.getByText('acme: obtain failed'))
     await page.getByRole('link', { name: 'Certificates' }).click()
@@ -360,7 +406,13 @@ describe('the web UI in Chromium', () => {
     await expectVisible(page.getByRole('cell', { name: /^the ACME CA could not be reached/ }))
     await screenshot(page, 'certificates-failed')
     await page.getByRole('link', { name: 'dns01.example.test' }).click()
-    await expectVisible(page.getByRole('alert').filter({ hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/ }))
+    await expectVisible(
+      page
+        .getByRole('alert')
+        .filter({
+          hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/,
+        }),
+    )
     expect((await stack.panel.request(`/api/hosts/${host.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
   })
 

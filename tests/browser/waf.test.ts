@@ -29,26 +29,48 @@ beforeAll(async () => {
   ns = await createPublicClientNamespace({ hostAddress: HOST_ADDRESS, clientAddresses: [CLIENT] })
   stack = await startProxyStack({ httpListenExtra: [HOST_ADDRESS], env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
-  const res = await createHost(stack, { domain: HOST, target_group_id: group.id, bouncer_enabled: false, waf_enabled: true, waf_mode: 'blocking', waf_profile: 'fast' })
+  const res = await createHost(stack, {
+    domain: HOST,
+    target_group_id: group.id,
+    bouncer_enabled: false,
+    waf_enabled: true,
+    waf_mode: 'blocking',
+    waf_profile: 'fast',
+  })
   expect(res.status, res.text).toBe(201)
   hostId = res.json.id
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? await chrome.browser.newPage()
+  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
   watchConsole(page, consoleErrors)
   page.on('dialog', (d) => d.accept())
   page.setDefaultTimeout(15_000)
 }, 120_000)
-afterAll(async () => { await chrome?.close(); await stack?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await chrome?.close()
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 const expectVisible = (l: Locator) => l.waitFor({ state: 'visible' })
-const webhook = async (path: string) => (await ns.curl(`http://${HOST_ADDRESS}:${stack.httpPort}${path}`,
-  ['-H', `Host: ${HOST}`, '-X', 'POST', '-H', 'Content-Type: text/plain', '--data-binary', 'delivery'], { fromAddress: CLIENT })).status
+const webhook = async (path: string) =>
+  (
+    await ns.curl(
+      `http://${HOST_ADDRESS}:${stack.httpPort}${path}`,
+      ['-H', `Host: ${HOST}`, '-X', 'POST', '-H', 'Content-Type: text/plain', '--data-binary', 'delivery'],
+      { fromAddress: CLIENT },
+    )
+  ).status
 
 describe('the WAF in the web UI', () => {
-  it('excludes a refused webhook\'s rule from its Logs row in one click, for that path only', async () => {
+  it("excludes a refused webhook's rule from its Logs row in one click, for that path only", async () => {
     expect(await webhook('/webhook?t=ui-before')).toBe(403)
-    const rows = await eventually(async () => (await stack.panel.request('/api/logs?source=waf_audit&limit=50', { cookie: stack.admin })).json as any[],
-      (r) => r.some((x) => x.path === '/webhook?t=ui-before'), 15_000, 200)
+    const rows = await eventually(
+      async () => (await stack.panel.request('/api/logs?source=waf_audit&limit=50', { cookie: stack.admin })).json as any[],
+      (r) => r.some((x) => x.path === '/webhook?t=ui-before'),
+      15_000,
+      200,
+    )
     const row = rows.find((x) => x.path === '/webhook?t=ui-before')
     expect(row.waf_rule_id).toBe(920420)
 
@@ -79,7 +101,9 @@ describe('the WAF in the web UI', () => {
     await expect(page.getByLabel(/^Allowed request content types/).inputValue()).resolves.toMatch(/application\/json, text\/plain$/)
     await page.getByRole('button', { name: 'Save host' }).click()
     await expectVisible(page.getByRole('status').filter({ hasText: 'Host saved and applied to the proxy.' }))
-    expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.waf_allowed_content_types).toContain('text/plain')
+    expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.waf_allowed_content_types).toContain(
+      'text/plain',
+    )
     expect(await webhook('/elsewhere?t=ui-types')).toBe(200)
     await screenshot(page, 'waf-host')
 

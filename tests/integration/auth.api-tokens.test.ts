@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // The secrets and their hashes appear in no audit row, log row or state row.
   if (panel) {
-    const rows = await panel.db().execute('SELECT coalesce(message, \'\') || coalesce(raw, \'\') || coalesce(actor, \'\') AS t FROM logs')
+    const rows = await panel.db().execute("SELECT coalesce(message, '') || coalesce(raw, '') || coalesce(actor, '') AS t FROM logs")
     const text = rows.rows.map((r) => String(r.t)).join('\n')
     const state = await panel.db().execute('SELECT value FROM runtime_state')
     const stateText = state.rows.map((r) => String(r.value)).join('\n')
@@ -52,7 +52,9 @@ async function groupCount(): Promise<number> {
 }
 
 async function auditRows(action: string) {
-  const r = await panel.db().execute({ sql: 'SELECT actor, raw FROM logs WHERE source = \'audit\' AND message = ? ORDER BY id', args: [action] })
+  const r = await panel
+    .db()
+    .execute({ sql: "SELECT actor, raw FROM logs WHERE source = 'audit' AND message = ? ORDER BY id", args: [action] })
   return r.rows.map((row) => ({ actor: String(row.actor), raw: JSON.parse(String(row.raw)) }))
 }
 
@@ -67,7 +69,14 @@ describe('creating and using a token', () => {
     const { token, secret, warning } = await createToken(admin, { name: 'deploy script', scope: 'admin' })
     expect(secret).toMatch(/^ept_[A-Za-z0-9_-]{43}$/)
     expect(warning).toMatch(/never expires/)
-    expect(token).toMatchObject({ name: 'deploy script', scope: 'admin', effective_scope: 'admin', state: 'active', expires_at: null, last_used_at: null })
+    expect(token).toMatchObject({
+      name: 'deploy script',
+      scope: 'admin',
+      effective_scope: 'admin',
+      state: 'active',
+      expires_at: null,
+      last_used_at: null,
+    })
     expect(secret.startsWith(token.prefix)).toBe(true)
     const stored = (await panel.db().execute({ sql: 'SELECT token_hash FROM api_tokens WHERE id = ?', args: [token.id] })).rows[0]!
     const { createHash } = await import('node:crypto')
@@ -93,8 +102,15 @@ describe('creating and using a token', () => {
     const hosts = await panel.request('/api/hosts', { headers: bearer(secret) })
     expect(hosts.status).toBe(200)
     const session = await panel.request('/api/auth/session', { headers: bearer(secret) })
-    expect(session.json).toMatchObject({ user: { email: 'admin@example.test', role: 'admin' }, api_token: { id: token.id, name: 'terraform', scope: 'admin' } })
-    const group = await panel.request('/api/target-groups', { method: 'POST', headers: bearer(secret), body: { name: 'via-token', targets: [{ address: '127.0.0.1:9' }] } })
+    expect(session.json).toMatchObject({
+      user: { email: 'admin@example.test', role: 'admin' },
+      api_token: { id: token.id, name: 'terraform', scope: 'admin' },
+    })
+    const group = await panel.request('/api/target-groups', {
+      method: 'POST',
+      headers: bearer(secret),
+      body: { name: 'via-token', targets: [{ address: '127.0.0.1:9' }] },
+    })
     expect(group.status, group.text).toBe(201)
     const create = (await auditRows('target_group_create')).at(-1)!
     expect(create.actor).toBe('admin@example.test')
@@ -108,7 +124,11 @@ describe('creating and using a token', () => {
     const { secret } = await createToken(admin, { name: 'grafana', scope: 'read' })
     expect((await panel.request('/api/target-groups', { headers: bearer(secret) })).status).toBe(200)
     const before = await groupCount()
-    const res = await panel.request('/api/target-groups', { method: 'POST', headers: bearer(secret), body: { name: 'nope', targets: [{ address: '127.0.0.1:9' }] } })
+    const res = await panel.request('/api/target-groups', {
+      method: 'POST',
+      headers: bearer(secret),
+      body: { name: 'nope', targets: [{ address: '127.0.0.1:9' }] },
+    })
     expect(res.status).toBe(403)
     expect(res.json.error).toMatch(/read scope/)
     expect(await groupCount()).toBe(before)
@@ -152,7 +172,11 @@ describe('bad input changes nothing', () => {
     const { secret } = await createToken(admin, { name: 'query-test', scope: 'admin' })
     const before = await groupCount()
     for (const q of [`access_token=${secret}`, `token=${secret}`, `q=${secret}`]) {
-      const res = await panel.request(`/api/target-groups?${q}`, { method: 'POST', cookie: admin, body: { name: 'from-query', targets: [{ address: '127.0.0.1:9' }] } })
+      const res = await panel.request(`/api/target-groups?${q}`, {
+        method: 'POST',
+        cookie: admin,
+        body: { name: 'from-query', targets: [{ address: '127.0.0.1:9' }] },
+      })
       expect(res.status).toBe(401)
       expect(res.json.error).toMatch(/not accepted in the query string.*Authorization: Bearer/)
     }
@@ -180,7 +204,15 @@ describe('bad input changes nothing', () => {
     expect(expired.status).toBe(401)
     expect(expired.json.error).toMatch(/"short-lived" expired at .*create a new one/)
     const before = await groupCount()
-    expect((await panel.request('/api/target-groups', { method: 'POST', headers: bearer(expiring.secret), body: { name: 'late', targets: [{ address: '127.0.0.1:9' }] } })).status).toBe(401)
+    expect(
+      (
+        await panel.request('/api/target-groups', {
+          method: 'POST',
+          headers: bearer(expiring.secret),
+          body: { name: 'late', targets: [{ address: '127.0.0.1:9' }] },
+        })
+      ).status,
+    ).toBe(401)
     expect(await groupCount()).toBe(before)
 
     const revoking = await createToken(admin, { name: 'to-revoke', scope: 'admin' })
@@ -202,7 +234,7 @@ describe('bad input changes nothing', () => {
 })
 
 describe('owners, roles and revocation', () => {
-  it('a viewer gets read tokens only, cannot see or revoke others\' tokens, and an admin can revoke the viewer\'s', async () => {
+  it("a viewer gets read tokens only, cannot see or revoke others' tokens, and an admin can revoke the viewer's", async () => {
     await makeUser(VIEWER, 'viewer')
     const viewer = await panel.login(VIEWER.email, VIEWER.password)
     const tooHigh = await panel.request('/api/tokens', { method: 'POST', cookie: viewer, body: { name: 'sneaky', scope: 'admin' } })
@@ -214,7 +246,9 @@ describe('owners, roles and revocation', () => {
     expect((await panel.request('/api/tokens?all=1', { cookie: viewer })).status).toBe(403)
     const adminToken = (await panel.request('/api/tokens', { cookie: admin })).json[0]
     expect((await panel.request(`/api/tokens/${adminToken.id}`, { method: 'DELETE', cookie: viewer })).status).toBe(404)
-    expect((await panel.request('/api/tokens', { cookie: admin })).json.find((t: any) => t.id === adminToken.id).revoked_at).toBe(adminToken.revoked_at)
+    expect((await panel.request('/api/tokens', { cookie: admin })).json.find((t: any) => t.id === adminToken.id).revoked_at).toBe(
+      adminToken.revoked_at,
+    )
     const all = await panel.request('/api/tokens?all=1', { cookie: admin })
     expect(all.json.map((t: any) => t.user_email)).toContain('viewer.tokens@example.test')
     expect((await panel.request('/api/hosts', { headers: bearer(own.secret) })).status).toBe(200)
@@ -226,12 +260,28 @@ describe('owners, roles and revocation', () => {
     const deputyId = await makeUser(DEPUTY, 'admin')
     const deputy = await panel.login(DEPUTY.email, DEPUTY.password)
     const { token, secret } = await createToken(deputy, { name: 'deputy automation', scope: 'admin' })
-    expect((await panel.request('/api/target-groups', { method: 'POST', headers: bearer(secret), body: { name: 'by-deputy', targets: [{ address: '127.0.0.1:9' }] } })).status).toBe(201)
+    expect(
+      (
+        await panel.request('/api/target-groups', {
+          method: 'POST',
+          headers: bearer(secret),
+          body: { name: 'by-deputy', targets: [{ address: '127.0.0.1:9' }] },
+        })
+      ).status,
+    ).toBe(201)
 
-    const demote = await panel.request(`/api/users/${deputyId}`, { method: 'PUT', cookie: admin, body: { email: DEPUTY.email, name: '', role: 'viewer' } })
+    const demote = await panel.request(`/api/users/${deputyId}`, {
+      method: 'PUT',
+      cookie: admin,
+      body: { email: DEPUTY.email, name: '', role: 'viewer' },
+    })
     expect(demote.status).toBe(200)
     const before = await groupCount()
-    const refused = await panel.request('/api/target-groups', { method: 'POST', headers: bearer(secret), body: { name: 'after-demotion', targets: [{ address: '127.0.0.1:9' }] } })
+    const refused = await panel.request('/api/target-groups', {
+      method: 'POST',
+      headers: bearer(secret),
+      body: { name: 'after-demotion', targets: [{ address: '127.0.0.1:9' }] },
+    })
     expect(refused.status).toBe(403)
     expect(await groupCount()).toBe(before)
     expect((await panel.request('/api/hosts', { headers: bearer(secret) })).status).toBe(200)
@@ -240,7 +290,15 @@ describe('owners, roles and revocation', () => {
     expect((await auditRows('user_update')).at(-1)!.raw).toMatchObject({ user_id: deputyId, api_tokens_narrowed: 1 })
     // Promoted again, the token stays read: widening needs a new token.
     await panel.request(`/api/users/${deputyId}`, { method: 'PUT', cookie: admin, body: { email: DEPUTY.email, name: '', role: 'admin' } })
-    expect((await panel.request('/api/target-groups', { method: 'POST', headers: bearer(secret), body: { name: 'after-promotion', targets: [{ address: '127.0.0.1:9' }] } })).status).toBe(403)
+    expect(
+      (
+        await panel.request('/api/target-groups', {
+          method: 'POST',
+          headers: bearer(secret),
+          body: { name: 'after-promotion', targets: [{ address: '127.0.0.1:9' }] },
+        })
+      ).status,
+    ).toBe(403)
 
     expect((await panel.request(`/api/users/${deputyId}`, { method: 'DELETE', cookie: admin })).status).toBe(204)
     const gone = await panel.request('/api/hosts', { headers: bearer(secret) })

@@ -17,9 +17,12 @@ beforeAll(async () => {
     startPanel({ env: { PANEL_DOMAIN: 'panel.example.test', PANEL_MODE: 'public' } }),
   ])
 })
-afterAll(async () => { await Promise.all([lan?.stop(), pub?.stop()]) })
+afterAll(async () => {
+  await Promise.all([lan?.stop(), pub?.stop()])
+})
 
-const sessionSetCookie = (res: RawResponse) => ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('panel_session='))
+const sessionSetCookie = (res: RawResponse) =>
+  ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('panel_session='))
 const loginVia = (p: PanelHandle, host: string) =>
   httpRequest({ port: p.port, host, method: 'POST', path: '/api/auth/login', body: JSON.stringify(ADMIN) })
 
@@ -46,7 +49,9 @@ describe('cookie attributes and HSTS', () => {
     expect(sessionSetCookie(remote)).toMatch(/; HttpOnly/)
     expect(remote.headers['strict-transport-security']).toBeUndefined()
     // Every answer, not only the login, follows the same rule.
-    expect((await httpRequest({ port: lan.port, host: '192.168.1.20', path: '/api/auth/providers' })).headers['strict-transport-security']).toBeUndefined()
+    expect(
+      (await httpRequest({ port: lan.port, host: '192.168.1.20', path: '/api/auth/providers' })).headers['strict-transport-security'],
+    ).toBeUndefined()
     const local = await loginVia(lan, `localhost:${lan.port}`)
     expect(sessionSetCookie(local)).toMatch(/; Secure/)
     expect(local.headers['strict-transport-security']).toMatch(/max-age=/)
@@ -66,23 +71,43 @@ describe('cookie attributes and HSTS', () => {
 describe('password rules', () => {
   it('refuses fewer than 12 characters and the email as password, on create and on update', async () => {
     const admin = await lan.login()
-    const short = await lan.request('/api/users', { method: 'POST', cookie: admin, body: { email: 'rules@example.test', password: 'elevenchars', role: 'viewer' } })
+    const short = await lan.request('/api/users', {
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'rules@example.test', password: 'elevenchars', role: 'viewer' },
+    })
     expect(short.status).toBe(400)
     expect(short.json.error).toMatch(/password: must be at least 12 characters/)
-    const same = await lan.request('/api/users', { method: 'POST', cookie: admin, body: { email: 'longlocalpart@example.test', password: 'LongLocalPart@example.test', role: 'viewer' } })
+    const same = await lan.request('/api/users', {
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'longlocalpart@example.test', password: 'LongLocalPart@example.test', role: 'viewer' },
+    })
     expect(same.status).toBe(400)
     expect(same.json.error).toMatch(/password: must not be the email address/)
-    const local = await lan.request('/api/users', { method: 'POST', cookie: admin, body: { email: 'longlocalpart@example.test', password: 'longlocalpart', role: 'viewer' } })
+    const local = await lan.request('/api/users', {
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'longlocalpart@example.test', password: 'longlocalpart', role: 'viewer' },
+    })
     expect(local.json.error).toMatch(/password: must not be the email address/)
-    const created = await lan.request('/api/users', { method: 'POST', cookie: admin, body: { email: 'longlocalpart@example.test', password: 'rotation-password-1', role: 'viewer' } })
+    const created = await lan.request('/api/users', {
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'longlocalpart@example.test', password: 'rotation-password-1', role: 'viewer' },
+    })
     expect(created.status).toBe(201)
     const update = await lan.request(`/api/users/${created.json.id}`, {
-      method: 'PUT', cookie: admin, body: { email: 'longlocalpart@example.test', name: '', role: 'viewer', password: 'longlocalpart@example.test' },
+      method: 'PUT',
+      cookie: admin,
+      body: { email: 'longlocalpart@example.test', name: '', role: 'viewer', password: 'longlocalpart@example.test' },
     })
     expect(update.status).toBe(400)
     expect(update.json.error).toMatch(/must not be the email address/)
     // The stored hash is memory-hard (argon2id).
-    const hash = String((await lan.db().execute("SELECT password_hash FROM users WHERE email = 'longlocalpart@example.test'")).rows[0]!.password_hash)
+    const hash = String(
+      (await lan.db().execute("SELECT password_hash FROM users WHERE email = 'longlocalpart@example.test'")).rows[0]!.password_hash,
+    )
     expect(hash).toMatch(/^\$argon2id\$/)
   })
 })
@@ -99,24 +124,40 @@ describe('session rotation', () => {
 
   it('a role change ends every session of that user, at once (no 30-second cache grace)', async () => {
     const admin = await lan.login()
-    const created = await lan.request('/api/users', { method: 'POST', cookie: admin, body: { email: 'promoted@example.test', password: 'rotation-password-2', role: 'viewer' } })
+    const created = await lan.request('/api/users', {
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'promoted@example.test', password: 'rotation-password-2', role: 'viewer' },
+    })
     const viewer = await lan.login('promoted@example.test', 'rotation-password-2')
     expect((await lan.request('/api/auth/session', { cookie: viewer })).status).toBe(200) // now cached
-    const put = await lan.request(`/api/users/${created.json.id}`, { method: 'PUT', cookie: admin, body: { email: 'promoted@example.test', name: '', role: 'admin' } })
+    const put = await lan.request(`/api/users/${created.json.id}`, {
+      method: 'PUT',
+      cookie: admin,
+      body: { email: 'promoted@example.test', name: '', role: 'admin' },
+    })
     expect(put.status).toBe(200)
     expect((await lan.request('/api/auth/session', { cookie: viewer })).status).toBe(401)
     expect((await lan.request('/auth/forward', { cookie: viewer })).status).toBe(302)
     // A change of the name only is not a privilege change.
     const again = await lan.login('promoted@example.test', 'rotation-password-2')
-    await lan.request(`/api/users/${created.json.id}`, { method: 'PUT', cookie: admin, body: { email: 'promoted@example.test', name: 'P', role: 'admin' } })
+    await lan.request(`/api/users/${created.json.id}`, {
+      method: 'PUT',
+      cookie: admin,
+      body: { email: 'promoted@example.test', name: 'P', role: 'admin' },
+    })
     expect((await lan.request('/api/auth/session', { cookie: again })).status).toBe(200)
   })
 
-  it('changing one\'s own password gives a new session and ends the old ones', async () => {
+  it("changing one's own password gives a new session and ends the old ones", async () => {
     const other = await pub.login()
     const mine = await pub.login()
     const me = (await pub.request('/api/auth/session', { cookie: mine })).json.user
-    const put = await pub.request(`/api/users/${me.id}`, { method: 'PUT', cookie: mine, body: { email: me.email, name: '', role: 'admin', password: 'changed-admin-password-9' } })
+    const put = await pub.request(`/api/users/${me.id}`, {
+      method: 'PUT',
+      cookie: mine,
+      body: { email: me.email, name: '', role: 'admin', password: 'changed-admin-password-9' },
+    })
     expect(put.status).toBe(200)
     const fresh = sessionCookieOf(put)!
     expect(fresh).toBeTruthy()
@@ -124,7 +165,9 @@ describe('session rotation', () => {
     expect((await pub.request('/api/auth/session', { cookie: mine })).status).toBe(401)
     expect((await pub.request('/api/auth/session', { cookie: other })).status).toBe(401)
     expect((await pub.request('/api/auth/login', { method: 'POST', body: ADMIN })).status).toBe(401)
-    expect((await pub.request('/api/auth/login', { method: 'POST', body: { email: ADMIN.email, password: 'changed-admin-password-9' } })).status).toBe(200)
+    expect(
+      (await pub.request('/api/auth/login', { method: 'POST', body: { email: ADMIN.email, password: 'changed-admin-password-9' } })).status,
+    ).toBe(200)
   })
 })
 
@@ -136,7 +179,10 @@ describe('logout', () => {
     expect(first.headers.get('x-auth-email')).toBe(ADMIN.email)
     expect((await lan.request('/auth/forward', { cookie })).status).toBe(200) // answered from the 30 s cache
     expect((await lan.request('/api/auth/logout', { method: 'POST', cookie })).status).toBe(204)
-    const after = await lan.request('/auth/forward', { cookie, headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-uri': '/x' } })
+    const after = await lan.request('/auth/forward', {
+      cookie,
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-uri': '/x' },
+    })
     expect(after.status).toBe(302)
     expect(after.headers.get('location')).toContain('/login?rd=')
     expect((await lan.request('/api/auth/session', { cookie })).status).toBe(401)
@@ -145,12 +191,17 @@ describe('logout', () => {
 
 describe('login attempts', () => {
   it('an unknown email and an account without a password answer like a wrong password, and count towards the throttle', async () => {
-    const unknown = await lan.request('/api/auth/login', { method: 'POST', body: { email: 'nobody-here@example.test', password: 'whatever-password' } })
+    const unknown = await lan.request('/api/auth/login', {
+      method: 'POST',
+      body: { email: 'nobody-here@example.test', password: 'whatever-password' },
+    })
     expect(unknown.status).toBe(401)
     const wrong = await lan.request('/api/auth/login', { method: 'POST', body: { email: ADMIN.email, password: 'not-the-password' } })
     expect(wrong.status).toBe(401)
     expect(unknown.json).toEqual(wrong.json)
-    const rows = await lan.db().execute("SELECT email FROM login_attempts WHERE success = 0 AND email IN ('nobody-here@example.test', 'admin@example.test')")
+    const rows = await lan
+      .db()
+      .execute("SELECT email FROM login_attempts WHERE success = 0 AND email IN ('nobody-here@example.test', 'admin@example.test')")
     expect(rows.rows.length).toBeGreaterThanOrEqual(2)
   })
 

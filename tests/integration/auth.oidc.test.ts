@@ -18,28 +18,45 @@ let idp: TestOidcProvider
 let admin: string
 let clockFile: string
 
-async function setClockOffset(ms: number) { writeFileSync(clockFile, String(ms)) }
+async function setClockOffset(ms: number) {
+  writeFileSync(clockFile, String(ms))
+}
 
 beforeAll(async () => {
   idp = await startOidcProvider({ redirectUri: REDIRECT_URI })
   registerTestSecret(idp.clientSecret)
   clockFile = join(makeTempDir('panel-clock-'), 'offset')
   writeFileSync(clockFile, '0')
-  panel = await startPanel({ env: { PANEL_DOMAIN: 'panel.example.test', PANEL_PUBLIC_URL: PUBLIC_URL, PANEL_TEST_CLOCK_OFFSET_FILE: clockFile } })
+  panel = await startPanel({
+    env: { PANEL_DOMAIN: 'panel.example.test', PANEL_PUBLIC_URL: PUBLIC_URL, PANEL_TEST_CLOCK_OFFSET_FILE: clockFile },
+  })
   admin = await panel.login()
   const res = await panel.request('/api/settings', {
-    method: 'PUT', cookie: admin,
-    body: { 'oidc.issuer': idp.issuer, 'oidc.client_id': idp.clientId, 'oidc.client_secret': idp.clientSecret, 'oidc.display_name': 'Test IdP' },
+    method: 'PUT',
+    cookie: admin,
+    body: {
+      'oidc.issuer': idp.issuer,
+      'oidc.client_id': idp.clientId,
+      'oidc.client_secret': idp.clientSecret,
+      'oidc.display_name': 'Test IdP',
+    },
   })
   expect(res.status).toBe(200)
   expect(res.json['oidc.client_secret']).toBe('__SET__')
 })
-afterAll(async () => { await panel?.stop(); await idp?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await idp?.stop()
+})
 
 beforeEach(async () => {
   idp.tamper = 'none'
   await setClockOffset(0)
-  await panel.request('/api/settings', { method: 'PUT', cookie: admin, body: { 'oidc.allowed_emails': [], 'oidc.require_email_verified': true } })
+  await panel.request('/api/settings', {
+    method: 'PUT',
+    cookie: admin,
+    body: { 'oidc.allowed_emails': [], 'oidc.require_email_verified': true },
+  })
 })
 
 /** GET /api/auth/oidc/login and the provider's redirects; returns the callback path+query the browser would load. */
@@ -65,8 +82,9 @@ const errorCodeOf = (res: PanelResponse) => {
 }
 
 async function auditRows(message: string) {
-  return (await panel.db().execute({ sql: "SELECT raw FROM logs WHERE source = 'audit' AND message = ? ORDER BY id", args: [message] })).rows
-    .map((r) => JSON.parse(String(r.raw)))
+  return (
+    await panel.db().execute({ sql: "SELECT raw FROM logs WHERE source = 'audit' AND message = ? ORDER BY id", args: [message] })
+  ).rows.map((r) => JSON.parse(String(r.raw)))
 }
 
 async function sessionCount() {
@@ -107,7 +125,13 @@ describe('OIDC login', () => {
     expect(raw).toMatch(/SameSite=Lax/)
     const cookie = sessionCookieOf(res)!
     const session = await panel.request('/api/auth/session', { cookie })
-    expect(session.json.user).toMatchObject({ email: 'alice@example.test', name: 'Alice', provider: 'oidc', role: 'viewer', totp_enabled: false })
+    expect(session.json.user).toMatchObject({
+      email: 'alice@example.test',
+      name: 'Alice',
+      provider: 'oidc',
+      role: 'viewer',
+      totp_enabled: false,
+    })
     const rows = (await panel.db().execute("SELECT id, email, external_id FROM users WHERE provider = 'oidc'")).rows
     expect(rows).toHaveLength(1)
     expect(rows[0]!.external_id).toBe('sub-alice')
@@ -169,7 +193,12 @@ describe('OIDC login', () => {
     expect(await sessionCount()).toBe(before)
   })
 
-  for (const [tamper, reason] of [['signature', 'signature'], ['audience', 'audience'], ['nonce', 'nonce'], ['expired', 'expired']] as const) {
+  for (const [tamper, reason] of [
+    ['signature', 'signature'],
+    ['audience', 'audience'],
+    ['nonce', 'nonce'],
+    ['expired', 'expired'],
+  ] as const) {
     it(`an id_token with a ${tamper === 'signature' ? 'tampered signature' : `wrong ${tamper === 'expired' ? 'expiry' : tamper}`} is token_invalid, with no session`, async () => {
       idp.accounts.set('sub-dave', { email: 'dave@example.test', email_verified: true })
       idp.tamper = tamper
@@ -215,7 +244,13 @@ describe('OIDC login', () => {
     expect(sessionCookieOf(res)).toBeUndefined()
   })
 
-  for (const rd of ['https://app.example.test\\@evil.example/', '/ok\u0001path', '//evil.example', 'https://evil.example', 'javascript:alert(1)']) {
+  for (const rd of [
+    'https://app.example.test\\@evil.example/',
+    '/ok\u0001path',
+    '//evil.example',
+    'https://evil.example',
+    'javascript:alert(1)',
+  ]) {
     it(`rd ${JSON.stringify(rd)} is replaced by the panel's home`, async () => {
       idp.accounts.set('sub-gina', { email: 'gina@example.test', email_verified: true })
       const res = await loginAs('sub-gina', rd)

@@ -24,8 +24,12 @@ const STEP_MS = 30_000
 const BASE_STEP = Math.floor(Date.now() / STEP_MS)
 
 /** Puts the panel's clock in the middle of `step`: 15 s of slack before the next one. */
-function moveToStep(step: number) { writeFileSync(clockFile, String(step * STEP_MS + STEP_MS / 2 - Date.now())) }
-function codeAt(secret: string, step: number) { return generateHOTP(decodeBase32IgnorePadding(secret), BigInt(step), 6) }
+function moveToStep(step: number) {
+  writeFileSync(clockFile, String(step * STEP_MS + STEP_MS / 2 - Date.now()))
+}
+function codeAt(secret: string, step: number) {
+  return generateHOTP(decodeBase32IgnorePadding(secret), BigInt(step), 6)
+}
 
 beforeAll(async () => {
   clockFile = join(makeTempDir('panel-clock-'), 'offset')
@@ -33,7 +37,9 @@ beforeAll(async () => {
   panel = await startPanel({ env: env() })
   admin = await panel.login()
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 const api = (path: string, method = 'GET', body?: unknown, cookie?: string) => panel.request(path, { method, body, cookie })
 const pendingCookieOf = (res: PanelResponse) => {
@@ -41,7 +47,13 @@ const pendingCookieOf = (res: PanelResponse) => {
   return raw ? { pair: raw.split(';')[0]!, raw } : undefined
 }
 
-interface Enrolled { email: string; secret: string; cookie: string; recoveryCodes: string[]; step: number }
+interface Enrolled {
+  email: string
+  secret: string
+  cookie: string
+  recoveryCodes: string[]
+  step: number
+}
 
 /** A new local user with TOTP enabled at `step` (the code of that step is used up by the enrolment). */
 async function enrolledUser(name: string, step: number): Promise<Enrolled> {
@@ -67,7 +79,8 @@ async function pendingLogin(email: string): Promise<string> {
   return pendingCookieOf(res)!.pair
 }
 
-const submitCode = (pending: string | undefined, code: string) => panel.request('/api/auth/login/totp', { method: 'POST', body: { code }, cookie: pending })
+const submitCode = (pending: string | undefined, code: string) =>
+  panel.request('/api/auth/login/totp', { method: 'POST', body: { code }, cookie: pending })
 
 describe('enrolment', () => {
   it('setup gives a secret and an otpauth URI, sealed at rest; enable needs a valid code, returns recovery codes and rotates the session', async () => {
@@ -85,7 +98,9 @@ describe('enrolment', () => {
     expect(uri.searchParams.get('digits')).toBe('6')
     expect(decodeURIComponent(uri.pathname)).toContain(email)
     registerTestSecret(secret)
-    const stored = String((await panel.db().execute({ sql: 'SELECT totp_secret FROM users WHERE email = ?', args: [email] })).rows[0]!.totp_secret)
+    const stored = String(
+      (await panel.db().execute({ sql: 'SELECT totp_secret FROM users WHERE email = ?', args: [email] })).rows[0]!.totp_secret,
+    )
     expect(stored).toMatch(/^v1\./)
     expect(stored).not.toContain(secret)
     // Not active yet: the password alone still logs in.
@@ -100,7 +115,10 @@ describe('enrolment', () => {
     expect(enabled.status).toBe(200)
     expect(enabled.json.totp_enabled).toBe(true)
     expect(enabled.json.recovery_codes).toHaveLength(10)
-    for (const c of enabled.json.recovery_codes) { expect(c).toMatch(/^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/); registerTestSecret(c) }
+    for (const c of enabled.json.recovery_codes) {
+      expect(c).toMatch(/^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/)
+      registerTestSecret(c)
+    }
     expect(new Set(enabled.json.recovery_codes).size).toBe(10)
     // Only hashes are stored.
     const hashes = (await panel.db().execute('SELECT code_hash FROM totp_recovery_codes')).rows.map((r) => String(r.code_hash))
@@ -111,9 +129,13 @@ describe('enrolment', () => {
     expect((await api('/api/auth/session', 'GET', undefined, cookie)).status).toBe(401)
     expect((await api('/api/auth/session', 'GET', undefined, fresh)).json.user.totp_enabled).toBe(true)
     expect((await api('/api/auth/totp/setup', 'POST', {}, fresh)).status).toBe(409)
-    const attempts = await panel.db().execute("SELECT success FROM totp_attempts WHERE user_id = (SELECT id FROM users WHERE email = 'enrol@example.test') ORDER BY id")
+    const attempts = await panel
+      .db()
+      .execute("SELECT success FROM totp_attempts WHERE user_id = (SELECT id FROM users WHERE email = 'enrol@example.test') ORDER BY id")
     expect(attempts.rows.map((r) => Number(r.success))).toEqual([0, 1])
-    const audit = (await panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message LIKE 'totp_%'")).rows.map((r) => r.message)
+    const audit = (await panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message LIKE 'totp_%'")).rows.map(
+      (r) => r.message,
+    )
     expect(audit).toEqual(expect.arrayContaining(['totp_setup', 'totp_enable_failed', 'totp_enable']))
   })
 })
@@ -184,7 +206,8 @@ describe('recovery codes', () => {
     const ok = await submitCode(p1, u.recoveryCodes[0]!.toUpperCase())
     expect(ok.status).toBe(200)
     expect(sessionCookieOf(ok)).toBeTruthy()
-    const login = (await panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'login' ORDER BY id DESC LIMIT 1")).rows[0]!
+    const login = (await panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'login' ORDER BY id DESC LIMIT 1"))
+      .rows[0]!
     expect(JSON.parse(String(login.raw))).toMatchObject({ second_factor: 'recovery_code' })
     const p2 = await pendingLogin(u.email)
     expect((await submitCode(p2, u.recoveryCodes[0]!)).status).toBe(401)
@@ -196,7 +219,12 @@ describe('recovery codes', () => {
     expect(off.json).toEqual({ totp_enabled: false })
     expect((await api('/api/auth/session', 'GET', undefined, sessionCookieOf(off)!)).json.user.totp_enabled).toBe(false)
     expect(sessionCookieOf(await api('/api/auth/login', 'POST', { email: u.email, password: PASSWORD }))).toBeTruthy()
-    const left = await panel.db().execute({ sql: 'SELECT count(*) AS n FROM totp_recovery_codes WHERE user_id = (SELECT id FROM users WHERE email = ?)', args: [u.email] })
+    const left = await panel
+      .db()
+      .execute({
+        sql: 'SELECT count(*) AS n FROM totp_recovery_codes WHERE user_id = (SELECT id FROM users WHERE email = ?)',
+        args: [u.email],
+      })
     expect(Number(left.rows[0]!.n)).toBe(0)
   })
 })
@@ -216,10 +244,19 @@ describe('throttle and sweep', () => {
     const db = panel.db()
     const old = Date.now() - 25 * 3600_000
     for (let i = 0; i < 3; i++) {
-      await db.execute({ sql: "INSERT INTO login_attempts (ts_ms, email, remote_ip, success) VALUES (?, 'old@example.test', '203.0.113.9', 0)", args: [old] })
-      await db.execute({ sql: "INSERT INTO totp_attempts (ts_ms, user_id, remote_ip, success) VALUES (?, 1, '203.0.113.9', 0)", args: [old] })
+      await db.execute({
+        sql: "INSERT INTO login_attempts (ts_ms, email, remote_ip, success) VALUES (?, 'old@example.test', '203.0.113.9', 0)",
+        args: [old],
+      })
+      await db.execute({
+        sql: "INSERT INTO totp_attempts (ts_ms, user_id, remote_ip, success) VALUES (?, 1, '203.0.113.9', 0)",
+        args: [old],
+      })
     }
-    await db.execute({ sql: "INSERT INTO sessions (token_hash, user_id, created_at_ms, expires_at_ms, last_seen_at_ms) VALUES ('expired-session-hash', 1, ?, ?, ?)", args: [old, old + 1000, old] })
+    await db.execute({
+      sql: "INSERT INTO sessions (token_hash, user_id, created_at_ms, expires_at_ms, last_seen_at_ms) VALUES ('expired-session-hash', 1, ?, ?, ?)",
+      args: [old, old + 1000, old],
+    })
     const recentTotp = Number((await db.execute('SELECT count(*) AS n FROM totp_attempts WHERE ts_ms > ?', [old + 3600_000])).rows[0]!.n)
     expect(recentTotp).toBeGreaterThan(0)
     const { dataDir } = panel
@@ -228,15 +265,22 @@ describe('throttle and sweep', () => {
     const gone = async () => {
       const c = panel.db()
       const n = async (sql: string) => Number((await c.execute(sql)).rows[0]!.n)
-      return { login: await n("SELECT count(*) AS n FROM login_attempts WHERE email = 'old@example.test'"),
+      return {
+        login: await n("SELECT count(*) AS n FROM login_attempts WHERE email = 'old@example.test'"),
         totp: await n("SELECT count(*) AS n FROM totp_attempts WHERE remote_ip = '203.0.113.9'"),
-        session: await n("SELECT count(*) AS n FROM sessions WHERE token_hash = 'expired-session-hash'") }
+        session: await n("SELECT count(*) AS n FROM sessions WHERE token_hash = 'expired-session-hash'"),
+      }
     }
     const left = await eventually(gone, (v) => v.login === 0 && v.totp === 0 && v.session === 0, 10_000, 200)
     expect(left).toEqual({ login: 0, totp: 0, session: 0 })
     // Recent rows stay: the throttle window still sees them.
     expect(Number((await panel.db().execute('SELECT count(*) AS n FROM totp_attempts')).rows[0]!.n)).toBe(recentTotp)
-    const sweep = await eventually(() => panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'auth_sweep' ORDER BY id DESC LIMIT 1"), (r) => r.rows.length > 0, 10_000, 200)
+    const sweep = await eventually(
+      () => panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'auth_sweep' ORDER BY id DESC LIMIT 1"),
+      (r) => r.rows.length > 0,
+      10_000,
+      200,
+    )
     expect(JSON.parse(String(sweep.rows[0]!.raw))).toMatchObject({ actor: 'system:auth-sweep', expired_sessions: 1 })
   })
 })

@@ -22,14 +22,45 @@ function auditLine(ip: string, interrupted: boolean, n: number, host = 'shop.exa
   return JSON.stringify({
     transaction: {
       // Coraza's format, in the proxy's zone (UTC); now, so that the decision is still active when read.
-      timestamp: new Date().toISOString().slice(0, 19).replace('T', ' ').replace(/-/g, '/'), unix_timestamp: Date.now() * 1e6, id: `tx${ip}${n}`, client_ip: ip, client_port: 0, host_ip: '', host_port: 0,
+      timestamp: new Date().toISOString().slice(0, 19).replace('T', ' ').replace(/-/g, '/'),
+      unix_timestamp: Date.now() * 1e6,
+      id: `tx${ip}${n}`,
+      client_ip: ip,
+      client_port: 0,
+      host_ip: '',
+      host_port: 0,
       server_id: host,
-      request: { method: 'GET', protocol: 'HTTP/1.1', uri: `/search?q=%27+or+1%3D1--${n}`, http_version: '', headers: { host: [host] }, body: '', files: null, args: {}, length: 0 },
+      request: {
+        method: 'GET',
+        protocol: 'HTTP/1.1',
+        uri: `/search?q=%27+or+1%3D1--${n}`,
+        http_version: '',
+        headers: { host: [host] },
+        body: '',
+        files: null,
+        args: {},
+        length: 0,
+      },
       response: { protocol: '', status: interrupted ? 403 : 200, headers: {}, body: '' },
-      producer: { connector: '', version: '', server: '', rule_engine: interrupted ? 'On' : 'DetectionOnly', stopwatch: '', rulesets: ['OWASP_CRS/4.25.0'] },
-      highest_severity: '', is_interrupted: interrupted,
+      producer: {
+        connector: '',
+        version: '',
+        server: '',
+        rule_engine: interrupted ? 'On' : 'DetectionOnly',
+        stopwatch: '',
+        rulesets: ['OWASP_CRS/4.25.0'],
+      },
+      highest_severity: '',
+      is_interrupted: interrupted,
     },
-    messages: [{ actionset: 'OWASP_CRS/4.25.0', message: 'SQL Injection Attack Detected via libinjection', error_message: '', data: { id: 942100, severity: 2, msg: 'SQL Injection Attack Detected via libinjection', tags: ['attack-sqli'] } }],
+    messages: [
+      {
+        actionset: 'OWASP_CRS/4.25.0',
+        message: 'SQL Injection Attack Detected via libinjection',
+        error_message: '',
+        data: { id: 942100, severity: 2, msg: 'SQL Injection Attack Detected via libinjection', tags: ['attack-sqli'] },
+      },
+    ],
   })
 }
 
@@ -39,12 +70,21 @@ beforeAll(async () => {
   // evt.Parsed.program) and dateparse-enrich, and deploy/crowdsec's parser and
   // scenario. No harness whitelist: the replayed addresses must count.
   cs = await startCrowdsec({ harnessWhitelist: [] })
-  for (const f of ['parsers/s00-raw/syslog-logs.yaml', 'parsers/s02-enrich/dateparse-enrich.yaml', 'parsers/s01-parse/panel-coraza-audit.yaml', 'scenarios/panel-coraza-waf-blocks.yaml']) {
+  for (const f of [
+    'parsers/s00-raw/syslog-logs.yaml',
+    'parsers/s02-enrich/dateparse-enrich.yaml',
+    'parsers/s01-parse/panel-coraza-audit.yaml',
+    'scenarios/panel-coraza-waf-blocks.yaml',
+  ]) {
     expect(existsSync(join(cs.configDir, f)), f).toBe(true)
   }
-  expect(readFileSync(join(cs.configDir, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8')).toBe(readFileSync(join(DEPLOY, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8'))
+  expect(readFileSync(join(cs.configDir, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8')).toBe(
+    readFileSync(join(DEPLOY, 'parsers/s01-parse/panel-coraza-audit.yaml'), 'utf8'),
+  )
 })
-afterAll(async () => { await cs?.stop() })
+afterAll(async () => {
+  await cs?.stop()
+})
 
 describe('the engine reads the WAF audit log (deploy/crowdsec)', () => {
   it('labels the WAF audit log with the type the parser expects', () => {
@@ -65,11 +105,14 @@ describe('the engine reads the WAF audit log (deploy/crowdsec)', () => {
     ]
     const r = await replay(lines)
     const banned = await decisionsFor(cs, '198.51.100.77')
-    expect(banned.map((d) => ({ scenario: d.scenario, type: d.type })), r.stdout + r.stderr).toEqual([{ scenario: 'panel/coraza-waf-blocks', type: 'ban' }])
+    expect(
+      banned.map((d) => ({ scenario: d.scenario, type: d.type })),
+      r.stdout + r.stderr,
+    ).toEqual([{ scenario: 'panel/coraza-waf-blocks', type: 'ban' }])
     expect(await decisionsFor(cs, '198.51.100.78')).toEqual([])
   })
 
-  it('makes no decision for a host in true_detect_mode (the panel\'s profile), and still does for the others', async () => {
+  it("makes no decision for a host in true_detect_mode (the panel's profile), and still does for the others", async () => {
     const profiles = join(cs.configDir, 'profiles.yaml')
     writeFileSync(profiles, renderTrueDetectProfiles([{ id: 7, names: ['quiet.example.test'] }]) + readFileSync(profiles, 'utf8'))
     await cs.restart() // the local API reads profiles at start
@@ -87,10 +130,16 @@ async function replay(lines: string[]): Promise<{ stdout: string; stderr: string
   const dir = makeTempDir('waf-audit-')
   const log = join(dir, 'waf-audit.log')
   writeFileSync(log, lines.join('\n') + '\n')
-  return run(crowdsecBinaries().crowdsec, ['-c', cs.configFile, '-dsn', `file://${log}`, '-type', 'coraza-audit', '-no-api'], { cwd: dir, timeout: 60_000 })
-    .catch((err: { stdout?: string; stderr?: string; message: string }) => { throw new Error(`${err.message}\n${err.stdout}\n${err.stderr}`) })
+  return run(crowdsecBinaries().crowdsec, ['-c', cs.configFile, '-dsn', `file://${log}`, '-type', 'coraza-audit', '-no-api'], {
+    cwd: dir,
+    timeout: 60_000,
+  }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`${err.message}\n${err.stdout}\n${err.stderr}`)
+  })
 }
 
 function parseYamlDocs(path: string): any[] {
-  return readFileSync(path, 'utf8').split(/^---$/m).map((d: string) => parseYaml(d))
+  return readFileSync(path, 'utf8')
+    .split(/^---$/m)
+    .map((d: string) => parseYaml(d))
 }

@@ -35,20 +35,32 @@ beforeAll(async () => {
   const group = await createGroup(stack, { name: 'shop', targets: [{ address: `127.0.0.1:${up.port}` }] })
   expect((await createHost(stack, { domain: HOST, target_group_id: group.id })).status).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await cs?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 /** One request from the public client through the proxy; `seen` says whether the upstream got it. */
 async function fromClient(path: string, headers: string[] = []) {
   const before = up.requests.length
-  const res = await ns.curl(`http://198.51.100.1:${stack.httpPort}${path}`, ['-H', `Host: ${HOST}`, ...headers.flatMap((h) => ['-H', h])], { fromAddress: CLIENT })
+  const res = await ns.curl(`http://198.51.100.1:${stack.httpPort}${path}`, ['-H', `Host: ${HOST}`, ...headers.flatMap((h) => ['-H', h])], {
+    fromAddress: CLIENT,
+  })
   return { status: res.status, seen: up.requests.length > before, request: up.requests.at(-1) }
 }
-const tune = (inbound: number) => stack.panel.request('/api/security/appsec-tuning', { method: 'PUT', cookie: stack.admin, body: { inbound_threshold: inbound, outbound_threshold: 4 } })
+const tune = (inbound: number) =>
+  stack.panel.request('/api/security/appsec-tuning', {
+    method: 'PUT',
+    cookie: stack.admin,
+    body: { inbound_threshold: inbound, outbound_threshold: 4 },
+  })
 const engineLog = () => readFileSync(cs.logFile, 'utf8')
 
-describe('the proxy asks the engine\'s AppSec component', () => {
+describe("the proxy asks the engine's AppSec component", () => {
   it('the pushed configuration sets appsec_url and runs appsec right after the bouncer', async () => {
-    const config = await stack.caddy.getConfig() as any
+    const config = (await stack.caddy.getConfig()) as any
     expect(config.apps.crowdsec).toMatchObject({ appsec_url: cs.appsecUrl, appsec_fail_open: true })
     const chain = hostSubroutes(config, HOST)[0].handle.map((h: any) => h.handler)
     expect(chain.slice(chain.indexOf('crowdsec'), chain.indexOf('crowdsec') + 2)).toEqual(['crowdsec', 'appsec'])
@@ -63,10 +75,20 @@ describe('the proxy asks the engine\'s AppSec component', () => {
 
   it.each([
     ['an SQL injection', SQLI, [], /WAF block: Inbound anomaly score 5 reached the threshold 5 from 198\.51\.100\.31/],
-    ['cross-site scripting', '/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E', [], /WAF block: Inbound anomaly score 5 reached the threshold 5 from 198\.51\.100\.31/],
+    [
+      'cross-site scripting',
+      '/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E',
+      [],
+      /WAF block: Inbound anomaly score 5 reached the threshold 5 from 198\.51\.100\.31/,
+    ],
     ['a secret file', '/.env', [], /WAF block: panel\/appsec-sensitive-files from 198\.51\.100\.31/],
     // The proxy overwrites a client's own threshold header: 10000 would let everything through.
-    ['an SQL injection with a forged threshold header', SQLI, ['X-Panel-Appsec-Threshold: 10000'], /WAF block: Inbound anomaly score 5 reached the threshold 5 from 198\.51\.100\.31/],
+    [
+      'an SQL injection with a forged threshold header',
+      SQLI,
+      ['X-Panel-Appsec-Threshold: 10000'],
+      /WAF block: Inbound anomaly score 5 reached the threshold 5 from 198\.51\.100\.31/,
+    ],
   ])('%s gets 403 from AppSec and never reaches the upstream', async (_what, path, headers, logLine) => {
     const logBefore = engineLog().length
     const res = await fromClient(path, headers)
@@ -74,7 +96,14 @@ describe('the proxy asks the engine\'s AppSec component', () => {
     expect(res.seen).toBe(false)
     // AppSec's own verdict on that request, not a ban: the engine logs the block (from its alert
     // pipeline, a moment after the answer), and no decision exists.
-    expect(await eventually(async () => engineLog().slice(logBefore), (l) => logLine.test(l), 10_000, 100)).toMatch(logLine)
+    expect(
+      await eventually(
+        async () => engineLog().slice(logBefore),
+        (l) => logLine.test(l),
+        10_000,
+        100,
+      ),
+    ).toMatch(logLine)
     expect(await decisionsFor(cs, CLIENT)).toEqual([])
   })
 })

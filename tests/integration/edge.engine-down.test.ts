@@ -12,7 +12,8 @@ import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack
 // host that fails closed answers 503; security_engine_down fires once; the
 // dashboard says so; everything comes back by itself when the engine does.
 
-const CLEAN = '198.51.100.60', BANNED = '198.51.100.200'
+const CLEAN = '198.51.100.60',
+  BANNED = '198.51.100.200'
 let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
@@ -22,7 +23,16 @@ let groupId: number
 
 beforeAll(async () => {
   const hookPort = await freePort()
-  hook = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c }); req.on('end', () => { delivered.push(JSON.parse(b)); res.end('ok') }) })
+  hook = createServer((req, res) => {
+    let b = ''
+    req.on('data', (c) => {
+      b += c
+    })
+    req.on('end', () => {
+      delivered.push(JSON.parse(b))
+      res.end('ok')
+    })
+  })
   await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r))
   edge = await startEdgeStack({ clientAddresses: [CLEAN, BANNED], env: { PANEL_ENGINE_PROBE_SECONDS: '1' }, tickerSeconds: 1 })
   ;({ cs, stack } = edge)
@@ -36,16 +46,25 @@ beforeAll(async () => {
     expect(res.status, res.text).toBe(201)
     expect(res.json.engine_down_refuse).toBe(body.domain.startsWith('closed'))
   }
-  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } })).json
-  expect((await api('/api/notifications/rules', { name: 'engine', events: ['security_engine_down'], channel_ids: [ch.id], throttle_seconds: 0 })).status).toBe(201)
+  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } }))
+    .json
+  expect(
+    (await api('/api/notifications/rules', { name: 'engine', events: ['security_engine_down'], channel_ids: [ch.id], throttle_seconds: 0 }))
+      .status,
+  ).toBe(201)
   await postDecisions(cs, [{ value: BANNED }])
 })
-afterAll(async () => { await edge?.stop(); hook?.close() })
+afterAll(async () => {
+  await edge?.stop()
+  hook?.close()
+})
 
 const get = (from: string, host: string) => edge.get(from, host)
 const statuses = async () => ({
-  openClean: (await get(CLEAN, 'open.example.test')).status, openBanned: (await get(BANNED, 'open.example.test')).status,
-  closedClean: (await get(CLEAN, 'closed.example.test')).status, closedBanned: (await get(BANNED, 'closed.example.test')).status,
+  openClean: (await get(CLEAN, 'open.example.test')).status,
+  openBanned: (await get(BANNED, 'open.example.test')).status,
+  closedClean: (await get(CLEAN, 'closed.example.test')).status,
+  closedBanned: (await get(BANNED, 'closed.example.test')).status,
 })
 
 describe('while the security engine is unreachable', () => {
@@ -76,7 +95,12 @@ describe('while the security engine is unreachable', () => {
   })
 
   it('security_engine_down fires once, and the dashboard says so', async () => {
-    await eventually(async () => delivered.filter((d) => d.event === 'security_engine_down').length, (n) => n >= 1, 20_000, 250)
+    await eventually(
+      async () => delivered.filter((d) => d.event === 'security_engine_down').length,
+      (n) => n >= 1,
+      20_000,
+      250,
+    )
     const health = (await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })).json
     expect(health.security_engine.reachable).toBe(false)
     await new Promise((r) => setTimeout(r, 2_000))
@@ -88,7 +112,12 @@ describe('while the security engine is unreachable', () => {
     const s = await eventually(statuses, (x) => x.closedClean === 200, 30_000, 250)
     expect(s).toEqual({ openClean: 200, openBanned: 403, closedClean: 200, closedBanned: 403 })
     // Back to the normal configuration: the bouncer judges again, not a list in the configuration.
-    await eventually(async () => JSON.stringify(await stack.caddy.getConfig()), (c) => !c.includes('security engine cannot be reached'), 10_000, 250)
+    await eventually(
+      async () => JSON.stringify(await stack.caddy.getConfig()),
+      (c) => !c.includes('security engine cannot be reached'),
+      10_000,
+      250,
+    )
     const audit = await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")
     expect(audit.rows.length).toBeGreaterThanOrEqual(1)
   })

@@ -17,7 +17,8 @@ let admin: string
 const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie: admin, body })
 const whitelistFile = () => join(cs.configDir, 'parsers/s02-enrich/panel-whitelist.yaml')
 const tuningFile = () => join(cs.dataDir, 'crs-plugins/panel/panel-config.conf')
-const auditCount = async (action: string) => Number((await panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE message = ?', args: [action] })).rows[0]!.n)
+const auditCount = async (action: string) =>
+  Number((await panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE message = ?', args: [action] })).rows[0]!.n)
 
 beforeAll(async () => {
   cs = await startCrowdsec({ appsec: true })
@@ -25,9 +26,17 @@ beforeAll(async () => {
   panel = await startPanel({ env: panelEnvFor(cs) })
   admin = await panel.login()
   // The panel re-derives the engine files at boot, the tuning file after the whitelist: once it exists, the whitelist step ran.
-  await eventually(async () => existsSync(tuningFile()), (x) => x, 10_000, 100)
+  await eventually(
+    async () => existsSync(tuningFile()),
+    (x) => x,
+    10_000,
+    100,
+  )
 })
-afterAll(async () => { await panel?.stop(); await cs?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await cs?.stop()
+})
 
 /**
  * Restarts the real engine and checks it came up: the harness waits for the
@@ -54,8 +63,13 @@ async function restartAndExpectUp(): Promise<string> {
 function askAppsec(uri: string, userAgent: string, extra: Record<string, string> = {}) {
   return freshRequest(cs.appsecUrl!, {
     headers: {
-      'x-crowdsec-appsec-ip': '198.51.100.9', 'x-crowdsec-appsec-uri': uri, 'x-crowdsec-appsec-host': 'shop.example.test',
-      'x-crowdsec-appsec-verb': 'GET', 'x-crowdsec-appsec-api-key': cs.bouncerKey, 'x-crowdsec-appsec-user-agent': userAgent, ...extra,
+      'x-crowdsec-appsec-ip': '198.51.100.9',
+      'x-crowdsec-appsec-uri': uri,
+      'x-crowdsec-appsec-host': 'shop.example.test',
+      'x-crowdsec-appsec-verb': 'GET',
+      'x-crowdsec-appsec-api-key': cs.bouncerKey,
+      'x-crowdsec-appsec-user-agent': userAgent,
+      ...extra,
     },
   })
 }
@@ -98,7 +112,11 @@ describe('the parser whitelist', () => {
 
 describe('scenarios', () => {
   it('every hub scenario disabled through the API: no scenario link left, and the engine restarts', async () => {
-    const listed = (await api('/api/security/scenarios')).json.scenarios as Array<{ canonical_name: string; source: string; disabled: boolean }>
+    const listed = (await api('/api/security/scenarios')).json.scenarios as Array<{
+      canonical_name: string
+      source: string
+      disabled: boolean
+    }>
     const hub = listed.filter((s) => s.source === 'hub' && !s.disabled)
     expect(hub.length).toBeGreaterThan(20) // the caddy collection's scenarios
     for (const s of hub) {
@@ -120,7 +138,12 @@ describe('scenarios', () => {
 describe('true_detect_mode profiles', () => {
   it('a host in true_detect_mode: its profile is in profiles.yaml and the local API starts on it', async () => {
     const group = (await api('/api/target-groups', 'POST', { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).json
-    const host = await api('/api/hosts', 'POST', { domain: 'quiet.example.test', target_group_id: group.id, tls_mode: 'none', true_detect_mode: true })
+    const host = await api('/api/hosts', 'POST', {
+      domain: 'quiet.example.test',
+      target_group_id: group.id,
+      tls_mode: 'none',
+      true_detect_mode: true,
+    })
     expect(host.status).toBe(201)
     expect(readFileSync(join(cs.configDir, 'profiles.yaml'), 'utf8')).toContain(`name: panel_true_detect_host_${host.json.id}`)
     await restartAndExpectUp()
@@ -128,7 +151,7 @@ describe('true_detect_mode profiles', () => {
 })
 
 describe('AppSec tuning', () => {
-  it('the tuning file is loaded by the engine\'s AppSec rules: a new threshold blocks after a restart', async () => {
+  it("the tuning file is loaded by the engine's AppSec rules: a new threshold blocks after a restart", async () => {
     // A scanner user agent scores 3 in deploy/crowdsec's rules: under the default threshold of 5.
     // No X-Panel-Appsec-Threshold header here: the value comes from the file alone.
     expect((await askAppsec('/search?q=shoes', 'sqlmap/1.7')).status).toBe(200)

@@ -28,13 +28,20 @@ const tuningFile = () => join(cs.dataDir, 'crs-plugins/panel/panel-config.conf')
 
 /** The detector's audit rows for one target (a scenario name or a file path), oldest first. */
 async function repairsOf(target: string): Promise<Array<{ actor: string; surface: string; target: string; repair: string }>> {
-  const rows = (await panel.db().execute("SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'engine_drift_repair' ORDER BY id")).rows
+  const rows = (
+    await panel.db().execute("SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'engine_drift_repair' ORDER BY id")
+  ).rows
   return rows.map((r) => ({ actor: String(r.actor), ...JSON.parse(String(r.raw)) })).filter((r) => r.target === target)
 }
 
 /** Waits until the detector has written one more repair row for `target` than `before`. */
 async function nextRepair(target: string, before: number) {
-  const rows = await eventually(() => repairsOf(target), (r) => r.length > before, 10_000, 200)
+  const rows = await eventually(
+    () => repairsOf(target),
+    (r) => r.length > before,
+    10_000,
+    200,
+  )
   expect(rows.length, `no engine_drift_repair row for ${target}`).toBe(before + 1)
   return rows.at(-1)!
 }
@@ -76,12 +83,20 @@ beforeAll(async () => {
   registerTestSecret(cs.machinePassword, cs.bouncerKey)
   await startThePanel()
   // The detector's first check (at boot) writes the tuning file and the scenario list.
-  await eventually(async () => present(tuningFile()) && present(listFile()), (x) => x, 10_000, 100)
+  await eventually(
+    async () => present(tuningFile()) && present(listFile()),
+    (x) => x,
+    10_000,
+    100,
+  )
 })
-afterAll(async () => { await panel?.stop(); await cs?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await cs?.stop()
+})
 
 describe('a scenario disabled in the panel', () => {
-  it('is removed again by the image\'s own start step (DISABLE_SCENARIOS fed from the panel\'s list) after its collection install put it back, with the panel down', async () => {
+  it("is removed again by the image's own start step (DISABLE_SCENARIOS fed from the panel's list) after its collection install put it back, with the panel down", async () => {
     const off = await api(`/api/security/scenarios/${encodeURIComponent(PROBING)}`, 'PATCH', { disabled: true })
     expect(off.status).toBe(200)
     expect(present(probingLink())).toBe(false)
@@ -94,7 +109,9 @@ describe('a scenario disabled in the panel', () => {
     // What it does next with DISABLE_SCENARIOS, which the compose entrypoint reads from the
     // panel's list (comment lines dropped, tests/unit/deploy-files.test.ts runs that step):
     // `cscli scenarios remove <name> --force` for each name. cscli refuses a name its hub does not know.
-    const names = readFileSync(listFile(), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'))
+    const names = readFileSync(listFile(), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('#'))
     expect(names).toEqual([PROBING])
     for (const name of names) await cs.cscli(['scenarios', 'remove', name, '--force'])
     expect(present(probingLink())).toBe(false)
@@ -110,12 +127,18 @@ describe('a scenario disabled in the panel', () => {
     await cs.cscli(['collections', 'install', 'crowdsecurity/caddy'])
     // A repair row can only come from the link being back: the detector removed it.
     const row = await nextRepair(PROBING, before)
-    expect(row).toMatchObject({ actor: 'system:drift', surface: 'scenarios', repair: expect.stringMatching(/installed again although disabled in the panel: its link was removed/) })
+    expect(row).toMatchObject({
+      actor: 'system:drift',
+      surface: 'scenarios',
+      repair: expect.stringMatching(/installed again although disabled in the panel: its link was removed/),
+    })
     expect(present(probingLink())).toBe(false)
     const drift = (await api('/api/security/drift')).json
     expect(drift.scenarios.drift_detected).toBe(false)
     expect(drift.scenarios.repaired[0]).toMatchObject({ target: PROBING, detail: row.repair })
-    expect((await api('/api/security/scenarios')).json.scenarios.find((s: { canonical_name: string }) => s.canonical_name === PROBING).disabled).toBe(true)
+    expect(
+      (await api('/api/security/scenarios')).json.scenarios.find((s: { canonical_name: string }) => s.canonical_name === PROBING).disabled,
+    ).toBe(true)
     const { log, test } = await restartAndExpectUp()
     expect(test).not.toMatch(/name=crowdsecurity\/http-probing/)
     expect(log).not.toContain(PROBING)
@@ -156,7 +179,10 @@ describe('the whitelist file', () => {
 
   it('edited into a node the engine refuses (no entry left): the panel rewrites it at its start, and the engine starts again', async () => {
     await panel.stop()
-    writeFileSync(whitelistFile(), 'name: panel/whitelist\ndescription: "edited by hand"\nwhitelist:\n  reason: "edited"\n  ip: []\n  cidr: []\n')
+    writeFileSync(
+      whitelistFile(),
+      'name: panel/whitelist\ndescription: "edited by hand"\nwhitelist:\n  reason: "edited"\n  ip: []\n  cidr: []\n',
+    )
     // The engine itself on the edited file: it refuses to load it.
     const refused = await cs.testConfig()
     expect(refused.ok).toBe(false)
@@ -173,7 +199,12 @@ describe('the whitelist file', () => {
 describe('the true_detect_mode profiles block', () => {
   it('edited into a filter the local API refuses: the panel rewrites it at its start, and the engine starts again', async () => {
     const group = (await api('/api/target-groups', 'POST', { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).json
-    const host = await api('/api/hosts', 'POST', { domain: 'quiet.example.test', target_group_id: group.id, tls_mode: 'none', true_detect_mode: true })
+    const host = await api('/api/hosts', 'POST', {
+      domain: 'quiet.example.test',
+      target_group_id: group.id,
+      tls_mode: 'none',
+      true_detect_mode: true,
+    })
     expect(host.status).toBe(201)
     const written = readFileSync(profilesFile(), 'utf8')
     expect(written).toContain(`name: panel_true_detect_host_${host.json.id}`)
@@ -189,7 +220,7 @@ describe('the true_detect_mode profiles block', () => {
     await restartAndExpectUp()
   })
 
-  it('deleted from profiles.yaml (the engine\'s own profiles kept): rewritten from the database, audited', async () => {
+  it("deleted from profiles.yaml (the engine's own profiles kept): rewritten from the database, audited", async () => {
     const written = readFileSync(profilesFile(), 'utf8')
     const withoutBlock = written.slice(written.indexOf('# END panel-managed profiles\n') + '# END panel-managed profiles\n'.length)
     expect(withoutBlock).toContain('name: default_ip_remediation')
@@ -206,7 +237,7 @@ describe('the true_detect_mode profiles block', () => {
 })
 
 describe('the AppSec threshold file', () => {
-  it('deleted: rewritten from the database, audited; after a restart the engine\'s AppSec judges with the stored threshold', async () => {
+  it("deleted: rewritten from the database, audited; after a restart the engine's AppSec judges with the stored threshold", async () => {
     expect((await api('/api/security/appsec-tuning', 'PUT', { inbound_threshold: 3, outbound_threshold: 2 })).status).toBe(200)
     const written = readFileSync(tuningFile(), 'utf8')
     const before = (await repairsOf(tuningFile())).length
@@ -216,12 +247,17 @@ describe('the AppSec threshold file', () => {
     expect(readFileSync(tuningFile(), 'utf8')).toBe(written)
     await restartAndExpectUp()
     // A scanner user agent scores 3 in deploy/crowdsec's rules: blocked only with the file's threshold of 3 (the default is 5).
-    const ask = (ua: string) => freshRequest(cs.appsecUrl!, {
-      headers: {
-        'x-crowdsec-appsec-ip': '198.51.100.9', 'x-crowdsec-appsec-uri': '/search?q=shoes', 'x-crowdsec-appsec-host': 'shop.example.test',
-        'x-crowdsec-appsec-verb': 'GET', 'x-crowdsec-appsec-api-key': cs.bouncerKey, 'x-crowdsec-appsec-user-agent': ua,
-      },
-    })
+    const ask = (ua: string) =>
+      freshRequest(cs.appsecUrl!, {
+        headers: {
+          'x-crowdsec-appsec-ip': '198.51.100.9',
+          'x-crowdsec-appsec-uri': '/search?q=shoes',
+          'x-crowdsec-appsec-host': 'shop.example.test',
+          'x-crowdsec-appsec-verb': 'GET',
+          'x-crowdsec-appsec-api-key': cs.bouncerKey,
+          'x-crowdsec-appsec-user-agent': ua,
+        },
+      })
     expect((await ask('sqlmap/1.7')).status).toBe(403)
     expect((await ask('curl/8.0')).status).toBe(200)
   })

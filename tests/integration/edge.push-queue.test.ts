@@ -31,11 +31,19 @@ let guardedId: number
 let groupId: number
 
 const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
-const fromNamespace = (from: string) => ns.curl(`http://${HOST_ADDRESS}:${stack.httpPort}/x`, ['-H', `Host: ${GUARDED}`], { fromAddress: from })
+const fromNamespace = (from: string) =>
+  ns.curl(`http://${HOST_ADDRESS}:${stack.httpPort}/x`, ['-H', `Host: ${GUARDED}`], { fromAddress: from })
 const prober = (from: string) => startNamespaceProber(ns, { address: HOST_ADDRESS, port: stack.httpPort, host: GUARDED, fromAddress: from })
 /** POST /load requests the proxy received (its admin API logs each one). */
-const loadRequests = () => readFileSync(stack.caddy.logFile, 'utf8').split('\n').filter((l) => l.includes('"msg":"received request"') && l.includes('"uri":"/load"')).length
-const auditCount = async (action: string) => Number((await stack.panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE source = ? AND message = ?', args: ['audit', action] })).rows[0]!.n)
+const loadRequests = () =>
+  readFileSync(stack.caddy.logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"msg":"received request"') && l.includes('"uri":"/load"')).length
+const auditCount = async (action: string) =>
+  Number(
+    (await stack.panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE source = ? AND message = ?', args: ['audit', action] }))
+      .rows[0]!.n,
+  )
 const proxyConfigText = async () => (await freshRequest(`${stack.caddy.adminUrl}/config/`)).body
 /** HTTP answers other than 403 (status 0 is no answer at all: a connection reset while the proxy reloads). */
 const notForbidden = (answers: ProbeAnswer[]) => answers.filter((a) => a.status !== 0 && a.status !== 403)
@@ -65,7 +73,12 @@ beforeAll(async () => {
   guardedId = host.json.id
   await postDecisions(cs, [{ value: BANNED }])
 })
-afterAll(async () => { await stack?.stop(); await cs?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await cs?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 describe('security_engine.ticker_interval bounds (PUT /api/settings)', () => {
   it.each(['0s', '1ms', '999ms', '10m1s', '1h'])('%s: 400 naming the bounds, nothing changed', async (value) => {
@@ -78,16 +91,29 @@ describe('security_engine.ticker_interval bounds (PUT /api/settings)', () => {
 
 describe('a banned source through the production proxy and the whole engine', () => {
   it('gets 403 once the bouncer has polled; the allowed source is served', async () => {
-    const banned = await eventually(() => fromNamespace(BANNED), (r) => r.status === 403, 20_000)
+    const banned = await eventually(
+      () => fromNamespace(BANNED),
+      (r) => r.status === 403,
+      20_000,
+    )
     expect(banned.status).toBe(403)
     expect((await fromNamespace(ALLOWED)).status).toBe(200)
   })
 
   it('20 host changes in quick succession: never a non-403 answer, the admin API answers, and the loop adds no push', async () => {
-    expect((await eventually(() => fromNamespace(BANNED), (r) => r.status === 403, 20_000)).status).toBe(403)
+    expect(
+      (
+        await eventually(
+          () => fromNamespace(BANNED),
+          (r) => r.status === 403,
+          20_000,
+        )
+      ).status,
+    ).toBe(403)
     const loadsBefore = loadRequests()
     const auditsBefore = await auditCount('proxy_reconcile')
-    const bannedProbe = prober(BANNED), allowedProbe = prober(ALLOWED)
+    const bannedProbe = prober(BANNED),
+      allowedProbe = prober(ALLOWED)
     // Each /load replaces Caddy's admin server: a request caught in the swap is reset,
     // and answered when sent again at once. Counted, not hidden.
     const adminAnswers: Array<{ status: number; ms: number; resets: number }> = []
@@ -97,13 +123,21 @@ describe('a banned source through the production proxy and the whole engine', ()
         const t0 = performance.now()
         let resets = 0
         let r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 }))
-        if (r.status === 0) { resets++; r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 })) }
+        if (r.status === 0) {
+          resets++
+          r = await freshRequest(`${stack.caddy.adminUrl}/config/`, { timeoutMs: 5_000 }).catch(() => ({ status: 0 }))
+        }
         adminAnswers.push({ status: r.status, ms: performance.now() - t0, resets })
         await new Promise((r) => setTimeout(r, 50))
       }
     })()
     try {
-      await eventually(async () => bannedProbe.answers().length, (n) => n >= 5, 10_000, 50)
+      await eventually(
+        async () => bannedProbe.answers().length,
+        (n) => n >= 5,
+        10_000,
+        50,
+      )
       // All at once: they queue in the write queue, each pushes its own configuration.
       const changes = await Promise.all(Array.from({ length: 20 }, (_, i) => setAliases([`a${i}.${GUARDED}`])))
       for (const c of changes) expect([c.status, c.json.reconcile?.status]).toEqual([200, 'applied'])
@@ -112,10 +146,14 @@ describe('a banned source through the production proxy and the whole engine', ()
     } finally {
       probingAdmin = false
       await adminLoop
-      await bannedProbe.stop(); await allowedProbe.stop()
+      await bannedProbe.stop()
+      await allowedProbe.stop()
     }
-    const banned = bannedProbe.answers(), allowed = allowedProbe.answers()
-    console.log(`[push-queue] burst: banned ${banned.length} probes (${resets(banned)} reset), allowed ${allowed.length} (${allowed.filter((a) => a.status === 200).length} x 200, ${resets(allowed)} reset), admin API ${adminAnswers.length} answers (${adminAnswers.filter((a) => a.resets).length} after a reset), slowest ${Math.max(...adminAnswers.map((a) => a.ms)).toFixed(0)} ms`)
+    const banned = bannedProbe.answers(),
+      allowed = allowedProbe.answers()
+    console.log(
+      `[push-queue] burst: banned ${banned.length} probes (${resets(banned)} reset), allowed ${allowed.length} (${allowed.filter((a) => a.status === 200).length} x 200, ${resets(allowed)} reset), admin API ${adminAnswers.length} answers (${adminAnswers.filter((a) => a.resets).length} after a reset), slowest ${Math.max(...adminAnswers.map((a) => a.ms)).toFixed(0)} ms`,
+    )
     expect(banned.length).toBeGreaterThan(50)
     expect(notForbidden(banned)).toEqual([])
     expect(allowed.filter((a) => a.status === 200).length).toBeGreaterThan(50)
@@ -125,13 +163,18 @@ describe('a banned source through the production proxy and the whole engine', ()
     const held = await proxyConfigText()
     expect(held).toContain('"@id":"bouncer_warmup_http"')
     expect(held).toContain(`"${BANNED}"`)
-    expect(await auditCount('proxy_reconcile') - auditsBefore).toBe(20)
+    expect((await auditCount('proxy_reconcile')) - auditsBefore).toBe(20)
   })
 
   it('the engine is down: a host change is deferred, the ban holds on every probe, and the change is pushed once the engine answers', async () => {
     const bannedProbe = prober(BANNED)
     try {
-      await eventually(async () => bannedProbe.answers().length, (n) => n >= 5, 10_000, 50)
+      await eventually(
+        async () => bannedProbe.answers().length,
+        (n) => n >= 5,
+        10_000,
+        50,
+      )
       await cs.stop()
       const loadsBefore = loadRequests()
       const res = await setAliases(['deferred.guarded.example.test'])
@@ -158,15 +201,24 @@ describe('a banned source through the production proxy and the whole engine', ()
       expect((await api('/api/dashboard/health')).json.proxy.last_reconcile_status).toBe('ok')
       // Probes across and after the deferred push (the new bouncer starts from the engine's decisions).
       const after = bannedProbe.answers().length
-      await eventually(async () => bannedProbe.answers().length, (n) => n >= after + 100, 15_000, 100)
+      await eventually(
+        async () => bannedProbe.answers().length,
+        (n) => n >= after + 100,
+        15_000,
+        100,
+      )
       expect(bannedProbe.answers().length).toBeGreaterThan(during)
     } finally {
       await bannedProbe.stop()
     }
     const banned = bannedProbe.answers()
-    console.log(`[push-queue] engine down: ${banned.length} banned answers, statuses ${JSON.stringify(Object.fromEntries([...new Set(banned.map((a) => a.status))].map((s) => [s, banned.filter((a) => a.status === s).length])))}`)
+    console.log(
+      `[push-queue] engine down: ${banned.length} banned answers, statuses ${JSON.stringify(Object.fromEntries([...new Set(banned.map((a) => a.status))].map((s) => [s, banned.filter((a) => a.status === s).length])))}`,
+    )
     expect(notForbidden(banned)).toEqual([])
-    const reasons = (await stack.panel.db().execute("SELECT raw FROM logs WHERE message = 'proxy_reconcile' ORDER BY id DESC LIMIT 1")).rows.map((r) => JSON.parse(String(r.raw)).reason)
+    const reasons = (
+      await stack.panel.db().execute("SELECT raw FROM logs WHERE message = 'proxy_reconcile' ORDER BY id DESC LIMIT 1")
+    ).rows.map((r) => JSON.parse(String(r.raw)).reason)
     expect(reasons).toEqual(['the security engine answers again: pushing the deferred change'])
     expect((await fromNamespace(BANNED)).status).toBe(403)
   })

@@ -18,7 +18,12 @@ const CF_TOKEN = 'SECRETcf0123456789abcdefghij_-ABCDEFGHIJ'
 const CF_TOKEN_2 = `cfut_SECRET${'q'.repeat(40)}`
 const AWS_KEY_ID = 'AKIAIOSFODNN7EXAMPLE'
 const AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRETKEY'
-const REFUSED = ['"SECRET-quoted-0123456789-abcdefghijklm"', 'SECRET-short-9999', '{env.SECRET_CF_TOKEN_0123456789_ABCDEF}', 'SECRET with spaces 0123456789 abcdefghij']
+const REFUSED = [
+  '"SECRET-quoted-0123456789-abcdefghijklm"',
+  'SECRET-short-9999',
+  '{env.SECRET_CF_TOKEN_0123456789_ABCDEF}',
+  'SECRET with spaces 0123456789 abcdefghij',
+]
 // Imported from the environment without the save-time check: the module refuses it, quoting it.
 const LEGACY_TOKEN = 'SECRET-legacy-token-too-short'
 // A TSIG secret as tsig-keygen prints it, and one with a character base64 lacks.
@@ -29,7 +34,10 @@ registerTestSecret(CF_TOKEN, CF_TOKEN_2, AWS_SECRET, LEGACY_TOKEN, TSIG_SECRET, 
 async function stored(panel: PanelHandle, name: string) {
   const row = (await panel.db().execute({ sql: 'SELECT enabled, credentials FROM dns_providers WHERE name = ?', args: [name] })).rows[0]
   if (!row?.credentials) return row ? { enabled: Number(row.enabled) === 1, plain: null } : undefined
-  return { enabled: Number(row.enabled) === 1, plain: JSON.parse(createSecretsBox(TEST_MASTER_KEY).open(String(row.credentials), `dns_providers/${name}/credentials`)) }
+  return {
+    enabled: Number(row.enabled) === 1,
+    plain: JSON.parse(createSecretsBox(TEST_MASTER_KEY).open(String(row.credentials), `dns_providers/${name}/credentials`)),
+  }
 }
 
 async function everyLogRow(panel: PanelHandle): Promise<string> {
@@ -38,21 +46,34 @@ async function everyLogRow(panel: PanelHandle): Promise<string> {
 
 describe('DNS credentials the proxy module would refuse are refused at save', () => {
   let stack: ProxyStack
-  beforeAll(async () => { stack = await startProxyStack() })
-  afterAll(async () => { await stack?.stop() })
-  const put = (name: string, body: unknown) => stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body })
+  beforeAll(async () => {
+    stack = await startProxyStack()
+  })
+  afterAll(async () => {
+    await stack?.stop()
+  })
+  const put = (name: string, body: unknown) =>
+    stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body })
 
   it.each(REFUSED)('Cloudflare token %#: 400 naming the rule, nothing stored', async (token) => {
     const res = await put('provider_a', { enabled: true, credentials: { api_token: token } })
     expect(res.status).toBe(400)
-    expect(res.json.error).toMatch(/^credentials\.api_token: must be a Cloudflare API token as the proxy's cloudflare module accepts it: 35 to 50 characters/)
+    expect(res.json.error).toMatch(
+      /^credentials\.api_token: must be a Cloudflare API token as the proxy's cloudflare module accepts it: 35 to 50 characters/,
+    )
     expect(await stored(stack.panel, 'provider_a')).toBeUndefined()
   })
 
   it.each([
     [{ access_key_id: 'AKIA1', secret_access_key: AWS_SECRET }, /^credentials\.access_key_id: must be an AWS access key ID/],
-    [{ access_key_id: AWS_KEY_ID, secret_access_key: `${AWS_SECRET} ` + 'x' }, /^credentials\.secret_access_key: must be an AWS secret access key/],
-    [{ access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-paris' }, /^credentials\.region: must be an AWS region such as us-east-1/],
+    [
+      { access_key_id: AWS_KEY_ID, secret_access_key: `${AWS_SECRET} ` + 'x' },
+      /^credentials\.secret_access_key: must be an AWS secret access key/,
+    ],
+    [
+      { access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-paris' },
+      /^credentials\.region: must be an AWS region such as us-east-1/,
+    ],
   ])('Route 53 %#: 400 naming the rule, nothing stored', async (credentials, message) => {
     const res = await put('provider_b', { enabled: true, credentials })
     expect(res.status).toBe(400)
@@ -64,7 +85,10 @@ describe('DNS credentials the proxy module would refuse are refused at save', ()
   const TSIG_OK = { server: '127.0.0.1:53', key_name: 'acme-update', key_alg: 'hmac-sha256', key: TSIG_SECRET }
   it.each([
     [{ ...TSIG_OK, key: TSIG_NOT_BASE64 }, /^credentials\.key: must be the TSIG secret in base64 as tsig-keygen prints it/],
-    [{ ...TSIG_OK, key_alg: 'hmac-md5' }, /^credentials\.key_alg: must be one of hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1/],
+    [
+      { ...TSIG_OK, key_alg: 'hmac-md5' },
+      /^credentials\.key_alg: must be one of hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1/,
+    ],
     [{ ...TSIG_OK, key_name: 'acme update' }, /^credentials\.key_name: must be the TSIG key name as the DNS server knows it/],
     [{ ...TSIG_OK, server: 'ns1.example.test' }, /^credentials\.server: must be host:port of the DNS server that accepts the updates/],
     [{ ...TSIG_OK, zone: 'example test' }, /^credentials\.zone: must be a DNS zone name/],
@@ -80,13 +104,21 @@ describe('DNS credentials the proxy module would refuse are refused at save', ()
     expect([a.status, a.json.reconcile.status]).toEqual([200, 'applied'])
     const a2 = await put('provider_a', { enabled: true, credentials: { api_token: CF_TOKEN_2 } })
     expect(a2.status).toBe(200)
-    const b = await put('provider_b', { enabled: true, credentials: { access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-west-3' } })
+    const b = await put('provider_b', {
+      enabled: true,
+      credentials: { access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-west-3' },
+    })
     expect(b.status).toBe(200)
-    expect((await stored(stack.panel, 'provider_b'))?.plain).toEqual({ access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-west-3' })
+    expect((await stored(stack.panel, 'provider_b'))?.plain).toEqual({
+      access_key_id: AWS_KEY_ID,
+      secret_access_key: AWS_SECRET,
+      region: 'eu-west-3',
+    })
     const c = await put('provider_c', { enabled: true, credentials: { ...TSIG_OK, zone: 'example.test' } })
     expect([c.status, c.json.configured]).toEqual([200, true])
     expect((await stored(stack.panel, 'provider_c'))?.plain).toEqual({ ...TSIG_OK, zone: 'example.test' })
-    for (const secret of [CF_TOKEN, CF_TOKEN_2, AWS_SECRET, TSIG_SECRET, TSIG_NOT_BASE64, ...REFUSED]) expect(await everyLogRow(stack.panel)).not.toContain(secret)
+    for (const secret of [CF_TOKEN, CF_TOKEN_2, AWS_SECRET, TSIG_SECRET, TSIG_NOT_BASE64, ...REFUSED])
+      expect(await everyLogRow(stack.panel)).not.toContain(secret)
   })
 })
 
@@ -94,14 +126,24 @@ describe('proxy text quoting a credential is redacted', () => {
   let stack: ProxyStack
   // PROVIDER_A_API_TOKEN is imported as it is (with a warning): the one way a
   // credential the cloudflare module refuses still reaches the production proxy.
-  beforeAll(async () => { stack = await startProxyStack({ env: { PROVIDER_A_API_TOKEN: LEGACY_TOKEN } }) })
-  afterAll(async () => { await stack?.stop() })
+  beforeAll(async () => {
+    stack = await startProxyStack({ env: { PROVIDER_A_API_TOKEN: LEGACY_TOKEN } })
+  })
+  afterAll(async () => {
+    await stack?.stop()
+  })
 
   it('the rejection quoting the token answers 502 with "[redacted]"; the panel output, the health section and the log rows never hold it', async () => {
-    expect(stack.panel.output()).toMatch(/PROVIDER_A_API_TOKEN must be a Cloudflare API token .*: the proxy will refuse any host using provider_a/)
+    expect(stack.panel.output()).toMatch(
+      /PROVIDER_A_API_TOKEN must be a Cloudflare API token .*: the proxy will refuse any host using provider_a/,
+    )
     const group = await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })
     const res = await createHost(stack, {
-      domain: 'legacy.dns.example.test', target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a',
+      domain: 'legacy.dns.example.test',
+      target_group_id: group.id,
+      tls_mode: 'auto',
+      tls_challenge: 'dns',
+      tls_dns_provider: 'provider_a',
       tls_acme_ca_url: 'https://127.0.0.1:9/directory', // never reached: the configuration is refused first
     })
     expect(res.status).toBe(502)
@@ -118,8 +160,14 @@ describe('proxy text quoting a credential is redacted', () => {
   it('enabling the provider with the stored legacy token is refused until a valid one is sent', async () => {
     const res = await stack.panel.request('/api/dns-providers/provider_a', { method: 'PUT', cookie: stack.admin, body: { enabled: true } })
     expect(res.status).toBe(400)
-    expect(res.json.error).toMatch(/^credentials\.api_token: must be a Cloudflare API token .*; the stored value does not, so send a new one$/)
-    const fixed = await stack.panel.request('/api/dns-providers/provider_a', { method: 'PUT', cookie: stack.admin, body: { enabled: true, credentials: { api_token: CF_TOKEN } } })
+    expect(res.json.error).toMatch(
+      /^credentials\.api_token: must be a Cloudflare API token .*; the stored value does not, so send a new one$/,
+    )
+    const fixed = await stack.panel.request('/api/dns-providers/provider_a', {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { enabled: true, credentials: { api_token: CF_TOKEN } },
+    })
     expect(fixed.status).toBe(200)
   })
 })
@@ -144,26 +192,68 @@ describe('no secret in any output when the proxy refuses a configuration holding
   beforeAll(async () => {
     stack = await startProxyStack({ env: { PROVIDER_A_API_TOKEN: LEGACY } })
     const port = await freePort()
-    hook = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c }); req.on('end', () => { hookRequests.push(`${JSON.stringify(req.headers)}\n${b}`); res.end('ok') }) })
+    hook = createServer((req, res) => {
+      let b = ''
+      req.on('data', (c) => {
+        b += c
+      })
+      req.on('end', () => {
+        hookRequests.push(`${JSON.stringify(req.headers)}\n${b}`)
+        res.end('ok')
+      })
+    })
     await new Promise<void>((r) => hook.listen(port, '127.0.0.1', r))
     const api = (path: string, method: string, body: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
     // The VAPID key pair is made at boot: its private half joins the secrets every answer is scanned for.
-    const sealed = await eventually(async () => (await stack.panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows[0]?.value, (v) => !!v, 10_000, 100)
+    const sealed = await eventually(
+      async () => (await stack.panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows[0]?.value,
+      (v) => !!v,
+      10_000,
+      100,
+    )
     vapidKey = createSecretsBox(TEST_MASTER_KEY).open(JSON.parse(String(sealed)).private_key_sealed, 'runtime_state/push.vapid')
     registerTestSecret(vapidKey)
     expect((await api('/api/settings', 'PUT', { 'oidc.client_secret': OIDC_SECRET, 'smtp.password': SMTP_PASSWORD })).status).toBe(200)
-    const channel = await api('/api/notifications/channels', 'POST', { name: 'scan', type: 'webhook', config: { url: `http://127.0.0.1:${port}/`, secret: HOOK_SECRET } })
-    expect((await api('/api/notifications/rules', 'POST', { name: 'all', events: ['cert_renewal_failed', 'config_change', 'health_degraded'], channel_ids: [channel.json.id], throttle_seconds: 0 })).status).toBe(201)
+    const channel = await api('/api/notifications/channels', 'POST', {
+      name: 'scan',
+      type: 'webhook',
+      config: { url: `http://127.0.0.1:${port}/`, secret: HOOK_SECRET },
+    })
+    expect(
+      (
+        await api('/api/notifications/rules', 'POST', {
+          name: 'all',
+          events: ['cert_renewal_failed', 'config_change', 'health_degraded'],
+          channel_ids: [channel.json.id],
+          throttle_seconds: 0,
+        })
+      ).status,
+    ).toBe(201)
   })
-  afterAll(async () => { await stack?.stop(); hook?.close() })
+  afterAll(async () => {
+    await stack?.stop()
+    hook?.close()
+  })
 
-  it('the refusal is answered with the proxy\'s words, redacted; no answer, log line, row or notification holds a secret', async () => {
-    const put = (name: string, credentials: Record<string, string>) => stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body: { enabled: true, credentials } })
+  it("the refusal is answered with the proxy's words, redacted; no answer, log line, row or notification holds a secret", async () => {
+    const put = (name: string, credentials: Record<string, string>) =>
+      stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body: { enabled: true, credentials } })
     expect((await put('provider_b', { access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET })).status).toBe(200)
-    expect((await put('provider_c', { server: `127.0.0.1:${await freePort()}`, key_name: 'scan-key', key_alg: 'hmac-sha256', key: TSIG })).status).toBe(200)
+    expect(
+      (await put('provider_c', { server: `127.0.0.1:${await freePort()}`, key_name: 'scan-key', key_alg: 'hmac-sha256', key: TSIG }))
+        .status,
+    ).toBe(200)
     const group = await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })
     const closedCa = `https://127.0.0.1:${await freePort()}/dir`
-    const dns = (domain: string, provider: string) => createHost(stack, { domain, target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: provider, tls_acme_ca_url: closedCa })
+    const dns = (domain: string, provider: string) =>
+      createHost(stack, {
+        domain,
+        target_group_id: group.id,
+        tls_mode: 'auto',
+        tls_challenge: 'dns',
+        tls_dns_provider: provider,
+        tls_acme_ca_url: closedCa,
+      })
     expect((await dns('c.scan.example.test', 'provider_c')).status).toBe(201)
     expect((await dns('b.scan.example.test', 'provider_b')).status).toBe(201)
     // The proxy holds both credentials now; the next configuration adds the legacy token, which it refuses.
@@ -175,10 +265,24 @@ describe('no secret in any output when the proxy refuses a configuration holding
     expect(refused.json.error).toMatch(/^proxy rejected configuration: .*API token '\[redacted\]' appears invalid/)
 
     // Notifications went out (configuration changes, the orders that stopped at the CA).
-    await eventually(async () => hookRequests.filter((r) => r.includes('"cert_renewal_failed"')).length, (n) => n >= 2, 30_000, 200)
+    await eventually(
+      async () => hookRequests.filter((r) => r.includes('"cert_renewal_failed"')).length,
+      (n) => n >= 2,
+      30_000,
+      200,
+    )
     expect(hookRequests.some((r) => r.includes('"config_change"'))).toBe(true)
     // Every answer the panel gives about its state (each is scanned by the harness too).
-    for (const path of ['/api/settings', '/api/dns-providers', '/api/hosts', '/api/notifications/channels', '/api/dashboard/health', '/api/system/health', '/api/logs?limit=1000', '/api/logs?source=caddy_error&limit=1000']) {
+    for (const path of [
+      '/api/settings',
+      '/api/dns-providers',
+      '/api/hosts',
+      '/api/notifications/channels',
+      '/api/dashboard/health',
+      '/api/system/health',
+      '/api/logs?limit=1000',
+      '/api/logs?source=caddy_error&limit=1000',
+    ]) {
       const res = await stack.panel.request(path, { cookie: stack.admin })
       expect(res.status).toBe(200)
     }

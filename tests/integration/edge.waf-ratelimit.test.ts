@@ -24,7 +24,16 @@ const hostIds: Record<string, number> = {}
 beforeAll(async () => {
   up = await startTestUpstream()
   const hookPort = await freePort()
-  hook = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c }); req.on('end', () => { delivered.push(JSON.parse(b)); res.end('ok') }) })
+  hook = createServer((req, res) => {
+    let b = ''
+    req.on('data', (c) => {
+      b += c
+    })
+    req.on('end', () => {
+      delivered.push(JSON.parse(b))
+      res.end('ok')
+    })
+  })
   await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r))
   ns = await createPublicClientNamespace({ hostAddress: HOST_ADDRESS, clientAddresses: Object.values(CLIENT) })
   stack = await startProxyStack({ httpListenExtra: [HOST_ADDRESS] })
@@ -44,10 +53,19 @@ beforeAll(async () => {
     hostIds[domain] = res.json.id
   }
   const api = (path: string, body: unknown) => stack.panel.request(path, { method: 'POST', cookie: stack.admin, body })
-  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } })).json
-  expect((await api('/api/notifications/rules', { name: 'limits', events: ['rate_limit_triggered'], channel_ids: [ch.id], throttle_seconds: 0 })).status).toBe(201)
+  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } }))
+    .json
+  expect(
+    (await api('/api/notifications/rules', { name: 'limits', events: ['rate_limit_triggered'], channel_ids: [ch.id], throttle_seconds: 0 }))
+      .status,
+  ).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await ns?.destroy(); await up?.stop(); hook?.close() })
+afterAll(async () => {
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+  hook?.close()
+})
 
 const url = (path: string) => `http://${HOST_ADDRESS}:${stack.httpPort}${path}`
 /** One request from the namespace, from `from`, to the virtual host `host`. */
@@ -56,7 +74,19 @@ const get = (host: string, path: string, from: string, headers: string[] = []) =
 
 /** Several requests in one curl: `-w` prints one status per transfer; extra flags say how (parallel, paced). */
 async function many(host: string, paths: string[], from: string, flags: string[]): Promise<number[]> {
-  const args = ['-s', '--max-time', '30', '--interface', from, '-H', `Host: ${host}`, '-w', '%{http_code}\n', ...flags, ...paths.flatMap((p) => ['-o', '/dev/null', url(p)])]
+  const args = [
+    '-s',
+    '--max-time',
+    '30',
+    '--interface',
+    from,
+    '-H',
+    `Host: ${host}`,
+    '-w',
+    '%{http_code}\n',
+    ...flags,
+    ...paths.flatMap((p) => ['-o', '/dev/null', url(p)]),
+  ]
   const r = await ns.exec('curl', args)
   const statuses = r.stdout.trim().split('\n').map(Number)
   expect(statuses, r.stderr).toHaveLength(paths.length)
@@ -86,8 +116,21 @@ describe('WAF, blocking mode', () => {
     const rows = await eventually(wafRows, (r) => !!rowFor(r, 'blk-sqli') && !!rowFor(r, 'blk-xss'), 15_000, 200)
     // host_id: regression, the hosts were created moments before (the ingester's domain cache
     // used to miss them for good when re-read less than 2 s earlier; WAF lines name no host id).
-    const common = { source: 'waf_audit', host_id: hostIds[host], host_domain: host, remote_ip: CLIENT.wafBlocking, method: 'GET', status: 403, level: 'warn' }
-    expect(rowFor(rows, 'blk-sqli')).toMatchObject({ ...common, waf_rule_id: 942100, waf_severity: 'CRITICAL', message: 'SQL Injection Attack Detected via libinjection' })
+    const common = {
+      source: 'waf_audit',
+      host_id: hostIds[host],
+      host_domain: host,
+      remote_ip: CLIENT.wafBlocking,
+      method: 'GET',
+      status: 403,
+      level: 'warn',
+    }
+    expect(rowFor(rows, 'blk-sqli')).toMatchObject({
+      ...common,
+      waf_rule_id: 942100,
+      waf_severity: 'CRITICAL',
+      message: 'SQL Injection Attack Detected via libinjection',
+    })
     const xss = rowFor(rows, 'blk-xss')
     expect(xss).toMatchObject({ ...common, waf_severity: 'CRITICAL' })
     expect(xss.waf_rule_id).toBeGreaterThanOrEqual(941000)
@@ -111,10 +154,22 @@ describe('WAF, detection mode', () => {
     expect((await get(host, '/products?t=det-below', CLIENT.wafDetection, ['User-Agent;'])).status).toBe(200)
     expect((await get(host, `${SQLI}det-sqli`, CLIENT.wafDetection)).status).toBe(200)
     expect((await get(host, `${XSS}det-xss`, CLIENT.wafDetection)).status).toBe(200)
-    expect(up.requests.slice(before).map((r) => new URL(r.url, 'http://x').searchParams.get('t'))).toEqual(['det-clean', 'det-below', 'det-sqli', 'det-xss'])
+    expect(up.requests.slice(before).map((r) => new URL(r.url, 'http://x').searchParams.get('t'))).toEqual([
+      'det-clean',
+      'det-below',
+      'det-sqli',
+      'det-xss',
+    ])
 
     const rows = await eventually(wafRows, (r) => !!rowFor(r, 'det-sqli') && !!rowFor(r, 'det-xss'), 15_000, 200)
-    const common = { source: 'waf_audit', host_id: hostIds[host], host_domain: host, remote_ip: CLIENT.wafDetection, status: 200, level: 'info' }
+    const common = {
+      source: 'waf_audit',
+      host_id: hostIds[host],
+      host_domain: host,
+      remote_ip: CLIENT.wafDetection,
+      status: 200,
+      level: 'info',
+    }
     expect(rowFor(rows, 'det-sqli')).toMatchObject({ ...common, waf_rule_id: 942100, waf_severity: 'CRITICAL' })
     expect(rowFor(rows, 'det-xss')).toMatchObject({ ...common, waf_severity: 'CRITICAL' })
     // The score it would have been blocked with.
@@ -127,7 +182,9 @@ describe('WAF, detection mode', () => {
     expect(rowFor(rows, 'det-below')).toBeUndefined()
     // The below-threshold request did match (Coraza logs each matched rule to Caddy's own log):
     // it is left out by the threshold, not because nothing matched.
-    const matched = readFileSync(stack.caddy.logFile, 'utf8').split('\n').filter((l) => l.includes('http.handlers.waf') && l.includes('t=det-below'))
+    const matched = readFileSync(stack.caddy.logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('http.handlers.waf') && l.includes('t=det-below'))
     expect(matched.join('\n')).toContain('Empty User Agent Header')
   })
 })
@@ -136,7 +193,12 @@ describe('rate limit (rps 2, burst 3)', () => {
   let sustainedRefused = -1
   it('the burst: rps + burst = 5 requests at once all pass, the next one gets 429 with Retry-After', async () => {
     const host = 'rl-burst.example.test'
-    const statuses = await many(host, [1, 2, 3, 4, 5].map((i) => `/burst?n=${i}`), CLIENT.burst, ['--parallel', '--parallel-immediate', '--parallel-max', '5'])
+    const statuses = await many(
+      host,
+      [1, 2, 3, 4, 5].map((i) => `/burst?n=${i}`),
+      CLIENT.burst,
+      ['--parallel', '--parallel-immediate', '--parallel-max', '5'],
+    )
     expect(statuses).toEqual([200, 200, 200, 200, 200])
     const next = await get(host, '/burst?n=6', CLIENT.burst, [])
     expect(next.status).toBe(429)
@@ -150,7 +212,12 @@ describe('rate limit (rps 2, burst 3)', () => {
     // 30 requests, curl starting one every 200 ms. With window (2+3)/2 = 2.5 s and 5 events per
     // window: the 5 of the burst, then 5 more each 2.5 s, about 14 in all (at most 15 in 7.5 s).
     // The previous emission (5 per 1 s window) let all 30 through.
-    const statuses = await many(host, Array.from({ length: 30 }, (_, i) => `/steady?n=${i + 1}`), CLIENT.sustained, ['--rate', '5/s'])
+    const statuses = await many(
+      host,
+      Array.from({ length: 30 }, (_, i) => `/steady?n=${i + 1}`),
+      CLIENT.sustained,
+      ['--rate', '5/s'],
+    )
     const passed = statuses.filter((s) => s === 200).length
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([])
     expect(passed, `passed ${passed} of 30: ${statuses.join(' ')}`).toBeGreaterThanOrEqual(10)
@@ -161,16 +228,28 @@ describe('rate limit (rps 2, burst 3)', () => {
   })
 
   it('429 answers are access rows of the client and a rate_limit_triggered event', async () => {
-    const limited = async () => ((await stack.panel.request(`/api/logs?source=caddy_access&status=429&limit=500`, { cookie: stack.admin })).json as any[])
+    const limited = async () =>
+      (await stack.panel.request(`/api/logs?source=caddy_access&status=429&limit=500`, { cookie: stack.admin })).json as any[]
     // Every refused request of the paced client is a 429 row of its host.
     expect(sustainedRefused).toBeGreaterThan(0)
     const rows = await eventually(limited, (r) => r.filter((x) => x.remote_ip === CLIENT.sustained).length >= sustainedRefused, 15_000, 200)
     expect(rows.filter((x) => x.remote_ip === CLIENT.sustained)).toHaveLength(sustainedRefused)
     const burstRows = await eventually(limited, (r) => r.filter((x) => x.remote_ip === CLIENT.burst).length >= 2, 15_000, 200)
-    expect(burstRows.filter((x) => x.remote_ip === CLIENT.burst).map((x) => x.path).sort()).toEqual(['/burst?n=6', '/burst?n=7'])
-    for (const x of burstRows.filter((x) => x.remote_ip === CLIENT.burst)) expect(x).toMatchObject({ host_id: hostIds['rl-burst.example.test'], host_domain: 'rl-burst.example.test' })
+    expect(
+      burstRows
+        .filter((x) => x.remote_ip === CLIENT.burst)
+        .map((x) => x.path)
+        .sort(),
+    ).toEqual(['/burst?n=6', '/burst?n=7'])
+    for (const x of burstRows.filter((x) => x.remote_ip === CLIENT.burst))
+      expect(x).toMatchObject({ host_id: hostIds['rl-burst.example.test'], host_domain: 'rl-burst.example.test' })
     expect(rows.filter((x) => x.remote_ip === CLIENT.sustained).every((x) => x.host_domain === 'rl-sustained.example.test')).toBe(true)
-    const events = await eventually(async () => delivered.filter((d) => d.event === 'rate_limit_triggered'), (e) => e.length > 0, 15_000, 200)
+    const events = await eventually(
+      async () => delivered.filter((d) => d.event === 'rate_limit_triggered'),
+      (e) => e.length > 0,
+      15_000,
+      200,
+    )
     expect(events[0]!.details.requests).toBeGreaterThan(0)
   })
 })

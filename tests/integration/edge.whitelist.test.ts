@@ -12,7 +12,10 @@ import { join } from 'node:path'
 // upstream whatever bans exist (an engine/cscli-style ban, a country range),
 // its neighbour does not; a country expansion is split around it.
 
-const WHITELISTED = '198.51.100.140', NEIGHBOUR = '198.51.100.141', COUNTRY_ONLY = '198.51.100.142', LATE = '198.51.100.143'
+const WHITELISTED = '198.51.100.140',
+  NEIGHBOUR = '198.51.100.141',
+  COUNTRY_ONLY = '198.51.100.142',
+  LATE = '198.51.100.143'
 let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
@@ -27,11 +30,20 @@ beforeAll(async () => {
   const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${edge.up.port}` }] })
   expect((await createHost(stack, { domain: 'shop.example.test', target_group_id: group.id })).status).toBe(201)
 })
-afterAll(async () => { await edge?.stop() })
+afterAll(async () => {
+  await edge?.stop()
+})
 
 const get = (from: string) => edge.get(from, 'shop.example.test')
-const becomes = (from: string, status: number) => eventually(() => get(from), (r) => r.status === status, 5_000, 100)
-const whitelist = (value: string) => stack.panel.request('/api/security/whitelist', { method: 'POST', cookie: stack.admin, body: { value, reason: 'office' } })
+const becomes = (from: string, status: number) =>
+  eventually(
+    () => get(from),
+    (r) => r.status === status,
+    5_000,
+    100,
+  )
+const whitelist = (value: string) =>
+  stack.panel.request('/api/security/whitelist', { method: 'POST', cookie: stack.admin, body: { value, reason: 'office' } })
 
 describe('a whitelisted source is never refused by the bouncer', () => {
   it('whitelisting removes the decisions it covers and changes the proxy configuration', async () => {
@@ -46,7 +58,10 @@ describe('a whitelisted source is never refused by the bouncer', () => {
   })
 
   it('a ban made afterwards (engine or cscli) does not reach it; its neighbour is refused', async () => {
-    await postDecisions(cs, [{ value: WHITELISTED, origin: 'cscli' }, { value: NEIGHBOUR, origin: 'crowdsec', scenario: 'crowdsecurity/http-probing' }])
+    await postDecisions(cs, [
+      { value: WHITELISTED, origin: 'cscli' },
+      { value: NEIGHBOUR, origin: 'crowdsec', scenario: 'crowdsecurity/http-probing' },
+    ])
     expect((await becomes(NEIGHBOUR, 403)).status).toBe(403)
     expect((await decisionsFor(cs, WHITELISTED)).length).toBe(1)
     expect((await get(WHITELISTED)).status).toBe(200)
@@ -55,13 +70,24 @@ describe('a whitelisted source is never refused by the bouncer', () => {
   it('a ban through the panel of a whitelisted source is refused, naming the entry', async () => {
     const res = await stack.panel.request('/api/security/decisions', { method: 'POST', cookie: stack.admin, body: { value: WHITELISTED } })
     expect(res.status).toBe(409)
-    expect(res.json.error).toBe(`value: ${WHITELISTED} is covered by the whitelist entry ${WHITELISTED}; remove it from the whitelist first`)
+    expect(res.json.error).toBe(
+      `value: ${WHITELISTED} is covered by the whitelist entry ${WHITELISTED}; remove it from the whitelist first`,
+    )
   })
 
   it('a country ban is split around it, and covers the rest of the country', async () => {
-    const res = await stack.panel.request('/api/security/countries/lu/expand', { method: 'POST', cookie: stack.admin, body: { duration: '1h' } })
+    const res = await stack.panel.request('/api/security/countries/lu/expand', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { duration: '1h' },
+    })
     expect(res.status, res.text).toBe(202)
-    const job = await eventually(() => stack.panel.request(`/api/security/jobs/${res.json.id}`, { cookie: stack.admin }), (r) => ['completed', 'failed'].includes(r.json?.state), 30_000, 200)
+    const job = await eventually(
+      () => stack.panel.request(`/api/security/jobs/${res.json.id}`, { cookie: stack.admin }),
+      (r) => ['completed', 'failed'].includes(r.json?.state),
+      30_000,
+      200,
+    )
     expect(job.json.state).toBe('completed')
     const countryRanges = (await decisionsFor(cs, COUNTRY_ONLY)).filter((d) => d.origin === 'panel-country-LU')
     expect(countryRanges.length).toBe(1)
@@ -81,7 +107,10 @@ describe('a whitelisted source is never refused by the bouncer', () => {
   })
 
   it('removing the entry lets the bans it still has apply again', async () => {
-    const res = await stack.panel.request(`/api/security/whitelist/${encodeURIComponent(WHITELISTED)}`, { method: 'DELETE', cookie: stack.admin })
+    const res = await stack.panel.request(`/api/security/whitelist/${encodeURIComponent(WHITELISTED)}`, {
+      method: 'DELETE',
+      cookie: stack.admin,
+    })
     expect(res.status, res.text).toBe(204)
     expect((await becomes(WHITELISTED, 403)).status).toBe(403)
   })

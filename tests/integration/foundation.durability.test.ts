@@ -11,8 +11,14 @@ describe('durability — killing the process during writes loses no committed ro
         const email = `u${w}-${i}@example.test`
         let res: Awaited<ReturnType<typeof panel.request>>
         try {
-          res = await panel.request('/api/users', { method: 'POST', cookie: admin, body: { email, password: 'long-enough-pass', role: 'viewer' } })
-        } catch { return } // the process is gone
+          res = await panel.request('/api/users', {
+            method: 'POST',
+            cookie: admin,
+            body: { email, password: 'long-enough-pass', role: 'viewer' },
+          })
+        } catch {
+          return
+        } // the process is gone
         if (res.status === 201) committed.push(email)
       }
     })

@@ -10,7 +10,9 @@ beforeAll(async () => {
   panel = await startPanel()
   admin = await panel.login()
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 describe('health', () => {
   it('/healthz answers ok as plain text without a session', async () => {
@@ -56,7 +58,13 @@ describe('session and users', () => {
 
   it('in LAN mode from a non-localhost browser the cookie is not Secure and HSTS is off', async () => {
     // node:http, because fetch does not let a test choose the Host header.
-    const res = await httpRequest({ port: panel.port, host: '192.168.1.20:3000', method: 'POST', path: '/api/auth/login', body: JSON.stringify(ADMIN) })
+    const res = await httpRequest({
+      port: panel.port,
+      host: '192.168.1.20:3000',
+      method: 'POST',
+      path: '/api/auth/login',
+      body: JSON.stringify(ADMIN),
+    })
     expect(res.status).toBe(200)
     const raw = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('panel_session='))!
     expect(raw).toMatch(/HttpOnly/)
@@ -66,7 +74,9 @@ describe('session and users', () => {
 
   it('creates, reads, updates and deletes a user; the deleted user session stops working', async () => {
     const created = await panel.request('/api/users', {
-      method: 'POST', cookie: admin, body: { email: 'Viewer@Example.test', password: 'viewer-password-1', name: 'Vee', role: 'viewer' },
+      method: 'POST',
+      cookie: admin,
+      body: { email: 'Viewer@Example.test', password: 'viewer-password-1', name: 'Vee', role: 'viewer' },
     })
     expect(created.status).toBe(201)
     expect(created.json).toMatchObject({ email: 'viewer@example.test', name: 'Vee', role: 'viewer' })
@@ -78,7 +88,9 @@ describe('session and users', () => {
     const list = await panel.request('/api/users', { cookie: admin })
     expect(list.json.map((u: any) => u.email)).toContain('viewer@example.test')
     const updated = await panel.request(`/api/users/${id}`, {
-      method: 'PUT', cookie: admin, body: { email: 'viewer@example.test', name: 'Vee Two', role: 'viewer' },
+      method: 'PUT',
+      cookie: admin,
+      body: { email: 'viewer@example.test', name: 'Vee Two', role: 'viewer' },
     })
     expect(updated.status).toBe(200)
     expect((await panel.request(`/api/users/${id}`, { cookie: admin })).json.name).toBe('Vee Two')
@@ -90,7 +102,8 @@ describe('session and users', () => {
   })
 
   it('writes last_seen_at only when the stored value is older than 5 minutes', async () => {
-    const lastSeen = async () => Number((await panel.db().execute('SELECT last_seen_at_ms AS t FROM sessions WHERE id = (SELECT MAX(id) FROM sessions)')).rows[0]!.t)
+    const lastSeen = async () =>
+      Number((await panel.db().execute('SELECT last_seen_at_ms AS t FROM sessions WHERE id = (SELECT MAX(id) FROM sessions)')).rows[0]!.t)
     // Fresh tokens, so the 30 s session cache cannot answer and the database is consulted.
     const stale = await panel.login()
     await panel.db().execute(`UPDATE sessions SET last_seen_at_ms = ${Date.now() - 10 * 60_000} WHERE id = (SELECT MAX(id) FROM sessions)`)
@@ -115,7 +128,9 @@ describe('session and users', () => {
 describe('settings', () => {
   it('lists every key with defaults and never returns a secret', async () => {
     const put = await panel.request('/api/settings', {
-      method: 'PUT', cookie: admin, body: { 'smtp.password': 'smtp-pass-VERY-SECRET', 'logs.retention_days': 7, 'oidc.allowed_emails': ['A@Example.test'] },
+      method: 'PUT',
+      cookie: admin,
+      body: { 'smtp.password': 'smtp-pass-VERY-SECRET', 'logs.retention_days': 7, 'oidc.allowed_emails': ['A@Example.test'] },
     })
     expect(put.status).toBe(200)
     expect(put.json['smtp.password']).toBe('__SET__')
@@ -155,13 +170,19 @@ describe('first-run setup', () => {
     const fresh = await startPanel({ setupAdmin: false })
     try {
       expect((await fresh.request('/api/setup')).json).toEqual({ needs_setup: true })
-      const res = await fresh.request('/api/setup', { method: 'POST', body: { email: 'first@example.test', password: 'first-password-1', name: 'First' } })
+      const res = await fresh.request('/api/setup', {
+        method: 'POST',
+        body: { email: 'first@example.test', password: 'first-password-1', name: 'First' },
+      })
       expect(res.status).toBe(201)
       expect(res.json).toMatchObject({ email: 'first@example.test', role: 'admin' })
       const cookie = sessionCookieOf(res)!
       expect((await fresh.request('/api/auth/session', { cookie })).json.user.email).toBe('first@example.test')
       expect((await fresh.request('/api/setup')).json).toEqual({ needs_setup: false })
-      const again = await fresh.request('/api/setup', { method: 'POST', body: { email: 'second@example.test', password: 'second-password-1' } })
+      const again = await fresh.request('/api/setup', {
+        method: 'POST',
+        body: { email: 'second@example.test', password: 'second-password-1' },
+      })
       expect(again.status).toBe(409)
       expect(again.json.error).toMatch(/already/)
     } finally {

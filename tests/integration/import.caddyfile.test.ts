@@ -16,20 +16,39 @@ registerTestSecret(BASIC_PASSWORD, 'secret-dns-token-77')
 let stack: ProxyStack
 let upA: Awaited<ReturnType<typeof startTestUpstream>>
 let upB: Awaited<ReturnType<typeof startTestUpstream>>
-const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8').replaceAll('UP_A', `127.0.0.1:${upA.port}`).replaceAll('UP_B', `127.0.0.1:${upB.port}`)
-const post = (caddyfile: string, apply = false) => stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile, apply } })
-const through = (host: string, path = '/', headers: Record<string, string> = {}) => httpRequest({ port: stack.httpPort, host, path, headers })
+const fixture = (name: string) =>
+  readFileSync(join(FIXTURES, name), 'utf8').replaceAll('UP_A', `127.0.0.1:${upA.port}`).replaceAll('UP_B', `127.0.0.1:${upB.port}`)
+const post = (caddyfile: string, apply = false) =>
+  stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile, apply } })
+const through = (host: string, path = '/', headers: Record<string, string> = {}) =>
+  httpRequest({ port: stack.httpPort, host, path, headers })
 const countRows = async (table: string) => Number((await stack.panel.db().execute(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n)
-const created = (report: any, kind: string) => report.items.filter((i: any) => i.kind === kind && i.outcome === 'create').map((i: any) => i.name).sort()
+const created = (report: any, kind: string) =>
+  report.items
+    .filter((i: any) => i.kind === kind && i.outcome === 'create')
+    .map((i: any) => i.name)
+    .sort()
 
 beforeAll(async () => {
   upA = await startTestUpstream()
   upB = await startTestUpstream()
   stack = await startProxyStack({ env: { PANEL_CADDY_BIN: edgeBinaries().caddy } })
   // TLS sites of the fixtures get ACME hosts: orders go to a CA address where nothing listens.
-  expect((await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'acme.ca_url': 'https://127.0.0.1:9/directory' } })).status).toBe(200)
+  expect(
+    (
+      await stack.panel.request('/api/settings', {
+        method: 'PUT',
+        cookie: stack.admin,
+        body: { 'acme.ca_url': 'https://127.0.0.1:9/directory' },
+      })
+    ).status,
+  ).toBe(200)
 })
-afterAll(async () => { await stack?.stop(); await upA?.stop(); await upB?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await upA?.stop()
+  await upB?.stop()
+})
 
 describe('Caddyfile import — home lab (snippets, basic auth, redirects, respond)', () => {
   it('the dry run lists what it would create, with lines, and writes nothing', async () => {
@@ -40,15 +59,27 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
     expect(r.applied).toBe(false)
     expect(created(r, 'host')).toEqual(['git.example.test', 'media.example.test', 'old.example.test', 'status.example.test'])
     expect(created(r, 'access_list')).toEqual(['media.example.test basic auth'])
-    expect(created(r, 'rule')).toEqual(['old.example.test /* (redirect)', 'status.example.test /* (respond)', 'status.example.test /health (respond)'])
-    expect(r.not_importable).toEqual(expect.arrayContaining([
-      expect.objectContaining({ name: 'admin', source: 'Caddyfile line 5' }),
-      expect.objectContaining({ name: 'log', source: 'Caddyfile line 24' }),
-    ]))
-    expect(r.imperfect).toEqual(expect.arrayContaining([
-      expect.objectContaining({ name: 'reverse_proxy', source: 'Caddyfile line 21', why: 'git.example.test: reverse_proxy settings not carried over: headers' }),
-      expect.objectContaining({ name: 'redir', source: 'Caddyfile line 28' }),
-    ]))
+    expect(created(r, 'rule')).toEqual([
+      'old.example.test /* (redirect)',
+      'status.example.test /* (respond)',
+      'status.example.test /health (respond)',
+    ])
+    expect(r.not_importable).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'admin', source: 'Caddyfile line 5' }),
+        expect.objectContaining({ name: 'log', source: 'Caddyfile line 24' }),
+      ]),
+    )
+    expect(r.imperfect).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'reverse_proxy',
+          source: 'Caddyfile line 21',
+          why: 'git.example.test: reverse_proxy settings not carried over: headers',
+        }),
+        expect.objectContaining({ name: 'redir', source: 'Caddyfile line 28' }),
+      ]),
+    )
     // The bcrypt hash is a secret: in no answer.
     expect(res.text).not.toMatch(/\$2a\$/)
     expect(await countRows('hosts')).toBe(before)
@@ -81,10 +112,19 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
   })
 
   it('a new site whose alias another host has is not importable, and says which host', async () => {
-    const gitId = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json.find((h: any) => h.domain === 'git.example.test').id
+    const gitId = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json.find(
+      (h: any) => h.domain === 'git.example.test',
+    ).id
     const r = (await post(`http://fresh.example.test, http://git.example.test {\n\treverse_proxy 127.0.0.1:${upA.port}\n}\n`, true)).json
     expect(r.items.filter((i: any) => i.outcome === 'create')).toEqual([])
-    expect(r.not_importable).toEqual([{ kind: 'host', name: 'fresh.example.test', source: 'Caddyfile line 1', why: `alias git.example.test is already used by host ${gitId}` }])
+    expect(r.not_importable).toEqual([
+      {
+        kind: 'host',
+        name: 'fresh.example.test',
+        source: 'Caddyfile line 1',
+        why: `alias git.example.test is already used by host ${gitId}`,
+      },
+    ])
   })
 
   it('a second import of the same file creates nothing', async () => {
@@ -92,7 +132,12 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
     const res = await post(fixture('homelab.Caddyfile'), true)
     expect(res.status).toBe(200)
     expect(res.json.items.filter((i: any) => i.outcome === 'create')).toEqual([])
-    expect(res.json.items.filter((i: any) => i.kind === 'host').map((i: any) => i.outcome)).toEqual(['exists', 'exists', 'exists', 'exists'])
+    expect(res.json.items.filter((i: any) => i.kind === 'host').map((i: any) => i.outcome)).toEqual([
+      'exists',
+      'exists',
+      'exists',
+      'exists',
+    ])
     expect(res.json.reconcile).toBeUndefined()
     expect(await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists'].map(countRows))).toEqual(counts)
   })
@@ -105,7 +150,11 @@ describe('Caddyfile import — load balancing and matchers', () => {
     const groups = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json
     const shop = groups.find((g: any) => g.name === 'shop.example.test')
     expect(shop).toMatchObject({
-      lb_policy: 'weighted_round_robin', targets: [{ address: `127.0.0.1:${upA.port}`, weight: 3 }, { address: `127.0.0.1:${upB.port}`, weight: 1 }],
+      lb_policy: 'weighted_round_robin',
+      targets: [
+        { address: `127.0.0.1:${upA.port}`, weight: 3 },
+        { address: `127.0.0.1:${upB.port}`, weight: 1 },
+      ],
       health_check: { path: '/healthz', interval_seconds: 10, expect_status: 200 },
     })
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
@@ -116,12 +165,22 @@ describe('Caddyfile import — load balancing and matchers', () => {
     expect(why('php_fastcgi')).toEqual(['Caddyfile line 27'])
     // php_fastcgi expands into routes behind file matchers: named at its line too.
     expect(why('matcher file')).toEqual(['Caddyfile line 27'])
-    expect(r.not_importable).toEqual(expect.arrayContaining([
-      expect.objectContaining({ name: 'matcher remote_ip', source: 'Caddyfile line 7' }),
-      expect.objectContaining({ kind: 'site', name: ':9090', source: 'Caddyfile line 33' }),
-      expect.objectContaining({ kind: 'site', name: '*.wild.example.test', source: 'Caddyfile line 37' }),
-    ]))
-    expect(r.imperfect).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'lb_policy', source: 'Caddyfile line 29', why: 'app.example.test: lb_policy cookie has no equivalent; round_robin instead' })]))
+    expect(r.not_importable).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'matcher remote_ip', source: 'Caddyfile line 7' }),
+        expect.objectContaining({ kind: 'site', name: ':9090', source: 'Caddyfile line 33' }),
+        expect.objectContaining({ kind: 'site', name: '*.wild.example.test', source: 'Caddyfile line 37' }),
+      ]),
+    )
+    expect(r.imperfect).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'lb_policy',
+          source: 'Caddyfile line 29',
+          why: 'app.example.test: lb_policy cookie has no equivalent; round_robin instead',
+        }),
+      ]),
+    )
 
     // Through the proxy: /api/* to B, the rest balanced over A and B.
     const before = upB.requests.length
@@ -134,7 +193,7 @@ describe('Caddyfile import — load balancing and matchers', () => {
 })
 
 describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () => {
-  it('global email becomes the hosts\' ACME email; http:// is plain; tls internal and path-only basic auth are imperfect', async () => {
+  it("global email becomes the hosts' ACME email; http:// is plain; tls internal and path-only basic auth are imperfect", async () => {
     const r = (await post(readFileSync(join(FIXTURES, 'mixed.Caddyfile'), 'utf8'), true)).json
     expect(created(r, 'host')).toEqual(['api.example.com', 'app.example.com', 'internal.example.com', 'plain.example.com'])
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
@@ -144,23 +203,33 @@ describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () =
     expect(host('internal.example.com')).toMatchObject({ tls_mode: 'auto', tls_email: null })
     const rules = (await stack.panel.request(`/api/hosts/${host('api.example.com').id}/rules`, { cookie: stack.admin })).json
     expect(rules.map((x: any) => [x.path, x.action, x.redirect_url ?? x.respond_body ?? x.target_group_id !== null])).toEqual([
-      ['/old/*', 'redirect', 'https://new.example.com'], ['/ping', 'respond', 'pong'], ['/v1/*', 'proxy', true],
+      ['/old/*', 'redirect', 'https://new.example.com'],
+      ['/ping', 'respond', 'pong'],
+      ['/v1/*', 'proxy', true],
     ])
-    expect(r.imperfect.map((n: any) => `${n.source}: ${n.why}`)).toEqual(expect.arrayContaining([
-      'Caddyfile line 26: api.example.com: basic_auth for /admin/* only: an access list protects the whole host',
-      'Caddyfile line 38: internal.example.com: Caddy\'s internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one',
-      'Caddyfile line 23: api.example.com: redirect to https://new.example.com{http.request.uri}: the request\'s path is not appended (rules redirect to a fixed URL: https://new.example.com)',
-    ]))
+    expect(r.imperfect.map((n: any) => `${n.source}: ${n.why}`)).toEqual(
+      expect.arrayContaining([
+        'Caddyfile line 26: api.example.com: basic_auth for /admin/* only: an access list protects the whole host',
+        "Caddyfile line 38: internal.example.com: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one",
+        "Caddyfile line 23: api.example.com: redirect to https://new.example.com{http.request.uri}: the request's path is not appended (rules redirect to a fixed URL: https://new.example.com)",
+      ]),
+    )
   })
 })
 
 describe('Caddyfile import — TLS it cannot carry over', () => {
   it('certificate files and a DNS challenge are imperfect (never their credentials), the host gets ACME', async () => {
-    const r = (await post('files.example.test {\n\ttls cert.pem key.pem\n\treverse_proxy 127.0.0.1:1\n}\ndns.example.test {\n\ttls {\n\t\tdns cloudflare secret-dns-token-77\n\t}\n\treverse_proxy 127.0.0.1:1\n}\n')).json
-    expect(r.imperfect.map((n: any) => `${n.source}: ${n.why}`)).toEqual(expect.arrayContaining([
-      "Caddyfile line 2: files.example.test: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)",
-      'Caddyfile line 7: dns.example.test: the DNS challenge (cloudflare) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch',
-    ]))
+    const r = (
+      await post(
+        'files.example.test {\n\ttls cert.pem key.pem\n\treverse_proxy 127.0.0.1:1\n}\ndns.example.test {\n\ttls {\n\t\tdns cloudflare secret-dns-token-77\n\t}\n\treverse_proxy 127.0.0.1:1\n}\n',
+      )
+    ).json
+    expect(r.imperfect.map((n: any) => `${n.source}: ${n.why}`)).toEqual(
+      expect.arrayContaining([
+        "Caddyfile line 2: files.example.test: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)",
+        'Caddyfile line 7: dns.example.test: the DNS challenge (cloudflare) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch',
+      ]),
+    )
     expect(JSON.stringify(r)).not.toContain('secret-dns-token-77')
   })
 })
@@ -188,7 +257,9 @@ describe('Caddyfile import — refusals change nothing', () => {
   })
 
   it('bad bodies are 400s', async () => {
-    expect((await stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile: 5 } })).status).toBe(400)
+    expect(
+      (await stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile: 5 } })).status,
+    ).toBe(400)
     expect((await post('   ')).json.error).toBe('caddyfile: is empty')
   })
 })
@@ -197,9 +268,15 @@ describe('Caddyfile import — without a caddy binary', () => {
   it('answers 503 naming PANEL_CADDY_BIN', async () => {
     const panel = await startPanel({ env: { PANEL_CADDY_BIN: '/nonexistent/caddy' } })
     try {
-      const res = await panel.request('/api/import/caddyfile', { method: 'POST', cookie: await panel.login(), body: { caddyfile: 'a.example.test {\n\trespond "x"\n}\n' } })
+      const res = await panel.request('/api/import/caddyfile', {
+        method: 'POST',
+        cookie: await panel.login(),
+        body: { caddyfile: 'a.example.test {\n\trespond "x"\n}\n' },
+      })
       expect(res.status).toBe(503)
-      expect(res.json.error).toBe('caddy adapt unavailable: the caddy binary "/nonexistent/caddy" was not found: set PANEL_CADDY_BIN (docs/configuration.md)')
+      expect(res.json.error).toBe(
+        'caddy adapt unavailable: the caddy binary "/nonexistent/caddy" was not found: set PANEL_CADDY_BIN (docs/configuration.md)',
+      )
     } finally {
       await panel.stop()
     }

@@ -27,9 +27,14 @@ const upload = (bytes: Buffer, apply = false) => {
   form.set('apply', String(apply))
   return stack.panel.request('/api/import/npm', { method: 'POST', cookie: stack.admin, form })
 }
-const through = (host: string, path = '/', headers: Record<string, string> = {}) => httpRequest({ port: stack.httpPort, host, path, headers })
+const through = (host: string, path = '/', headers: Record<string, string> = {}) =>
+  httpRequest({ port: stack.httpPort, host, path, headers })
 const countRows = async (table: string) => Number((await stack.panel.db().execute(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n)
-const made = (r: any, kind: string) => r.items.filter((i: any) => i.kind === kind && i.outcome === 'create').map((i: any) => `${i.source}: ${i.name}`).sort()
+const made = (r: any, kind: string) =>
+  r.items
+    .filter((i: any) => i.kind === kind && i.outcome === 'create')
+    .map((i: any) => `${i.source}: ${i.name}`)
+    .sort()
 const live = { is_deleted: 0, owner_user_id: 1, meta: {} }
 
 beforeAll(async () => {
@@ -43,34 +48,108 @@ beforeAll(async () => {
   dbFile = await buildNpmDatabase({
     user: [{ is_deleted: 0, email: 'admin@example.test', name: 'Admin', nickname: 'admin', avatar: '', roles: ['admin'] }],
     certificate: [
-      { ...live, provider: 'letsencrypt', nice_name: 'le', domain_names: ['le.example.test'], expires_on: '2027-01-01 00:00:00', meta: { letsencrypt_email: 'ops@example.test', letsencrypt_agree: true, dns_challenge: false } },
-      { ...live, provider: 'other', nice_name: 'Custom cert', domain_names: ['custom.example.test'], expires_on: '2027-01-01 00:00:00', meta: { certificate: custom.certPem, certificate_key: custom.keyPem } },
-      { ...live, provider: 'letsencrypt', nice_name: 'dns', domain_names: ['dns.example.test'], expires_on: '2027-01-01 00:00:00', meta: { letsencrypt_email: 'ops@example.test', dns_challenge: true, dns_provider: 'cloudflare', dns_provider_credentials: DNS_TOKEN } },
+      {
+        ...live,
+        provider: 'letsencrypt',
+        nice_name: 'le',
+        domain_names: ['le.example.test'],
+        expires_on: '2027-01-01 00:00:00',
+        meta: { letsencrypt_email: 'ops@example.test', letsencrypt_agree: true, dns_challenge: false },
+      },
+      {
+        ...live,
+        provider: 'other',
+        nice_name: 'Custom cert',
+        domain_names: ['custom.example.test'],
+        expires_on: '2027-01-01 00:00:00',
+        meta: { certificate: custom.certPem, certificate_key: custom.keyPem },
+      },
+      {
+        ...live,
+        provider: 'letsencrypt',
+        nice_name: 'dns',
+        domain_names: ['dns.example.test'],
+        expires_on: '2027-01-01 00:00:00',
+        meta: {
+          letsencrypt_email: 'ops@example.test',
+          dns_challenge: true,
+          dns_provider: 'cloudflare',
+          dns_provider_credentials: DNS_TOKEN,
+        },
+      },
     ],
-    access_list: [{ ...live, name: 'Staff', satisfy_any: 0, pass_auth: 1 }, { ...live, name: 'Unused', satisfy_any: 1, pass_auth: 0 }],
-    access_list_auth: [{ access_list_id: 1, username: 'ann', password: STAFF_PASSWORD, meta: {} }, { access_list_id: 2, username: 'bob', password: STAFF_PASSWORD, meta: {} }],
+    access_list: [
+      { ...live, name: 'Staff', satisfy_any: 0, pass_auth: 1 },
+      { ...live, name: 'Unused', satisfy_any: 1, pass_auth: 0 },
+    ],
+    access_list_auth: [
+      { access_list_id: 1, username: 'ann', password: STAFF_PASSWORD, meta: {} },
+      { access_list_id: 2, username: 'bob', password: STAFF_PASSWORD, meta: {} },
+    ],
     access_list_client: [
-      { access_list_id: 1, address: '127.0.0.1', directive: 'allow', meta: {} }, { access_list_id: 1, address: '198.51.100.0/24', directive: 'deny', meta: {} },
-      { access_list_id: 2, address: 'all', directive: 'allow', meta: {} }, { access_list_id: 2, address: 'not-an-address', directive: 'deny', meta: {} },
+      { access_list_id: 1, address: '127.0.0.1', directive: 'allow', meta: {} },
+      { access_list_id: 1, address: '198.51.100.0/24', directive: 'deny', meta: {} },
+      { access_list_id: 2, address: 'all', directive: 'allow', meta: {} },
+      { access_list_id: 2, address: 'not-an-address', directive: 'deny', meta: {} },
     ],
     proxy_host: [
-      { ...live, domain_names: ['app.example.test', 'www.app.example.test'], forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upA.port, access_list_id: 1,
-        locations: [{ path: '/api', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }, { path: '~ ^/regex', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port }], allow_websocket_upgrade: 1 },
+      {
+        ...live,
+        domain_names: ['app.example.test', 'www.app.example.test'],
+        forward_scheme: 'http',
+        forward_host: '127.0.0.1',
+        forward_port: upA.port,
+        access_list_id: 1,
+        locations: [
+          { path: '/api', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port },
+          { path: '~ ^/regex', forward_scheme: 'http', forward_host: '127.0.0.1', forward_port: upB.port },
+        ],
+        allow_websocket_upgrade: 1,
+      },
       { ...live, domain_names: ['le.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 1, ssl_forced: 1 },
       { ...live, domain_names: ['custom.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 2 },
-      { ...live, domain_names: ['dns.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 3, block_exploits: 1, advanced_config: 'client_max_body_size 0;' },
+      {
+        ...live,
+        domain_names: ['dns.example.test'],
+        forward_host: '127.0.0.1',
+        forward_port: upA.port,
+        certificate_id: 3,
+        block_exploits: 1,
+        advanced_config: 'client_max_body_size 0;',
+      },
       { ...live, is_deleted: 1, domain_names: ['deleted.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
       { ...live, domain_names: ['*.wild.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
     ],
-    redirection_host: [{ ...live, domain_names: ['old.example.test'], forward_domain_name: 'new.example.test', forward_scheme: 'auto', forward_http_code: 301, preserve_path: 1 }],
+    redirection_host: [
+      {
+        ...live,
+        domain_names: ['old.example.test'],
+        forward_domain_name: 'new.example.test',
+        forward_scheme: 'auto',
+        forward_http_code: 301,
+        preserve_path: 1,
+      },
+    ],
     dead_host: [{ ...live, domain_names: ['gone.example.test'] }],
     stream: [{ ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 }],
     setting: [{ id: 'default-site', name: 'Default Site', description: '', value: 'congratulations', meta: {} }],
   })
   stack = await startProxyStack()
-  expect((await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'acme.ca_url': 'https://127.0.0.1:9/directory' } })).status).toBe(200)
+  expect(
+    (
+      await stack.panel.request('/api/settings', {
+        method: 'PUT',
+        cookie: stack.admin,
+        body: { 'acme.ca_url': 'https://127.0.0.1:9/directory' },
+      })
+    ).status,
+  ).toBe(200)
 })
-afterAll(async () => { await stack?.stop(); await upA?.stop(); await upB?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await upA?.stop()
+  await upB?.stop()
+})
 
 describe('nginx-proxy-manager import', () => {
   it('the dry run says what it would create, what maps imperfectly and why, and what cannot be imported; it writes nothing', async () => {
@@ -79,31 +158,45 @@ describe('nginx-proxy-manager import', () => {
     const r = res.json
     expect(r.applied).toBe(false)
     expect(made(r, 'host')).toEqual([
-      'dead_host 1: gone.example.test', 'proxy_host 1: app.example.test', 'proxy_host 2: le.example.test', 'proxy_host 3: custom.example.test',
-      'proxy_host 4: dns.example.test', 'redirection_host 1: old.example.test',
+      'dead_host 1: gone.example.test',
+      'proxy_host 1: app.example.test',
+      'proxy_host 2: le.example.test',
+      'proxy_host 3: custom.example.test',
+      'proxy_host 4: dns.example.test',
+      'redirection_host 1: old.example.test',
     ])
-    expect(made(r, 'rule')).toEqual(['dead_host 1: gone.example.test /* (respond)', 'proxy_host 1 location 1: app.example.test /api* (proxy)', 'redirection_host 1: old.example.test /* (redirect)'])
+    expect(made(r, 'rule')).toEqual([
+      'dead_host 1: gone.example.test /* (respond)',
+      'proxy_host 1 location 1: app.example.test /api* (proxy)',
+      'redirection_host 1: old.example.test /* (redirect)',
+    ])
     // A list no host uses is imported too.
     expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
     const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
-    expect(why(r.imperfect)).toEqual(expect.arrayContaining([
-      "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
-      'proxy_host 4: dns.example.test: its custom nginx configuration is not carried over',
-      'proxy_host 4: dns.example.test: "block common exploits" is not carried over; enable the host\'s WAF instead',
-      "redirection_host 1: old.example.test: the redirect kept the request's scheme; it now always goes to https",
-      "redirection_host 1: old.example.test: the redirect kept the request's path; rules redirect to a fixed URL",
-    ]))
-    expect(why(r.not_importable)).toEqual(expect.arrayContaining([
-      'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
-      'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
-      'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
-      'access_list 2: Unused: not an IP address or CIDR range',
-    ]))
-    expect(why(r.imperfect)).toEqual(expect.arrayContaining([
-      'access_list 2: Unused: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both',
-      'access_list 2: Unused: the upstream now receives the Authorization header (nginx-proxy-manager removed it)',
-    ]))
+    expect(why(r.imperfect)).toEqual(
+      expect.arrayContaining([
+        "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
+        'proxy_host 4: dns.example.test: its custom nginx configuration is not carried over',
+        'proxy_host 4: dns.example.test: "block common exploits" is not carried over; enable the host\'s WAF instead',
+        "redirection_host 1: old.example.test: the redirect kept the request's scheme; it now always goes to https",
+        "redirection_host 1: old.example.test: the redirect kept the request's path; rules redirect to a fixed URL",
+      ]),
+    )
+    expect(why(r.not_importable)).toEqual(
+      expect.arrayContaining([
+        'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
+        'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
+        'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
+        'access_list 2: Unused: not an IP address or CIDR range',
+      ]),
+    )
+    expect(why(r.imperfect)).toEqual(
+      expect.arrayContaining([
+        'access_list 2: Unused: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both',
+        'access_list 2: Unused: the upstream now receives the Authorization header (nginx-proxy-manager removed it)',
+      ]),
+    )
     expect(res.text).not.toContain('deleted.example.test')
     expect(await countRows('hosts')).toBe(0)
   })
@@ -116,7 +209,13 @@ describe('nginx-proxy-manager import', () => {
     expect(await countRows('hosts')).toBe(6)
     expect(await countRows("logs WHERE source = 'audit' AND message = 'proxy_reconcile'")).toBe(pushes + 1)
     const audit = (await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'import_apply'")).rows
-    expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({ source: 'nginx-proxy-manager', hosts: 6, access_lists: 2, certificates: 1, rules: 3 })
+    expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({
+      source: 'nginx-proxy-manager',
+      hosts: 6,
+      access_lists: 2,
+      certificates: 1,
+      rules: 3,
+    })
 
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
     const host = (d: string) => hosts.find((h: any) => h.domain === d)
@@ -126,8 +225,26 @@ describe('nginx-proxy-manager import', () => {
     const cert = await stack.panel.request(`/api/manual-certs/${host('custom.example.test').id}`, { cookie: stack.admin })
     expect(cert.json).toMatchObject({ domain: 'custom.example.test', sans: ['custom.example.test'] })
     const [list, unused] = (await stack.panel.request('/api/access-lists', { cookie: stack.admin })).json
-    expect(unused).toMatchObject({ name: 'Unused', default_action: 'deny', ip_rules: [{ action: 'allow', source: '0.0.0.0/0' }, { action: 'allow', source: '::/0' }], users: [{ username: 'bob' }], host_ids: [] })
-    expect(list).toMatchObject({ name: 'Staff', default_action: 'deny', ip_rules: [{ action: 'allow', source: '127.0.0.1' }, { action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann' }], host_ids: [host('app.example.test').id] })
+    expect(unused).toMatchObject({
+      name: 'Unused',
+      default_action: 'deny',
+      ip_rules: [
+        { action: 'allow', source: '0.0.0.0/0' },
+        { action: 'allow', source: '::/0' },
+      ],
+      users: [{ username: 'bob' }],
+      host_ids: [],
+    })
+    expect(list).toMatchObject({
+      name: 'Staff',
+      default_action: 'deny',
+      ip_rules: [
+        { action: 'allow', source: '127.0.0.1' },
+        { action: 'deny', source: '198.51.100.0/24' },
+      ],
+      users: [{ username: 'ann' }],
+      host_ids: [host('app.example.test').id],
+    })
   })
 
   it('the production Caddy serves what was imported: access list, location, redirect, 404 host', async () => {

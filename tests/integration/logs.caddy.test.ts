@@ -22,14 +22,25 @@ beforeAll(async () => {
   const group = await createGroup(stack, { name: 'up', targets: [{ address: `127.0.0.1:${up.port}` }] })
   const dead = await createGroup(stack, { name: 'dead', targets: [{ address: `127.0.0.1:${await freePort()}` }] })
   hostId = (await createHost(stack, { domain: 'logs.example.test', target_group_id: group.id })).json.id
-  ruleId = (await stack.panel.request(`/api/hosts/${hostId}/rules`, { method: 'POST', cookie: stack.admin, body: { path: '/broken/*', action: 'proxy', target_group_id: dead.id } })).json.id
+  ruleId = (
+    await stack.panel.request(`/api/hosts/${hostId}/rules`, {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { path: '/broken/*', action: 'proxy', target_group_id: dead.id },
+    })
+  ).json.id
   await createHost(stack, { domain: 'lan-logs.example.test', target_group_id: group.id, lan_only: true })
 })
-afterAll(async () => { await stack?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 describe('access and error rows from the real Caddy', () => {
   it('records 2xx, 404, 5xx from a failing upstream and a LAN-only 403, with host, rule and client', async () => {
-    const through = (path: string) => httpRequest({ port: stack.httpPort, host: 'logs.example.test', path, headers: { 'user-agent': 'logs-test/1.0' } })
+    const through = (path: string) =>
+      httpRequest({ port: stack.httpPort, host: 'logs.example.test', path, headers: { 'user-agent': 'logs-test/1.0' } })
     expect((await through('/ok')).status).toBe(200)
     up.setFailing(404)
     expect((await through('/not-here')).status).toBe(404)
@@ -39,14 +50,31 @@ describe('access and error rows from the real Caddy', () => {
 
     const rows = await eventually(
       async () => (await stack.panel.request('/api/logs?source=caddy_access&limit=50', { cookie: stack.admin })).json as any[],
-      (r) => ['/ok', '/not-here', '/broken/x', '/private'].every((p) => r.some((x) => x.path === p)), 10_000, 200)
+      (r) => ['/ok', '/not-here', '/broken/x', '/private'].every((p) => r.some((x) => x.path === p)),
+      10_000,
+      200,
+    )
     const by = (p: string) => rows.find((r) => r.path === p)
-    expect(by('/ok')).toMatchObject({ host_id: hostId, host_domain: 'logs.example.test', rule_id: null, status: 200, method: 'GET', remote_ip: '127.0.0.1', user_agent: 'logs-test/1.0', country: 'LAN' })
+    expect(by('/ok')).toMatchObject({
+      host_id: hostId,
+      host_domain: 'logs.example.test',
+      rule_id: null,
+      status: 200,
+      method: 'GET',
+      remote_ip: '127.0.0.1',
+      user_agent: 'logs-test/1.0',
+      country: 'LAN',
+    })
     expect(by('/ok').duration).toBeGreaterThan(0)
     expect(by('/not-here')).toMatchObject({ status: 404, host_id: hostId })
     expect(by('/broken/x')).toMatchObject({ status: 502, rule_id: ruleId, level: 'error' })
     expect(by('/private')).toMatchObject({ status: 403, remote_ip: '198.51.100.10', host_domain: 'lan-logs.example.test' })
-    const errors = await eventually(async () => (await stack.panel.request('/api/logs?source=caddy_error', { cookie: stack.admin })).json as any[], (r) => r.length > 0, 10_000, 200)
+    const errors = await eventually(
+      async () => (await stack.panel.request('/api/logs?source=caddy_error', { cookie: stack.admin })).json as any[],
+      (r) => r.length > 0,
+      10_000,
+      200,
+    )
     expect(errors[0]).toMatchObject({ status: 502, path: '/broken/x', message: expect.stringMatching(/connection refused|dial/) })
     const stats = (await stack.panel.request(`/api/logs/stats?host_id=${hostId}&source=caddy_access`, { cookie: stack.admin })).json
     expect(stats.by_status_class).toMatchObject({ '2xx': 1, '4xx': 1, '5xx': 1 })
@@ -73,11 +101,23 @@ describe('access and error rows from the real Caddy', () => {
     expect(redirect.headers.location).toMatch(/^https:\/\/tls-logs\.example\.test(:\d+)?\/to-https$/)
     // Over TLS with the TLS host's name in SNI but another Host header: misdirected.
     const tls = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpsRequest({ host: '127.0.0.1', port: stack.httpsPort, path: '/unknown-tls', servername: 'tls-logs.example.test', headers: { host: 'nobody.example.test' }, ca: pki.rootPem }, (res) => {
-        let body = ''
-        res.on('data', (c) => { body += c })
-        res.on('end', () => resolve({ status: res.statusCode!, body }))
-      })
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: stack.httpsPort,
+          path: '/unknown-tls',
+          servername: 'tls-logs.example.test',
+          headers: { host: 'nobody.example.test' },
+          ca: pki.rootPem,
+        },
+        (res) => {
+          let body = ''
+          res.on('data', (c) => {
+            body += c
+          })
+          res.on('end', () => resolve({ status: res.statusCode!, body }))
+        },
+      )
       req.on('error', reject)
       req.end()
     })
@@ -85,7 +125,10 @@ describe('access and error rows from the real Caddy', () => {
 
     const rows = await eventually(
       async () => (await stack.panel.request('/api/logs?source=caddy_access&limit=200', { cookie: stack.admin })).json as any[],
-      (r) => ['/unknown-plain', '/unknown-tls'].every((p) => r.some((x) => x.path === p)), 10_000, 200)
+      (r) => ['/unknown-plain', '/unknown-tls'].every((p) => r.some((x) => x.path === p)),
+      10_000,
+      200,
+    )
     expect(rows.find((r) => r.path === '/unknown-plain')).toMatchObject({ status: 404, host_id: null, host_domain: 'nobody.example.test' })
     expect(rows.find((r) => r.path === '/unknown-tls')).toMatchObject({ status: 421, host_id: null, host_domain: 'nobody.example.test' })
     // The dashboard counts every access row by its class: the refusals are 4xx, not 2xx.

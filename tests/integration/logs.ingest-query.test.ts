@@ -12,22 +12,71 @@ import { startPanel, type PanelHandle } from '../support/panel'
 
 const T0 = Date.parse('2026-11-20T10:00:00Z')
 const H = 3_600_000
-interface Line { ts?: number; host?: string; hostId?: number; rule?: number; status?: number; method?: string; uri?: string; ip?: string; ua?: string; dur?: number }
+interface Line {
+  ts?: number
+  host?: string
+  hostId?: number
+  rule?: number
+  status?: number
+  method?: string
+  uri?: string
+  ip?: string
+  ua?: string
+  dur?: number
+}
 function accessLine(l: Line): string {
-  return JSON.stringify({
-    level: (l.status ?? 200) >= 500 ? 'error' : 'info', ts: (l.ts ?? T0) / 1000, logger: `http.log.access${l.hostId ? `.host_${l.hostId}` : ''}`, msg: 'handled request',
-    request: { remote_ip: l.ip ?? '192.0.2.1', remote_port: '1', proto: 'HTTP/1.1', method: l.method ?? 'GET', host: l.host ?? 'a.example.test', uri: l.uri ?? '/', headers: { 'User-Agent': [l.ua ?? 'curl/8'] } },
-    duration: (l.dur ?? 10) / 1000, size: 1, status: l.status ?? 200, resp_headers: l.rule ? { 'X-Panel-Rule-Id': [String(l.rule)] } : {},
-  }) + '\n'
+  return (
+    JSON.stringify({
+      level: (l.status ?? 200) >= 500 ? 'error' : 'info',
+      ts: (l.ts ?? T0) / 1000,
+      logger: `http.log.access${l.hostId ? `.host_${l.hostId}` : ''}`,
+      msg: 'handled request',
+      request: {
+        remote_ip: l.ip ?? '192.0.2.1',
+        remote_port: '1',
+        proto: 'HTTP/1.1',
+        method: l.method ?? 'GET',
+        host: l.host ?? 'a.example.test',
+        uri: l.uri ?? '/',
+        headers: { 'User-Agent': [l.ua ?? 'curl/8'] },
+      },
+      duration: (l.dur ?? 10) / 1000,
+      size: 1,
+      status: l.status ?? 200,
+      resp_headers: l.rule ? { 'X-Panel-Rule-Id': [String(l.rule)] } : {},
+    }) + '\n'
+  )
 }
 function errorLine(uri: string, status = 502, ts = T0): string {
-  return JSON.stringify({ level: status >= 500 ? 'error' : 'debug', ts: ts / 1000, logger: 'http.log.error', msg: 'dial tcp 127.0.0.1:9: connect: connection refused', request: { remote_ip: '192.0.2.9', method: 'GET', host: 'a.example.test', uri }, duration: 0.002, status }) + '\n'
+  return (
+    JSON.stringify({
+      level: status >= 500 ? 'error' : 'debug',
+      ts: ts / 1000,
+      logger: 'http.log.error',
+      msg: 'dial tcp 127.0.0.1:9: connect: connection refused',
+      request: { remote_ip: '192.0.2.9', method: 'GET', host: 'a.example.test', uri },
+      duration: 0.002,
+      status,
+    }) + '\n'
+  )
 }
 function wafLine(uri: string, rule: number, severity: number, score: number, ts = T0): string {
-  return JSON.stringify({
-    transaction: { unix_timestamp: ts * 1e6, client_ip: '192.0.2.8', server_id: 'waf.example.test', request: { method: 'GET', uri, headers: { 'user-agent': ['sqlmap/1.8'] } }, response: { status: 403 }, is_interrupted: true },
-    messages: [{ message: `Inbound Anomaly Score Exceeded (Total Score: ${score})`, data: { id: 949110, severity: -1 } }, { message: 'attack', data: { id: rule, severity, msg: `rule ${rule}` } }],
-  }) + '\n'
+  return (
+    JSON.stringify({
+      transaction: {
+        unix_timestamp: ts * 1e6,
+        client_ip: '192.0.2.8',
+        server_id: 'waf.example.test',
+        request: { method: 'GET', uri, headers: { 'user-agent': ['sqlmap/1.8'] } },
+        response: { status: 403 },
+        is_interrupted: true,
+      },
+      messages: [
+        { message: `Inbound Anomaly Score Exceeded (Total Score: ${score})`, data: { id: 949110, severity: -1 } },
+        { message: 'attack', data: { id: rule, severity, msg: `rule ${rule}` } },
+      ],
+    }) + '\n'
+  )
 }
 
 /**
@@ -61,7 +110,8 @@ const api = async (path: string) => (await panel.request(path, { cookie })).json
 const INGESTED = 'source=caddy_access,caddy_error,waf_audit'
 const count = async (q = '') => (await api(`/api/logs/stats?${INGESTED}${q.replace(/^\?/, '&')}`)).total as number
 const restart = async (signal: NodeJS.Signals = 'SIGTERM') => {
-  if (signal === 'SIGTERM') await panel.stop(); else await panel.kill(signal)
+  if (signal === 'SIGTERM') await panel.stop()
+  else await panel.kill(signal)
   panel = await startPanel({ dataDir: panel.dataDir, env: { PROXY_LOG_DIR: logDir } })
   cookie = await panel.login()
 }
@@ -71,22 +121,54 @@ beforeAll(async () => {
   panel = await startPanel({ env: { PROXY_LOG_DIR: logDir } })
   cookie = await panel.login()
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 describe('ingestion from files', () => {
   it('ingests access, error and WAF lines, keeps malformed ones, and waits for a partial line to finish', async () => {
     writeFileSync(access(), accessLine({ uri: '/first' }) + 'this is not json\n' + accessLine({ uri: '/partial' }).trimEnd())
     writeFileSync(file('error.log'), errorLine('/x'))
     writeFileSync(file('waf-audit.log'), wafLine('/?q=1', 942100, 2, 8))
-    await eventually(() => count(), (n) => n === 4, 5_000, 100)
+    await eventually(
+      () => count(),
+      (n) => n === 4,
+      5_000,
+      100,
+    )
     const rows = await api(`/api/logs?limit=10&${INGESTED}`)
     expect(rows.map((r: any) => r.source).sort()).toEqual(['caddy_access', 'caddy_access', 'caddy_error', 'waf_audit'])
     expect(rows.find((r: any) => r.raw === 'this is not json')).toMatchObject({ level: 'error', message: 'unparsed log line: not JSON' })
-    expect(rows.find((r: any) => r.source === 'waf_audit')).toMatchObject({ waf_rule_id: 942100, waf_severity: 'CRITICAL', waf_anomaly_score: 8, status: 403, host_domain: 'waf.example.test', user_agent: 'sqlmap/1.8' })
-    expect(rows.find((r: any) => r.source === 'caddy_error')).toMatchObject({ status: 502, level: 'error', path: '/x', message: expect.stringMatching(/connection refused/), duration: 2 })
-    expect(rows.find((r: any) => r.path === '/first')).toMatchObject({ ts: new Date(T0).toISOString(), method: 'GET', remote_ip: '192.0.2.1', user_agent: 'curl/8', duration: 10, country: null })
+    expect(rows.find((r: any) => r.source === 'waf_audit')).toMatchObject({
+      waf_rule_id: 942100,
+      waf_severity: 'CRITICAL',
+      waf_anomaly_score: 8,
+      status: 403,
+      host_domain: 'waf.example.test',
+      user_agent: 'sqlmap/1.8',
+    })
+    expect(rows.find((r: any) => r.source === 'caddy_error')).toMatchObject({
+      status: 502,
+      level: 'error',
+      path: '/x',
+      message: expect.stringMatching(/connection refused/),
+      duration: 2,
+    })
+    expect(rows.find((r: any) => r.path === '/first')).toMatchObject({
+      ts: new Date(T0).toISOString(),
+      method: 'GET',
+      remote_ip: '192.0.2.1',
+      user_agent: 'curl/8',
+      duration: 10,
+      country: null,
+    })
     appendFileSync(access(), '\n')
-    await eventually(() => count(), (n) => n === 5, 5_000, 100)
+    await eventually(
+      () => count(),
+      (n) => n === 5,
+      5_000,
+      100,
+    )
     expect((await api('/api/logs?path=/partial')).length).toBe(1)
     expect(await api(`/api/logs/${rows[0].id}`)).toEqual(rows[0])
     expect((await panel.request('/api/logs/999999', { cookie })).status).toBe(404)
@@ -94,9 +176,17 @@ describe('ingestion from files', () => {
 
   it('stores a 1.5 MiB line truncated and an invalid UTF-8 line, and carries on', async () => {
     appendFileSync(access(), 'y'.repeat(1_500_000) + '\n')
-    appendFileSync(access(), Buffer.concat([Buffer.from('{"request":{"uri":"/bad-utf8-'), Buffer.from([0xff, 0xfe]), Buffer.from('"},"status":200}\n')]))
+    appendFileSync(
+      access(),
+      Buffer.concat([Buffer.from('{"request":{"uri":"/bad-utf8-'), Buffer.from([0xff, 0xfe]), Buffer.from('"},"status":200}\n')]),
+    )
     appendFileSync(access(), accessLine({ uri: '/after-bad' }))
-    await eventually(() => api('/api/logs?path=/after-bad'), (r) => r.length === 1, 5_000, 100)
+    await eventually(
+      () => api('/api/logs?path=/after-bad'),
+      (r) => r.length === 1,
+      5_000,
+      100,
+    )
     const big = (await api('/api/logs?level=error&limit=5')).filter((r: any) => r.raw?.startsWith('yyy'))
     expect(big).toHaveLength(1) // one row for the whole line, not one per chunk
     expect(big[0].raw.length).toBeLessThan(70_000)
@@ -107,15 +197,25 @@ describe('ingestion from files', () => {
     const before = await count()
     renameSync(access(), `${access()}.1`)
     writeFileSync(access(), accessLine({ uri: '/rotated' }))
-    await eventually(() => api('/api/logs?path=/rotated'), (r) => r.length === 1, 5_000, 100)
+    await eventually(
+      () => api('/api/logs?path=/rotated'),
+      (r) => r.length === 1,
+      5_000,
+      100,
+    )
     truncateSync(access(), 0)
     appendFileSync(access(), accessLine({ uri: '/truncated' }))
-    await eventually(() => api('/api/logs?path=/truncated'), (r) => r.length === 1, 5_000, 100)
+    await eventually(
+      () => api('/api/logs?path=/truncated'),
+      (r) => r.length === 1,
+      5_000,
+      100,
+    )
     await new Promise((r) => setTimeout(r, 400))
     expect(await count()).toBe(before + 2)
   })
 
-  it('rotation and truncation while the panel is down: the rotated file\'s rest and the new lines, nothing twice', async () => {
+  it("rotation and truncation while the panel is down: the rotated file's rest and the new lines, nothing twice", async () => {
     await panel.kill('SIGKILL')
     const before = { rest: accessLine({ uri: '/down/rest-of-old' }), fresh: accessLine({ uri: '/down/new-file' }) }
     appendFileSync(access(), before.rest) // written before the rotation, never read
@@ -125,8 +225,18 @@ describe('ingestion from files', () => {
     truncateSync(file('error.log'), 0)
     appendFileSync(file('error.log'), errorLine('/x-longer-path-after-truncation') + errorLine('/y') + errorLine('/z'))
     await restart('SIGKILL')
-    await eventually(() => api('/api/logs?path=/down/'), (r) => r.length === 2, 5_000, 100)
-    await eventually(() => api('/api/logs?source=caddy_error'), (r) => r.length === 4, 5_000, 100)
+    await eventually(
+      () => api('/api/logs?path=/down/'),
+      (r) => r.length === 2,
+      5_000,
+      100,
+    )
+    await eventually(
+      () => api('/api/logs?source=caddy_error'),
+      (r) => r.length === 4,
+      5_000,
+      100,
+    )
     const errors = await api('/api/logs?source=caddy_error')
     expect(errors.map((r: any) => r.path)).toEqual(['/z', '/y', '/x-longer-path-after-truncation', '/x'])
     expect((await api('/api/logs?level=error&query=unparsed')).filter((r: any) => r.source === 'caddy_error')).toEqual([])
@@ -139,9 +249,19 @@ describe('ingestion from files', () => {
     appendFileSync(access(), lines)
     panel = await startPanel({ dataDir: panel.dataDir, env: { PROXY_LOG_DIR: logDir } })
     cookie = await panel.login()
-    await eventually(() => count(), (n) => n > before, 10_000, 20)
+    await eventually(
+      () => count(),
+      (n) => n > before,
+      10_000,
+      20,
+    )
     await restart('SIGKILL') // mid-file
-    await eventually(() => count('?path=/bulk/'), (n) => n >= 5000, 20_000, 100)
+    await eventually(
+      () => count('?path=/bulk/'),
+      (n) => n >= 5000,
+      20_000,
+      100,
+    )
     await new Promise((r) => setTimeout(r, 500))
     expect(await count('?path=/bulk/')).toBe(5000)
     const distinct = await panel.db().execute("SELECT count(DISTINCT path) AS n FROM logs WHERE path LIKE '/bulk/%'")
@@ -153,31 +273,78 @@ describe('filters, stats and timeseries on known rows', () => {
   beforeAll(async () => {
     const seed = [
       { ts: T0, host: 'shop.example.test', hostId: 1, status: 200, method: 'GET', uri: '/products', ip: '198.51.100.5', dur: 10 },
-      { ts: T0 + 1000, host: 'shop.example.test', hostId: 1, rule: 4, status: 201, method: 'POST', uri: '/api/cart?item=3', ip: '198.51.100.6', dur: 20 },
-      { ts: T0 + H, host: 'shop.example.test', hostId: 1, status: 404, method: 'GET', uri: '/missing', ip: '10.1.2.3', dur: 30, ua: 'scanner/1.0' },
+      {
+        ts: T0 + 1000,
+        host: 'shop.example.test',
+        hostId: 1,
+        rule: 4,
+        status: 201,
+        method: 'POST',
+        uri: '/api/cart?item=3',
+        ip: '198.51.100.6',
+        dur: 20,
+      },
+      {
+        ts: T0 + H,
+        host: 'shop.example.test',
+        hostId: 1,
+        status: 404,
+        method: 'GET',
+        uri: '/missing',
+        ip: '10.1.2.3',
+        dur: 30,
+        ua: 'scanner/1.0',
+      },
       { ts: T0 + H + 5, host: 'blog.example.test', hostId: 2, status: 500, method: 'GET', uri: '/boom', ip: '10.1.2.4', dur: 40 },
       { ts: T0 + 2 * H, host: 'blog.example.test', hostId: 2, status: 302, method: 'GET', uri: '/old', ip: '2001:db8::7', dur: 50 },
     ]
     appendFileSync(access(), seed.map((l) => accessLine({ ...l, uri: `/seed${l.uri}` })).join(''))
-    appendFileSync(file('waf-audit.log'), wafLine('/seed/waf-sqli', 942100, 2, 10, T0 + 30_000) + wafLine('/seed/waf-xss', 941100, 4, 5, T0 + 40_000))
-    await eventually(() => count('?path=/seed/'), (n) => n === 7, 5_000, 100)
+    appendFileSync(
+      file('waf-audit.log'),
+      wafLine('/seed/waf-sqli', 942100, 2, 10, T0 + 30_000) + wafLine('/seed/waf-xss', 941100, 4, 5, T0 + 40_000),
+    )
+    await eventually(
+      () => count('?path=/seed/'),
+      (n) => n === 7,
+      5_000,
+      100,
+    )
   })
   const seeded = (q: string) => api(`/api/logs?path=/seed/&${q}`).then((rows) => rows.map((r: any) => r.path.replace('/seed', '')).sort())
   const ALL_ACCESS = ['/api/cart?item=3', '/boom', '/missing', '/old', '/products']
 
   it.each([
-    ['source=caddy_access', ALL_ACCESS], ['source=waf_audit', ['/waf-sqli', '/waf-xss']], ['source=audit', []],
-    ['status=4xx', ['/missing', '/waf-sqli', '/waf-xss']], ['status=500-504', ['/boom']], ['status=200,302', ['/old', '/products']], ['status=403', ['/waf-sqli', '/waf-xss']],
-    ['method=POST', ['/api/cart?item=3']], ['method=get&source=caddy_access', ['/boom', '/missing', '/old', '/products']],
-    ['host_id=2', ['/boom', '/old']], ['host_domain=shop.example.test', ['/api/cart?item=3', '/missing', '/products']],
-    ['host_id=2&host_domain=shop.example.test', ALL_ACCESS], ['host_domain=waf.example.test', ['/waf-sqli', '/waf-xss']], ['rule_id=4', ['/api/cart?item=3']],
-    ['remote_ip=198.51.100', ['/api/cart?item=3', '/products']], ['remote_ip=10.1.2.0/24', ['/boom', '/missing']], ['remote_ip=2001:db8::/32', ['/old']],
-    ['remote_ip=192.0.2.8/32', ['/waf-sqli', '/waf-xss']], ['query=scanner', ['/missing']], ['query=sqlmap', ['/waf-sqli', '/waf-xss']],
-    ['level=error', ['/boom']], ['level=warn', ['/waf-sqli', '/waf-xss']], ['waf_rule_id=942100', ['/waf-sqli']], ['waf_rule_id=942100,941100', ['/waf-sqli', '/waf-xss']],
-    ['waf_severity=critical', ['/waf-sqli']], ['waf_severity=WARNING', ['/waf-xss']],
-    ['source=caddy_access&status=2xx&method=GET', ['/products']], ['host_id=1&status=2xx&remote_ip=198.51.100.0/24&method=POST', ['/api/cart?item=3']],
+    ['source=caddy_access', ALL_ACCESS],
+    ['source=waf_audit', ['/waf-sqli', '/waf-xss']],
+    ['source=audit', []],
+    ['status=4xx', ['/missing', '/waf-sqli', '/waf-xss']],
+    ['status=500-504', ['/boom']],
+    ['status=200,302', ['/old', '/products']],
+    ['status=403', ['/waf-sqli', '/waf-xss']],
+    ['method=POST', ['/api/cart?item=3']],
+    ['method=get&source=caddy_access', ['/boom', '/missing', '/old', '/products']],
+    ['host_id=2', ['/boom', '/old']],
+    ['host_domain=shop.example.test', ['/api/cart?item=3', '/missing', '/products']],
+    ['host_id=2&host_domain=shop.example.test', ALL_ACCESS],
+    ['host_domain=waf.example.test', ['/waf-sqli', '/waf-xss']],
+    ['rule_id=4', ['/api/cart?item=3']],
+    ['remote_ip=198.51.100', ['/api/cart?item=3', '/products']],
+    ['remote_ip=10.1.2.0/24', ['/boom', '/missing']],
+    ['remote_ip=2001:db8::/32', ['/old']],
+    ['remote_ip=192.0.2.8/32', ['/waf-sqli', '/waf-xss']],
+    ['query=scanner', ['/missing']],
+    ['query=sqlmap', ['/waf-sqli', '/waf-xss']],
+    ['level=error', ['/boom']],
+    ['level=warn', ['/waf-sqli', '/waf-xss']],
+    ['waf_rule_id=942100', ['/waf-sqli']],
+    ['waf_rule_id=942100,941100', ['/waf-sqli', '/waf-xss']],
+    ['waf_severity=critical', ['/waf-sqli']],
+    ['waf_severity=WARNING', ['/waf-xss']],
+    ['source=caddy_access&status=2xx&method=GET', ['/products']],
+    ['host_id=1&status=2xx&remote_ip=198.51.100.0/24&method=POST', ['/api/cart?item=3']],
     ['source=waf_audit&waf_severity=CRITICAL&query=sqlmap&status=4xx', ['/waf-sqli']],
-    [`from=${new Date(T0 + H).toISOString()}&to=${T0 + H + 5}`, ['/boom', '/missing']], [`from=${T0 + 30_000}&to=${T0 + 40_000}`, ['/waf-sqli', '/waf-xss']],
+    [`from=${new Date(T0 + H).toISOString()}&to=${T0 + H + 5}`, ['/boom', '/missing']],
+    [`from=${T0 + 30_000}&to=${T0 + 40_000}`, ['/waf-sqli', '/waf-xss']],
     [`to=${T0 + 1000}&host_id=1`, ['/api/cart?item=3', '/products']],
   ])('%s', async (q, expected) => {
     expect(await seeded(q)).toEqual(expected)
@@ -194,14 +361,33 @@ describe('filters, stats and timeseries on known rows', () => {
   it('stats are exact', async () => {
     const s = await api('/api/logs/stats?path=/seed/&source=caddy_access')
     expect(s).toEqual({
-      total: 5, by_status_class: { '2xx': 2, '3xx': 1, '4xx': 1, '5xx': 1 }, by_source: { caddy_access: 5 }, avg_duration_ms: 30, p95_duration_ms: 40,
-      top_hosts: [{ host_domain: 'shop.example.test', count: 3 }, { host_domain: 'blog.example.test', count: 2 }],
-      top_paths: [{ path: '/seed/api/cart', count: 1 }, { path: '/seed/boom', count: 1 }, { path: '/seed/missing', count: 1 }, { path: '/seed/old', count: 1 }, { path: '/seed/products', count: 1 }],
+      total: 5,
+      by_status_class: { '2xx': 2, '3xx': 1, '4xx': 1, '5xx': 1 },
+      by_source: { caddy_access: 5 },
+      avg_duration_ms: 30,
+      p95_duration_ms: 40,
+      top_hosts: [
+        { host_domain: 'shop.example.test', count: 3 },
+        { host_domain: 'blog.example.test', count: 2 },
+      ],
+      top_paths: [
+        { path: '/seed/api/cart', count: 1 },
+        { path: '/seed/boom', count: 1 },
+        { path: '/seed/missing', count: 1 },
+        { path: '/seed/old', count: 1 },
+        { path: '/seed/products', count: 1 },
+      ],
     })
     // The same through the JS path (a regex filter) gives the same figures.
     expect(await api(`/api/logs/stats?path=${encodeURIComponent('re:^/seed/')}&source=caddy_access`)).toEqual(s)
     const withWaf = await api('/api/logs/stats?path=/seed/')
-    expect(withWaf).toMatchObject({ total: 7, by_status_class: { '2xx': 2, '3xx': 1, '4xx': 3, '5xx': 1 }, by_source: { caddy_access: 5, waf_audit: 2 }, avg_duration_ms: 30, p95_duration_ms: 40 })
+    expect(withWaf).toMatchObject({
+      total: 7,
+      by_status_class: { '2xx': 2, '3xx': 1, '4xx': 3, '5xx': 1 },
+      by_source: { caddy_access: 5, waf_audit: 2 },
+      avg_duration_ms: 30,
+      p95_duration_ms: 40,
+    })
     expect(withWaf.top_hosts[0]).toEqual({ host_domain: 'shop.example.test', count: 3 })
   })
 
@@ -212,16 +398,35 @@ describe('filters, stats and timeseries on known rows', () => {
       { ts: new Date(T0 + H).toISOString(), total: 2, '2xx': 0, '3xx': 0, '4xx': 1, '5xx': 1 },
       { ts: new Date(T0 + 2 * H).toISOString(), total: 1, '2xx': 0, '3xx': 1, '4xx': 0, '5xx': 0 },
     ])
-    expect(await api('/api/logs/timeseries?path=/seed/&bucket=day')).toEqual([{ ts: '2026-11-20T00:00:00.000Z', total: 7, '2xx': 2, '3xx': 1, '4xx': 3, '5xx': 1 }])
-    expect((await api('/api/logs/timeseries?path=/seed/&bucket=minute')).map((b: any) => [b.ts.slice(11, 16), b.total])).toEqual([['10:00', 4], ['11:00', 2], ['12:00', 1]])
+    expect(await api('/api/logs/timeseries?path=/seed/&bucket=day')).toEqual([
+      { ts: '2026-11-20T00:00:00.000Z', total: 7, '2xx': 2, '3xx': 1, '4xx': 3, '5xx': 1 },
+    ])
+    expect((await api('/api/logs/timeseries?path=/seed/&bucket=minute')).map((b: any) => [b.ts.slice(11, 16), b.total])).toEqual([
+      ['10:00', 4],
+      ['11:00', 2],
+      ['12:00', 1],
+    ])
     // Rolled up or not, the whole table's answer is the same as the sum of its parts (default bucket: hour).
     const all = await api('/api/logs/timeseries')
     expect(all.reduce((s: number, b: any) => s + b.total, 0)).toBe((await api('/api/logs/stats')).total)
   })
 
   it.each([
-    [`path=${encodeURIComponent('re:(a)\\1')}`], [`path=${encodeURIComponent('re:(')}`], ['remote_ip=1.2.3.4/40'], ['remote_ip=not-an-ip/8'], ['status=6xx'],
-    ['status=abc'], ['from=soon'], ['to=2026-02-30T25:00:00Z'], ['limit=5000'], ['limit=0'], ['before_id=x'], ['bucket=week'], ['source=nope'], ['host_id=-1'], ['waf_rule_id=1.5'],
+    [`path=${encodeURIComponent('re:(a)\\1')}`],
+    [`path=${encodeURIComponent('re:(')}`],
+    ['remote_ip=1.2.3.4/40'],
+    ['remote_ip=not-an-ip/8'],
+    ['status=6xx'],
+    ['status=abc'],
+    ['from=soon'],
+    ['to=2026-02-30T25:00:00Z'],
+    ['limit=5000'],
+    ['limit=0'],
+    ['before_id=x'],
+    ['bucket=week'],
+    ['source=nope'],
+    ['host_id=-1'],
+    ['waf_rule_id=1.5'],
   ])('%s is a 400 with {error}', async (q) => {
     const path = q.startsWith('bucket') ? `/api/logs/timeseries?${q}` : `/api/logs?${q}`
     const res = await panel.request(path, { cookie })
@@ -231,9 +436,17 @@ describe('filters, stats and timeseries on known rows', () => {
 
   it('a pathological regular expression does not stall the server', async () => {
     appendFileSync(access(), Array.from({ length: 200 }, (_, i) => accessLine({ uri: `/${'a'.repeat(3000)}${i}!` })).join(''))
-    await eventually(() => count('?query=aaaaaaaaaa'), (n) => n === 200, 5_000, 100)
+    await eventually(
+      () => count('?query=aaaaaaaaaa'),
+      (n) => n === 200,
+      5_000,
+      100,
+    )
     // A backtracking engine would not finish on these rows: the 5 s abort fails it.
-    const res = await fetch(`${panel.url}/api/logs/stats?path=${encodeURIComponent('re:^/(a+)+$')}`, { headers: { cookie }, signal: AbortSignal.timeout(5_000) })
+    const res = await fetch(`${panel.url}/api/logs/stats?path=${encodeURIComponent('re:^/(a+)+$')}`, {
+      headers: { cookie },
+      signal: AbortSignal.timeout(5_000),
+    })
     expect(res.status).toBe(200)
     expect((await res.json()).total).toBe(0)
     // Meanwhile the server answers other requests.
@@ -241,7 +454,10 @@ describe('filters, stats and timeseries on known rows', () => {
   })
 
   it('a regex filter over many rows answers within a bounded scan', async () => {
-    const res = await fetch(`${panel.url}/api/logs?path=${encodeURIComponent('re:^/bulk/4999$')}`, { headers: { cookie }, signal: AbortSignal.timeout(10_000) })
+    const res = await fetch(`${panel.url}/api/logs?path=${encodeURIComponent('re:^/bulk/4999$')}`, {
+      headers: { cookie },
+      signal: AbortSignal.timeout(10_000),
+    })
     expect(res.status).toBe(200)
     expect(res.headers.get('x-logs-scan-limited')).toBeNull()
     expect((await res.json()).map((r: any) => r.path)).toEqual(['/bulk/4999'])
@@ -255,7 +471,12 @@ describe('live tail', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/)
     await new Promise((r) => setTimeout(r, 300))
-    appendFileSync(access(), accessLine({ uri: '/tail-skip', status: 200, hostId: 9 }) + accessLine({ uri: '/tail-other-host', status: 418, hostId: 8 }) + accessLine({ uri: '/tail-teapot', status: 418, hostId: 9 }))
+    appendFileSync(
+      access(),
+      accessLine({ uri: '/tail-skip', status: 200, hostId: 9 }) +
+        accessLine({ uri: '/tail-other-host', status: 418, hostId: 8 }) +
+        accessLine({ uri: '/tail-teapot', status: 418, hostId: 9 }),
+    )
     const text = await readSseUntil(res.body!, '/tail-teapot')
     expect(text).toMatch(/^: connected\n\n/)
     expect(text).toMatch(/event: log\ndata: \{"id":\d+,.*"path":"\/tail-teapot"/)
@@ -283,12 +504,20 @@ describe('live tail', () => {
     await new Promise((r) => setTimeout(r, 300))
     const reader = await fetch(`${panel.url}/api/logs/tail?path=/flood/999`, { headers: { cookie } }) // a healthy subscriber
     const ua = 'u'.repeat(1000)
-    for (let k = 0; k < 4; k++) appendFileSync(access(), Array.from({ length: 5000 }, (_, i) => accessLine({ uri: `/flood/${k * 5000 + i}`, ua })).join(''))
+    for (let k = 0; k < 4; k++)
+      appendFileSync(access(), Array.from({ length: 5000 }, (_, i) => accessLine({ uri: `/flood/${k * 5000 + i}`, ua })).join(''))
     expect(await readSseUntil(reader.body!, '/flood/9999', 20_000)).toContain('/flood/999')
-    await eventually(() => count('?path=/flood/'), (n) => n === 20_000, 20_000, 200)
+    await eventually(
+      () => count('?path=/flood/'),
+      (n) => n === 20_000,
+      20_000,
+      200,
+    )
     // The slow client was cut off: draining its socket ends with the server closing it.
     let received = 0
-    socket.on('data', (d) => { received += d.length })
+    socket.on('data', (d) => {
+      received += d.length
+    })
     socket.resume()
     await Promise.race([closed, new Promise((_, rej) => setTimeout(() => rej(new Error('the slow client was never dropped')), 10_000))])
     expect(received).toBeLessThan(20_000 * 2_000) // far from the whole flood
@@ -300,11 +529,17 @@ describe('retention', () => {
   it('removes rows past the retention age and beyond the cap, with an audit row', async () => {
     const db = panel.db()
     const old = Date.now() - 40 * 86_400_000
-    for (let i = 0; i < 50; i++) await db.execute({ sql: "INSERT INTO logs (ts_ms, source, message) VALUES (?, 'caddy_access', 'old row')", args: [old] })
+    for (let i = 0; i < 50; i++)
+      await db.execute({ sql: "INSERT INTO logs (ts_ms, source, message) VALUES (?, 'caddy_access', 'old row')", args: [old] })
     await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.retention_days': 30, 'logs.max_entries': 1000 } })
     const total = Number((await db.execute('SELECT count(*) AS n FROM logs')).rows[0]!.n)
     await restart() // the sweep runs at every start
-    const audit = await eventually(() => panel.db().execute("SELECT id, raw FROM logs WHERE message = 'logs_prune' ORDER BY id DESC LIMIT 1"), (r) => r.rows.length > 0 && JSON.parse(String(r.rows[0]!.raw)).removed_by_age > 0, 10_000, 200)
+    const audit = await eventually(
+      () => panel.db().execute("SELECT id, raw FROM logs WHERE message = 'logs_prune' ORDER BY id DESC LIMIT 1"),
+      (r) => r.rows.length > 0 && JSON.parse(String(r.rows[0]!.raw)).removed_by_age > 0,
+      10_000,
+      200,
+    )
     const details = JSON.parse(String(audit.rows[0]!.raw))
     expect(details).toMatchObject({ removed_by_age: 50, retention_days: 30, max_entries: 1000, actor: 'system:logs-prune' })
     // Rows written between the count above and the sweep: the shutdown and boot audit rows, at most a few.
@@ -312,7 +547,9 @@ describe('retention', () => {
     expect(details.removed_by_count).toBeLessThanOrEqual(total - 50 - 1000 + 10)
     expect(Number((await panel.db().execute("SELECT count(*) AS n FROM logs WHERE message = 'old row'")).rows[0]!.n)).toBe(0)
     // The cap was left when the sweep finished; boot work may add its own audit rows before the sweep's row.
-    const kept = Number((await panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE id < ?', args: [Number(audit.rows[0]!.id)] })).rows[0]!.n)
+    const kept = Number(
+      (await panel.db().execute({ sql: 'SELECT count(*) AS n FROM logs WHERE id < ?', args: [Number(audit.rows[0]!.id)] })).rows[0]!.n,
+    )
     expect(kept).toBeGreaterThanOrEqual(1000)
     expect(kept).toBeLessThanOrEqual(1005)
     // And stats agree with the table (the roll-ups lost what was deleted).

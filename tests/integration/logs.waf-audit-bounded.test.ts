@@ -17,15 +17,34 @@ let up: Awaited<ReturnType<typeof startTestUpstream>>
 beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack()
-  expect((await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'logs.waf_audit_max_bytes': CAP } })).status).toBe(200)
+  expect(
+    (await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'logs.waf_audit_max_bytes': CAP } })).status,
+  ).toBe(200)
   const group = await createGroup(stack, { name: 'waf', targets: [{ address: `127.0.0.1:${up.port}` }] })
-  expect((await createHost(stack, { domain: 'waf.example.test', target_group_id: group.id, waf_enabled: true, waf_mode: 'blocking', bouncer_enabled: false })).status).toBe(201)
+  expect(
+    (
+      await createHost(stack, {
+        domain: 'waf.example.test',
+        target_group_id: group.id,
+        waf_enabled: true,
+        waf_mode: 'blocking',
+        bouncer_enabled: false,
+      })
+    ).status,
+  ).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await up?.stop()
+})
 
 describe('the WAF audit log stays under its cap, and nothing is lost', () => {
   it('refuses a setting below 64 KiB', async () => {
-    const res = await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'logs.waf_audit_max_bytes': 1000 } })
+    const res = await stack.panel.request('/api/settings', {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { 'logs.waf_audit_max_bytes': 1000 },
+    })
     expect(res.status).toBe(400)
     expect(res.json.error).toMatch(/logs\.waf_audit_max_bytes: must be at least 65536/)
   })
@@ -42,13 +61,22 @@ describe('the WAF audit log stays under its cap, and nothing is lost', () => {
       }
     }
     await Promise.all(Array.from({ length: 8 }, worker))
-    const rows = await eventually(async () => (await stack.panel.db().execute("SELECT path FROM logs WHERE source = 'waf_audit' AND path LIKE '/bounded-%'")).rows,
-      (r) => r.length >= total, 30_000, 250)
+    const rows = await eventually(
+      async () => (await stack.panel.db().execute("SELECT path FROM logs WHERE source = 'waf_audit' AND path LIKE '/bounded-%'")).rows,
+      (r) => r.length >= total,
+      30_000,
+      250,
+    )
     const paths = rows.map((r) => String(r.path).split('?')[0])
     expect(new Set(paths).size).toBe(total)
     expect(paths.length).toBe(total)
     // More than the cap was written (each entry is a few KB), and the file was cut back.
-    await eventually(async () => statSync(file).size, (size) => size < CAP, 10_000, 200)
+    await eventually(
+      async () => statSync(file).size,
+      (size) => size < CAP,
+      10_000,
+      200,
+    )
     expect(statSync(file).size).toBeLessThan(CAP)
     // Written: what was cut plus what is left, several times the cap (each entry is a few KB).
     const cuts = [...stack.panel.output().matchAll(/WAF audit log: cut (\d+) ingested bytes/g)].map((m) => Number(m[1]))

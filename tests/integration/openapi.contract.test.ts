@@ -2,7 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { registerTestSecret, startPanel, sessionCookieOf, type PanelHandle } from '../support/panel'
 import { createTestPki } from '../support/certs'
 import { buildOpenApiDocument } from '../../server/utils/openapi/document'
-import { createFixtures, documentAccepts, documentAcceptsParameter, documentedOperations, exampleRequests, invalidBodies, invalidQueries, pathOf, snapshotStore, type ExampleRequest } from '../support/openapi-walk'
+import {
+  createFixtures,
+  documentAccepts,
+  documentAcceptsParameter,
+  documentedOperations,
+  exampleRequests,
+  invalidBodies,
+  invalidQueries,
+  pathOf,
+  snapshotStore,
+  type ExampleRequest,
+} from '../support/openapi-walk'
 
 // The served reference, and a sweep over the operations the area suites do not
 // reach, so that their real answers go through the contract check too
@@ -16,7 +27,9 @@ beforeAll(async () => {
   registerTestSecret(ADMIN.password, 'viewer-password-1', 'contract-hook-secret')
   panel = await startPanel({ setupAdmin: false, env: { PANEL_DOMAIN: 'panel.example.test' } })
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 describe('first run and sessions', () => {
   it('creates the first admin through /api/setup and reads the session', async () => {
@@ -34,7 +47,9 @@ describe('first run and sessions', () => {
     const ok = await panel.request('/auth/forward', { cookie })
     expect(ok.status).toBe(200)
     expect(ok.headers.get('x-auth-user')).toBe(ADMIN.email)
-    const away = await panel.request('/auth/forward', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-uri': '/x' } })
+    const away = await panel.request('/auth/forward', {
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example.test', 'x-forwarded-uri': '/x' },
+    })
     expect(away.status).toBe(302)
   })
 })
@@ -58,36 +73,76 @@ describe('the reference itself', () => {
 
 describe('operations the area suites leave out', () => {
   it('users: create, read, replace, list, delete', async () => {
-    const created = await panel.request('/api/users', { method: 'POST', cookie, body: { email: 'viewer@example.test', password: 'viewer-password-1', role: 'viewer' } })
+    const created = await panel.request('/api/users', {
+      method: 'POST',
+      cookie,
+      body: { email: 'viewer@example.test', password: 'viewer-password-1', role: 'viewer' },
+    })
     expect(created.status).toBe(201)
     const id = created.json.id
     expect((await panel.request(`/api/users/${id}`, { cookie })).status).toBe(200)
-    expect((await panel.request(`/api/users/${id}`, { method: 'PUT', cookie, body: { email: 'viewer@example.test', name: 'Viewer', role: 'viewer' } })).json.name).toBe('Viewer')
+    expect(
+      (
+        await panel.request(`/api/users/${id}`, {
+          method: 'PUT',
+          cookie,
+          body: { email: 'viewer@example.test', name: 'Viewer', role: 'viewer' },
+        })
+      ).json.name,
+    ).toBe('Viewer')
     expect((await panel.request('/api/users', { cookie })).json).toHaveLength(2)
     expect((await panel.request(`/api/users/${id}`, { method: 'DELETE', cookie })).status).toBe(204)
     expect((await panel.request(`/api/users/${id}`, { cookie })).status).toBe(404)
   })
 
   it('target groups, hosts and path rules (proxy unreachable: pending)', async () => {
-    const group = await panel.request('/api/target-groups', { method: 'POST', cookie, body: { name: 'app', targets: [{ address: '127.0.0.1:9' }] } })
+    const group = await panel.request('/api/target-groups', {
+      method: 'POST',
+      cookie,
+      body: { name: 'app', targets: [{ address: '127.0.0.1:9' }] },
+    })
     expect(group.status).toBe(201)
     expect((await panel.request('/api/target-groups', { cookie })).json).toHaveLength(1)
     expect((await panel.request(`/api/target-groups/${group.json.id}`, { cookie })).status).toBe(200)
-    const put = await panel.request(`/api/target-groups/${group.json.id}`, { method: 'PUT', cookie, body: { name: 'app', targets: [{ address: '127.0.0.1:10', weight: 2 }], health_check: { path: '/healthz' } } })
+    const put = await panel.request(`/api/target-groups/${group.json.id}`, {
+      method: 'PUT',
+      cookie,
+      body: { name: 'app', targets: [{ address: '127.0.0.1:10', weight: 2 }], health_check: { path: '/healthz' } },
+    })
     expect(put.status).toBe(200)
-    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'app.example.test', target_group_id: group.json.id, tls_mode: 'none' } })
+    const host = await panel.request('/api/hosts', {
+      method: 'POST',
+      cookie,
+      body: { domain: 'app.example.test', target_group_id: group.json.id, tls_mode: 'none' },
+    })
     expect(host.status).toBe(201)
-    const rule = await panel.request(`/api/hosts/${host.json.id}/rules`, { method: 'POST', cookie, body: { path: '/old/*', action: 'redirect', redirect_url: '/new', redirect_status: 301 } })
+    const rule = await panel.request(`/api/hosts/${host.json.id}/rules`, {
+      method: 'POST',
+      cookie,
+      body: { path: '/old/*', action: 'redirect', redirect_url: '/new', redirect_status: 301 },
+    })
     expect(rule.status).toBe(201)
     expect((await panel.request(`/api/hosts/${host.json.id}/rules`, { cookie })).json).toHaveLength(1)
-    expect((await panel.request(`/api/rules/${rule.json.id}`, { method: 'PUT', cookie, body: { path: '/old/*', action: 'respond', respond_status: 410, respond_body: 'gone' } })).status).toBe(200)
+    expect(
+      (
+        await panel.request(`/api/rules/${rule.json.id}`, {
+          method: 'PUT',
+          cookie,
+          body: { path: '/old/*', action: 'respond', respond_status: 410, respond_body: 'gone' },
+        })
+      ).status,
+    ).toBe(200)
     expect((await panel.request(`/api/rules/${rule.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
     expect((await panel.request(`/api/target-groups/${group.json.id}`, { method: 'DELETE', cookie })).status).toBe(409)
   })
 
   it('manual certificate upload and download', async () => {
     const group = (await panel.request('/api/target-groups', { cookie })).json[0]
-    const host = await panel.request('/api/hosts', { method: 'POST', cookie, body: { domain: 'manual.example.test', target_group_id: group.id, tls_mode: 'none' } })
+    const host = await panel.request('/api/hosts', {
+      method: 'POST',
+      cookie,
+      body: { domain: 'manual.example.test', target_group_id: group.id, tls_mode: 'none' },
+    })
     const pki = createTestPki()
     const leaf = pki.leaf('manual.example.test')
     const form = new FormData()
@@ -103,15 +158,35 @@ describe('operations the area suites leave out', () => {
   })
 
   it('notification channels and rules: replace, list, delete', async () => {
-    const channel = await panel.request('/api/notifications/channels', { method: 'POST', cookie, body: { name: 'hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 'contract-hook-secret' } } })
+    const channel = await panel.request('/api/notifications/channels', {
+      method: 'POST',
+      cookie,
+      body: { name: 'hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 'contract-hook-secret' } },
+    })
     expect(channel.status).toBe(201)
     expect(channel.json.config.secret).toBe('__SET__')
-    const replaced = await panel.request(`/api/notifications/channels/${channel.json.id}`, { method: 'PUT', cookie, body: { name: 'hook 2', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook2', secret: '__UNCHANGED__' } } })
+    const replaced = await panel.request(`/api/notifications/channels/${channel.json.id}`, {
+      method: 'PUT',
+      cookie,
+      body: { name: 'hook 2', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook2', secret: '__UNCHANGED__' } },
+    })
     expect(replaced.status).toBe(200)
-    const rule = await panel.request('/api/notifications/rules', { method: 'POST', cookie, body: { name: 'r', events: ['backup_failed'], channel_ids: [channel.json.id] } })
+    const rule = await panel.request('/api/notifications/rules', {
+      method: 'POST',
+      cookie,
+      body: { name: 'r', events: ['backup_failed'], channel_ids: [channel.json.id] },
+    })
     expect(rule.status).toBe(201)
     expect((await panel.request('/api/notifications/rules', { cookie })).json).toHaveLength(1)
-    expect((await panel.request(`/api/notifications/rules/${rule.json.id}`, { method: 'PUT', cookie, body: { name: 'r2', events: ['backup_failed', 'config_change'], channel_ids: [channel.json.id], throttle_seconds: 60 } })).status).toBe(200)
+    expect(
+      (
+        await panel.request(`/api/notifications/rules/${rule.json.id}`, {
+          method: 'PUT',
+          cookie,
+          body: { name: 'r2', events: ['backup_failed', 'config_change'], channel_ids: [channel.json.id], throttle_seconds: 60 },
+        })
+      ).status,
+    ).toBe(200)
     expect((await panel.request(`/api/notifications/rules/${rule.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
     expect((await panel.request(`/api/notifications/channels/${channel.json.id}`, { method: 'DELETE', cookie })).status).toBe(204)
   })
@@ -153,14 +228,20 @@ describe('every operation of the document', () => {
     const ex = examples[key]!
     for (const p of op.parameters) {
       const value = p.in === 'path' ? decodeURIComponent(ex.params?.[p.name] ?? '') : ex.query?.[p.name]
-      if (value !== undefined) expect(documentAcceptsParameter(p.schema, value), `${key}: the example's ${p.name} is not schema-valid`).toBe(true)
+      if (value !== undefined)
+        expect(documentAcceptsParameter(p.schema, value), `${key}: the example's ${p.name} is not schema-valid`).toBe(true)
     }
     if (op.bodySchema) expect(documentAccepts(op.bodySchema, ex.body), `${key}: the example body is not schema-valid`).toBe(true)
     // Logging out ends the session it is sent with: that one gets a session of its own; a login
     // replaces the session it carries, so public operations are walked without one (except ForwardAuth, which checks it).
-    const session = op.template === '/api/auth/logout' ? await panel.login(ADMIN.email, ADMIN.password)
-      : op.public && op.template !== '/auth/forward' ? undefined : cookie
-    const send = (path: string, body?: unknown) => panel.request(path, { method: op.method, cookie: session, body, form: op.multipart && body === undefined ? ex.form?.() : undefined })
+    const session =
+      op.template === '/api/auth/logout'
+        ? await panel.login(ADMIN.email, ADMIN.password)
+        : op.public && op.template !== '/auth/forward'
+          ? undefined
+          : cookie
+    const send = (path: string, body?: unknown) =>
+      panel.request(path, { method: op.method, cookie: session, body, form: op.multipart && body === undefined ? ex.form?.() : undefined })
 
     // Query objects are strict too, except the OIDC redirects (the identity provider may add parameters)
     // and ForwardAuth (the proxy passes the original request's query on).
@@ -216,7 +297,11 @@ describe('every operation of the document', () => {
     expect(list.status).toBe(400)
     expect(Array.isArray(list.json)).toBe(false)
     const before = await snapshotStore(panel)
-    const toggle = await panel.request('/api/hosts/%3F/toggle', { method: 'POST', cookie, body: { domain: 'x.example.test', target_group_id: 1, tls_mode: 'none' } })
+    const toggle = await panel.request('/api/hosts/%3F/toggle', {
+      method: 'POST',
+      cookie,
+      body: { domain: 'x.example.test', target_group_id: 1, tls_mode: 'none' },
+    })
     expect(toggle.status).toBe(400)
     expect(toggle.json.error).toMatch(/^host id: /)
     expect((await panel.request('/api/dns-providers/%3F', { cookie })).status).toBe(400)

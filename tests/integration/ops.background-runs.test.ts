@@ -11,7 +11,9 @@ import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 /** Every nitro task the build holds: server/tasks/<group>/<name>.ts is task <group>:<name>. */
 function _taskNames(): string[] {
   const dir = join(REPO_ROOT, 'server/tasks')
-  return readdirSync(dir).flatMap((group) => readdirSync(join(dir, group)).map((file) => `${group}:${file.replace(/\.ts$/, '')}`)).sort()
+  return readdirSync(dir)
+    .flatMap((group) => readdirSync(join(dir, group)).map((file) => `${group}:${file.replace(/\.ts$/, '')}`))
+    .sort()
 }
 
 const _LOOPS = ['countries:reconcile', 'logs:ingest', 'proxy:reconcile', 'security:drift', 'security:engine-probe']
@@ -22,7 +24,9 @@ let stack: ProxyStack
 beforeAll(async () => {
   stack = await startProxyStack({ env: { PANEL_COUNTRY_RECONCILE_SECONDS: '1' } })
 })
-afterAll(async () => { await stack?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+})
 
 async function _health(): Promise<Record<string, any>> {
   const res = await stack.panel.request('/api/system/health', { cookie: stack.admin })
@@ -65,7 +69,11 @@ describe('recorded background runs in /api/system/health', () => {
     const { background } = await _health()
     expect(background['logs:prune']).toMatchObject({ last_status: 'ok', runs: expect.any(Number), last_error: null })
     expect(background['logs:prune'].last_result).toMatchObject({ removed_by_age: 0, removed_by_count: 0, removed_login_attempts: 0 })
-    expect(background['auth:sweep']).toMatchObject({ last_status: 'ok', last_error: null, last_result: expect.objectContaining({ expired_sessions: 0 }) })
+    expect(background['auth:sweep']).toMatchObject({
+      last_status: 'ok',
+      last_error: null,
+      last_result: expect.objectContaining({ expired_sessions: 0 }),
+    })
   })
 
   it('records a failed task with its error: the geolocation download from a URL where nothing listens', async () => {

@@ -17,13 +17,21 @@ beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack()
 })
-afterAll(async () => { await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await up?.stop()
+})
 
 describe('backups', () => {
   it('takes a consistent, compressed snapshot with a checksum', async () => {
     const res = await api('/api/backups', 'POST')
     expect(res.status).toBe(201)
-    expect(res.json).toMatchObject({ kind: 'manual', status: 'ok', size_bytes: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) })
+    expect(res.json).toMatchObject({
+      kind: 'manual',
+      status: 'ok',
+      size_bytes: expect.any(Number),
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    })
     const download = await fetch(`${stack.panel.url}/api/backups/${res.json.id}/download`, { headers: { cookie: stack.admin } })
     const bytes = Buffer.from(await download.arrayBuffer())
     expect(gunzipSync(bytes).subarray(0, 15).toString()).toBe('SQLite format 3')
@@ -44,7 +52,11 @@ describe('backups', () => {
     expect(res.json.reconcile.status).toBe('applied')
     stack.admin = await stack.panel.login() // sessions are those of the snapshot now
     expect((await api(`/api/hosts/${host.id}`)).json.domain).toBe('kept.example.test')
-    const served = await eventually(() => httpRequest({ port: stack.httpPort, host: 'kept.example.test' }), (r) => r.status === 200, 10_000)
+    const served = await eventually(
+      () => httpRequest({ port: stack.httpPort, host: 'kept.example.test' }),
+      (r) => r.status === 200,
+      10_000,
+    )
     expect(JSON.parse(served.body).upstream).toBe(up.port)
     // Backups taken after the snapshot are still listed: their metadata is not in the database.
     expect((await api('/api/backups')).json.length).toBeGreaterThanOrEqual(2)
@@ -71,9 +83,17 @@ describe('backups', () => {
     // Mark an existing backup as 30 days old so the retention of the scheduled run removes it.
     const old = (await api('/api/backups')).json.at(-1)
     const sidecar = join(backupsDir(), `backup-${old.id}.json`)
-    writeFileSync(sidecar, JSON.stringify({ ...JSON.parse(readFileSync(sidecar, 'utf8')), created_at: new Date(Date.now() - 30 * 86_400_000).toISOString() }))
+    writeFileSync(
+      sidecar,
+      JSON.stringify({ ...JSON.parse(readFileSync(sidecar, 'utf8')), created_at: new Date(Date.now() - 30 * 86_400_000).toISOString() }),
+    )
     expect((await api('/api/settings', 'PUT', { 'backup.schedule': '*/3 * * * * *', 'backup.retention_days': 7 })).status).toBe(200)
-    const scheduled = await eventually(() => api('/api/backups'), (r) => r.json.some((b: any) => b.kind === 'scheduled'), 20_000, 500)
+    const scheduled = await eventually(
+      () => api('/api/backups'),
+      (r) => r.json.some((b: any) => b.kind === 'scheduled'),
+      20_000,
+      500,
+    )
     expect(scheduled.json.find((b: any) => b.kind === 'scheduled').status).toBe('ok')
     expect(scheduled.json.some((b: any) => b.id === old.id)).toBe(false)
     await api('/api/settings', 'PUT', { 'backup.schedule': '0 2 * * *' })

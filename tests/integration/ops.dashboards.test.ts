@@ -10,8 +10,12 @@ beforeAll(async () => {
   panel = await startPanel()
   cookie = await panel.login()
   const db = panel.db()
-  await db.execute("INSERT INTO target_groups (id, name, targets, scheme, lb_policy, created_at, updated_at) VALUES (1, 'g', '[]', 'http', 'round_robin', '', '')")
-  await db.execute("INSERT INTO hosts (id, domain, target_group_id, tls_mode, tls_challenge, lan_only, created_at, updated_at) VALUES (1, 'lan.example.test', 1, 'none', 'http', 1, '', ''), (2, 'web.example.test', 1, 'none', 'http', 0, '', '')")
+  await db.execute(
+    "INSERT INTO target_groups (id, name, targets, scheme, lb_policy, created_at, updated_at) VALUES (1, 'g', '[]', 'http', 'round_robin', '', '')",
+  )
+  await db.execute(
+    "INSERT INTO hosts (id, domain, target_group_id, tls_mode, tls_challenge, lan_only, created_at, updated_at) VALUES (1, 'lan.example.test', 1, 'none', 'http', 1, '', ''), (2, 'web.example.test', 1, 'none', 'http', 0, '', '')",
+  )
   const now = Date.now()
   const thisHour = Math.floor(now / HOUR) * HOUR
   const rows: Array<[number, string, number | null, number, string, string]> = [
@@ -29,16 +33,22 @@ beforeAll(async () => {
     [thisHour - 3 * HOUR, 'caddy_access', 2, 403, '198.51.100.7', 'XX'],
   ]
   for (const [ts, source, hostId, status, ip, country] of rows) {
-    await db.execute({ sql: 'INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, ?, ?, ?, ?, ?)', args: [ts, source, hostId, status, ip, country] })
+    await db.execute({
+      sql: 'INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, ?, ?, ?, ?, ?)',
+      args: [ts, source, hostId, status, ip, country],
+    })
   }
 })
-afterAll(async () => { await panel?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+})
 
 describe('dashboards against seeded logs', () => {
   it('traffic: 24 hourly buckets, oldest first, with exact class counts', async () => {
     const t = (await panel.request('/api/dashboard/traffic', { cookie })).json
     expect(t).toHaveLength(24)
-    const last = t[23], prev = t[22]
+    const last = t[23],
+      prev = t[22]
     expect(Date.parse(last.ts)).toBe(Math.floor(Date.now() / HOUR) * HOUR)
     expect(last).toMatchObject({ total: 2, '2xx': 1, '4xx': 1 })
     expect(prev).toMatchObject({ total: 1, '5xx': 1 })
@@ -50,7 +60,10 @@ describe('dashboards against seeded logs', () => {
     const s = (await panel.request('/api/dashboard/security', { cookie })).json
     expect(s.blocked_by).toEqual({ rate_limit: 1, lan_only: 1, waf: 1, bouncer: 2 })
     expect(s.blocked_24h).toBe(5)
-    expect(s.attackers_by_country).toEqual([{ country: 'XX', count: 3 }, { country: 'YY', count: 3 }])
+    expect(s.attackers_by_country).toEqual([
+      { country: 'XX', count: 3 },
+      { country: 'YY', count: 3 },
+    ])
     expect(s.top_ips[0]).toMatchObject({ ip: '198.51.100.7', count: 2 })
     expect(s.top_ips.map((i: any) => i.ip).sort()).toEqual(['198.51.100.7', '198.51.100.8', '198.51.100.9'])
   })
@@ -65,11 +78,19 @@ describe('dashboards against seeded logs', () => {
     expect(Number(blockedRollup.rows[0]!.n)).toBe(6) // the five 403/429 access rows and the WAF row
     const s = (await panel.request('/api/dashboard/security', { cookie })).json
     expect(s.blocked_by).toEqual({ rate_limit: 1, lan_only: 1, waf: 1, bouncer: 2 })
-    expect(s.attackers_by_country).toEqual([{ country: 'XX', count: 3 }, { country: 'YY', count: 3 }])
+    expect(s.attackers_by_country).toEqual([
+      { country: 'XX', count: 3 },
+      { country: 'YY', count: 3 },
+    ])
     const t = (await panel.request('/api/dashboard/traffic', { cookie })).json
     expect(t.reduce((sum: number, b: any) => sum + b.total, 0)).toBe(9)
     // One more blocked row, read raw until the next roll-up.
-    await panel.db().execute({ sql: "INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, 'caddy_access', 2, 429, '198.51.100.8', 'XX')", args: [Date.now() - 1000] })
+    await panel
+      .db()
+      .execute({
+        sql: "INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, 'caddy_access', 2, 429, '198.51.100.8', 'XX')",
+        args: [Date.now() - 1000],
+      })
     const after = (await panel.request('/api/dashboard/security', { cookie })).json
     expect(after.blocked_by.rate_limit).toBe(2)
     expect(after.attackers_by_country[0]).toEqual({ country: 'XX', count: 4 })

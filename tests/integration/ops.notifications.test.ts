@@ -11,7 +11,11 @@ const SMTP_PASSWORD = 'smtp-SECRET-pass'
 const TG_TOKEN = '12345:tg-SECRET-token'
 registerTestSecret(HOOK_SECRET, SMTP_PASSWORD, TG_TOKEN)
 
-interface Received { path: string; headers: IncomingMessage['headers']; body: string }
+interface Received {
+  path: string
+  headers: IncomingMessage['headers']
+  body: string
+}
 let received: Received[] = []
 let slowMs = 0
 let http: Server, httpPort: number
@@ -24,7 +28,9 @@ beforeAll(async () => {
   httpPort = await freePort()
   http = createServer((req, res) => {
     let body = ''
-    req.on('data', (c) => { body += c })
+    req.on('data', (c) => {
+      body += c
+    })
     req.on('end', () => {
       received.push({ path: req.url ?? '', headers: req.headers, body })
       setTimeout(() => res.end(req.url === '/fail' ? '' : 'ok'), slowMs)
@@ -34,16 +40,43 @@ beforeAll(async () => {
   await new Promise<void>((r) => http.listen(httpPort, '127.0.0.1', r))
   smtpPort = await freePort()
   smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
-    onAuth(auth, _s, cb) { cb(null, { user: auth.username }) },
-    onData(stream, session, cb) { let raw = ''; stream.on('data', (c) => { raw += c }); stream.on('end', () => { mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, user: session.user as string | undefined }); cb() }) },
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onAuth(auth, _s, cb) {
+      cb(null, { user: auth.username })
+    },
+    onData(stream, session, cb) {
+      let raw = ''
+      stream.on('data', (c) => {
+        raw += c
+      })
+      stream.on('end', () => {
+        mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, user: session.user as string | undefined })
+        cb()
+      })
+    },
   })
   await new Promise<void>((r) => smtp.listen(smtpPort, '127.0.0.1', r))
   panel = await startPanel({ env: { PANEL_NOTIFICATION_QUEUE_CAPACITY: '3' } })
   cookie = await panel.login()
-  await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'smtp.host': '127.0.0.1', 'smtp.port': smtpPort, 'smtp.username': 'mailer', 'smtp.password': SMTP_PASSWORD, 'smtp.from': 'panel@example.test' } })
+  await panel.request('/api/settings', {
+    method: 'PUT',
+    cookie,
+    body: {
+      'smtp.host': '127.0.0.1',
+      'smtp.port': smtpPort,
+      'smtp.username': 'mailer',
+      'smtp.password': SMTP_PASSWORD,
+      'smtp.from': 'panel@example.test',
+    },
+  })
 })
-afterAll(async () => { await panel?.stop(); http?.close(); smtp?.close() })
+afterAll(async () => {
+  await panel?.stop()
+  http?.close()
+  smtp?.close()
+})
 
 const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie, body })
 async function channel(body: Record<string, unknown>) {
@@ -51,7 +84,8 @@ async function channel(body: Record<string, unknown>) {
   expect(res.status).toBe(201)
   return res.json
 }
-const failLogin = () => panel.request('/api/auth/login', { method: 'POST', body: { email: `nobody${Math.random()}@example.test`, password: 'wrong-password-1' } })
+const failLogin = () =>
+  panel.request('/api/auth/login', { method: 'POST', body: { email: `nobody${Math.random()}@example.test`, password: 'wrong-password-1' } })
 
 describe('channels deliver to real receivers', () => {
   it('webhook: JSON body with an HMAC-SHA256 signature; the secret is never returned', async () => {
@@ -60,7 +94,12 @@ describe('channels deliver to real receivers', () => {
     await api('/api/notifications/rules', 'POST', { name: 'logins', events: ['login_failed'], channel_ids: [ch.id], throttle_seconds: 0 })
     received = []
     await failLogin()
-    const [hit] = (await eventually(async () => received.filter((r) => r.path === '/hook'), (r) => r.length === 1, 5_000, 100))
+    const [hit] = await eventually(
+      async () => received.filter((r) => r.path === '/hook'),
+      (r) => r.length === 1,
+      5_000,
+      100,
+    )
     const body = JSON.parse(hit!.body)
     expect(body).toMatchObject({ event: 'login_failed', details: { remote_ip: '127.0.0.1' } })
     expect(hit!.headers['x-panel-signature']).toBe(`sha256=${createHmac('sha256', HOOK_SECRET).update(hit!.body).digest('hex')}`)
@@ -72,7 +111,12 @@ describe('channels deliver to real receivers', () => {
     const ch = await channel({ name: 'mail', type: 'email', config: { to: ['ops@example.test', 'oncall@example.test'] } })
     const test = await api(`/api/notifications/channels/${ch.id}/test`, 'POST')
     expect(test.status).toBe(200)
-    const mail = await eventually(async () => mails.at(-1), (m) => !!m, 5_000, 100)
+    const mail = await eventually(
+      async () => mails.at(-1),
+      (m) => !!m,
+      5_000,
+      100,
+    )
     expect(mail!.to).toEqual(['ops@example.test', 'oncall@example.test'])
     expect(mail!.user).toBe('mailer')
     expect(mail!.raw).toMatch(/Subject: \[edge panel\] config_change/)
@@ -82,9 +126,21 @@ describe('channels deliver to real receivers', () => {
 
   it('chat: slack, discord and telegram shapes', async () => {
     received = []
-    const slack = await channel({ name: 'slack', type: 'chat', config: { flavor: 'slack', webhook_url: `http://127.0.0.1:${httpPort}/slack` } })
-    const discord = await channel({ name: 'discord', type: 'chat', config: { flavor: 'discord', webhook_url: `http://127.0.0.1:${httpPort}/discord` } })
-    const tg = await channel({ name: 'tg', type: 'chat', config: { flavor: 'telegram', bot_token: TG_TOKEN, chat_id: '42', api_base: `http://127.0.0.1:${httpPort}` } })
+    const slack = await channel({
+      name: 'slack',
+      type: 'chat',
+      config: { flavor: 'slack', webhook_url: `http://127.0.0.1:${httpPort}/slack` },
+    })
+    const discord = await channel({
+      name: 'discord',
+      type: 'chat',
+      config: { flavor: 'discord', webhook_url: `http://127.0.0.1:${httpPort}/discord` },
+    })
+    const tg = await channel({
+      name: 'tg',
+      type: 'chat',
+      config: { flavor: 'telegram', bot_token: TG_TOKEN, chat_id: '42', api_base: `http://127.0.0.1:${httpPort}` },
+    })
     expect(slack.config.webhook_url).toBe('__SET__')
     for (const c of [slack, discord, tg]) expect((await api(`/api/notifications/channels/${c.id}/test`, 'POST')).status).toBe(200)
     expect(JSON.parse(received.find((r) => r.path === '/slack')!.body).text).toMatch(/config_change/)
@@ -111,12 +167,32 @@ describe('rules, throttles and the queue', () => {
     // Five config_change events from here on: creating each rule (after its commit, both count) and three
     // settings saves. Each is delivered before the next, so this panel's small queue (3) never overflows.
     await api('/api/notifications/rules', 'POST', { name: 'all', events: ['config_change'], channel_ids: [ch.id], throttle_seconds: 0 })
-    await eventually(async () => counted(), (n) => n >= 1, 5_000, 50)
-    await api('/api/notifications/rules', 'POST', { name: 'once', events: ['config_change'], channel_ids: [throttled.id], throttle_seconds: 3600 })
-    await eventually(async () => counted(), (n) => n >= 2, 5_000, 50)
+    await eventually(
+      async () => counted(),
+      (n) => n >= 1,
+      5_000,
+      50,
+    )
+    await api('/api/notifications/rules', 'POST', {
+      name: 'once',
+      events: ['config_change'],
+      channel_ids: [throttled.id],
+      throttle_seconds: 3600,
+    })
+    await eventually(
+      async () => counted(),
+      (n) => n >= 2,
+      5_000,
+      50,
+    )
     for (let i = 0; i < 3; i++) {
       await api('/api/settings', 'PUT', { 'logs.retention_days': 20 + i })
-      await eventually(async () => counted(), (n) => n >= 3 + i, 5_000, 50)
+      await eventually(
+        async () => counted(),
+        (n) => n >= 3 + i,
+        5_000,
+        50,
+      )
     }
     await new Promise((r) => setTimeout(r, 300))
     expect(received.filter((r) => r.path === '/counter').length).toBe(5)

@@ -11,7 +11,11 @@ import { registerTestSecret, startPanel, TEST_MASTER_KEY, type PanelHandle } fro
 // decrypts what the panel sends (RFC 8291 over RFC 8188 aes128gcm) and checks
 // the VAPID JWT (RFC 8292) against the public key the panel serves.
 
-interface Pushed { path: string; headers: IncomingMessage['headers']; body: Buffer }
+interface Pushed {
+  path: string
+  headers: IncomingMessage['headers']
+  body: Buffer
+}
 let pushed: Pushed[] = []
 let service: Server, servicePort: number
 let panel: PanelHandle
@@ -23,8 +27,13 @@ function newBrowserSubscription(path: string) {
   ecdh.generateKeys()
   const auth = randomBytes(16)
   return {
-    ecdh, auth,
-    json: { endpoint: `http://127.0.0.1:${servicePort}${path}`, expirationTime: null, keys: { p256dh: ecdh.getPublicKey().toString('base64url'), auth: auth.toString('base64url') } },
+    ecdh,
+    auth,
+    json: {
+      endpoint: `http://127.0.0.1:${servicePort}${path}`,
+      expirationTime: null,
+      keys: { p256dh: ecdh.getPublicKey().toString('base64url'), auth: auth.toString('base64url') },
+    },
   }
 }
 
@@ -68,7 +77,10 @@ function checkVapid(header: string | undefined, servedPublicKey: string, audienc
   expect(claims.exp * 1000).toBeGreaterThan(Date.now())
   expect(claims.sub).toMatch(/^(https:|mailto:)/)
   const point = Buffer.from(servedPublicKey, 'base64url')
-  const key = createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33, 65).toString('base64url') }, format: 'jwk' })
+  const key = createPublicKey({
+    key: { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33, 65).toString('base64url') },
+    format: 'jwk',
+  })
   expect(verify('sha256', Buffer.from(`${h}.${p}`), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(sig!, 'base64url'))).toBe(true)
 }
 
@@ -89,12 +101,22 @@ beforeAll(async () => {
   cookie = await panel.login()
   // The private key is sealed in the database: unsealed here only so that the harness can
   // check that it never appears in a response or in the panel's output.
-  const row = (await eventually(async () => (await panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows, (r) => r.length === 1, 5_000, 50))[0]
+  const row = (
+    await eventually(
+      async () => (await panel.db().execute("SELECT value FROM runtime_state WHERE key = 'push.vapid'")).rows,
+      (r) => r.length === 1,
+      5_000,
+      50,
+    )
+  )[0]
   const stored = JSON.parse(String(row!.value))
   expect(Object.keys(stored).sort()).toEqual(['private_key_sealed', 'public_key'])
   registerTestSecret(createSecretsBox(TEST_MASTER_KEY).open(stored.private_key_sealed, 'runtime_state/push.vapid'))
 })
-afterAll(async () => { await panel?.stop(); service?.close() })
+afterAll(async () => {
+  await panel?.stop()
+  service?.close()
+})
 
 const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie, body })
 
@@ -126,26 +148,47 @@ describe('web push', () => {
 
     const ch = await api('/api/notifications/channels', 'POST', { name: 'browsers', type: 'push', config: {} })
     expect(ch.status).toBe(201)
-    await api('/api/notifications/rules', 'POST', { name: 'logins to browsers', events: ['login_failed'], channel_ids: [ch.json.id], throttle_seconds: 0 })
+    await api('/api/notifications/rules', 'POST', {
+      name: 'logins to browsers',
+      events: ['login_failed'],
+      channel_ids: [ch.json.id],
+      throttle_seconds: 0,
+    })
     pushed = []
     await panel.request('/api/auth/login', { method: 'POST', body: { email: 'intruder@example.test', password: 'wrong-password-1' } })
-    const hits = await eventually(async () => pushed, (p) => p.some((x) => x.path === '/push/browser-1') && p.some((x) => x.path === '/gone/browser-2'), 10_000, 100)
+    const hits = await eventually(
+      async () => pushed,
+      (p) => p.some((x) => x.path === '/push/browser-1') && p.some((x) => x.path === '/gone/browser-2'),
+      10_000,
+      100,
+    )
 
     const hit = hits.find((x) => x.path === '/push/browser-1')!
     expect(hit.headers['content-encoding']).toBe('aes128gcm')
     expect(Number(hit.headers.ttl)).toBeGreaterThan(0)
     checkVapid(hit.headers.authorization as string, publicKey, `http://127.0.0.1:${servicePort}`)
     const message = JSON.parse(decryptPush(hit.body, browser.ecdh, browser.auth))
-    expect(message).toMatchObject({ event: 'login_failed', title: '[edge panel] login_failed', details: { email: 'intruder@example.test', remote_ip: '127.0.0.1' } })
+    expect(message).toMatchObject({
+      event: 'login_failed',
+      title: '[edge panel] login_failed',
+      details: { email: 'intruder@example.test', remote_ip: '127.0.0.1' },
+    })
     expect(message.body).toMatch(/login_failed/)
     // Encrypted for one subscription only: the other browser's keys do not open it.
     expect(() => decryptPush(hit.body, gone.ecdh, gone.auth)).toThrow()
 
-    const subs = await eventually(async () => (await api('/api/notifications/push/subscriptions')).json as any[], (l) => l.length === 1, 5_000, 100)
+    const subs = await eventually(
+      async () => (await api('/api/notifications/push/subscriptions')).json as any[],
+      (l) => l.length === 1,
+      5_000,
+      100,
+    )
     expect(subs.map((s) => s.id)).toEqual([created.json.id])
     expect(subs[0]).toMatchObject({ last_status: 'ok' })
     expect(subs.find((s) => s.id === goneSub.id)).toBeUndefined()
-    const audit = await panel.db().execute("SELECT message, actor FROM logs WHERE source = 'audit' AND message = 'notification_push_subscription_expired'")
+    const audit = await panel
+      .db()
+      .execute("SELECT message, actor FROM logs WHERE source = 'audit' AND message = 'notification_push_subscription_expired'")
     expect(audit.rows[0]).toMatchObject({ actor: 'system:notifications' })
   })
 
@@ -165,9 +208,27 @@ describe('web push', () => {
 
   it.each([
     [{ endpoint: 'not a url', keys: { p256dh: 'x', auth: 'y' } }, /endpoint/],
-    [{ endpoint: 'ftp://push.example.test/x', keys: { p256dh: createECDH('prime256v1').generateKeys().toString('base64url'), auth: randomBytes(16).toString('base64url') } }, /endpoint: must be an http\(s\) URL/],
-    [{ endpoint: 'https://push.example.test/x', keys: { p256dh: randomBytes(65).toString('base64url'), auth: randomBytes(16).toString('base64url') } }, /p256dh: must be an uncompressed P-256 point/],
-    [{ endpoint: 'https://push.example.test/x', keys: { p256dh: createECDH('prime256v1').generateKeys().toString('base64url'), auth: randomBytes(8).toString('base64url') } }, /auth: must be 16 bytes/],
+    [
+      {
+        endpoint: 'ftp://push.example.test/x',
+        keys: { p256dh: createECDH('prime256v1').generateKeys().toString('base64url'), auth: randomBytes(16).toString('base64url') },
+      },
+      /endpoint: must be an http\(s\) URL/,
+    ],
+    [
+      {
+        endpoint: 'https://push.example.test/x',
+        keys: { p256dh: randomBytes(65).toString('base64url'), auth: randomBytes(16).toString('base64url') },
+      },
+      /p256dh: must be an uncompressed P-256 point/,
+    ],
+    [
+      {
+        endpoint: 'https://push.example.test/x',
+        keys: { p256dh: createECDH('prime256v1').generateKeys().toString('base64url'), auth: randomBytes(8).toString('base64url') },
+      },
+      /auth: must be 16 bytes/,
+    ],
     [{ endpoint: 'https://push.example.test/x' }, /keys/],
   ])('subscription %j is a 400, nothing stored', async (body, message) => {
     const before = (await api('/api/notifications/push/subscriptions')).json.length
@@ -197,7 +258,9 @@ describe('web push', () => {
     expect(ch.status).toBe(201)
     expect(ch.json.config).toEqual({ user_ids: [userId] })
     // A subscription of nobody in particular (user removed): not in this channel's audience.
-    await panel.db().execute({ sql: 'UPDATE push_subscriptions SET user_id = NULL WHERE id != (SELECT max(id) FROM push_subscriptions)', args: [] })
+    await panel
+      .db()
+      .execute({ sql: 'UPDATE push_subscriptions SET user_id = NULL WHERE id != (SELECT max(id) FROM push_subscriptions)', args: [] })
     pushed = []
     expect((await api(`/api/notifications/channels/${ch.json.id}/test`, 'POST')).status).toBe(200)
     expect(pushed.map((p) => p.path)).toEqual(['/push/mine'])

@@ -21,8 +21,13 @@ let hostId: number
 let listId: number
 
 const body = (password: string | null = PASSWORD) => ({
-  name: 'staff', realm: 'Staff only', default_action: 'allow',
-  ip_rules: [{ action: 'allow', source: '198.51.100.16/28' }, { action: 'deny', source: '198.51.100.0/24' }],
+  name: 'staff',
+  realm: 'Staff only',
+  default_action: 'allow',
+  ip_rules: [
+    { action: 'allow', source: '198.51.100.16/28' },
+    { action: 'deny', source: '198.51.100.0/24' },
+  ],
   users: [{ username: 'ann', ...(password === null ? {} : { password }) }],
 })
 
@@ -36,7 +41,11 @@ beforeAll(async () => {
   hostId = host.json.id
   expect((await createHost(stack, { domain: 'open.example.test', target_group_id: group.id })).status).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 const from = (address: string, host: string, auth?: string) =>
   ns.curl(`http://198.51.100.1:${stack.httpPort}/inside`, ['-H', `Host: ${host}`, ...(auth ? ['-u', auth] : [])], { fromAddress: address })
@@ -87,7 +96,10 @@ describe('access list through the production Caddy', () => {
   })
 
   it('a list change reconciles at once: a new password, and the range moved to deny', async () => {
-    const changed = await api(`/api/access-lists/${listId}`, 'PUT', { ...body(NEW_PASSWORD), ip_rules: [{ action: 'deny', source: '198.51.100.16/28' }] })
+    const changed = await api(`/api/access-lists/${listId}`, 'PUT', {
+      ...body(NEW_PASSWORD),
+      ip_rules: [{ action: 'deny', source: '198.51.100.16/28' }],
+    })
     expect(changed.status).toBe(200)
     expect(changed.json.reconcile.status).toBe('applied')
     expect((await from('198.51.100.20', 'guarded.example.test', `ann:${NEW_PASSWORD}`)).status).toBe(403)
@@ -107,7 +119,10 @@ describe('access list through the production Caddy', () => {
 
   it('bad input is a 400 that names the field and changes nothing', async () => {
     const cases: Array<[unknown, RegExp]> = [
-      [{ ...body(), ip_rules: [{ action: 'deny', source: '198.51.100.0/33' }] }, /^ip_rules\.0\.source: must be an IP address or a CIDR range/],
+      [
+        { ...body(), ip_rules: [{ action: 'deny', source: '198.51.100.0/33' }] },
+        /^ip_rules\.0\.source: must be an IP address or a CIDR range/,
+      ],
       [{ ...body(), users: [{ username: 'ann', password: 'short' }] }, /^users\.0\.password: /],
       [{ ...body(), users: [{ username: 'a:b', password: PASSWORD }] }, /^users\.0\.username: /],
       [{ ...body(), realm: 'x" y' }, /^realm: /],
@@ -124,8 +139,20 @@ describe('access list through the production Caddy', () => {
 
   it('the chain order holds in the real proxy: the LAN gate answers before the list, the rate limit before the password check', async () => {
     const group = (await api('/api/target-groups')).json[0]
-    const lan = await api('/api/hosts', 'POST', { domain: 'lan-listed.example.test', target_group_id: group.id, tls_mode: 'none', lan_only: true })
-    const limited = await api('/api/hosts', 'POST', { domain: 'limited.example.test', target_group_id: group.id, tls_mode: 'none', rate_limit_enabled: true, rate_limit_rps: 1, rate_limit_burst: 1 })
+    const lan = await api('/api/hosts', 'POST', {
+      domain: 'lan-listed.example.test',
+      target_group_id: group.id,
+      tls_mode: 'none',
+      lan_only: true,
+    })
+    const limited = await api('/api/hosts', 'POST', {
+      domain: 'limited.example.test',
+      target_group_id: group.id,
+      tls_mode: 'none',
+      rate_limit_enabled: true,
+      rate_limit_rps: 1,
+      rate_limit_burst: 1,
+    })
     for (const h of [lan, limited]) {
       expect(h.status).toBe(201)
       expect((await api(`/api/hosts/${h.json.id}/access-list`, 'PUT', { access_list_id: listId })).status).toBe(200)
@@ -158,8 +185,17 @@ describe('access list through the production Caddy', () => {
     const rows = (await stack.panel.db().execute("SELECT message, raw FROM logs WHERE source = 'audit'")).rows
     const actions = rows.map((r) => r.message)
     for (const a of ['access_list_create', 'host_access_list_set', 'access_list_update', 'access_list_delete']) expect(actions).toContain(a)
-    const forms = [PASSWORD, NEW_PASSWORD, Buffer.from(`ann:${PASSWORD}`).toString('base64'), Buffer.from(`ann:${NEW_PASSWORD}`).toString('base64')]
-    const everything = [JSON.stringify(rows), stack.panel.output(), ...readdirSync(stack.logDir).map((f) => readFileSync(join(stack.logDir, f), 'utf8'))].join('\n')
+    const forms = [
+      PASSWORD,
+      NEW_PASSWORD,
+      Buffer.from(`ann:${PASSWORD}`).toString('base64'),
+      Buffer.from(`ann:${NEW_PASSWORD}`).toString('base64'),
+    ]
+    const everything = [
+      JSON.stringify(rows),
+      stack.panel.output(),
+      ...readdirSync(stack.logDir).map((f) => readFileSync(join(stack.logDir, f), 'utf8')),
+    ].join('\n')
     for (const f of forms) expect(everything).not.toContain(f)
     expect(JSON.stringify(rows)).not.toMatch(/\$2[aby]\$/)
   })

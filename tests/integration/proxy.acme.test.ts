@@ -20,7 +20,11 @@ beforeAll(async () => {
   stack = await startProxyStack({ httpPort, httpsPort, env: { PROXY_ACME_TRUSTED_ROOTS: pebble.caPemFile } })
   groupId = (await createGroup(stack, { name: 'acme', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
 })
-afterAll(async () => { await stack?.stop(); await pebble?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await pebble?.stop()
+  await up?.stop()
+})
 
 describe('ACME through Pebble, with only the chosen challenge enabled', () => {
   it.each([
@@ -28,12 +32,21 @@ describe('ACME through Pebble, with only the chosen challenge enabled', () => {
     ['tls-alpn', 'web2.example.test'],
   ])('tls_challenge=%s: Caddy presents a Pebble-issued certificate for %s', async (challenge, domain) => {
     const res = await createHost(stack, {
-      domain, target_group_id: groupId, tls_mode: 'auto', tls_challenge: challenge,
-      tls_acme_ca_url: pebble.directoryUrl, tls_email: 'ops@example.test',
+      domain,
+      target_group_id: groupId,
+      tls_mode: 'auto',
+      tls_challenge: challenge,
+      tls_acme_ca_url: pebble.directoryUrl,
+      tls_email: 'ops@example.test',
     })
     expect(res.status).toBe(201)
     expect(res.json.certificate).toMatchObject({ source: 'acme' })
-    const cert = await eventually(() => presentedCertificate(stack.httpsPort, domain, issuingRoot), (c) => !!c && /Pebble/.test(c.issuer), 30_000, 300)
+    const cert = await eventually(
+      () => presentedCertificate(stack.httpsPort, domain, issuingRoot),
+      (c) => !!c && /Pebble/.test(c.issuer),
+      30_000,
+      300,
+    )
     expect(cert?.subject).toBe(domain)
     expect(cert?.issuer).toMatch(/Pebble/)
     expect(cert?.authorized).toBe(true)

@@ -15,11 +15,14 @@ beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack({ stockCaddy: true })
 })
-afterAll(async () => { await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await up?.stop()
+})
 
 describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
   it('runs the stock binary', async () => {
-    const config = await stack.caddy.getConfig() as { apps?: unknown }
+    const config = (await stack.caddy.getConfig()) as { apps?: unknown }
     expect(stack.caddy.bin).toBe('/usr/bin/caddy')
     expect(config).toBeTruthy()
   })
@@ -27,8 +30,14 @@ describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
   it('loads a host with every plugin feature asked for, applies what it can and says what it cannot', async () => {
     const group = await createGroup(stack, { name: 'compat', targets: [{ address: `127.0.0.1:${up.port}` }] })
     const res = await createHost(stack, {
-      domain: 'compat.example.test', target_group_id: group.id, lan_only: true, auth_required: false,
-      waf_enabled: true, rate_limit_enabled: true, rate_limit_rps: 5, rate_limit_burst: 5,
+      domain: 'compat.example.test',
+      target_group_id: group.id,
+      lan_only: true,
+      auth_required: false,
+      waf_enabled: true,
+      rate_limit_enabled: true,
+      rate_limit_rps: 5,
+      rate_limit_burst: 5,
     })
     expect(res.status, res.text).toBe(201)
     expect(res.json.reconcile.status).toBe('applied')
@@ -48,7 +57,11 @@ describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
 
   it('applies an access list (base64 bcrypt hash, hash cache, IP rules): 401 without the password, 200 with it', async () => {
     const api = (path: string, method: string, body: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
-    const list = await api('/api/access-lists', 'POST', { name: 'compat', ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann', password: 'compat-password-1' }] })
+    const list = await api('/api/access-lists', 'POST', {
+      name: 'compat',
+      ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }],
+      users: [{ username: 'ann', password: 'compat-password-1' }],
+    })
     expect(list.status).toBe(201)
     const host = (await api('/api/hosts', 'GET', undefined)).json.find((h: any) => h.domain === 'compat.example.test')
     const attached = await api(`/api/hosts/${host.id}/access-list`, 'PUT', { access_list_id: list.json.id })

@@ -7,8 +7,12 @@ import { eventually, httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 let up: Awaited<ReturnType<typeof startTestUpstream>>
-beforeAll(async () => { up = await startTestUpstream() })
-afterAll(async () => { await up?.stop() })
+beforeAll(async () => {
+  up = await startTestUpstream()
+})
+afterAll(async () => {
+  await up?.stop()
+})
 
 async function hostsState(stack: ProxyStack) {
   return JSON.stringify((await stack.panel.db().execute('SELECT * FROM hosts ORDER BY id')).rows)
@@ -18,10 +22,16 @@ describe('the proxy rejects a configuration', () => {
   // Symptom this guards: a panel that commits before the push leaves the database
   // ahead of the proxy. Stock Caddy answers: "unknown module: http.handlers.crowdsec".
   // The local API answers (LAPI alone): with it down the push would wait for it instead.
-  it('answers 502 with Caddy\'s own text and leaves the database unchanged', async () => {
+  it("answers 502 with Caddy's own text and leaves the database unchanged", async () => {
     const cs = await startCrowdsec({ agent: false })
     registerTestSecret(cs.bouncerKey)
-    const stack = await startProxyStack({ stockCaddy: true, env: { PROXY_MODULES: 'crowdsec', LAPI_URL: cs.url, LAPI_BOUNCER_KEY: cs.bouncerKey } }).catch(async (err) => { await cs.stop(); throw err })
+    const stack = await startProxyStack({
+      stockCaddy: true,
+      env: { PROXY_MODULES: 'crowdsec', LAPI_URL: cs.url, LAPI_BOUNCER_KEY: cs.bouncerKey },
+    }).catch(async (err) => {
+      await cs.stop()
+      throw err
+    })
     try {
       const group = await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })
       const before = await hostsState(stack)
@@ -57,12 +67,20 @@ describe('the proxy is down, then back', () => {
       expect(pending.json.proxy.last_reconcile_status).toBe('pending')
 
       await stack.caddy.restart() // comes back with only its bootstrap config
-      const served = await eventually(() => httpRequest({ port: stack.httpPort, host: 'later.example.test' }), (r) => r.status === 200, 20_000)
+      const served = await eventually(
+        () => httpRequest({ port: stack.httpPort, host: 'later.example.test' }),
+        (r) => r.status === 200,
+        20_000,
+      )
       expect(served.status).toBe(200)
       expect(JSON.parse(served.body).upstream).toBe(up.port)
 
       await stack.caddy.restart()
-      const again = await eventually(() => httpRequest({ port: stack.httpPort, host: 'later.example.test' }), (r) => r.status === 200, 20_000)
+      const again = await eventually(
+        () => httpRequest({ port: stack.httpPort, host: 'later.example.test' }),
+        (r) => r.status === 200,
+        20_000,
+      )
       expect(again.status).toBe(200)
       const health = await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })
       expect(health.json.proxy).toMatchObject({ reachable: true, last_reconcile_status: 'ok' })
@@ -76,8 +94,12 @@ describe('the proxy is down, then back', () => {
     try {
       const group = await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })
       await createHost(stack, { domain: 'steady.example.test', target_group_id: group.id })
-      const count = async () => Number((await stack.panel.db().execute("SELECT count(*) AS n FROM logs WHERE message='proxy_reconcile'")).rows[0]!.n)
-      const loads = () => readFileSync(stack.caddy.logFile, 'utf8').split('\n').filter((l) => l.includes('"load complete"')).length
+      const count = async () =>
+        Number((await stack.panel.db().execute("SELECT count(*) AS n FROM logs WHERE message='proxy_reconcile'")).rows[0]!.n)
+      const loads = () =>
+        readFileSync(stack.caddy.logFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"load complete"')).length
       const auditsBefore = await count()
       const loadsBefore = loads()
       await new Promise((r) => setTimeout(r, 5_000)) // two loop ticks

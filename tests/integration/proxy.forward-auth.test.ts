@@ -14,7 +14,10 @@ beforeAll(async () => {
   const res = await createHost(stack, { domain: 'secure.example.test', target_group_id: group.id, auth_required: true })
   expect(res.status).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await up?.stop()
+})
 
 describe('auth_required: the proxy asks the panel before the upstream', () => {
   it('without a session the browser is sent to the panel login with rd = the original URL, and the upstream sees nothing', async () => {
@@ -23,13 +26,15 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     expect(res.status).toBe(302)
     const location = new URL(String(res.headers.location))
     expect(`${location.origin}${location.pathname}`).toBe('https://panel.example.test/login')
-    expect(location.searchParams.get('rd')).toBe("http://secure.example.test/private/page?x=1")
+    expect(location.searchParams.get('rd')).toBe('http://secure.example.test/private/page?x=1')
     expect(up.requests.length).toBe(before)
   })
 
   it('with a session cookie the upstream receives the four X-Auth-* headers, never the client-sent ones', async () => {
     const res = await httpRequest({
-      port: stack.httpPort, host: 'secure.example.test', path: '/private',
+      port: stack.httpPort,
+      host: 'secure.example.test',
+      path: '/private',
       headers: { cookie: stack.admin, 'x-auth-user': 'mallory', 'x-auth-email': 'mallory@evil.test' },
     })
     expect(res.status).toBe(200)
@@ -44,7 +49,10 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
   it('a forged cookie is treated as no session', async () => {
     const before = up.requests.length
     const res = await httpRequest({
-      port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie: 'panel_session=forged', 'x-auth-user': 'mallory' },
+      port: stack.httpPort,
+      host: 'secure.example.test',
+      path: '/',
+      headers: { cookie: 'panel_session=forged', 'x-auth-user': 'mallory' },
     })
     expect(res.status).toBe(302)
     expect(up.requests.length).toBe(before)

@@ -6,7 +6,10 @@ let stack: ProxyStack
 let groupId: number
 let hostId: number
 
-const loads = () => readFileSync(stack.caddy.logFile, 'utf8').split('\n').filter((l) => l.includes('"load complete"')).length
+const loads = () =>
+  readFileSync(stack.caddy.logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"load complete"')).length
 async function tablesState() {
   const db = stack.panel.db()
   const parts = await Promise.all(['hosts', 'host_names', 'target_groups', 'rules'].map((t) => db.execute(`SELECT * FROM ${t} ORDER BY 1`)))
@@ -19,7 +22,9 @@ beforeAll(async () => {
   const host = await createHost(stack, { domain: 'taken.example.test', aliases: ['alias.example.test'], target_group_id: groupId })
   hostId = host.json.id
 })
-afterAll(async () => { await stack?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+})
 
 const hostCases: Array<[string, Record<string, unknown>, number, RegExp]> = [
   ['invalid host name', { domain: 'bad_name!.example.test' }, 400, /domain: must be a valid hostname/],
@@ -33,9 +38,19 @@ const hostCases: Array<[string, Record<string, unknown>, number, RegExp]> = [
   ['unknown target group', { domain: 'x.example.test', target_group_id: 9999 }, 400, /target group 9999 does not exist/],
   ['unknown tls_mode', { domain: 'x.example.test', tls_mode: 'sometimes' }, 400, /tls_mode/],
   ['unknown tls_challenge', { domain: 'x.example.test', tls_mode: 'auto', tls_challenge: 'carrier-pigeon' }, 400, /tls_challenge/],
-  ['dns challenge without a provider', { domain: 'x.example.test', tls_mode: 'auto', tls_challenge: 'dns' }, 400, /tls_dns_provider: is required/],
+  [
+    'dns challenge without a provider',
+    { domain: 'x.example.test', tls_mode: 'auto', tls_challenge: 'dns' },
+    400,
+    /tls_dns_provider: is required/,
+  ],
   ['a provider outside the catalogue', { domain: 'x.example.test', tls_dns_provider: 'provider_z' }, 400, /not in the catalogue/],
-  ['a provider without credentials', { domain: 'x.example.test', tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_b' }, 400, /provider_b is not configured/],
+  [
+    'a provider without credentials',
+    { domain: 'x.example.test', tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_b' },
+    400,
+    /provider_b is not configured/,
+  ],
   ['a wildcard without DNS-01', { domain: '*.example.test', tls_mode: 'auto', tls_challenge: 'http' }, 400, /wildcard/],
   ['a bare wildcard', { domain: '*.test' }, 400, /domain: must be a valid hostname/],
   ['non-https ACME CA', { domain: 'x.example.test', tls_mode: 'auto', tls_acme_ca_url: 'http://ca.example.test/dir' }, 400, /https/],
@@ -56,13 +71,29 @@ describe('hosts: bad input gets a 4xx, changes nothing and pushes nothing', () =
   })
 
   it('PUT of a missing host is 404; a bad id is 400', async () => {
-    expect((await stack.panel.request('/api/hosts/9999', { method: 'PUT', cookie: stack.admin, body: { domain: 'n.example.test', target_group_id: groupId, tls_mode: 'none' } })).status).toBe(404)
+    expect(
+      (
+        await stack.panel.request('/api/hosts/9999', {
+          method: 'PUT',
+          cookie: stack.admin,
+          body: { domain: 'n.example.test', target_group_id: groupId, tls_mode: 'none' },
+        })
+      ).status,
+    ).toBe(404)
     expect((await stack.panel.request('/api/hosts/x', { cookie: stack.admin })).status).toBe(400)
   })
 
   it('PUT replaces the host and keeps optional booleans that were left out', async () => {
-    await stack.panel.request(`/api/hosts/${hostId}`, { method: 'PUT', cookie: stack.admin, body: { domain: 'taken.example.test', target_group_id: groupId, tls_mode: 'none', lan_only: true } })
-    const res = await stack.panel.request(`/api/hosts/${hostId}`, { method: 'PUT', cookie: stack.admin, body: { domain: 'renamed.example.test', target_group_id: groupId, tls_mode: 'none' } })
+    await stack.panel.request(`/api/hosts/${hostId}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { domain: 'taken.example.test', target_group_id: groupId, tls_mode: 'none', lan_only: true },
+    })
+    const res = await stack.panel.request(`/api/hosts/${hostId}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { domain: 'renamed.example.test', target_group_id: groupId, tls_mode: 'none' },
+    })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ domain: 'renamed.example.test', aliases: [], lan_only: true })
     // The old names are free again.
@@ -105,7 +136,11 @@ describe('target groups and rules: bad input', () => {
   })
 
   it('a rule for a host that does not exist is 404', async () => {
-    const res = await stack.panel.request('/api/hosts/9999/rules', { method: 'POST', cookie: stack.admin, body: { path: '/a', action: 'respond' } })
+    const res = await stack.panel.request('/api/hosts/9999/rules', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { path: '/a', action: 'respond' },
+    })
     expect(res.status).toBe(404)
   })
 })

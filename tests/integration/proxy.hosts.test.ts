@@ -20,7 +20,8 @@ afterAll(async () => {
   await up2?.stop()
 })
 
-const through = (host: string, path = '/', headers: Record<string, string> = {}) => httpRequest({ port: stack.httpPort, host, path, headers })
+const through = (host: string, path = '/', headers: Record<string, string> = {}) =>
+  httpRequest({ port: stack.httpPort, host, path, headers })
 
 describe('a host over a target group, through the real Caddy', () => {
   it('is served after create, not after toggle-off, again after toggle-on, and not after delete', async () => {
@@ -55,7 +56,8 @@ describe('a host over a target group, through the real Caddy', () => {
 
   it('spreads requests over two targets round-robin, and stops sending to a target whose health check fails', async () => {
     const group = await createGroup(stack, {
-      name: 'pair', lb_policy: 'round_robin',
+      name: 'pair',
+      lb_policy: 'round_robin',
       targets: [{ address: `127.0.0.1:${up1.port}` }, { address: `127.0.0.1:${up2.port}` }],
       health_check: { path: '/', interval_seconds: 1, expect_status: 200 },
     })
@@ -89,11 +91,15 @@ describe('a host over a target group, through the real Caddy', () => {
     const api = await createGroup(stack, { name: 'api', targets: [{ address: `127.0.0.1:${up2.port}` }] })
     const host = (await createHost(stack, { domain: 'rules.example.test', target_group_id: main.id })).json
     const rule = await stack.panel.request(`/api/hosts/${host.id}/rules`, {
-      method: 'POST', cookie: stack.admin, body: { path: '/api/*', action: 'proxy', target_group_id: api.id, priority: 10 },
+      method: 'POST',
+      cookie: stack.admin,
+      body: { path: '/api/*', action: 'proxy', target_group_id: api.id, priority: 10 },
     })
     expect(rule.status).toBe(201)
     const teapot = await stack.panel.request(`/api/hosts/${host.id}/rules`, {
-      method: 'POST', cookie: stack.admin, body: { path: '/teapot', action: 'respond', respond_status: 418, respond_body: 'short and stout' },
+      method: 'POST',
+      cookie: stack.admin,
+      body: { path: '/teapot', action: 'respond', respond_status: 418, respond_body: 'short and stout' },
     })
     expect(teapot.status).toBe(201)
     up2.setResponseHeader('X-Panel-Rule-Id', '999') // an upstream cannot forge the tag
@@ -107,8 +113,15 @@ describe('a host over a target group, through the real Caddy', () => {
     up1.setResponseHeader('X-Panel-Rule-Id', null)
     up2.setResponseHeader('X-Panel-Rule-Id', null)
     // Caddy's access log carries the host's logger name and the rule id.
-    const lines = await eventually(async () => readFileSync(join(stack.logDir, 'access.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
-      (ls) => ls.some((l: any) => l.request?.uri === '/web'), 5_000)
+    const lines = await eventually(
+      async () =>
+        readFileSync(join(stack.logDir, 'access.log'), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l)),
+      (ls) => ls.some((l: any) => l.request?.uri === '/web'),
+      5_000,
+    )
     const ruleLine = lines.find((l: any) => l.request.uri === '/api/users')
     expect(ruleLine.logger).toBe(`http.log.access.host_${host.id}`)
     expect(ruleLine.resp_headers['X-Panel-Rule-Id']).toEqual([String(rule.json.id)])

@@ -16,7 +16,11 @@ beforeAll(async () => {
   expect((await createHost(stack, { domain: 'lan.example.test', target_group_id: group.id, lan_only: true })).status).toBe(201)
   expect((await createHost(stack, { domain: 'open.example.test', target_group_id: group.id })).status).toBe(201)
 })
-afterAll(async () => { await stack?.stop(); await ns?.destroy(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await ns?.destroy()
+  await up?.stop()
+})
 
 const fromNamespace = (host: string, headers: string[] = []) =>
   ns.curl(`http://198.51.100.1:${stack.httpPort}/gate`, ['-H', `Host: ${host}`, ...headers.flatMap((h) => ['-H', h])])

@@ -29,7 +29,11 @@ afterAll(async () => {
     const rows = await stack.panel.db().execute('SELECT desired_state, summary, config FROM config_revisions')
     expect(rows.rows.length).toBeGreaterThan(0)
     for (const r of rows.rows) {
-      const text = [gunzipSync(Buffer.from(r.desired_state as ArrayBuffer)), r.summary, gunzipSync(Buffer.from(r.config as ArrayBuffer))].join('\n')
+      const text = [
+        gunzipSync(Buffer.from(r.desired_state as ArrayBuffer)),
+        r.summary,
+        gunzipSync(Buffer.from(r.config as ArrayBuffer)),
+      ].join('\n')
       expect(text).toContain('"')
       expect(text).not.toContain(CF_TOKEN)
     }
@@ -53,21 +57,31 @@ describe('revisions', () => {
     hostId = host.json.id
     expect((await through('app.revisions.example.test')).status).toBe(200)
     const [newest] = await revisions()
-    expect(newest).toMatchObject({ author: 'admin@example.test', reason: 'host app.revisions.example.test created', reverted_to: null, api_token_id: null })
+    expect(newest).toMatchObject({
+      author: 'admin@example.test',
+      reason: 'host app.revisions.example.test created',
+      reverted_to: null,
+      api_token_id: null,
+    })
     expect(Date.parse(newest.created_at)).toBeGreaterThan(Date.now() - 60_000)
     expect(newest.config_hash).toMatch(/^[0-9a-f]{64}$/)
-    expect(newest.summary).toContainEqual(expect.objectContaining({ part: 'hosts', key: String(hostId), label: 'app.revisions.example.test', change: 'added' }))
+    expect(newest.summary).toContainEqual(
+      expect.objectContaining({ part: 'hosts', key: String(hostId), label: 'app.revisions.example.test', change: 'added' }),
+    )
     const full = (await req(`/api/revisions/${newest.id}`)).json
     expect(Object.keys(full.desired_state)).toEqual(expect.arrayContaining(['hosts', 'target_groups', 'rules', 'settings']))
     expect(full.desired_state.hosts[String(hostId)]).toMatchObject({ domain: 'app.revisions.example.test', enabled: true })
     expect(JSON.stringify(full.config)).toContain('app.revisions.example.test')
     // The stored configuration is what Caddy holds.
-    expect((await stack.caddy.getConfig() as any).apps.http).toEqual(full.config.apps.http)
+    expect(((await stack.caddy.getConfig()) as any).apps.http).toEqual(full.config.apps.http)
   })
 
   it('a save that changes nothing the proxy sees records no revision', async () => {
     const before = (await revisions()).length
-    const same = await req(`/api/target-groups/${groupId}`, { method: 'PUT', body: { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] } })
+    const same = await req(`/api/target-groups/${groupId}`, {
+      method: 'PUT',
+      body: { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] },
+    })
     expect(same.status).toBe(200)
     expect((await revisions()).length).toBe(before)
   })
@@ -78,10 +92,20 @@ describe('revisions', () => {
     expect(off.json.enabled).toBe(false)
     const [b] = await revisions()
     expect(b.id).toBe(a.id + 1)
-    expect(b.summary).toEqual([{ part: 'hosts', key: String(hostId), label: 'app.revisions.example.test', change: 'changed', fields: ['enabled'] }])
+    expect(b.summary).toEqual([
+      { part: 'hosts', key: String(hostId), label: 'app.revisions.example.test', change: 'changed', fields: ['enabled'] },
+    ])
     const diff = await req(`/api/revisions/diff?from=${a.id}&to=${b.id}`)
     expect(diff.status).toBe(200)
-    expect(diff.json.changes).toEqual([{ part: 'hosts', key: String(hostId), label: 'app.revisions.example.test', change: 'changed', fields: [{ field: 'enabled', before: true, after: false }] }])
+    expect(diff.json.changes).toEqual([
+      {
+        part: 'hosts',
+        key: String(hostId),
+        label: 'app.revisions.example.test',
+        change: 'changed',
+        fields: [{ field: 'enabled', before: true, after: false }],
+      },
+    ])
     expect(diff.json.config_diff.length).toBeGreaterThan(0)
     expect(JSON.stringify(diff.json.config_diff)).toContain('app.revisions.example.test')
     expect((await req(`/api/revisions/diff?from=${a.id}&to=999999`)).status).toBe(404)
@@ -94,7 +118,11 @@ describe('revisions', () => {
     expect((await through('app.revisions.example.test')).body).not.toContain('upstream')
     const res = await req(`/api/revisions/${enabledRev.id}/revert`, { method: 'POST' })
     expect(res.status, res.text).toBe(200)
-    expect(res.json).toMatchObject({ reverted_to: enabledRev.id, reconcile: { status: 'applied' }, revision: { reverted_to: enabledRev.id, reason: `revert to revision ${enabledRev.id}` } })
+    expect(res.json).toMatchObject({
+      reverted_to: enabledRev.id,
+      reconcile: { status: 'applied' },
+      revision: { reverted_to: enabledRev.id, reason: `revert to revision ${enabledRev.id}` },
+    })
     expect(res.json.revision.config_hash).toBe(enabledRev.config_hash)
     expect((await req(`/api/hosts/${hostId}`)).json.enabled).toBe(true)
     expect((await through('app.revisions.example.test')).status).toBe(200)
@@ -123,27 +151,58 @@ describe('dry run', () => {
     const hostBefore = (await req(`/api/hosts/${hostId}`)).json
     const [revBefore, auditBefore] = [(await revisions()).length, await auditCount()]
 
-    const put = await req(`/api/hosts/${hostId}?dry_run=1`, { method: 'PUT', body: { domain: 'app.revisions.example.test', target_group_id: groupId, tls_mode: 'none', lan_only: true } })
+    const put = await req(`/api/hosts/${hostId}?dry_run=1`, {
+      method: 'PUT',
+      body: { domain: 'app.revisions.example.test', target_group_id: groupId, tls_mode: 'none', lan_only: true },
+    })
     expect(put.status, put.text).toBe(200)
     expect(put.json).toMatchObject({ dry_run: true, would_push: true })
-    expect(put.json.changes).toEqual([expect.objectContaining({ part: 'hosts', key: String(hostId), change: 'changed', fields: [{ field: 'lan_only', before: false, after: true }] })])
+    expect(put.json.changes).toEqual([
+      expect.objectContaining({
+        part: 'hosts',
+        key: String(hostId),
+        change: 'changed',
+        fields: [{ field: 'lan_only', before: false, after: true }],
+      }),
+    ])
     expect(put.json.config_diff.length).toBeGreaterThan(0)
 
-    const create = await req('/api/hosts?dry_run=1', { method: 'POST', body: { domain: 'dry.revisions.example.test', target_group_id: groupId, tls_mode: 'none' } })
+    const create = await req('/api/hosts?dry_run=1', {
+      method: 'POST',
+      body: { domain: 'dry.revisions.example.test', target_group_id: groupId, tls_mode: 'none' },
+    })
     expect(create.status).toBe(200)
-    expect(create.json.changes).toContainEqual(expect.objectContaining({ part: 'hosts', label: 'dry.revisions.example.test', change: 'added' }))
+    expect(create.json.changes).toContainEqual(
+      expect.objectContaining({ part: 'hosts', label: 'dry.revisions.example.test', change: 'added' }),
+    )
     const del = await req(`/api/hosts/${hostId}?dry_run=1`, { method: 'DELETE' })
     expect(del.status).toBe(200)
     expect(del.json.changes).toContainEqual(expect.objectContaining({ part: 'hosts', key: String(hostId), change: 'removed' }))
     const toggle = await req(`/api/hosts/${hostId}/toggle?dry_run=1`, { method: 'POST' })
     expect(toggle.json.changes[0].fields).toEqual([{ field: 'enabled', before: true, after: false }])
-    const group = await req(`/api/target-groups/${groupId}?dry_run=1`, { method: 'PUT', body: { name: 'app', targets: [{ address: '127.0.0.1:9' }] } })
-    expect(group.json.changes[0]).toMatchObject({ part: 'target_groups', change: 'changed', fields: [expect.objectContaining({ field: 'targets' })] })
-    const rule = await req(`/api/hosts/${hostId}/rules?dry_run=1`, { method: 'POST', body: { path: '/api/*', action: 'respond', respond_status: 418, respond_body: 'teapot' } })
+    const group = await req(`/api/target-groups/${groupId}?dry_run=1`, {
+      method: 'PUT',
+      body: { name: 'app', targets: [{ address: '127.0.0.1:9' }] },
+    })
+    expect(group.json.changes[0]).toMatchObject({
+      part: 'target_groups',
+      change: 'changed',
+      fields: [expect.objectContaining({ field: 'targets' })],
+    })
+    const rule = await req(`/api/hosts/${hostId}/rules?dry_run=1`, {
+      method: 'POST',
+      body: { path: '/api/*', action: 'respond', respond_status: 418, respond_body: 'teapot' },
+    })
     expect(rule.status, rule.text).toBe(200)
     expect(rule.json.changes).toContainEqual(expect.objectContaining({ part: 'rules', change: 'added' }))
     const setting = await req('/api/settings?dry_run=1', { method: 'PUT', body: { 'acme.email': 'dry@example.test' } })
-    expect(setting.json.changes).toEqual([expect.objectContaining({ part: 'settings', key: 'acme.email', fields: [{ field: 'acme.email', before: '', after: 'dry@example.test' }] })])
+    expect(setting.json.changes).toEqual([
+      expect.objectContaining({
+        part: 'settings',
+        key: 'acme.email',
+        fields: [{ field: 'acme.email', before: '', after: 'dry@example.test' }],
+      }),
+    ])
     // A setting the proxy does not use: no change to show, nothing written either.
     const unrelated = await req('/api/settings?dry_run=1', { method: 'PUT', body: { 'logs.retention_days': 7 } })
     expect(unrelated.json).toMatchObject({ dry_run: true, would_push: false, changes: [] })
@@ -172,7 +231,10 @@ describe('attribution and WAF exclusions', () => {
   it('a change made with an API token names the token in its revision', async () => {
     const token = await req('/api/tokens', { method: 'POST', body: { name: 'revisions-bot', scope: 'admin', expires_in_days: 1 } })
     registerTestSecret(token.json.secret)
-    const res = await stack.panel.request(`/api/hosts/${hostId}/toggle`, { method: 'POST', headers: { authorization: `Bearer ${token.json.secret}` } })
+    const res = await stack.panel.request(`/api/hosts/${hostId}/toggle`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token.json.secret}` },
+    })
     expect(res.status).toBe(200)
     const [newest] = await revisions()
     expect(newest).toMatchObject({ author: 'admin@example.test', api_token_id: token.json.token.id })
@@ -180,7 +242,10 @@ describe('attribution and WAF exclusions', () => {
   })
 
   it('a WAF exclusion is previewed with dry_run, and a revert takes it away again', async () => {
-    await req(`/api/hosts/${hostId}`, { method: 'PUT', body: { domain: 'app.revisions.example.test', target_group_id: groupId, tls_mode: 'none', waf_enabled: true } })
+    await req(`/api/hosts/${hostId}`, {
+      method: 'PUT',
+      body: { domain: 'app.revisions.example.test', target_group_id: groupId, tls_mode: 'none', waf_enabled: true },
+    })
     const [before] = await revisions()
     const dry = await req(`/api/hosts/${hostId}/waf-exclusions?dry_run=1`, { method: 'POST', body: { rule_id: 942100, path: '/search' } })
     expect(dry.status, dry.text).toBe(200)
@@ -200,7 +265,8 @@ describe('revert refusals and retention', () => {
     const host = await createHost(stack, { domain, target_group_id: groupId })
     const leaf = pki.leaf(domain)
     const form = new FormData()
-    for (const [k, v] of Object.entries({ cert_pem: leaf.certPem, key_pem: leaf.keyPem })) form.append(k, new Blob([v], { type: 'application/x-pem-file' }), `${k}.pem`)
+    for (const [k, v] of Object.entries({ cert_pem: leaf.certPem, key_pem: leaf.keyPem }))
+      form.append(k, new Blob([v], { type: 'application/x-pem-file' }), `${k}.pem`)
     const upload = await stack.panel.request(`/api/manual-certs/${host.json.id}`, { method: 'POST', cookie: stack.admin, form })
     expect(upload.status, upload.text).toBe(201)
     const [withCert] = await revisions()
@@ -211,7 +277,9 @@ describe('revert refusals and retention', () => {
     const [revCount, auditBefore] = [(await revisions()).length, await auditCount()]
     const refused = await req(`/api/revisions/${withCert.id}/revert`, { method: 'POST' })
     expect(refused.status).toBe(409)
-    expect(refused.json.error).toMatch(new RegExp(`revision ${withCert.id} cannot be restored: host ${domain} used an uploaded certificate that has since been deleted`))
+    expect(refused.json.error).toMatch(
+      new RegExp(`revision ${withCert.id} cannot be restored: host ${domain} used an uploaded certificate that has since been deleted`),
+    )
     expect((await req(`/api/hosts/${host.json.id}`)).json.tls_mode).toBe('none')
     expect((await revisions()).length).toBe(revCount)
     expect(await auditCount()).toBe(auditBefore)
@@ -219,10 +287,17 @@ describe('revert refusals and retention', () => {
   })
 
   it('masks DNS credentials in stored configurations and diffs, and refuses a revert once they are gone', async () => {
-    expect((await req('/api/dns-providers/provider_a', { method: 'PUT', body: { enabled: true, credentials: { api_token: CF_TOKEN } } })).status).toBe(200)
+    expect(
+      (await req('/api/dns-providers/provider_a', { method: 'PUT', body: { enabled: true, credentials: { api_token: CF_TOKEN } } })).status,
+    ).toBe(200)
     const dns = await createHost(stack, {
-      domain: 'dns.revisions.example.test', target_group_id: groupId, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a',
-      tls_acme_ca_url: 'https://127.0.0.1:9/dir', tls_email: 'ops@example.test',
+      domain: 'dns.revisions.example.test',
+      target_group_id: groupId,
+      tls_mode: 'auto',
+      tls_challenge: 'dns',
+      tls_dns_provider: 'provider_a',
+      tls_acme_ca_url: 'https://127.0.0.1:9/dir',
+      tls_email: 'ops@example.test',
     })
     expect(dns.status, dns.text).toBe(201)
     // Caddy holds the token (the spec inlines it), the revision holds it masked.
@@ -241,7 +316,11 @@ describe('revert refusals and retention', () => {
     const held = await caddyConfig()
     const refused = await req(`/api/revisions/${rev.id}/revert`, { method: 'POST' })
     expect(refused.status).toBe(409)
-    expect(refused.json.error).toMatch(new RegExp(`revision ${rev.id} cannot be restored: host dns.revisions.example.test needs DNS provider provider_a, whose credentials are gone`))
+    expect(refused.json.error).toMatch(
+      new RegExp(
+        `revision ${rev.id} cannot be restored: host dns.revisions.example.test needs DNS provider provider_a, whose credentials are gone`,
+      ),
+    )
     expect((await req(`/api/hosts/${dns.json.id}`)).status).toBe(404)
     expect(await caddyConfig()).toBe(held)
   })
@@ -250,10 +329,16 @@ describe('revert refusals and retention', () => {
     const domain = 'listed.revisions.example.test'
     const host = await createHost(stack, { domain, target_group_id: groupId })
     const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` })
-    const as = (password?: string) => httpRequest({ port: stack.httpPort, host: domain, path: '/', headers: password ? basic('alice', password) : {} })
-    const list = await req('/api/access-lists', { method: 'POST', body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'first-pass-1' }] } })
+    const as = (password?: string) =>
+      httpRequest({ port: stack.httpPort, host: domain, path: '/', headers: password ? basic('alice', password) : {} })
+    const list = await req('/api/access-lists', {
+      method: 'POST',
+      body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'first-pass-1' }] },
+    })
     expect(list.status, list.text).toBe(201)
-    expect((await req(`/api/hosts/${host.json.id}/access-list`, { method: 'PUT', body: { access_list_id: list.json.id } })).status).toBe(200)
+    expect((await req(`/api/hosts/${host.json.id}/access-list`, { method: 'PUT', body: { access_list_id: list.json.id } })).status).toBe(
+      200,
+    )
     expect((await as()).status).toBe(401)
     expect((await as('first-pass-1')).status).toBe(200)
     const [withList] = await revisions()
@@ -261,11 +346,16 @@ describe('revert refusals and retention', () => {
     // The stored desired state holds a fingerprint of the password hash, not the hash.
     const stored = await stack.panel.db().execute({ sql: 'SELECT desired_state FROM config_revisions WHERE id = ?', args: [withList.id] })
     const state = JSON.parse(gunzipSync(Buffer.from(stored.rows[0]!.desired_state as ArrayBuffer)).toString('utf8'))
-    expect(state.access_lists[String(list.json.id)].users).toEqual([{ username: 'alice', password_fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) }])
+    expect(state.access_lists[String(list.json.id)].users).toEqual([
+      { username: 'alice', password_fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    ])
     expect(JSON.stringify(state)).not.toMatch(/\$2[aby]\$/)
 
     // A dry run of a password change: the list is named as changed, nothing applied.
-    const dry = await req(`/api/access-lists/${list.json.id}?dry_run=1`, { method: 'PUT', body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'second-pass-2' }] } })
+    const dry = await req(`/api/access-lists/${list.json.id}?dry_run=1`, {
+      method: 'PUT',
+      body: { name: 'revisions-staff', users: [{ username: 'alice', password: 'second-pass-2' }] },
+    })
     expect(dry.status, dry.text).toBe(200)
     expect(dry.json.changes).toContainEqual(expect.objectContaining({ part: 'access_lists', change: 'changed' }))
     expect((await as('first-pass-1')).status).toBe(200)
@@ -279,11 +369,22 @@ describe('revert refusals and retention', () => {
     expect((await as('first-pass-1')).status).toBe(200)
 
     // The panel keeps no old password: once alice's changes, that revision cannot come back.
-    expect((await req(`/api/access-lists/${list.json.id}`, { method: 'PUT', body: { name: 'renamed-staff', users: [{ username: 'alice', password: 'second-pass-2' }] } })).status).toBe(200)
+    expect(
+      (
+        await req(`/api/access-lists/${list.json.id}`, {
+          method: 'PUT',
+          body: { name: 'renamed-staff', users: [{ username: 'alice', password: 'second-pass-2' }] },
+        })
+      ).status,
+    ).toBe(200)
     const held = await caddyConfig()
     const refused = await req(`/api/revisions/${withList.id}/revert`, { method: 'POST' })
     expect(refused.status).toBe(409)
-    expect(refused.json.error).toMatch(new RegExp(`revision ${withList.id} cannot be restored: user alice of access list revisions-staff had a password that has since been changed`))
+    expect(refused.json.error).toMatch(
+      new RegExp(
+        `revision ${withList.id} cannot be restored: user alice of access list revisions-staff had a password that has since been changed`,
+      ),
+    )
     expect(await caddyConfig()).toBe(held)
     expect((await req(`/api/access-lists/${list.json.id}`)).json.name).toBe('renamed-staff')
     expect((await as('second-pass-2')).status).toBe(200)

@@ -14,70 +14,146 @@ import { writeMmdb } from '../support/mmdb-writer'
 const REAL_DB = fileURLToPath(new URL('../../node_modules/@ip-location-db/geolite2-country-mmdb/geolite2-country.mmdb', import.meta.url))
 // Exact expectations: LU has three IPv4 networks that merge into one /22, and one IPv6 network.
 const SMALL_DB = writeMmdb([
-  ['5.0.0.0/24', { country_code: 'LU' }], ['5.0.1.0/24', { country_code: 'LU' }], ['5.0.2.0/23', { country_code: 'LU' }],
-  ['2a01:e00::/32', { country_code: 'LU' }], ['81.2.69.0/24', { country_code: 'GB' }],
+  ['5.0.0.0/24', { country_code: 'LU' }],
+  ['5.0.1.0/24', { country_code: 'LU' }],
+  ['5.0.2.0/23', { country_code: 'LU' }],
+  ['2a01:e00::/32', { country_code: 'LU' }],
+  ['81.2.69.0/24', { country_code: 'GB' }],
 ])
 
 let cs: CrowdsecHandle
-beforeAll(async () => { cs = await startCrowdsec(); registerTestSecret(cs.machinePassword, cs.bouncerKey) })
-afterAll(async () => { await cs?.stop() })
+beforeAll(async () => {
+  cs = await startCrowdsec()
+  registerTestSecret(cs.machinePassword, cs.bouncerKey)
+})
+afterAll(async () => {
+  await cs?.stop()
+})
 
 async function panelWith(db: Buffer | string, extra: Record<string, string> = {}) {
   const dataDir = makeTempDir('panel-geo-')
   mkdirSync(join(dataDir, 'geoip'))
-  if (typeof db === 'string') copyFileSync(db, join(dataDir, 'geoip/country.mmdb')); else writeFileSync(join(dataDir, 'geoip/country.mmdb'), db)
+  if (typeof db === 'string') copyFileSync(db, join(dataDir, 'geoip/country.mmdb'))
+  else writeFileSync(join(dataDir, 'geoip/country.mmdb'), db)
   const panel = await startPanel({ dataDir, env: { ...panelEnvFor(cs), PANEL_COUNTRY_RECONCILE_SECONDS: '1', ...extra } })
   return { panel, cookie: await panel.login() }
 }
 
 async function waitForJob(panel: PanelHandle, cookie: string, id: number, timeoutMs = 60_000) {
-  const res = await eventually(() => panel.request(`/api/security/jobs/${id}`, { cookie }), (r) => ['completed', 'failed'].includes(r.json?.state), timeoutMs, 200)
+  const res = await eventually(
+    () => panel.request(`/api/security/jobs/${id}`, { cookie }),
+    (r) => ['completed', 'failed'].includes(r.json?.state),
+    timeoutMs,
+    200,
+  )
   return res.json
 }
 
 async function machineToken() {
-  const r = await fetch(`${cs.url}/v1/watchers/login`, { method: 'POST', headers: { 'user-agent': 'panel-test/1.0', 'content-type': 'application/json' }, body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }) })
+  const r = await fetch(`${cs.url}/v1/watchers/login`, {
+    method: 'POST',
+    headers: { 'user-agent': 'panel-test/1.0', 'content-type': 'application/json' },
+    body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }),
+  })
   return (await r.json()).token as string
 }
-const originDecisions = async (cc: string) => (await (await fetch(`${cs.url}/v1/decisions?origins=panel-country-${cc}&scopes=range`, { headers: { 'user-agent': 'panel-test/1.0', 'x-api-key': cs.bouncerKey } })).json()) ?? []
+const originDecisions = async (cc: string) =>
+  (await (
+    await fetch(`${cs.url}/v1/decisions?origins=panel-country-${cc}&scopes=range`, {
+      headers: { 'user-agent': 'panel-test/1.0', 'x-api-key': cs.bouncerKey },
+    })
+  ).json()) ?? []
 
 describe('country expansion with a database written by the test', () => {
   let panel: PanelHandle, cookie: string
   beforeAll(async () => ({ panel, cookie } = await panelWith(SMALL_DB)))
-  afterAll(async () => { await panel?.stop() })
+  afterAll(async () => {
+    await panel?.stop()
+  })
 
   it('looks addresses up, with LAN answering LAN / 0', async () => {
     expect((await panel.request('/api/geoip/lookup?ip=5.0.1.7', { cookie })).json).toMatchObject({ country: 'LU', as_number: null })
     expect((await panel.request('/api/geoip/lookup?ip=192.168.1.1', { cookie })).json).toMatchObject({ country: 'LAN', as_number: 0 })
     expect((await panel.request('/api/geoip/lookup?ip=nope', { cookie })).status).toBe(400)
-    expect((await panel.request('/api/geoip/status', { cookie })).json.country).toMatchObject({ loaded: true, version: '2023-11-14T22:13:20.000Z', build_epoch: 1_700_000_000 })
+    expect((await panel.request('/api/geoip/status', { cookie })).json.country).toMatchObject({
+      loaded: true,
+      version: '2023-11-14T22:13:20.000Z',
+      build_epoch: 1_700_000_000,
+    })
   })
 
   it('expands: 202 pending, then completed with every chunk done, the CIDRs in the LAPI and a tracking record', async () => {
-    const res = await panel.request('/api/security/countries/lu/expand', { method: 'POST', cookie, body: { duration: '1h', reason: 'test' } })
+    const res = await panel.request('/api/security/countries/lu/expand', {
+      method: 'POST',
+      cookie,
+      body: { duration: '1h', reason: 'test' },
+    })
     expect(res.status).toBe(202)
-    expect(res.json).toMatchObject({ country_code: 'LU', state: 'pending', chunks_total: 0, chunks_done: 0, chunks_failed: 0, cidr_committed: 0, requested_count: 0, duration: '1h', reason: 'test', error_message: '', started_at: null, completed_at: null, created_by: 'admin@example.test' })
+    expect(res.json).toMatchObject({
+      country_code: 'LU',
+      state: 'pending',
+      chunks_total: 0,
+      chunks_done: 0,
+      chunks_failed: 0,
+      cidr_committed: 0,
+      requested_count: 0,
+      duration: '1h',
+      reason: 'test',
+      error_message: '',
+      started_at: null,
+      completed_at: null,
+      created_by: 'admin@example.test',
+    })
     const job = await waitForJob(panel, cookie, res.json.id)
-    expect(job).toMatchObject({ state: 'completed', chunks_total: 1, chunks_done: 1, chunks_failed: 0, cidr_committed: 2, requested_count: 2, error_message: '' })
+    expect(job).toMatchObject({
+      state: 'completed',
+      chunks_total: 1,
+      chunks_done: 1,
+      chunks_failed: 0,
+      cidr_committed: 2,
+      requested_count: 2,
+      error_message: '',
+    })
     expect((await decisionsFor(cs, '5.0.1.7')).map((d) => [d.value, d.origin])).toEqual([['5.0.0.0/22', 'panel-country-LU']])
     const [record] = (await panel.request('/api/security/countries', { cookie })).json
-    expect(record).toMatchObject({ country_code: 'LU', cidrs: ['5.0.0.0/22', '2a01:e00::/32'], cidr_count: 2, mmdb_version: '2023-11-14T22:13:20.000Z', state: 'active' })
+    expect(record).toMatchObject({
+      country_code: 'LU',
+      cidrs: ['5.0.0.0/22', '2a01:e00::/32'],
+      cidr_count: 2,
+      mmdb_version: '2023-11-14T22:13:20.000Z',
+      state: 'active',
+    })
     const annotated = (await panel.request('/api/security/decisions?origin=panel-country-LU', { cookie })).json
     expect(annotated.map((d: any) => d.country)).toEqual(['LU', 'LU'])
   })
 
   it('marks the record drifted when decisions vanish behind its back, and active again after re-expansion', async () => {
     const token = await machineToken()
-    await fetch(`${cs.url}/v1/decisions?value=5.0.0.0/22`, { method: 'DELETE', headers: { 'user-agent': 'panel-test/1.0', authorization: `Bearer ${token}` } })
-    await eventually(() => panel.request('/api/security/countries', { cookie }), (r) => r.json[0]?.state === 'drifted', 10_000, 250)
+    await fetch(`${cs.url}/v1/decisions?value=5.0.0.0/22`, {
+      method: 'DELETE',
+      headers: { 'user-agent': 'panel-test/1.0', authorization: `Bearer ${token}` },
+    })
+    await eventually(
+      () => panel.request('/api/security/countries', { cookie }),
+      (r) => r.json[0]?.state === 'drifted',
+      10_000,
+      250,
+    )
     const again = await panel.request('/api/security/countries/LU/expand', { method: 'POST', cookie, body: { duration: '1h' } })
     expect((await waitForJob(panel, cookie, again.json.id)).state).toBe('completed')
-    await eventually(() => panel.request('/api/security/countries', { cookie }), (r) => r.json[0]?.state === 'active', 10_000, 250)
+    await eventually(
+      () => panel.request('/api/security/countries', { cookie }),
+      (r) => r.json[0]?.state === 'active',
+      10_000,
+      250,
+    )
     expect((await originDecisions('LU')).length).toBe(2) // replaced, not doubled
   })
 
   it('runs concurrent submissions one after the other', async () => {
-    const [a, b] = await Promise.all(['LU', 'GB'].map((cc) => panel.request(`/api/security/countries/${cc}/expand`, { method: 'POST', cookie, body: { duration: '2h' } })))
+    const [a, b] = await Promise.all(
+      ['LU', 'GB'].map((cc) => panel.request(`/api/security/countries/${cc}/expand`, { method: 'POST', cookie, body: { duration: '2h' } })),
+    )
     const [ja, jb] = [await waitForJob(panel, cookie, a.json.id), await waitForJob(panel, cookie, b.json.id)]
     expect([ja.state, jb.state]).toEqual(['completed', 'completed'])
     const [first, second] = [ja, jb].sort((x, y) => x.id - y.id)
@@ -150,7 +226,12 @@ describe('the real country database', () => {
   it('a job interrupted by a killed panel is failed with "panel restarted" at the next start', async () => {
     const { panel, cookie } = await panelWith(REAL_DB)
     const res = await panel.request('/api/security/countries/US/expand', { method: 'POST', cookie, body: { duration: '1h' } })
-    await eventually(() => panel.request(`/api/security/jobs/${res.json.id}`, { cookie }), (r) => r.json.state === 'running', 20_000, 50)
+    await eventually(
+      () => panel.request(`/api/security/jobs/${res.json.id}`, { cookie }),
+      (r) => r.json.state === 'running',
+      20_000,
+      50,
+    )
     await panel.kill('SIGKILL')
     const again = await startPanel({ dataDir: panel.dataDir, env: panelEnvFor(cs) })
     try {
@@ -168,14 +249,19 @@ describe('geolocation refresh from a local server', () => {
   let port: number
   beforeAll(async () => {
     port = await freePort()
-    server = createServer((req, res) => { res.end(req.url?.endsWith('.gz') ? gzipSync(body) : body) })
+    server = createServer((req, res) => {
+      res.end(req.url?.endsWith('.gz') ? gzipSync(body) : body)
+    })
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   })
   afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
   it('downloads both files (plain and gzip), keeps the old ones when a download is not a database', async () => {
     const dataDir = makeTempDir('panel-geo-')
-    const panel = await startPanel({ dataDir, env: { GEOIP_COUNTRY_URL: `http://127.0.0.1:${port}/country.mmdb`, GEOIP_ASN_URL: `http://127.0.0.1:${port}/asn.mmdb.gz` } })
+    const panel = await startPanel({
+      dataDir,
+      env: { GEOIP_COUNTRY_URL: `http://127.0.0.1:${port}/country.mmdb`, GEOIP_ASN_URL: `http://127.0.0.1:${port}/asn.mmdb.gz` },
+    })
     try {
       const cookie = await panel.login()
       const ok = await panel.request('/api/geoip/refresh', { method: 'POST', cookie })

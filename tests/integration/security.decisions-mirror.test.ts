@@ -31,10 +31,15 @@ beforeAll(async () => {
     { value: 'ZZ', scope: 'Country' as TestDecision['scope'], scenario: 'manual/country' },
     { value: '64500', scope: 'AS' as TestDecision['scope'], scenario: 'manual/as' },
   ])
-  panel = await startPanel({ env: { ...panelEnvFor(cs), LAPI_PANEL_BOUNCER_KEY: mirrorKey, LAPI_PANEL_PULL_SECONDS: '1', PANEL_ENGINE_PROBE_SECONDS: '1' } })
+  panel = await startPanel({
+    env: { ...panelEnvFor(cs), LAPI_PANEL_BOUNCER_KEY: mirrorKey, LAPI_PANEL_PULL_SECONDS: '1', PANEL_ENGINE_PROBE_SECONDS: '1' },
+  })
   admin = await panel.login()
 })
-afterAll(async () => { await panel?.stop(); await cs?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await cs?.stop()
+})
 
 type Decision = { id: number; value: string; scope: string; type: string; origin: string; scenario: string; duration: string }
 
@@ -50,11 +55,14 @@ const mirrorHealth = async () => (await panel.request('/api/system/health', { co
 
 /** The list and the engine agree id for id (the mirror follows at its next pull). */
 async function expectExact() {
-  await vi.waitFor(async () => {
-    const [engine, res] = [await engineDecisions(), await list()]
-    expect(ids(res.json)).toEqual(ids(engine))
-    expect(Number(res.headers.get('x-total-count'))).toBe(engine.length)
-  }, { timeout: 15_000, interval: 250 })
+  await vi.waitFor(
+    async () => {
+      const [engine, res] = [await engineDecisions(), await list()]
+      expect(ids(res.json)).toEqual(ids(engine))
+      expect(Number(res.headers.get('x-total-count'))).toBe(engine.length)
+    },
+    { timeout: 15_000, interval: 250 },
+  )
 }
 
 async function bouncer(name: string): Promise<{ last_pull?: string | null }> {
@@ -79,7 +87,10 @@ describe('the decision mirror against the real engine', () => {
       const d = res.json.find((x: Decision) => x.id === e.id)
       expect(d).toMatchObject({ value: e.value, scope: e.scope, type: e.type, origin: e.origin, scenario: e.scenario })
     }
-    const twice = res.json.filter((d: Decision) => d.value === '198.51.100.21').map((d: Decision) => d.scenario).sort()
+    const twice = res.json
+      .filter((d: Decision) => d.value === '198.51.100.21')
+      .map((d: Decision) => d.scenario)
+      .sort()
     expect(twice).toEqual(['a/short', 'b/long'])
     expect(res.json.find((d: Decision) => d.scenario === 'b/long').duration).toMatch(/^(4h59m\d+s|5h0m0s)$/)
     const h = await mirrorHealth()
@@ -99,7 +110,10 @@ describe('the decision mirror against the real engine', () => {
   })
 
   it('follows bans and unbans made outside the panel through the stream alone, and expiry', async () => {
-    await postDecisions(cs, [{ value: '198.51.100.77', scenario: 'outside/ban' }, { value: '198.51.100.78', duration: '3s' }])
+    await postDecisions(cs, [
+      { value: '198.51.100.77', scenario: 'outside/ban' },
+      { value: '198.51.100.78', duration: '3s' },
+    ])
     await expectExact()
     expect((await list('?q=198.51.100.77')).json).toHaveLength(1)
     await cs.cscli(['decisions', 'delete', '--ip', '198.51.100.77'])
@@ -127,7 +141,9 @@ describe('the decision mirror against the real engine', () => {
     const all = (await list()).json as Decision[]
     const walk = async (query: string) => {
       const seen: number[] = []
-      let cursor: string | null = null, totals = new Set<string>(), pages = 0
+      let cursor: string | null = null,
+        totals = new Set<string>(),
+        pages = 0
       do {
         const res = await list(`?${query}${cursor ? `&before_id=${cursor}` : ''}`)
         expect(res.status).toBe(200)
@@ -156,16 +172,19 @@ describe('the decision mirror against the real engine', () => {
     }
   })
 
-  it('never reads with the proxy\'s key: its bouncer has never pulled', async () => {
+  it("never reads with the proxy's key: its bouncer has never pulled", async () => {
     await list()
     await panel.request('/api/security/check-self', { cookie: admin })
     await panel.request('/api/security/decisions/unban-ip', { method: 'POST', cookie: admin, body: { ip: '10.77.0.1' } })
     // Past two engine probes (every second here): the probe reads nothing with the mirror on.
     const mark = Date.now()
-    await vi.waitFor(async () => {
-      const checked = (await panel.request('/api/system/health', { cookie: admin })).json.security_engine.checked_at
-      expect(Date.parse(checked)).toBeGreaterThan(mark + 1000)
-    }, { timeout: 15_000, interval: 250 })
+    await vi.waitFor(
+      async () => {
+        const checked = (await panel.request('/api/system/health', { cookie: admin })).json.security_engine.checked_at
+        expect(Date.parse(checked)).toBeGreaterThan(mark + 1000)
+      },
+      { timeout: 15_000, interval: 250 },
+    )
     expect((await bouncer('panel-bouncer')).last_pull ?? null).toBeNull()
     expect((await bouncer('panel-mirror')).last_pull).toBeTruthy()
   })
@@ -173,7 +192,10 @@ describe('the decision mirror against the real engine', () => {
   it('resynchronises in full after its pulls fail, and is exact again', async () => {
     const before = await mirrorHealth()
     await cs.cscli(['bouncers', 'delete', 'panel-mirror'])
-    await vi.waitFor(async () => expect((await mirrorHealth()).last_error).toMatch(/security engine answered 403/), { timeout: 15_000, interval: 250 })
+    await vi.waitFor(async () => expect((await mirrorHealth()).last_error).toMatch(/security engine answered 403/), {
+      timeout: 15_000,
+      interval: 250,
+    })
     // While it is cut off the list still answers what it held, as of its last pull.
     const stale = await list()
     expect(stale.status).toBe(200)
@@ -182,11 +204,14 @@ describe('the decision mirror against the real engine', () => {
     await postDecisions(cs, [{ value: '198.51.100.90', scenario: 'while/away' }])
     await cs.cscli(['decisions', 'delete', '--ip', '10.77.0.2'])
     await cs.cscli(['bouncers', 'add', 'panel-mirror', '-k', mirrorKey])
-    await vi.waitFor(async () => {
-      const h = await mirrorHealth()
-      expect(h.last_error).toBeNull()
-      expect(h.full_syncs).toBeGreaterThan(before.full_syncs)
-    }, { timeout: 15_000, interval: 250 })
+    await vi.waitFor(
+      async () => {
+        const h = await mirrorHealth()
+        expect(h.last_error).toBeNull()
+        expect(h.full_syncs).toBeGreaterThan(before.full_syncs)
+      },
+      { timeout: 15_000, interval: 250 },
+    )
     await expectExact()
     // And after the engine itself restarts.
     await cs.restart()

@@ -19,7 +19,10 @@ beforeAll(async () => {
     { value: '2001:db8::5', origin: 'crowdsec', scenario: 'crowdsecurity/http-probing' },
   ])
 })
-afterAll(async () => { await panel?.stop(); await cs?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await cs?.stop()
+})
 
 const list = async (query = '') => (await panel.request(`/api/security/decisions${query}`, { cookie: admin })).json as any[]
 
@@ -31,8 +34,15 @@ describe('decisions from the real local API', () => {
     const page = await panel.request('/api/security/decisions?limit=3', { cookie: admin })
     expect(page.headers.get('x-decisions-source')).toBe('engine')
     expect(page.headers.get('x-total-count')).toBe('4')
-    expect(page.json.map((d: any) => d.id)).toEqual(all.map((d) => d.id).sort((a, b) => b - a).slice(0, 3))
-    expect((await panel.request(`/api/security/decisions?before_id=${page.headers.get('x-next-before-id')}`, { cookie: admin })).json).toHaveLength(1)
+    expect(page.json.map((d: any) => d.id)).toEqual(
+      all
+        .map((d) => d.id)
+        .sort((a, b) => b - a)
+        .slice(0, 3),
+    )
+    expect(
+      (await panel.request(`/api/security/decisions?before_id=${page.headers.get('x-next-before-id')}`, { cookie: admin })).json,
+    ).toHaveLength(1)
     const ip = all.find((d) => d.value === '198.51.100.20')
     expect(ip).toMatchObject({ scope: 'Ip', type: 'ban', origin: 'cscli', scenario: 'manual/ban', country: null, as_number: null })
     expect(Date.parse(ip.until)).toBeGreaterThan(Date.now() + 3 * 3600_000)
@@ -70,7 +80,9 @@ describe('decisions from the real local API', () => {
 
   it('unban-ip removes the Ip decisions and the ranges containing the address, but not a country ban', async () => {
     await postDecisions(cs, [
-      { value: '10.9.8.7', scenario: 'a/one' }, { value: '10.9.8.7', scenario: 'b/two' }, { value: '10.9.8.0/24', origin: 'test-origin' },
+      { value: '10.9.8.7', scenario: 'a/one' },
+      { value: '10.9.8.7', scenario: 'b/two' },
+      { value: '10.9.8.0/24', origin: 'test-origin' },
     ])
     expect((await decisionsFor(cs, '10.9.8.7')).length).toBe(4)
     const res = await panel.request('/api/security/decisions/unban-ip', { method: 'POST', cookie: admin, body: { ip: '10.9.8.7' } })
@@ -98,8 +110,11 @@ describe('decisions from the real local API', () => {
 
 describe('retired interfaces (spec Versioning 3)', () => {
   it.each([
-    ['GET', '/api/threats/decisions'], ['POST', '/api/threats/unban'], ['POST', '/api/security/countries/expand'],
-    ['POST', '/api/security/scenarios/mark-applied'], ['POST', '/api/security/appsec-tuning/mark-applied'],
+    ['GET', '/api/threats/decisions'],
+    ['POST', '/api/threats/unban'],
+    ['POST', '/api/security/countries/expand'],
+    ['POST', '/api/security/scenarios/mark-applied'],
+    ['POST', '/api/security/appsec-tuning/mark-applied'],
   ])('%s %s answers 404', async (method, path) => {
     const res = await panel.request(path, { method, cookie: admin, body: method === 'POST' ? {} : undefined })
     expect(res.status).toBe(404)
@@ -112,7 +127,11 @@ describe('the engine unreachable', () => {
     const dead = await startPanel({ env: { ...panelEnvFor(cs), LAPI_URL: `http://127.0.0.1:${await freePort()}` } })
     try {
       const cookie = await dead.login()
-      for (const [method, path, body] of [['GET', '/api/security/decisions'], ['DELETE', '/api/security/decisions/1'], ['POST', '/api/security/decisions/unban-ip', { ip: '10.0.0.1' }]] as const) {
+      for (const [method, path, body] of [
+        ['GET', '/api/security/decisions'],
+        ['DELETE', '/api/security/decisions/1'],
+        ['POST', '/api/security/decisions/unban-ip', { ip: '10.0.0.1' }],
+      ] as const) {
         const res = await dead.request(path, { method, cookie, body })
         expect(res.status).toBe(503)
         expect(res.json.error).toMatch(/^security engine unavailable: its local API at http:\/\/127\.0\.0\.1:\d+ is unreachable/)

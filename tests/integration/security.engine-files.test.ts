@@ -15,8 +15,12 @@ const probing = () => join(cs.configDir, 'scenarios/http-probing.yaml')
 /** Whether anything (a link, even a dangling one, or a file) is at the path. */
 const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined
 type Repair = { at: string; target: string; detail: string }
-const repairs = async (target: string) => (await panel.db().execute({ sql: "SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'engine_drift_repair'", args: [] })).rows
-  .map((r) => ({ actor: String(r.actor), ...JSON.parse(String(r.raw)) })).filter((r) => r.target === target)
+const repairs = async (target: string) =>
+  (
+    await panel.db().execute({ sql: "SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'engine_drift_repair'", args: [] })
+  ).rows
+    .map((r) => ({ actor: String(r.actor), ...JSON.parse(String(r.raw)) }))
+    .filter((r) => r.target === target)
 
 beforeAll(async () => {
   cs = await startCrowdsec()
@@ -26,11 +30,18 @@ beforeAll(async () => {
   panel = await startPanel({ env: env() })
   admin = await panel.login()
 })
-afterAll(async () => { await panel?.stop(); await cs?.stop() })
+afterAll(async () => {
+  await panel?.stop()
+  await cs?.stop()
+})
 
 describe('whitelist', () => {
   it('adds entries, removes the decisions they cover, and writes a parser file the engine loads', async () => {
-    await postDecisions(cs, [{ value: '198.51.100.40' }, { value: '198.51.100.64/27' }, { value: '198.51.100.0/24', origin: 'test-origin' }])
+    await postDecisions(cs, [
+      { value: '198.51.100.40' },
+      { value: '198.51.100.64/27' },
+      { value: '198.51.100.0/24', origin: 'test-origin' },
+    ])
     const ip = await api('/api/security/whitelist', 'POST', { value: '198.51.100.40', reason: 'office' })
     expect(ip.status).toBe(201)
     expect(ip.json).toMatchObject({ value: '198.51.100.40', reason: 'office', created_by: 'admin@example.test', removed_decision_count: 1 })
@@ -73,9 +84,20 @@ describe('whitelist', () => {
 describe('scenarios and drift', () => {
   it('lists installed scenarios with hub descriptions', async () => {
     const res = await api('/api/security/scenarios')
-    expect(res.json).toMatchObject({ is_available: true, mount_path: join(cs.configDir, 'scenarios'), disabled_count: 0, drift_detected: false })
+    expect(res.json).toMatchObject({
+      is_available: true,
+      mount_path: join(cs.configDir, 'scenarios'),
+      disabled_count: 0,
+      drift_detected: false,
+    })
     const p = res.json.scenarios.find((s: any) => s.canonical_name === 'crowdsecurity/http-probing')
-    expect(p).toMatchObject({ short_name: 'http-probing', source: 'hub', path: probing(), disabled: false, description: expect.stringMatching(/probing/i) })
+    expect(p).toMatchObject({
+      short_name: 'http-probing',
+      source: 'hub',
+      path: probing(),
+      disabled: false,
+      description: expect.stringMatching(/probing/i),
+    })
     expect(Date.parse(res.json.last_modified_at)).toBeGreaterThan(0)
   })
 
@@ -91,7 +113,12 @@ describe('scenarios and drift', () => {
 
     // Someone reinstalls it by hand: the detector removes the link again within a tick or two.
     symlinkSync(join(cs.hubDir, 'scenarios/crowdsecurity/http-probing.yaml'), probing())
-    const repaired = await eventually(() => api('/api/security/drift'), (r) => r.json.scenarios.repaired.some((x: Repair) => x.target === 'crowdsecurity/http-probing'), 5_000, 250)
+    const repaired = await eventually(
+      () => api('/api/security/drift'),
+      (r) => r.json.scenarios.repaired.some((x: Repair) => x.target === 'crowdsecurity/http-probing'),
+      5_000,
+      250,
+    )
     expect(present(probing())).toBe(false)
     expect(repaired.json.scenarios.drift_detected).toBe(false)
     expect(repaired.json.scenarios.repaired[0].detail).toMatch(/installed again although disabled in the panel: its link was removed/)
@@ -101,12 +128,22 @@ describe('scenarios and drift', () => {
 
     // A plain file of that name is the operator's (a local scenario): never deleted, flagged until the operator acts.
     writeFileSync(probing(), 'name: someone/own-probing\n')
-    const flagged = await eventually(() => api('/api/security/drift'), (r) => r.json.scenarios.drift_detected, 5_000, 250)
+    const flagged = await eventually(
+      () => api('/api/security/drift'),
+      (r) => r.json.scenarios.drift_detected,
+      5_000,
+      250,
+    )
     expect(flagged.json.scenarios.details.join()).toMatch(/http-probing is disabled in the panel, but .* is a local file/)
     expect((await api('/api/security/scenarios')).json.drift_detected).toBe(true)
     expect(readFileSync(probing(), 'utf8')).toContain('someone/own-probing')
     rmSync(probing())
-    await eventually(() => api('/api/security/drift'), (r) => !r.json.scenarios.drift_detected, 5_000, 250)
+    await eventually(
+      () => api('/api/security/drift'),
+      (r) => !r.json.scenarios.drift_detected,
+      5_000,
+      250,
+    )
 
     const on = await api('/api/security/scenarios/crowdsecurity%2Fhttp-probing', 'PATCH', { disabled: false })
     expect(on.json.disabled).toBe(false)
@@ -117,7 +154,12 @@ describe('scenarios and drift', () => {
 
   it('restores the link of a scenario re-enabled in the panel when it goes missing, audited', async () => {
     unlinkSync(probing())
-    await eventually(async () => existsSync(probing()), (x) => x, 5_000, 100)
+    await eventually(
+      async () => existsSync(probing()),
+      (x) => x,
+      5_000,
+      100,
+    )
     expect(lstatSync(probing()).isSymbolicLink()).toBe(true)
     const audit = await repairs('crowdsecurity/http-probing')
     expect(audit.at(-1)!.repair).toMatch(/enabled in the panel but its link was missing: the link was restored/)
@@ -143,17 +185,32 @@ describe('appsec tuning', () => {
     const res = await api('/api/security/appsec-tuning', 'PUT', { inbound_threshold: 10, outbound_threshold: 8 })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ inbound_threshold: 10, outbound_threshold: 8, drift_detected: false })
-    expect(readFileSync(plugin(), 'utf8')).toContain('setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8')
+    expect(readFileSync(plugin(), 'utf8')).toContain(
+      'setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8',
+    )
     const before = (await repairs(plugin())).length
     writeFileSync(plugin(), 'SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=999"\n')
-    await eventually(async () => readFileSync(plugin(), 'utf8'), (t) => t.includes('inbound_anomaly_score_threshold=10,'), 5_000, 100)
+    await eventually(
+      async () => readFileSync(plugin(), 'utf8'),
+      (t) => t.includes('inbound_anomaly_score_threshold=10,'),
+      5_000,
+      100,
+    )
     const audit = await repairs(plugin())
     expect(audit.length).toBe(before + 1)
-    expect(audit.at(-1)).toMatchObject({ actor: 'system:drift', surface: 'appsec', repair: expect.stringMatching(/differed from the stored thresholds: rewritten from the database/) })
+    expect(audit.at(-1)).toMatchObject({
+      actor: 'system:drift',
+      surface: 'appsec',
+      repair: expect.stringMatching(/differed from the stored thresholds: rewritten from the database/),
+    })
     expect((await api('/api/security/appsec-tuning')).json.drift_detected).toBe(false)
     expect((await api('/api/settings')).json['appsec.inbound_threshold']).toBe(10)
   })
-  it.each([[{ inbound_threshold: 0, outbound_threshold: 4 }], [{ inbound_threshold: 5 }], [{ inbound_threshold: 5.5, outbound_threshold: 4 }]])('refuses %j', async (body) => {
+  it.each([
+    [{ inbound_threshold: 0, outbound_threshold: 4 }],
+    [{ inbound_threshold: 5 }],
+    [{ inbound_threshold: 5.5, outbound_threshold: 4 }],
+  ])('refuses %j', async (body) => {
     const res = await api('/api/security/appsec-tuning', 'PUT', body)
     expect(res.status).toBe(400)
     expect(readFileSync(plugin(), 'utf8')).toContain('inbound_anomaly_score_threshold=10')
@@ -163,7 +220,13 @@ describe('appsec tuning', () => {
 describe('true_detect_mode profiles', () => {
   it('writes a profile before the defaults that the engine compiles, and removes it with the flag', async () => {
     const group = (await api('/api/target-groups', 'POST', { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).json
-    const host = await api('/api/hosts', 'POST', { domain: 'shop.example.test', aliases: ['www.shop.example.test'], target_group_id: group.id, tls_mode: 'none', true_detect_mode: true })
+    const host = await api('/api/hosts', 'POST', {
+      domain: 'shop.example.test',
+      aliases: ['www.shop.example.test'],
+      target_group_id: group.id,
+      tls_mode: 'none',
+      true_detect_mode: true,
+    })
     expect(host.status).toBe(201)
     const profiles = readFileSync(join(cs.configDir, 'profiles.yaml'), 'utf8')
     expect(profiles.startsWith('# BEGIN panel-managed')).toBe(true)
@@ -173,7 +236,12 @@ describe('true_detect_mode profiles', () => {
     await cs.restart() // the LAPI compiles profiles at start and refuses to start on an error
     expect((await fetch(`${cs.url}/health`)).status).toBe(200)
 
-    await api(`/api/hosts/${host.json.id}`, 'PUT', { domain: 'shop.example.test', target_group_id: group.id, tls_mode: 'none', true_detect_mode: false })
+    await api(`/api/hosts/${host.json.id}`, 'PUT', {
+      domain: 'shop.example.test',
+      target_group_id: group.id,
+      tls_mode: 'none',
+      true_detect_mode: false,
+    })
     const after = readFileSync(join(cs.configDir, 'profiles.yaml'), 'utf8')
     expect(after).not.toContain('panel-managed')
     expect(after).toContain('default_ip_remediation')
@@ -193,7 +261,13 @@ describe('check-self and overview', () => {
 
   it('counts protections per host and names the proxy modules the panel does without', async () => {
     const o = (await api('/api/security/overview')).json
-    expect(o).toMatchObject({ hosts_total: 1, waf: { enabled: 0, modes: { detection: 0, blocking: 0 } }, rate_limit_enabled: 0, forward_auth_enabled: 0, lan_only: 0 })
+    expect(o).toMatchObject({
+      hosts_total: 1,
+      waf: { enabled: 0, modes: { detection: 0, blocking: 0 } },
+      rate_limit_enabled: 0,
+      forward_auth_enabled: 0,
+      lan_only: 0,
+    })
     expect(o.certificates).toEqual({ total: 0, valid: 0, expiring_soon: 0, expired: 0, manual: 0, acme: 0 })
     expect(o.proxy_modules_missing).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns'])
   })
@@ -205,7 +279,12 @@ describe('boot re-derives the engine files from the database', () => {
     await panel.stop()
     panel = await startPanel({ env: env(), dataDir: panel.dataDir })
     admin = await panel.login()
-    await eventually(async () => existsSync(whitelistFile()), (x) => x, 5_000, 100)
+    await eventually(
+      async () => existsSync(whitelistFile()),
+      (x) => x,
+      5_000,
+      100,
+    )
     expect(readFileSync(whitelistFile(), 'utf8')).toContain('"198.51.100.40"')
   })
 })

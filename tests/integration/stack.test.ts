@@ -11,15 +11,27 @@ import { startTestUpstream, type TestUpstream } from '../support/upstream'
 // process it started is left.
 
 interface Ready {
-  panel: string; login: { email: string; password: string }; proxy: { http: string; admin: string }; lapi: string
-  data_dir: string; proxy_log_dir: string; pids: Record<string, number>
+  panel: string
+  login: { email: string; password: string }
+  proxy: { http: string; admin: string }
+  lapi: string
+  data_dir: string
+  proxy_log_dir: string
+  pids: Record<string, number>
 }
 
 let stack: ChildProcess | undefined
 let upstream: TestUpstream | undefined
 let output = ''
 
-const alive = (pid: number) => { try { process.kill(pid, 0); return true } catch { return false } }
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
 
 afterAll(async () => {
   if (stack && stack.exitCode === null && stack.signalCode === null) stack.kill('SIGKILL')
@@ -28,10 +40,16 @@ afterAll(async () => {
 
 async function startStack(): Promise<Ready> {
   stack = spawn(process.execPath, [join(REPO_ROOT, 'scripts/stack.mjs'), '--no-demo'], {
-    cwd: REPO_ROOT, env: { ...process.env, SKIP_PANEL_BUILD: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: REPO_ROOT,
+    env: { ...process.env, SKIP_PANEL_BUILD: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
-  stack.stdout!.on('data', (d) => { output += d })
-  stack.stderr!.on('data', (d) => { output += d })
+  stack.stdout!.on('data', (d) => {
+    output += d
+  })
+  stack.stderr!.on('data', (d) => {
+    output += d
+  })
   const deadline = Date.now() + 90_000
   for (;;) {
     const m = /^STACK_READY (.+)$/m.exec(output)
@@ -49,11 +67,19 @@ describe('npm run stack', () => {
     expect(Object.keys(ready.pids).sort()).toEqual(['caddy', 'crowdsec', 'panel'])
     for (const pid of Object.values(ready.pids)) expect(alive(pid)).toBe(true)
 
-    const login = await fetch(`${ready.panel}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ready.login) })
+    const login = await fetch(`${ready.panel}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ready.login),
+    })
     expect(login.status).toBe(200)
     const cookie = /^(panel_session=[^;]*)/.exec(login.headers.getSetCookie().join('\n'))![1]!
-    const post = (path: string, body: unknown) => fetch(`${ready.panel}${path}`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(body) })
-      .then(async (r) => ({ status: r.status, json: await r.json() as any }))
+    const post = (path: string, body: unknown) =>
+      fetch(`${ready.panel}${path}`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, json: (await r.json()) as any }))
 
     upstream = await startTestUpstream()
     const group = await post('/api/target-groups', { name: 'stack-test', targets: [{ address: `127.0.0.1:${upstream.port}` }] })

@@ -5,8 +5,14 @@ import { createGroup, createHost, startProxyStack, type ProxyStack } from '../su
 
 const MASTER_KEY = TEST_MASTER_KEY
 // Formats the modules accept (cloudflare: 35-50 of A-Z a-z 0-9 _ -; AWS keys); the legacy token is imported as it is.
-const SECRETS = ['tokA-SECRET-1111111111-aaaaaaaaaaaaaaaaaa', 'tokA-SECRET-2222222222-bbbbbbbbbbbbbbbbbb', 'SECRETBaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'legacy-SECRET-token-9999']
-const AWS_KEY_ID_1 = 'AKIAIOSFODNN7EXAMPLE', AWS_KEY_ID_2 = 'AKIAI44QH8DHBEXAMPLE'
+const SECRETS = [
+  'tokA-SECRET-1111111111-aaaaaaaaaaaaaaaaaa',
+  'tokA-SECRET-2222222222-bbbbbbbbbbbbbbbbbb',
+  'SECRETBaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+  'legacy-SECRET-token-9999',
+]
+const AWS_KEY_ID_1 = 'AKIAIOSFODNN7EXAMPLE',
+  AWS_KEY_ID_2 = 'AKIAI44QH8DHBEXAMPLE'
 registerTestSecret(...SECRETS)
 const responses: string[] = []
 
@@ -19,34 +25,68 @@ async function storedCredentials(panel: PanelHandle, name: string) {
   const row = (await panel.db().execute({ sql: 'SELECT enabled, credentials FROM dns_providers WHERE name = ?', args: [name] })).rows[0]
   if (!row) return undefined
   const sealed = row.credentials === null ? null : String(row.credentials)
-  return { enabled: Number(row.enabled) === 1, sealed, plain: sealed ? JSON.parse(createSecretsBox(MASTER_KEY).open(sealed, `dns_providers/${name}/credentials`)) : null }
+  return {
+    enabled: Number(row.enabled) === 1,
+    sealed,
+    plain: sealed ? JSON.parse(createSecretsBox(MASTER_KEY).open(sealed, `dns_providers/${name}/credentials`)) : null,
+  }
 }
 
 describe('DNS providers: catalogue and PUT rules', () => {
   let stack: ProxyStack
   // Debian's Caddy 2.6.2 without the DNS modules: the last test needs its refusal.
-  beforeAll(async () => { stack = await startProxyStack({ stockCaddy: true }) })
-  afterAll(async () => { await stack?.stop() })
+  beforeAll(async () => {
+    stack = await startProxyStack({ stockCaddy: true })
+  })
+  afterAll(async () => {
+    await stack?.stop()
+  })
 
   it('lists exactly the catalogue, unconfigured at first', async () => {
     const res = await call(stack.panel, stack.admin, '/api/dns-providers')
     expect(res.json.map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
     const [a, b, c] = res.json
-    expect(a).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.cloudflare', docs_url: expect.stringMatching(/^https:\/\//) })
+    expect(a).toMatchObject({
+      enabled: false,
+      configured: false,
+      proxy_module: 'dns.providers.cloudflare',
+      docs_url: expect.stringMatching(/^https:\/\//),
+    })
     expect(a.fields).toEqual([expect.objectContaining({ key: 'api_token', required: true, secret: true })])
     expect(b.proxy_module).toBe('dns.providers.route53')
-    expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([['access_key_id', true, false], ['secret_access_key', true, true], ['region', false, false]])
+    expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
+      ['access_key_id', true, false],
+      ['secret_access_key', true, true],
+      ['region', false, false],
+    ])
     expect(c).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.rfc2136' })
-    expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([['server', true, false], ['key_name', true, false], ['key_alg', true, false], ['key', true, true], ['zone', false, false]])
-    expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual(['hmac-sha256', 'hmac-sha384', 'hmac-sha512', 'hmac-sha224', 'hmac-sha1'])
+    expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
+      ['server', true, false],
+      ['key_name', true, false],
+      ['key_alg', true, false],
+      ['key', true, true],
+      ['zone', false, false],
+    ])
+    expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual([
+      'hmac-sha256',
+      'hmac-sha384',
+      'hmac-sha512',
+      'hmac-sha224',
+      'hmac-sha1',
+    ])
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_b')).json.name).toBe('provider_b')
     // A name outside the catalogue is outside the path parameter's enum: a 400 naming the choices.
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(400)
-    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).json.error).toMatch(/not in the catalogue; use provider_a/)
+    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).json.error).toMatch(
+      /not in the catalogue; use provider_a/,
+    )
   })
 
   it('stores credentials sealed, never returns them, disables without losing them, and honours __UNCHANGED__', async () => {
-    const put = await call(stack.panel, stack.admin, '/api/dns-providers/provider_a', 'PUT', { enabled: true, credentials: { api_token: SECRETS[0] } })
+    const put = await call(stack.panel, stack.admin, '/api/dns-providers/provider_a', 'PUT', {
+      enabled: true,
+      credentials: { api_token: SECRETS[0] },
+    })
     expect(put.status).toBe(200)
     expect(put.json).toMatchObject({ name: 'provider_a', enabled: true, configured: true })
     expect((await storedCredentials(stack.panel, 'provider_a'))?.plain).toEqual({ api_token: SECRETS[0] })
@@ -58,9 +98,18 @@ describe('DNS providers: catalogue and PUT rules', () => {
     expect((await storedCredentials(stack.panel, 'provider_a'))!.sealed).toBe(before)
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_a', 'PUT', { enabled: true })).json.enabled).toBe(true)
 
-    await call(stack.panel, stack.admin, '/api/dns-providers/provider_b', 'PUT', { enabled: true, credentials: { access_key_id: AWS_KEY_ID_1, secret_access_key: SECRETS[2], region: 'eu-west-1' } })
-    await call(stack.panel, stack.admin, '/api/dns-providers/provider_b', 'PUT', { enabled: true, credentials: { access_key_id: AWS_KEY_ID_2, secret_access_key: '__UNCHANGED__' } })
-    expect((await storedCredentials(stack.panel, 'provider_b'))?.plain).toEqual({ access_key_id: AWS_KEY_ID_2, secret_access_key: SECRETS[2] })
+    await call(stack.panel, stack.admin, '/api/dns-providers/provider_b', 'PUT', {
+      enabled: true,
+      credentials: { access_key_id: AWS_KEY_ID_1, secret_access_key: SECRETS[2], region: 'eu-west-1' },
+    })
+    await call(stack.panel, stack.admin, '/api/dns-providers/provider_b', 'PUT', {
+      enabled: true,
+      credentials: { access_key_id: AWS_KEY_ID_2, secret_access_key: '__UNCHANGED__' },
+    })
+    expect((await storedCredentials(stack.panel, 'provider_b'))?.plain).toEqual({
+      access_key_id: AWS_KEY_ID_2,
+      secret_access_key: SECRETS[2],
+    })
     const audit = await stack.panel.db().execute("SELECT raw FROM logs WHERE message = 'dns_provider_update'")
     expect(audit.rows.length).toBe(5)
   })
@@ -83,23 +132,47 @@ describe('DNS providers: catalogue and PUT rules', () => {
 
   it('a host can use a configured provider for DNS-01; PROXY_MODULES without dns leaves it out with a warning', async () => {
     const group = await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })
-    const host = await createHost(stack, { domain: '*.dns.example.test', target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a' })
+    const host = await createHost(stack, {
+      domain: '*.dns.example.test',
+      target_group_id: group.id,
+      tls_mode: 'auto',
+      tls_challenge: 'dns',
+      tls_dns_provider: 'provider_a',
+    })
     expect(host.status).toBe(201)
     expect(host.json.reconcile.warnings.join()).toMatch(/PROXY_MODULES lacks dns/)
     await call(stack.panel, stack.admin, '/api/dns-providers/provider_b', 'PUT', { enabled: false })
-    const refused = await createHost(stack, { domain: 'b.dns.example.test', target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_b' })
+    const refused = await createHost(stack, {
+      domain: 'b.dns.example.test',
+      target_group_id: group.id,
+      tls_mode: 'auto',
+      tls_challenge: 'dns',
+      tls_dns_provider: 'provider_b',
+    })
     expect(refused.status).toBe(400)
     expect(refused.json.error).toMatch(/provider_b is disabled/)
   })
 
-  it('the proxy rejects DNS-01 without its module: the credential rotation is rolled back with Caddy\'s text', async () => {
+  it("the proxy rejects DNS-01 without its module: the credential rotation is rolled back with Caddy's text", async () => {
     // Same database, now told the proxy has DNS modules: the stock Caddy does not.
     await stack.panel.stop()
-    const panel = await startPanel({ dataDir: stack.panel.dataDir, env: { PROXY_ADMIN_URL: stack.caddy.adminUrl, PROXY_MODULES: 'dns', PROXY_HTTP_LISTEN: `127.0.0.1:${stack.httpPort}`, PROXY_HTTPS_LISTEN: `127.0.0.1:${stack.httpsPort}`, PROXY_LOG_DIR: stack.logDir } })
+    const panel = await startPanel({
+      dataDir: stack.panel.dataDir,
+      env: {
+        PROXY_ADMIN_URL: stack.caddy.adminUrl,
+        PROXY_MODULES: 'dns',
+        PROXY_HTTP_LISTEN: `127.0.0.1:${stack.httpPort}`,
+        PROXY_HTTPS_LISTEN: `127.0.0.1:${stack.httpsPort}`,
+        PROXY_LOG_DIR: stack.logDir,
+      },
+    })
     try {
       const cookie = await panel.login()
       const before = (await storedCredentials(panel, 'provider_a'))!.sealed
-      const res = await call(panel, cookie, '/api/dns-providers/provider_a', 'PUT', { enabled: true, credentials: { api_token: SECRETS[1] } })
+      const res = await call(panel, cookie, '/api/dns-providers/provider_a', 'PUT', {
+        enabled: true,
+        credentials: { api_token: SECRETS[1] },
+      })
       expect(res.status).toBe(502)
       expect(res.json.error).toMatch(/^proxy rejected configuration: .*unknown module: dns\.providers\.cloudflare/)
       expect((await storedCredentials(panel, 'provider_a'))!.sealed).toBe(before)

@@ -46,14 +46,25 @@ beforeAll(async () => {
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).id
   closedCa = `https://127.0.0.1:${await freePort()}/dir` // nothing listens: every order stops here
 })
-afterAll(async () => { await stack?.stop(); await direct?.stop() })
-
-const put = (name: string, credentials: Record<string, string>) => stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body: { enabled: true, credentials } })
-const dnsHost = (domain: string, provider: string) => createHost(stack, {
-  domain, target_group_id: groupId, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: provider, tls_acme_ca_url: closedCa, tls_email: 'ops@example.test',
+afterAll(async () => {
+  await stack?.stop()
+  await direct?.stop()
 })
 
-describe('provider_a and provider_b loaded by the production Caddy\'s own modules', () => {
+const put = (name: string, credentials: Record<string, string>) =>
+  stack.panel.request(`/api/dns-providers/${name}`, { method: 'PUT', cookie: stack.admin, body: { enabled: true, credentials } })
+const dnsHost = (domain: string, provider: string) =>
+  createHost(stack, {
+    domain,
+    target_group_id: groupId,
+    tls_mode: 'auto',
+    tls_challenge: 'dns',
+    tls_dns_provider: provider,
+    tls_acme_ca_url: closedCa,
+    tls_email: 'ops@example.test',
+  })
+
+describe("provider_a and provider_b loaded by the production Caddy's own modules", () => {
   it('a host on each provider: both pushes are accepted and the proxy holds each module with its credentials', async () => {
     expect((await put('provider_a', { api_token: CF_TOKEN })).status).toBe(200)
     expect((await put('provider_b', { access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-west-3' })).status).toBe(200)
@@ -61,25 +72,56 @@ describe('provider_a and provider_b loaded by the production Caddy\'s own module
     const b = await dnsHost('*.b.vendors.example.test', 'provider_b')
     expect([a.status, a.json.reconcile.status, b.status, b.json.reconcile.status]).toEqual([201, 'applied', 201, 'applied'])
 
-    const policies = (await stack.caddy.getConfig() as any).apps.tls.automation.policies
+    const policies = ((await stack.caddy.getConfig()) as any).apps.tls.automation.policies
     const providerOf = (subject: string) => policies.find((p: any) => p.subjects.includes(subject)).issuers[0].challenges.dns.provider
     expect(providerOf('a.vendors.example.test')).toEqual({ name: 'cloudflare', api_token: CF_TOKEN })
-    expect(providerOf('*.b.vendors.example.test')).toEqual({ name: 'route53', access_key_id: AWS_KEY_ID, secret_access_key: AWS_SECRET, region: 'eu-west-3' })
+    expect(providerOf('*.b.vendors.example.test')).toEqual({
+      name: 'route53',
+      access_key_id: AWS_KEY_ID,
+      secret_access_key: AWS_SECRET,
+      region: 'eu-west-3',
+    })
     // The proxy then tried to order: it stopped at the CA, before any call to a DNS provider.
-    const failure = (await eventually(async () => (await stack.panel.request(`/api/hosts/${a.json.id}`, { cookie: stack.admin })).json.certificate, (c) => !!c?.last_failure, 30_000, 300)).last_failure
-    expect(failure).toMatchObject({ operation: 'obtain', kind: 'ca_unreachable', cause: expect.stringMatching(/^the ACME CA could not be reached: .*connection refused/) })
+    const failure = (
+      await eventually(
+        async () => (await stack.panel.request(`/api/hosts/${a.json.id}`, { cookie: stack.admin })).json.certificate,
+        (c) => !!c?.last_failure,
+        30_000,
+        300,
+      )
+    ).last_failure
+    expect(failure).toMatchObject({
+      operation: 'obtain',
+      kind: 'ca_unreachable',
+      cause: expect.stringMatching(/^the ACME CA could not be reached: .*connection refused/),
+    })
   })
 
   it.each(CANDIDATES)('Cloudflare token, %s: the panel accepts it exactly when the cloudflare module does', async (_name, token) => {
     const panel = await put('provider_a', { api_token: token })
     expect([200, 400]).toContain(panel.status) // never 502: what the panel accepts, the module loads
-    if (panel.status === 400) expect(panel.json.error).toMatch(/^credentials\.api_token: must be a Cloudflare API token as the proxy's cloudflare module accepts it/)
+    if (panel.status === 400)
+      expect(panel.json.error).toMatch(
+        /^credentials\.api_token: must be a Cloudflare API token as the proxy's cloudflare module accepts it/,
+      )
     else expect(panel.json.reconcile.status).toBe('applied')
     const module = await direct.load({
       admin: { listen: direct.adminListen, config: { persist: false } },
-      apps: { tls: { automation: { policies: [{ subjects: ['t.vendors.example.test'], issuers: [{ module: 'acme', ca: closedCa, challenges: { dns: { provider: { name: 'cloudflare', api_token: token } } } }] }] } } },
+      apps: {
+        tls: {
+          automation: {
+            policies: [
+              {
+                subjects: ['t.vendors.example.test'],
+                issuers: [{ module: 'acme', ca: closedCa, challenges: { dns: { provider: { name: 'cloudflare', api_token: token } } } }],
+              },
+            ],
+          },
+        },
+      },
     })
-    if (module.status !== 200) expect(JSON.parse(module.body).error).toContain(`provision dns.providers.cloudflare: API token '${token}' appears invalid`)
+    if (module.status !== 200)
+      expect(JSON.parse(module.body).error).toContain(`provision dns.providers.cloudflare: API token '${token}' appears invalid`)
     expect(module.status === 200).toBe(panel.status === 200)
   })
 })

@@ -23,7 +23,13 @@ async function upload(id: number, parts: Record<string, string>) {
   return { status: res.status, json: res.json }
 }
 const certsDir = () => join(stack.panel.dataDir, 'certs')
-const filesOnDisk = () => { try { return readdirSync(certsDir()).sort() } catch { return [] } }
+const filesOnDisk = () => {
+  try {
+    return readdirSync(certsDir()).sort()
+  } catch {
+    return []
+  }
+}
 
 beforeAll(async () => {
   const [httpPort, httpsPort] = [await freePort(), await freePort()]
@@ -32,10 +38,20 @@ beforeAll(async () => {
   stack = await startProxyStack({ httpPort, httpsPort, env: { PROXY_ACME_TRUSTED_ROOTS: pebble.caPemFile } })
   pki = createTestPki()
   const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
-  const host = await createHost(stack, { domain: DOMAIN, target_group_id: group.id, tls_mode: 'auto', tls_challenge: 'http', tls_acme_ca_url: pebble.directoryUrl })
+  const host = await createHost(stack, {
+    domain: DOMAIN,
+    target_group_id: group.id,
+    tls_mode: 'auto',
+    tls_challenge: 'http',
+    tls_acme_ca_url: pebble.directoryUrl,
+  })
   hostId = host.json.id
 })
-afterAll(async () => { await stack?.stop(); await pebble?.stop(); await up?.stop() })
+afterAll(async () => {
+  await stack?.stop()
+  await pebble?.stop()
+  await up?.stop()
+})
 
 describe('rejected uploads: 400 with the reason, nothing written', () => {
   it.each([
@@ -70,11 +86,23 @@ describe('an uploaded certificate, served by the real Caddy', () => {
     const res = await upload(hostId, { cert_pem: leaf.certPem, key_pem: leaf.keyPem, chain_pem: pki.intermediatePem })
     expect(res.status).toBe(201)
     const fingerprint = new X509Certificate(leaf.certPem).fingerprint256.replace(/:/g, '').toLowerCase()
-    expect(res.json).toMatchObject({ host_id: hostId, domain: DOMAIN, subject: DOMAIN, issuer: 'Panel Test Intermediate', sans: [DOMAIN], has_chain: true, fingerprint_sha256: fingerprint })
+    expect(res.json).toMatchObject({
+      host_id: hostId,
+      domain: DOMAIN,
+      subject: DOMAIN,
+      issuer: 'Panel Test Intermediate',
+      sans: [DOMAIN],
+      has_chain: true,
+      fingerprint_sha256: fingerprint,
+    })
     expect(JSON.stringify(res.json)).not.toContain('PRIVATE KEY')
 
     // The handshake presents exactly the uploaded certificate, trusted through our own root.
-    const seen = await eventually(() => presentedCertificate(stack.httpsPort, DOMAIN, pki.rootPem), (c) => c?.subject === DOMAIN && c.issuer === 'Panel Test Intermediate', 10_000)
+    const seen = await eventually(
+      () => presentedCertificate(stack.httpsPort, DOMAIN, pki.rootPem),
+      (c) => c?.subject === DOMAIN && c.issuer === 'Panel Test Intermediate',
+      10_000,
+    )
     expect(seen).toMatchObject({ subject: DOMAIN, issuer: 'Panel Test Intermediate', authorized: true })
 
     const host = await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })
@@ -101,17 +129,31 @@ describe('an uploaded certificate, served by the real Caddy', () => {
     expect(filesOnDisk()).toEqual([])
     expect((await stack.panel.request(`/api/manual-certs/${hostId}`, { cookie: stack.admin })).status).toBe(404)
     expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.tls_mode).toBe('auto')
-    const issued = await eventually(() => presentedCertificate(stack.httpsPort, DOMAIN, ''), (c) => /Pebble/.test(c?.issuer ?? ''), 30_000, 300)
+    const issued = await eventually(
+      () => presentedCertificate(stack.httpsPort, DOMAIN, ''),
+      (c) => /Pebble/.test(c?.issuer ?? ''),
+      30_000,
+      300,
+    )
     expect(issued?.issuer).toMatch(/Pebble/)
-    const acme = await eventually(() => stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin }), (r) => !!r.json.certificate?.not_after, 15_000, 500)
+    const acme = await eventually(
+      () => stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin }),
+      (r) => !!r.json.certificate?.not_after,
+      15_000,
+      500,
+    )
     expect(acme.json.certificate).toMatchObject({ source: 'acme', issuer: expect.stringMatching(/Pebble/) })
   })
 
   it('DELETE ?revert=none serves plain HTTP; a bad revert value is 400', async () => {
     const leaf = pki.leaf(DOMAIN)
     expect((await upload(hostId, pemParts(leaf))).status).toBe(201)
-    expect((await stack.panel.request(`/api/manual-certs/${hostId}?revert=maybe`, { method: 'DELETE', cookie: stack.admin })).status).toBe(400)
-    expect((await stack.panel.request(`/api/manual-certs/${hostId}?revert=none`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
+    expect((await stack.panel.request(`/api/manual-certs/${hostId}?revert=maybe`, { method: 'DELETE', cookie: stack.admin })).status).toBe(
+      400,
+    )
+    expect((await stack.panel.request(`/api/manual-certs/${hostId}?revert=none`, { method: 'DELETE', cookie: stack.admin })).status).toBe(
+      204,
+    )
     const host = await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })
     expect(host.json).toMatchObject({ tls_mode: 'none', certificate: null })
   })

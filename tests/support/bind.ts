@@ -14,13 +14,20 @@ export const NAMED_BIN = '/usr/sbin/named'
 export const TSIG_KEYGEN_BIN = '/usr/sbin/tsig-keygen'
 export const NSUPDATE_BIN = '/usr/bin/nsupdate'
 
-export interface TsigKey { name: string; algorithm: string; secret: string }
+export interface TsigKey {
+  name: string
+  algorithm: string
+  secret: string
+}
 /**
  * A zone and who may update it: `update-policy` rules in order, first match
  * wins, e.g. `deny acme-key name _acme-challenge.denied.example.test. TXT` then
  * `grant acme-key zonesub TXT`.
  */
-export interface BindZone { name: string; policy: string[] }
+export interface BindZone {
+  name: string
+  policy: string[]
+}
 
 export interface BindHandle {
   /** '127.0.0.1:<port>' (TCP and UDP). */
@@ -60,40 +67,58 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
   writeFileSync(join(dir, 'keys.conf'), _keysConf(opts.keys))
   for (const z of opts.zones) {
     // A short negative TTL: a lookup that missed the challenge record is not cached for long.
-    writeFileSync(join(dir, `${z.name}.zone`), `$TTL 60\n@ IN SOA ns1.${z.name}. hostmaster.${z.name}. ( 1 60 60 600 5 )\n@ IN NS ns1.${z.name}.\nns1 IN A 127.0.0.1\n`)
+    writeFileSync(
+      join(dir, `${z.name}.zone`),
+      `$TTL 60\n@ IN SOA ns1.${z.name}. hostmaster.${z.name}. ( 1 60 60 600 5 )\n@ IN NS ns1.${z.name}.\nns1 IN A 127.0.0.1\n`,
+    )
   }
-  writeFileSync(join(dir, 'named.conf'), [
-    'options {',
-    `  directory "${dir}";`,
-    `  pid-file "${join(dir, 'named.pid')}";`,
-    `  session-keyfile "${join(dir, 'session.key')}";`,
-    `  managed-keys-directory "${dir}";`,
-    `  listen-on port ${port} { 127.0.0.1; };`,
-    '  listen-on-v6 { none; };',
-    '  recursion no;',
-    '  dnssec-validation no;',
-    '  notify no;',
-    '};',
-    // No rndc channel: the harness reloads with SIGHUP to this PID.
-    'controls { };',
-    `include "${join(dir, 'keys.conf')}";`,
-    ...opts.zones.map((z) => `zone "${z.name}" { type primary; file "${join(dir, `${z.name}.zone`)}"; update-policy { ${z.policy.map((p) => `${p};`).join(' ')} }; };`),
-    '',
-  ].join('\n'))
+  writeFileSync(
+    join(dir, 'named.conf'),
+    [
+      'options {',
+      `  directory "${dir}";`,
+      `  pid-file "${join(dir, 'named.pid')}";`,
+      `  session-keyfile "${join(dir, 'session.key')}";`,
+      `  managed-keys-directory "${dir}";`,
+      `  listen-on port ${port} { 127.0.0.1; };`,
+      '  listen-on-v6 { none; };',
+      '  recursion no;',
+      '  dnssec-validation no;',
+      '  notify no;',
+      '};',
+      // No rndc channel: the harness reloads with SIGHUP to this PID.
+      'controls { };',
+      `include "${join(dir, 'keys.conf')}";`,
+      ...opts.zones.map(
+        (z) =>
+          `zone "${z.name}" { type primary; file "${join(dir, `${z.name}.zone`)}"; update-policy { ${z.policy.map((p) => `${p};`).join(' ')} }; };`,
+      ),
+      '',
+    ].join('\n'),
+  )
   const logFile = join(dir, 'named.log')
   const resolver = new Resolver({ timeout: 2_000, tries: 1 })
   resolver.setServers([address])
   const proc: ManagedProcess = startProcess(NAMED_BIN, ['-g', '-4', '-c', join(dir, 'named.conf')], { cwd: dir, logFile })
   try {
-    await waitFor(async () => (await resolver.resolveSoa(opts.zones[0]!.name)).serial >= 1, { timeoutMs: 15_000, what: 'named', process: proc })
+    await waitFor(async () => (await resolver.resolveSoa(opts.zones[0]!.name)).serial >= 1, {
+      timeoutMs: 15_000,
+      what: 'named',
+      process: proc,
+    })
   } catch (err) {
     await proc.stop()
     throw err
   }
   const reloads = () => (readFileSync(logFile, 'utf8').match(/reloading configuration succeeded/g) ?? []).length
   return {
-    address, port, workDir: dir, logFile,
-    get pid() { return proc.pid },
+    address,
+    port,
+    workDir: dir,
+    logFile,
+    get pid() {
+      return proc.pid
+    },
     async setKeys(keys) {
       const before = reloads()
       writeFileSync(join(dir, 'keys.conf'), _keysConf(keys))
@@ -101,7 +126,9 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
       await waitFor(async () => reloads() > before, { timeoutMs: 10_000, what: 'named reload', process: proc })
     },
     async txt(name) {
-      try { return (await resolver.resolveTxt(name)).map((chunks) => chunks.join('')) } catch (err) {
+      try {
+        return (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''))
+      } catch (err) {
         const code = (err as NodeJS.ErrnoException).code
         if (code === 'ENODATA' || code === 'ENOTFOUND') return []
         throw err
@@ -110,7 +137,11 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
     nsupdate(key, zone, commands) {
       const script = [`server 127.0.0.1 ${port}`, `zone ${zone}`, ...commands, 'send', ''].join('\n')
       try {
-        const output = execFileSync(NSUPDATE_BIN, ['-y', `${key.algorithm}:${key.name}:${key.secret}`], { input: script, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] })
+        const output = execFileSync(NSUPDATE_BIN, ['-y', `${key.algorithm}:${key.name}:${key.secret}`], {
+          input: script,
+          encoding: 'utf8',
+          stdio: ['pipe', 'pipe', 'pipe'],
+        })
         return { code: 0, output }
       } catch (err) {
         const e = err as { status?: number; stdout?: string; stderr?: string }

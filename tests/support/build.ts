@@ -17,7 +17,8 @@ function _newest(path: string): number {
   const st = statSync(path)
   if (!st.isDirectory()) return st.mtimeMs
   let newest = st.mtimeMs
-  for (const name of readdirSync(path)) if (name !== 'node_modules' && name !== 'dist' && name !== 'dist-html') newest = Math.max(newest, _newest(join(path, name)))
+  for (const name of readdirSync(path))
+    if (name !== 'node_modules' && name !== 'dist' && name !== 'dist-html') newest = Math.max(newest, _newest(join(path, name)))
   return newest
 }
 
@@ -39,12 +40,17 @@ export function ensureBuilt(root: string = REPO_ROOT): boolean {
   const cli = join(root, 'node_modules/nitropack/dist/cli/index.mjs')
   if (!existsSync(cli)) throw new Error(`nitropack is not installed in ${root}: run npm ci (bash scripts/test.sh does)`)
   // The web UI first (ui -> ui/dist): nitro build copies it into the output.
-  const ui = spawnSync(process.execPath, [join(root, 'scripts/build-ui.mjs')], { cwd: root, encoding: 'utf8', env: { ...process.env, UI_BUILD_QUIET: '1' } })
+  const ui = spawnSync(process.execPath, [join(root, 'scripts/build-ui.mjs')], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, UI_BUILD_QUIET: '1' },
+  })
   if (ui.status !== 0) throw new Error(`the web UI build failed (exit ${ui.status ?? ui.signal}):\n${ui.stdout}\n${ui.stderr}`)
   const r = spawnSync(process.execPath, [cli, 'build'], { cwd: root, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
   if (r.error) throw new Error(`the panel build could not run: ${r.error.message}`)
   if (r.status !== 0) throw new Error(`the panel build failed (exit ${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`)
   // (Not re-checking staleness: sources may be edited while the build runs.)
-  if (!existsSync(join(root, '.output/server/index.mjs'))) throw new Error(`the panel build succeeded but wrote no .output/server/index.mjs:\n${r.stdout}\n${r.stderr}`)
+  if (!existsSync(join(root, '.output/server/index.mjs')))
+    throw new Error(`the panel build succeeded but wrote no .output/server/index.mjs:\n${r.stdout}\n${r.stderr}`)
   return true
 }

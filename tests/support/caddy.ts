@@ -5,7 +5,6 @@ import { edgeBinaries, STOCK_CADDY_BIN } from './edge-bins'
 import { freePort } from './ports'
 import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
-
 export interface CaddyHandle {
   /** 'http://127.0.0.1:<port>' */
   adminUrl: string
@@ -55,12 +54,16 @@ export async function startCaddy(opts: { workDir?: string; stock?: boolean; env?
   const start = async () => {
     const t0 = performance.now()
     proc = startProcess(bin, ['run', '--config', bootstrap], {
-      cwd: workDir, logFile,
+      cwd: workDir,
+      logFile,
       env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home'), ...opts.env },
     })
     try {
-      await waitFor(async () => (await freshRequest(`${adminUrl}/config/`, { timeoutMs: 2_000 })).status === 200,
-        { timeoutMs: 10_000, what: `caddy (admin ${adminListen})`, process: proc })
+      await waitFor(async () => (await freshRequest(`${adminUrl}/config/`, { timeoutMs: 2_000 })).status === 200, {
+        timeoutMs: 10_000,
+        what: `caddy (admin ${adminListen})`,
+        process: proc,
+      })
     } catch (err) {
       await proc.stop()
       throw err
@@ -69,14 +72,31 @@ export async function startCaddy(opts: { workDir?: string; stock?: boolean; env?
   }
   await start()
   return {
-    adminUrl, adminListen, workDir, bin, storageDir: join(workDir, 'storage'), logFile,
-    get pid() { return proc!.pid },
-    get startMs() { return startMs },
-    async stop() { await proc?.stop() },
-    async restart() { await proc?.stop(); await start() },
-    load: (config, o = {}) => freshRequest(`${adminUrl}/load`, {
-      method: 'POST', body: JSON.stringify(config), headers: o.force ? { 'cache-control': 'must-revalidate' } : {},
-    }),
+    adminUrl,
+    adminListen,
+    workDir,
+    bin,
+    storageDir: join(workDir, 'storage'),
+    logFile,
+    get pid() {
+      return proc!.pid
+    },
+    get startMs() {
+      return startMs
+    },
+    async stop() {
+      await proc?.stop()
+    },
+    async restart() {
+      await proc?.stop()
+      await start()
+    },
+    load: (config, o = {}) =>
+      freshRequest(`${adminUrl}/load`, {
+        method: 'POST',
+        body: JSON.stringify(config),
+        headers: o.force ? { 'cache-control': 'must-revalidate' } : {},
+      }),
     async getConfig() {
       const r = await freshRequest(`${adminUrl}/config/`)
       if (r.status !== 200) throw new Error(`GET ${adminUrl}/config/ answered ${r.status}: ${r.body}`)

@@ -7,7 +7,12 @@ import { freePort } from './ports'
 // the watcher login with a signed JWT, records every signal batch, and answers
 // the rest (decision pulls, metrics) with empty successes.
 
-export interface CapiSignal { scenario: string; scenario_hash?: string; source?: { value?: string; scope?: string }; decisions?: Array<{ origin?: string; value?: string; scope?: string }> }
+export interface CapiSignal {
+  scenario: string
+  scenario_hash?: string
+  source?: { value?: string; scope?: string }
+  decisions?: Array<{ origin?: string; value?: string; scope?: string }>
+}
 
 export interface CapiStandIn {
   url: string
@@ -31,10 +36,18 @@ export async function startCapiStandIn(): Promise<CapiStandIn> {
       res.setHeader('content-type', 'application/json')
       if (path.endsWith('/watchers/login')) {
         const expire = new Date(Date.now() + 3600_000)
-        const token = await new SignJWT({ id: 'panel-test' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(Math.floor(expire.getTime() / 1000)).setIssuedAt().sign(key)
+        const token = await new SignJWT({ id: 'panel-test' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setExpirationTime(Math.floor(expire.getTime() / 1000))
+          .setIssuedAt()
+          .sign(key)
         res.end(JSON.stringify({ code: 200, expire: expire.toISOString(), token }))
       } else if (path.endsWith('/signals')) {
-        try { signals.push(...(JSON.parse(Buffer.concat(chunks).toString('utf8')) as CapiSignal[])) } catch { /* recorded as a path only */ }
+        try {
+          signals.push(...(JSON.parse(Buffer.concat(chunks).toString('utf8')) as CapiSignal[]))
+        } catch {
+          /* recorded as a path only */
+        }
         res.end('"OK"')
       } else if (path.includes('/decisions')) {
         res.end(JSON.stringify({ new: [], deleted: [], links: {} }))
@@ -46,7 +59,9 @@ export async function startCapiStandIn(): Promise<CapiStandIn> {
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
-    url: `http://127.0.0.1:${port}/`, signals, paths,
+    url: `http://127.0.0.1:${port}/`,
+    signals,
+    paths,
     stop: () => new Promise((resolve) => server.close(() => resolve())),
   }
 }

@@ -21,7 +21,9 @@ export const crowdsecBinaries = () => ({ crowdsec: edgeBinaries().crowdsec, cscl
  */
 export const HARNESS_WHITELIST = ['198.51.100.0/25']
 /** The offline hub and data of Debian's package (the engine binary is ours; the hub cannot be downloaded here). */
-const DEBIAN_HUB = '/usr/share/crowdsec/hub', DEBIAN_DATA = '/usr/share/crowdsec/data', DEBIAN_ETC = '/etc/crowdsec'
+const DEBIAN_HUB = '/usr/share/crowdsec/hub',
+  DEBIAN_DATA = '/usr/share/crowdsec/data',
+  DEBIAN_ETC = '/etc/crowdsec'
 const DEPLOY_CROWDSEC = join(REPO_ROOT, 'deploy/crowdsec')
 /** The LAPI refuses a User-Agent that is not shaped name/version (Node's fetch sends `node`). */
 export const LAPI_USER_AGENT = 'panel-test/1.0'
@@ -83,9 +85,17 @@ export interface CrowdsecOptions {
 
 /** The harness's own parser whitelist (never the panel's file). */
 function _harnessWhitelistYaml(entries: string[]): string {
-  const ips = entries.filter((e) => !e.includes('/')), cidrs = entries.filter((e) => e.includes('/'))
-  return ['name: panel-test/harness-whitelist', 'description: "test clients the engine must not ban by itself"', 'whitelist:',
-    '  reason: "test harness client"', ...(ips.length ? [`  ip: ${JSON.stringify(ips)}`] : []), ...(cidrs.length ? [`  cidr: ${JSON.stringify(cidrs)}`] : []), ''].join('\n')
+  const ips = entries.filter((e) => !e.includes('/')),
+    cidrs = entries.filter((e) => e.includes('/'))
+  return [
+    'name: panel-test/harness-whitelist',
+    'description: "test clients the engine must not ban by itself"',
+    'whitelist:',
+    '  reason: "test harness client"',
+    ...(ips.length ? [`  ip: ${JSON.stringify(ips)}`] : []),
+    ...(cidrs.length ? [`  cidr: ${JSON.stringify(cidrs)}`] : []),
+    '',
+  ].join('\n')
 }
 
 /**
@@ -104,8 +114,11 @@ export async function startCrowdsec(opts: CrowdsecOptions = {}): Promise<Crowdse
   const agent = opts.agent ?? true
   if (opts.appsec && !agent) throw new Error('startCrowdsec: AppSec is a datasource of the agent; appsec: true needs agent: true')
   const root = makeTempDir('crowdsec-')
-  const etc = join(root, 'etc'), data = join(root, 'data'), hub = join(root, 'hub')
-  mkdirSync(etc, { recursive: true }); mkdirSync(data, { recursive: true })
+  const etc = join(root, 'etc'),
+    data = join(root, 'data'),
+    hub = join(root, 'hub')
+  mkdirSync(etc, { recursive: true })
+  mkdirSync(data, { recursive: true })
   cpSync(DEBIAN_HUB, hub, { recursive: true })
   for (const f of readdirSync(DEBIAN_DATA)) cpSync(join(DEBIAN_DATA, f), join(data, f), { recursive: true })
   cpSync(join(DEBIAN_ETC, 'patterns'), join(etc, 'patterns'), { recursive: true })
@@ -114,16 +127,24 @@ export async function startCrowdsec(opts: CrowdsecOptions = {}): Promise<Crowdse
   writeFileSync(join(etc, 'local_api_credentials.yaml'), '')
   const logDir = opts.logDir ?? join(root, 'proxy-logs')
   mkdirSync(logDir, { recursive: true })
-  const accessLogFile = join(logDir, 'access.log'), wafAuditLogFile = join(logDir, 'waf-audit.log')
+  const accessLogFile = join(logDir, 'access.log'),
+    wafAuditLogFile = join(logDir, 'waf-audit.log')
   // The files exist before the agent starts (Caddy appends to them).
   for (const f of [accessLogFile, wafAuditLogFile]) if (!existsSync(f)) writeFileSync(f, '')
   const [port, promPort, appsecPort] = await freePorts(3)
   const appsecUrl = opts.appsec ? `http://127.0.0.1:${appsecPort}` : undefined
   // deploy/crowdsec/acquis.yaml's AppSec source, on loopback (compose listens on the control network).
-  const appsecSource = appsecUrl ? `---\nsource: appsec\nlisten_addr: 127.0.0.1:${appsecPort}\nappsec_config: panel/appsec\nlabels: {type: appsec}\n` : ''
-  writeFileSync(join(etc, 'acquis.yaml'), `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n---\nfilenames: [${wafAuditLogFile}]\nlabels: {type: coraza-audit}\n${appsecSource}`)
+  const appsecSource = appsecUrl
+    ? `---\nsource: appsec\nlisten_addr: 127.0.0.1:${appsecPort}\nappsec_config: panel/appsec\nlabels: {type: appsec}\n`
+    : ''
+  writeFileSync(
+    join(etc, 'acquis.yaml'),
+    `filenames: [${accessLogFile}]\nlabels: {type: caddy}\n---\nfilenames: [${wafAuditLogFile}]\nlabels: {type: coraza-audit}\n${appsecSource}`,
+  )
   const configFile = join(etc, 'config.yaml')
-  writeFileSync(configFile, `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
+  writeFileSync(
+    configFile,
+    `common: {daemonize: true, log_media: stdout, log_level: info, working_dir: .}
 config_paths:
   config_dir: ${etc}/
   data_dir: ${data}/
@@ -142,14 +163,22 @@ api:
     log_level: info
     listen_uri: 127.0.0.1:${port}
     profiles_path: ${etc}/profiles.yaml
-    trusted_ips: [127.0.0.1, "::1"]${opts.onlineApi ? `
+    trusted_ips: [127.0.0.1, "::1"]${
+      opts.onlineApi
+        ? `
     console_path: ${etc}/console.yaml
-    online_client: {credentials_path: ${etc}/online_api_credentials.yaml}` : ''}
+    online_client: {credentials_path: ${etc}/online_api_credentials.yaml}`
+        : ''
+    }
 prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: ${promPort}}
-`)
+`,
+  )
   if (opts.onlineApi) {
     copyFileSync(opts.onlineApi.consoleFile, join(etc, 'console.yaml'))
-    writeFileSync(join(etc, 'online_api_credentials.yaml'), `url: ${opts.onlineApi.url}\nlogin: panel-test-engine\npassword: ${randomBytes(16).toString('hex')}\n`)
+    writeFileSync(
+      join(etc, 'online_api_credentials.yaml'),
+      `url: ${opts.onlineApi.url}\nlogin: panel-test-engine\npassword: ${randomBytes(16).toString('hex')}\n`,
+    )
   }
   const url = `http://127.0.0.1:${port}`
   const logFile = join(root, 'lapi.log')
@@ -165,13 +194,27 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     const t0 = performance.now()
     // Started directly (no shell, no `cd … &&`): the PID is crowdsec's own.
     const logStart = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0
-    proc = startProcess(CROWDSEC_BIN, ['-c', configFile, ...(withAgent ? [] : ['-no-cs'])], { cwd: root, logFile, env: { CS_LAPI_SECRET: secret } })
+    proc = startProcess(CROWDSEC_BIN, ['-c', configFile, ...(withAgent ? [] : ['-no-cs'])], {
+      cwd: root,
+      logFile,
+      env: { CS_LAPI_SECRET: secret },
+    })
     try {
       await waitFor(healthy, { timeoutMs: 20_000, what: `crowdsec LAPI (${url})`, process: proc })
       // The agent has loaded its parsers and scenarios and follows its files.
-      if (withAgent) await waitFor(async () => readFileSync(logFile, 'utf8').slice(logStart).includes(AGENT_READY_LINE), { timeoutMs: 30_000, what: 'crowdsec agent', process: proc })
+      if (withAgent)
+        await waitFor(async () => readFileSync(logFile, 'utf8').slice(logStart).includes(AGENT_READY_LINE), {
+          timeoutMs: 30_000,
+          what: 'crowdsec agent',
+          process: proc,
+        })
       // AppSec listens a moment after the agent's ready line; any HTTP answer (401 without a key) means up.
-      if (withAgent && appsecUrl) await waitFor(async () => (await freshRequest(appsecUrl, { timeoutMs: 2_000 })).status > 0, { timeoutMs: 20_000, what: `crowdsec AppSec (${appsecUrl})`, process: proc })
+      if (withAgent && appsecUrl)
+        await waitFor(async () => (await freshRequest(appsecUrl, { timeoutMs: 2_000 })).status > 0, {
+          timeoutMs: 20_000,
+          what: `crowdsec AppSec (${appsecUrl})`,
+          process: proc,
+        })
     } catch (err) {
       await proc.stop()
       throw err
@@ -191,11 +234,16 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
   if (agent) {
     await cscli(['collections', 'install', 'crowdsecurity/caddy'])
     await cscli(['parsers', 'install', 'crowdsecurity/syslog-logs', 'crowdsecurity/dateparse-enrich', 'crowdsecurity/whitelists'])
-    for (const [from, to] of [['parsers/s01-parse/panel-coraza-audit.yaml', 'parsers/s01-parse'], ['parsers/s02-enrich/00-panel-client-ip.yaml', 'parsers/s02-enrich'], ['scenarios/panel-coraza-waf-blocks.yaml', 'scenarios']] as const) {
+    for (const [from, to] of [
+      ['parsers/s01-parse/panel-coraza-audit.yaml', 'parsers/s01-parse'],
+      ['parsers/s02-enrich/00-panel-client-ip.yaml', 'parsers/s02-enrich'],
+      ['scenarios/panel-coraza-waf-blocks.yaml', 'scenarios'],
+    ] as const) {
       mkdirSync(join(etc, to), { recursive: true })
       copyFileSync(join(DEPLOY_CROWDSEC, from), join(etc, to, from.split('/').pop()!))
     }
-    if (appsecUrl) for (const kind of ['appsec-configs', 'appsec-rules']) cpSync(join(DEPLOY_CROWDSEC, kind), join(etc, kind), { recursive: true })
+    if (appsecUrl)
+      for (const kind of ['appsec-configs', 'appsec-rules']) cpSync(join(DEPLOY_CROWDSEC, kind), join(etc, kind), { recursive: true })
     const harness = opts.harnessWhitelist ?? HARNESS_WHITELIST
     if (harness.length) writeFileSync(join(etc, 'parsers/s02-enrich/harness-whitelist.yaml'), _harnessWhitelistYaml(harness))
   }
@@ -209,20 +257,55 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
     await cscli(['machines', 'add', machineId, '--password', machinePassword, '-f', machineCredentialsFile])
     await cscli(['bouncers', 'add', 'panel-bouncer', '-k', bouncerKey])
     // The agent side (crowdsec -t, or a run without -no-cs) logs in with its own machine.
-    await cscli(['machines', 'add', 'agent', '--password', randomBytes(16).toString('hex'), '-f', join(etc, 'local_api_credentials.yaml'), '--force'])
+    await cscli([
+      'machines',
+      'add',
+      'agent',
+      '--password',
+      randomBytes(16).toString('hex'),
+      '-f',
+      join(etc, 'local_api_credentials.yaml'),
+      '--force',
+    ])
     // The agent could not log in before its machine existed: start it again, now as the whole engine.
-    if (agent) { await proc?.stop(); await start(true) }
+    if (agent) {
+      await proc?.stop()
+      await start(true)
+    }
   } catch (err) {
     await proc?.stop()
     throw err
   }
   return {
-    url, machineId, machinePassword, machineCredentialsFile, bouncerKey, agent, logDir, appsecUrl,
-    configDir: etc, configFile, dataDir: data, hubDir: hub, accessLogFile, wafAuditLogFile, logFile, cscli,
-    get pid() { return proc!.pid },
-    get startMs() { return startMs },
-    async stop() { await proc?.stop() },
-    async restart() { await proc?.stop(); await start() },
+    url,
+    machineId,
+    machinePassword,
+    machineCredentialsFile,
+    bouncerKey,
+    agent,
+    logDir,
+    appsecUrl,
+    configDir: etc,
+    configFile,
+    dataDir: data,
+    hubDir: hub,
+    accessLogFile,
+    wafAuditLogFile,
+    logFile,
+    cscli,
+    get pid() {
+      return proc!.pid
+    },
+    get startMs() {
+      return startMs
+    },
+    async stop() {
+      await proc?.stop()
+    },
+    async restart() {
+      await proc?.stop()
+      await start()
+    },
     async reload() {
       proc!.signal('SIGHUP')
       // The reload takes seconds; /health goes down first, so wait a little before polling.
@@ -230,8 +313,13 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       await waitFor(healthy, { timeoutMs: 20_000, what: 'crowdsec LAPI after SIGHUP', process: proc })
     },
     async testConfig() {
-      try { const r = await run(CROWDSEC_BIN, ['-c', configFile, '-t']); return { ok: true, output: r.stdout + r.stderr } }
-      catch (err) { const e = err as { stdout?: string; stderr?: string }; return { ok: false, output: (e.stdout ?? '') + (e.stderr ?? '') } }
+      try {
+        const r = await run(CROWDSEC_BIN, ['-c', configFile, '-t'])
+        return { ok: true, output: r.stdout + r.stderr }
+      } catch (err) {
+        const e = err as { stdout?: string; stderr?: string }
+        return { ok: false, output: (e.stdout ?? '') + (e.stderr ?? '') }
+      }
     },
   }
 }
@@ -239,12 +327,20 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
 /** A line the agent logs once its acquisition runs (parsers and scenarios loaded). */
 const AGENT_READY_LINE = 'Starting processing data'
 
-export interface TestDecision { value: string; scope?: 'Ip' | 'Range'; origin?: string; scenario?: string; duration?: string; type?: string }
+export interface TestDecision {
+  value: string
+  scope?: 'Ip' | 'Range'
+  origin?: string
+  scenario?: string
+  duration?: string
+  type?: string
+}
 
 /** Logs in as the machine and returns a JWT. */
 export async function machineToken(cs: CrowdsecHandle): Promise<string> {
   const res = await fetch(`${cs.url}/v1/watchers/login`, {
-    method: 'POST', headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json' },
     body: JSON.stringify({ machine_id: cs.machineId, password: cs.machinePassword }),
   })
   const text = await res.text()
@@ -256,23 +352,46 @@ export async function machineToken(cs: CrowdsecHandle): Promise<string> {
 export async function postDecisions(cs: CrowdsecHandle, decisions: TestDecision[]): Promise<void> {
   const token = await machineToken(cs)
   const now = new Date().toISOString()
-  const alert = [{
-    scenario: 'panel-test/manual', scenario_hash: '', scenario_version: '', message: 'test decisions', events_count: 1,
-    start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [], source: { scope: '', value: '' },
-    decisions: decisions.map((d) => ({
-      origin: d.origin ?? 'cscli', type: d.type ?? 'ban', scope: d.scope ?? (d.value.includes('/') ? 'Range' : 'Ip'), value: d.value,
-      duration: d.duration ?? '4h', scenario: d.scenario ?? 'panel-test/manual',
-    })),
-  }]
+  const alert = [
+    {
+      scenario: 'panel-test/manual',
+      scenario_hash: '',
+      scenario_version: '',
+      message: 'test decisions',
+      events_count: 1,
+      start_at: now,
+      stop_at: now,
+      capacity: 0,
+      leakspeed: '0',
+      simulated: false,
+      events: [],
+      source: { scope: '', value: '' },
+      decisions: decisions.map((d) => ({
+        origin: d.origin ?? 'cscli',
+        type: d.type ?? 'ban',
+        scope: d.scope ?? (d.value.includes('/') ? 'Range' : 'Ip'),
+        value: d.value,
+        duration: d.duration ?? '4h',
+        scenario: d.scenario ?? 'panel-test/manual',
+      })),
+    },
+  ]
   const res = await fetch(`${cs.url}/v1/alerts`, {
-    method: 'POST', headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(alert),
+    method: 'POST',
+    headers: { 'user-agent': LAPI_USER_AGENT, 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(alert),
   })
   if (res.status !== 201) throw new Error(`posting decisions failed: ${res.status} ${await res.text()}`)
 }
 
 /** What the bouncer sees for an address (decision values and origins; [] for none). */
-export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Array<{ id: number; value: string; origin: string; scope: string; type: string; scenario: string; duration: string }>> {
-  const res = await fetch(`${cs.url}/v1/decisions?ip=${encodeURIComponent(ip)}`, { headers: { 'user-agent': LAPI_USER_AGENT, 'x-api-key': cs.bouncerKey } })
+export async function decisionsFor(
+  cs: CrowdsecHandle,
+  ip: string,
+): Promise<Array<{ id: number; value: string; origin: string; scope: string; type: string; scenario: string; duration: string }>> {
+  const res = await fetch(`${cs.url}/v1/decisions?ip=${encodeURIComponent(ip)}`, {
+    headers: { 'user-agent': LAPI_USER_AGENT, 'x-api-key': cs.bouncerKey },
+  })
   const text = await res.text()
   if (res.status !== 200) throw new Error(`GET /v1/decisions?ip=${ip} answered ${res.status}: ${text}`)
   return (JSON.parse(text) as never[] | null) ?? []
@@ -281,12 +400,23 @@ export async function decisionsFor(cs: CrowdsecHandle, ip: string): Promise<Arra
 /** The environment a panel needs to drive this engine. */
 export function panelEnvFor(cs: CrowdsecHandle): Record<string, string> {
   return {
-    LAPI_URL: cs.url, LAPI_MACHINE_ID: cs.machineId, LAPI_MACHINE_PASSWORD: cs.machinePassword, LAPI_BOUNCER_KEY: cs.bouncerKey, CROWDSEC_CONFIG_DIR: cs.configDir, CROWDSEC_HUB_DIR: cs.hubDir, CROWDSEC_DATA_DIR: cs.dataDir,
+    LAPI_URL: cs.url,
+    LAPI_MACHINE_ID: cs.machineId,
+    LAPI_MACHINE_PASSWORD: cs.machinePassword,
+    LAPI_BOUNCER_KEY: cs.bouncerKey,
+    CROWDSEC_CONFIG_DIR: cs.configDir,
+    CROWDSEC_HUB_DIR: cs.hubDir,
+    CROWDSEC_DATA_DIR: cs.dataDir,
     ...(cs.appsecUrl ? { LAPI_APPSEC_URL: cs.appsecUrl } : {}),
   }
 }
 
-type TestAlert = { id: number; scenario: string; source?: { ip?: string; value?: string }; decisions: Array<{ value: string; type: string }> | null }
+type TestAlert = {
+  id: number
+  scenario: string
+  source?: { ip?: string; value?: string }
+  decisions: Array<{ value: string; type: string }> | null
+}
 /**
  * The alerts the engine holds whose source is `ip`, with their decisions. Filtered
  * here: the local API's `ip` filter matches decisions, so it never finds an alert
@@ -294,7 +424,9 @@ type TestAlert = { id: number; scenario: string; source?: { ip?: string; value?:
  */
 export async function alertsFor(cs: CrowdsecHandle, ip: string): Promise<TestAlert[]> {
   const token = await machineToken(cs)
-  const res = await fetch(`${cs.url}/v1/alerts?limit=1000`, { headers: { 'user-agent': LAPI_USER_AGENT, authorization: `Bearer ${token}` } })
+  const res = await fetch(`${cs.url}/v1/alerts?limit=1000`, {
+    headers: { 'user-agent': LAPI_USER_AGENT, authorization: `Bearer ${token}` },
+  })
   const text = await res.text()
   if (res.status !== 200) throw new Error(`GET /v1/alerts answered ${res.status}: ${text}`)
   return ((JSON.parse(text) as TestAlert[] | null) ?? []).filter((a) => a.source?.ip === ip || a.source?.value === ip)

@@ -6,7 +6,11 @@ import { REPO_ROOT } from './build'
 // by scripts/build-edge.sh into a cache outside the checkout (scripts/test.sh
 // exports the paths; otherwise the script is asked, which costs a few hashes).
 
-export interface EdgeBinaries { caddy: string; crowdsec: string; cscli: string }
+export interface EdgeBinaries {
+  caddy: string
+  crowdsec: string
+  cscli: string
+}
 
 let _bins: EdgeBinaries | undefined
 
@@ -20,7 +24,12 @@ export function edgeBinaries(): EdgeBinaries {
     } catch {
       throw new Error('the production Caddy and CrowdSec are not built: run bash scripts/test.sh (or bash scripts/build-edge.sh)')
     }
-    env = Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+    env = Object.fromEntries(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    )
   }
   _bins = { caddy: env.PANEL_TEST_CADDY_BIN!, crowdsec: env.PANEL_TEST_CROWDSEC_BIN!, cscli: env.PANEL_TEST_CSCLI_BIN! }
   return _bins

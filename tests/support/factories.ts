@@ -1,4 +1,10 @@
-import type { AccessListSnapshot, HostSnapshot, ProxySnapshot, RuleSnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
+import type {
+  AccessListSnapshot,
+  HostSnapshot,
+  ProxySnapshot,
+  RuleSnapshot,
+  TargetGroupSnapshot,
+} from '../../server/utils/proxy/build/types'
 import { HOST_DEFAULTS, hostBody, resolveHostFields, ruleBody, targetGroupBody } from '../../server/utils/hosts/schemas'
 import { hostFromRow, hostToRow, ruleFromRow, ruleToRow, targetGroupFromRow, targetGroupToRow } from '../../server/utils/hosts/records'
 
@@ -26,14 +32,26 @@ export function buildRuleSnapshot(overrides: Partial<RuleSnapshot> = {}): RuleSn
 
 export function buildSnapshot(overrides: Partial<ProxySnapshot> = {}): ProxySnapshot {
   return {
-    adminListen: '127.0.0.1:2019', storageRoot: '/var/lib/caddy', logDir: '/var/log/panel', modules: [],
-    httpListen: [':80'], httpsListen: [':443'], httpPort: 80, httpsPort: 443,
+    adminListen: '127.0.0.1:2019',
+    storageRoot: '/var/lib/caddy',
+    logDir: '/var/log/panel',
+    modules: [],
+    httpListen: [':80'],
+    httpsListen: [':443'],
+    httpPort: 80,
+    httpsPort: 443,
     panelUpstream: { dial: '127.0.0.1:3000', tls: false },
     acme: { email: null, caUrl: null, trustedRootsPemFile: null },
     security: { lapiUrl: 'http://127.0.0.1:8080', bouncerKey: null, tickerInterval: '15s', appsecUrl: null },
-    waf: { inboundThreshold: 5, outboundThreshold: 4 }, dnsProviders: {}, manualCerts: [],
-    whitelist: [], clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
-    hosts: [buildHostSnapshot()], targetGroups: [buildGroupSnapshot()], rules: [], wafExclusions: [],
+    waf: { inboundThreshold: 5, outboundThreshold: 4 },
+    dnsProviders: {},
+    manualCerts: [],
+    whitelist: [],
+    clientIp: { trustedProxies: [], headers: ['X-Forwarded-For'] },
+    hosts: [buildHostSnapshot()],
+    targetGroups: [buildGroupSnapshot()],
+    rules: [],
+    wafExclusions: [],
     ...overrides,
   }
 }

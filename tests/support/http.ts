@@ -4,18 +4,45 @@ import { connect } from 'node:tls'
 // Plain requests with an explicit Host header, as a browser would send through
 // the proxy (fetch does not let a test choose the Host header reliably).
 
-export interface RawResponse { status: number; headers: Record<string, string | string[] | undefined>; body: string }
+export interface RawResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
 
-export function httpRequest(opts: { port: number; host: string; path?: string; method?: string; headers?: Record<string, string>; address?: string; body?: string }): Promise<RawResponse> {
+export function httpRequest(opts: {
+  port: number
+  host: string
+  path?: string
+  method?: string
+  headers?: Record<string, string>
+  address?: string
+  body?: string
+}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: opts.address ?? '127.0.0.1', port: opts.port, path: opts.path ?? '/', method: opts.method ?? 'GET', agent: false,
-      headers: { host: opts.host, connection: 'close', ...(opts.body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(opts.body)) } : {}), ...opts.headers }, timeout: 10_000,
-    }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
-    })
+    const req = request(
+      {
+        host: opts.address ?? '127.0.0.1',
+        port: opts.port,
+        path: opts.path ?? '/',
+        method: opts.method ?? 'GET',
+        agent: false,
+        headers: {
+          host: opts.host,
+          connection: 'close',
+          ...(opts.body !== undefined
+            ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(opts.body)) }
+            : {}),
+          ...opts.headers,
+        },
+        timeout: 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
+      },
+    )
     req.on('timeout', () => req.destroy(new Error('timeout')))
     req.on('error', reject)
     req.end(opts.body)
@@ -27,7 +54,11 @@ export async function eventually<T>(probe: () => Promise<T>, check: (v: T) => bo
   const deadline = Date.now() + timeoutMs
   let last: T
   for (;;) {
-    try { last = await probe() } catch (err) { last = err as T }
+    try {
+      last = await probe()
+    } catch (err) {
+      last = err as T
+    }
     if (check(last)) return last
     if (Date.now() > deadline) return last
     await new Promise((r) => setTimeout(r, stepMs))
@@ -35,18 +66,29 @@ export async function eventually<T>(probe: () => Promise<T>, check: (v: T) => bo
 }
 
 /** The certificate a TLS server presents for `servername` (null when the handshake fails). */
-export function presentedCertificate(port: number, servername: string, ca: string): Promise<{ subject: string; issuer: string; authorized: boolean; serialNumber: string; sans: string; validTo: string } | null> {
+export function presentedCertificate(
+  port: number,
+  servername: string,
+  ca: string,
+): Promise<{ subject: string; issuer: string; authorized: boolean; serialNumber: string; sans: string; validTo: string } | null> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, servername, ca, rejectUnauthorized: false, timeout: 5000 }, () => {
       const cert = socket.getPeerCertificate()
       resolve({
-        subject: String(cert.subject?.CN ?? ''), issuer: String(cert.issuer?.CN ?? ''), authorized: socket.authorized,
-        serialNumber: String(cert.serialNumber ?? ''), sans: String(cert.subjectaltname ?? ''), validTo: String(cert.valid_to ?? ''),
+        subject: String(cert.subject?.CN ?? ''),
+        issuer: String(cert.issuer?.CN ?? ''),
+        authorized: socket.authorized,
+        serialNumber: String(cert.serialNumber ?? ''),
+        sans: String(cert.subjectaltname ?? ''),
+        validTo: String(cert.valid_to ?? ''),
       })
       socket.end()
     })
     socket.on('error', () => resolve(null))
-    socket.on('timeout', () => { socket.destroy(); resolve(null) })
+    socket.on('timeout', () => {
+      socket.destroy()
+      resolve(null)
+    })
   })
 }
 

@@ -29,7 +29,11 @@ export interface PublicClientNamespace {
   /** Runs a command inside the namespace (never rejects; code is the exit status). */
   exec(cmd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }>
   /** curl inside the namespace; status 0 when no HTTP answer came (curl's 000). */
-  curl(url: string, extraArgs?: string[], opts?: { fromAddress?: string; timeoutSec?: number }): Promise<{ status: number; body: string; exitCode: number; stderr: string }>
+  curl(
+    url: string,
+    extraArgs?: string[],
+    opts?: { fromAddress?: string; timeoutSec?: number },
+  ): Promise<{ status: number; body: string; exitCode: number; stderr: string }>
   destroy(): Promise<void>
 }
 
@@ -48,7 +52,8 @@ function _cidr(c: string): { start: number; end: number } {
 }
 
 function _inAllowedNet(a: string): boolean {
-  const n = _ipv4ToInt(a), net = _cidr(ALLOWED_NET)
+  const n = _ipv4ToInt(a),
+    net = _cidr(ALLOWED_NET)
   return n >= net.start && n <= net.end
 }
 
@@ -67,11 +72,21 @@ export async function overlappingRoutes(): Promise<string[]> {
 
 function _alive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 function _readLock(): { pid: number; name: string } | null {
-  try { const [pid, name] = readFileSync(LOCK_FILE, 'utf8').trim().split(/\s+/); return { pid: Number(pid), name: name ?? '' } } catch { return null }
+  try {
+    const [pid, name] = readFileSync(LOCK_FILE, 'utf8').trim().split(/\s+/)
+    return { pid: Number(pid), name: name ?? '' }
+  } catch {
+    return null
+  }
 }
 
 /** Takes the machine-wide lock for `name`, waiting while a live process holds it. */
@@ -90,18 +105,28 @@ async function _acquireLock(name: string, timeoutMs: number): Promise<void> {
     if (owner && !_alive(owner.pid)) {
       // Its owner died without cleaning up: remove its namespace, then the lock.
       if (owner.name.startsWith(NS_PREFIX)) await run('ip', ['netns', 'del', owner.name]).catch(() => {})
-      try { if (readFileSync(LOCK_FILE, 'utf8').startsWith(`${owner.pid} `)) unlinkSync(LOCK_FILE) } catch { /* raced */ }
+      try {
+        if (readFileSync(LOCK_FILE, 'utf8').startsWith(`${owner.pid} `)) unlinkSync(LOCK_FILE)
+      } catch {
+        /* raced */
+      }
       continue
     }
     if (Date.now() > deadline) {
-      throw new Error(`another test process (PID ${owner?.pid}) holds the public-client namespace ${owner?.name} (${LOCK_FILE}); waited ${timeoutMs} ms`)
+      throw new Error(
+        `another test process (PID ${owner?.pid}) holds the public-client namespace ${owner?.name} (${LOCK_FILE}); waited ${timeoutMs} ms`,
+      )
     }
     await new Promise((r) => setTimeout(r, 200))
   }
 }
 
 function _releaseLockSync(name: string): void {
-  try { if (readFileSync(LOCK_FILE, 'utf8').trim() === `${process.pid} ${name}`) unlinkSync(LOCK_FILE) } catch { /* gone */ }
+  try {
+    if (readFileSync(LOCK_FILE, 'utf8').trim() === `${process.pid} ${name}`) unlinkSync(LOCK_FILE)
+  } catch {
+    /* gone */
+  }
 }
 
 /**
@@ -109,26 +134,42 @@ function _releaseLockSync(name: string): void {
  * joined to a host veth end holding `hostAddress` (all /24 inside 198.51.100.0/24).
  * A Caddy that should be reachable from it must also listen on `hostAddress`.
  */
-export async function createPublicClientNamespace(opts: { name?: string; hostAddress?: string; clientAddresses?: string[]; lockTimeoutMs?: number } = {}): Promise<PublicClientNamespace> {
+export async function createPublicClientNamespace(
+  opts: { name?: string; hostAddress?: string; clientAddresses?: string[]; lockTimeoutMs?: number } = {},
+): Promise<PublicClientNamespace> {
   requireBinary('/usr/bin/curl', 'curl')
-  if (!existsSync('/usr/sbin/ip') && !existsSync('/usr/bin/ip') && !existsSync('/sbin/ip')) throw new Error('ip is not installed: run bash scripts/test.sh, which installs it')
+  if (!existsSync('/usr/sbin/ip') && !existsSync('/usr/bin/ip') && !existsSync('/sbin/ip'))
+    throw new Error('ip is not installed: run bash scripts/test.sh, which installs it')
   const hostAddress = opts.hostAddress ?? '198.51.100.1'
   const clientAddresses = opts.clientAddresses ?? ['198.51.100.10']
   for (const a of [hostAddress, ...clientAddresses]) {
-    if (!_inAllowedNet(a)) throw new Error(`${a} is outside ${ALLOWED_NET}: public-client namespaces use ${ALLOWED_NET} only (never 203.0.113.0/24 or 192.0.2.0/24 here)`)
+    if (!_inAllowedNet(a))
+      throw new Error(
+        `${a} is outside ${ALLOWED_NET}: public-client namespaces use ${ALLOWED_NET} only (never 203.0.113.0/24 or 192.0.2.0/24 here)`,
+      )
   }
-  if (clientAddresses.length === 0 || clientAddresses.includes(hostAddress)) throw new Error('clientAddresses must be non-empty and differ from hostAddress')
+  if (clientAddresses.length === 0 || clientAddresses.includes(hostAddress))
+    throw new Error('clientAddresses must be non-empty and differ from hostAddress')
   const tag = randomBytes(3).toString('hex')
   const name = opts.name ?? `${NS_PREFIX}${process.pid}-${tag}`
-  const hostIf = `vph${tag}`, nsIf = `vpn${tag}`
+  const hostIf = `vph${tag}`,
+    nsIf = `vpn${tag}`
 
   await _acquireLock(name, opts.lockTimeoutMs ?? 90_000)
   let destroyed = false
   const destroySync = () => {
     if (destroyed) return
     destroyed = true
-    try { execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' }) } catch { /* not created */ }
-    try { execFileSync('ip', ['link', 'del', hostIf], { stdio: 'ignore' }) } catch { /* went with the namespace */ }
+    try {
+      execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' })
+    } catch {
+      /* not created */
+    }
+    try {
+      execFileSync('ip', ['link', 'del', hostIf], { stdio: 'ignore' })
+    } catch {
+      /* went with the namespace */
+    }
     _releaseLockSync(name)
   }
   const unregister = onProcessExit(destroySync)
@@ -171,13 +212,33 @@ export async function createPublicClientNamespace(opts: { name?: string; hostAdd
     }
   }
   return {
-    name, hostAddress, clientAddresses, hostInterface: hostIf, exec, destroy,
+    name,
+    hostAddress,
+    clientAddresses,
+    hostInterface: hostIf,
+    exec,
+    destroy,
     async curl(url, extraArgs = [], o = {}) {
-      const args = ['-s', '-o', '-', '-w', '\n%{http_code}', '--max-time', String(o.timeoutSec ?? 10),
-        ...(o.fromAddress ? ['--interface', o.fromAddress] : []), ...extraArgs, url]
+      const args = [
+        '-s',
+        '-o',
+        '-',
+        '-w',
+        '\n%{http_code}',
+        '--max-time',
+        String(o.timeoutSec ?? 10),
+        ...(o.fromAddress ? ['--interface', o.fromAddress] : []),
+        ...extraArgs,
+        url,
+      ]
       const r = await exec('curl', args)
       const cut = r.stdout.lastIndexOf('\n')
-      return { status: Number(r.stdout.slice(cut + 1)) || 0, body: cut >= 0 ? r.stdout.slice(0, cut) : '', exitCode: r.code, stderr: r.stderr }
+      return {
+        status: Number(r.stdout.slice(cut + 1)) || 0,
+        body: cut >= 0 ? r.stdout.slice(0, cut) : '',
+        exitCode: r.code,
+        stderr: r.stderr,
+      }
     },
   }
 }

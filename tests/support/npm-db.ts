@@ -29,15 +29,34 @@ CREATE TABLE audit_log (id integer not null primary key autoincrement, created_o
 CREATE TABLE setting (id varchar(255) not null, name varchar(100) not null, description varchar(255) not null, value varchar(255) not null, meta json not null, primary key (id));
 `
 
-const MIGRATIONS = ['20180618015850_initial.js', '20180929054513_websockets.js', '20181019052346_forward_host.js', '20181113041458_http2_support.js', '20181213013211_forward_scheme.js',
-  '20190104035154_disabled.js', '20190215115310_customlocations.js', '20190218060101_hsts.js', '20190227065017_settings.js', '20200410143839_access_list_client.js',
-  '20200410143840_access_list_client_fix.js', '20201014143841_pass_auth.js', '20210210154702_redirection_scheme.js', '20210210154703_redirection_status_code.js',
-  '20210423103500_stream_domain.js', '20211108145214_regenerate_default_host.js', '20240427161436_stream_ssl.js', '20251111090000_redirect_auto_scheme.js', '20260131163528_trust_forwarded_proto.js']
+const MIGRATIONS = [
+  '20180618015850_initial.js',
+  '20180929054513_websockets.js',
+  '20181019052346_forward_host.js',
+  '20181113041458_http2_support.js',
+  '20181213013211_forward_scheme.js',
+  '20190104035154_disabled.js',
+  '20190215115310_customlocations.js',
+  '20190218060101_hsts.js',
+  '20190227065017_settings.js',
+  '20200410143839_access_list_client.js',
+  '20200410143840_access_list_client_fix.js',
+  '20201014143841_pass_auth.js',
+  '20210210154702_redirection_scheme.js',
+  '20210210154703_redirection_status_code.js',
+  '20210423103500_stream_domain.js',
+  '20211108145214_regenerate_default_host.js',
+  '20240427161436_stream_ssl.js',
+  '20251111090000_redirect_auto_scheme.js',
+  '20260131163528_trust_forwarded_proto.js',
+]
 
 type Row = Record<string, string | number | null | object>
 
 /** One row per table name: objects become JSON text, as knex stores json columns. */
-export interface NpmRows { [table: string]: Row[] }
+export interface NpmRows {
+  [table: string]: Row[]
+}
 
 /** Writes a database file with the schema above and these rows; returns its path. */
 export async function buildNpmDatabase(rows: NpmRows): Promise<string> {
@@ -45,7 +64,13 @@ export async function buildNpmDatabase(rows: NpmRows): Promise<string> {
   const client = createClient({ url: `file:${file}` })
   try {
     await client.executeMultiple(SCHEMA)
-    await client.batch(MIGRATIONS.map((name) => ({ sql: 'INSERT INTO knex_migrations (name, batch, migration_time) VALUES (?, 1, ?)', args: [name, '2026-01-31 16:35:28'] })), 'write')
+    await client.batch(
+      MIGRATIONS.map((name) => ({
+        sql: 'INSERT INTO knex_migrations (name, batch, migration_time) VALUES (?, 1, ?)',
+        args: [name, '2026-01-31 16:35:28'],
+      })),
+      'write',
+    )
     const stamp = { created_on: '2026-01-01 00:00:00', modified_on: '2026-01-01 00:00:00' }
     for (const [table, list] of Object.entries(rows)) {
       for (const row of list) {
@@ -53,7 +78,10 @@ export async function buildNpmDatabase(rows: NpmRows): Promise<string> {
         const cols = Object.keys(full)
         await client.execute({
           sql: `INSERT INTO ${table} (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`,
-          args: cols.map((c) => { const v = full[c]; return v !== null && typeof v === 'object' ? JSON.stringify(v) : v as string | number | null }),
+          args: cols.map((c) => {
+            const v = full[c]
+            return v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | null)
+          }),
         })
       }
     }

@@ -10,7 +10,11 @@ import Provider from 'oidc-provider'
 // signature, other audience, other nonce, expired), re-signed with the
 // provider's own key where the signature must stay valid.
 
-export interface TestAccount { email?: string; email_verified?: boolean; name?: string }
+export interface TestAccount {
+  email?: string
+  email_verified?: boolean
+  name?: string
+}
 export type IdTokenTamper = 'none' | 'signature' | 'audience' | 'nonce' | 'expired'
 
 export interface TestOidcProvider {
@@ -43,7 +47,11 @@ function _cookieJar() {
   }
 }
 
-export async function startOidcProvider(opts: { redirectUri: string; clientId?: string; clientSecret?: string }): Promise<TestOidcProvider> {
+export async function startOidcProvider(opts: {
+  redirectUri: string
+  clientId?: string
+  clientSecret?: string
+}): Promise<TestOidcProvider> {
   const clientId = opts.clientId ?? 'panel'
   const clientSecret = opts.clientSecret ?? 'panel-oidc-client-secret-4f9a2c'
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
@@ -55,16 +63,28 @@ export async function startOidcProvider(opts: { redirectUri: string; clientId?: 
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   const handle: TestOidcProvider = {
-    issuer, clientId, clientSecret, accounts: new Map(), nextAccount: 'alice', tamper: 'none',
-    authorize: undefined as never, stop: undefined as never,
+    issuer,
+    clientId,
+    clientSecret,
+    accounts: new Map(),
+    nextAccount: 'alice',
+    tamper: 'none',
+    authorize: undefined as never,
+    stop: undefined as never,
   }
 
   const provider = new Provider(issuer, {
     jwks: { keys: [privateJwk as any] },
-    clients: [{
-      client_id: clientId, client_secret: clientSecret, redirect_uris: [opts.redirectUri],
-      response_types: ['code'], grant_types: ['authorization_code'], token_endpoint_auth_method: 'client_secret_basic',
-    }],
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [opts.redirectUri],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
     pkce: { required: () => true },
     features: { devInteractions: { enabled: false } },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
@@ -80,7 +100,9 @@ export async function startOidcProvider(opts: { redirectUri: string; clientId?: 
     cookies: { keys: ['test-cookie-key-0123456789'] },
     ttl: { AccessToken: 3600, AuthorizationCode: 60, IdToken: 3600, Grant: 3600, Interaction: 600, Session: 3600 },
   } as any)
-  provider.on('server_error', (_ctx: unknown, err: Error) => { console.error('[oidc-provider]', err) })
+  provider.on('server_error', (_ctx: unknown, err: Error) => {
+    console.error('[oidc-provider]', err)
+  })
   const callback = provider.callback()
 
   async function _interaction(req: IncomingMessage, res: ServerResponse) {
@@ -109,17 +131,24 @@ export async function startOidcProvider(opts: { redirectUri: string; clientId?: 
         const forged = Buffer.from(JSON.stringify({ ...payload, email: 'mallory@example.test' })).toString('base64url')
         return `${h}.${forged}.${sig}`
       }
-      case 'audience': return resign({ aud: 'another-client' })
-      case 'nonce': return resign({ nonce: 'not-the-nonce-the-panel-sent' })
-      case 'expired': return resign({ iat: now - 7200, exp: now - 3600 })
-      default: return idToken
+      case 'audience':
+        return resign({ aud: 'another-client' })
+      case 'nonce':
+        return resign({ nonce: 'not-the-nonce-the-panel-sent' })
+      case 'expired':
+        return resign({ iat: now - 7200, exp: now - 3600 })
+      default:
+        return idToken
     }
   }
 
   server.on('request', (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     if (path.startsWith('/interaction/')) {
-      _interaction(req, res).catch((err) => { res.statusCode = 500; res.end(String(err)) })
+      _interaction(req, res).catch((err) => {
+        res.statusCode = 500
+        res.end(String(err))
+      })
       return
     }
     if (req.method === 'POST' && path === '/token' && handle.tamper !== 'none') {
@@ -128,13 +157,23 @@ export async function startOidcProvider(opts: { redirectUri: string; clientId?: 
       res.end = ((chunk?: any) => {
         const text = chunk ? Buffer.from(chunk).toString('utf8') : ''
         let json: any
-        try { json = JSON.parse(text) } catch { return end(chunk) }
+        try {
+          json = JSON.parse(text)
+        } catch {
+          return end(chunk)
+        }
         if (typeof json?.id_token !== 'string') return end(chunk)
-        _rewriteIdToken(json.id_token).then((rewritten) => {
-          const body = JSON.stringify({ ...json, id_token: rewritten })
-          res.setHeader('content-length', Buffer.byteLength(body))
-          end(body)
-        }, (err) => { res.statusCode = 500; end(String(err)) })
+        _rewriteIdToken(json.id_token).then(
+          (rewritten) => {
+            const body = JSON.stringify({ ...json, id_token: rewritten })
+            res.setHeader('content-length', Buffer.byteLength(body))
+            end(body)
+          },
+          (err) => {
+            res.statusCode = 500
+            end(String(err))
+          },
+        )
         return res
       }) as any
     }

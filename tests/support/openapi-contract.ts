@@ -26,7 +26,7 @@ interface CompiledOperation {
 }
 
 let _operations: CompiledOperation[] | undefined
-let _validateError: ((v: unknown) => boolean) & { errors?: unknown } | undefined
+let _validateError: (((v: unknown) => boolean) & { errors?: unknown }) | undefined
 
 /** Compiled at the first response checked (unit test files never pay for it). */
 function _compile(): CompiledOperation[] {
@@ -34,12 +34,15 @@ function _compile(): CompiledOperation[] {
   const ajv = new (Ajv2020 as any)({ strict: false, allErrors: true })
   ;(addFormats as any)(ajv)
   ajv.addSchema({ $id: 'panel-openapi', components: doc.components })
-  const compile = (schema: unknown) => ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"panel-openapi#/components/')))
+  const compile = (schema: unknown) =>
+    ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"panel-openapi#/components/')))
   _validateError = compile(doc.components.schemas.Error)
   const out: CompiledOperation[] = []
   for (const [template, item] of Object.entries(doc.paths)) {
     const segments = template.split('/')
-    const pattern = new RegExp('^' + segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/') + '$')
+    const pattern = new RegExp(
+      '^' + segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/') + '$',
+    )
     for (const [method, op] of Object.entries(item as Record<string, any>)) {
       const responses = new Map<string, { validate?: any; contentTypes: string[] }>()
       for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
@@ -47,7 +50,13 @@ function _compile(): CompiledOperation[] {
         const json = content['application/json']
         responses.set(status, { validate: json ? compile(json.schema) : undefined, contentTypes: Object.keys(content) })
       }
-      out.push({ method: method.toUpperCase(), template, pattern, staticSegments: segments.filter((s) => !s.startsWith('{')).length, responses })
+      out.push({
+        method: method.toUpperCase(),
+        template,
+        pattern,
+        staticSegments: segments.filter((s) => !s.startsWith('{')).length,
+        responses,
+      })
     }
   }
   // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
@@ -72,18 +81,31 @@ export function checkResponseAgainstDocument(r: ObservedResponse): { template: s
   const contentType = (r.headers.get('content-type') ?? '').split(';')[0]!.trim()
   if (!op) {
     // Unknown paths and wrong methods must still answer with the {error} shape.
-    if (r.status < 400) throw new Error(`OpenAPI contract: ${where}, but the document has no ${r.method} operation for this path: add it to server/utils/openapi/areas/`)
-    if (!_validateError!(r.json)) throw new Error(`OpenAPI contract: ${where} with a body that is not {"error": "..."}: ${r.text.slice(0, 300)}`)
+    if (r.status < 400)
+      throw new Error(
+        `OpenAPI contract: ${where}, but the document has no ${r.method} operation for this path: add it to server/utils/openapi/areas/`,
+      )
+    if (!_validateError!(r.json))
+      throw new Error(`OpenAPI contract: ${where} with a body that is not {"error": "..."}: ${r.text.slice(0, 300)}`)
     return { template: null }
   }
   const documented = op.responses.get(String(r.status))
   const expected = documented ?? (r.status >= 400 ? op.responses.get('default') : undefined)
-  if (!expected) throw new Error(`OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].join(', ')} for ${op.method} ${op.template}`)
+  if (!expected)
+    throw new Error(
+      `OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].join(', ')} for ${op.method} ${op.template}`,
+    )
   if (expected.validate) {
-    if (contentType !== 'application/json') throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says application/json`)
-    if (!expected.validate(r.json)) throw new Error(`OpenAPI contract: ${where}; the body does not match the documented schema of ${op.method} ${op.template} ${documented ? r.status : 'default'}:\n${_describeErrors(expected.validate.errors)}\nbody: ${r.text.slice(0, 1500)}`)
+    if (contentType !== 'application/json')
+      throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says application/json`)
+    if (!expected.validate(r.json))
+      throw new Error(
+        `OpenAPI contract: ${where}; the body does not match the documented schema of ${op.method} ${op.template} ${documented ? r.status : 'default'}:\n${_describeErrors(expected.validate.errors)}\nbody: ${r.text.slice(0, 1500)}`,
+      )
   } else if (expected.contentTypes.length && !expected.contentTypes.includes(contentType)) {
-    throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says ${expected.contentTypes.join(' or ')}`)
+    throw new Error(
+      `OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says ${expected.contentTypes.join(' or ')}`,
+    )
   } else if (!expected.contentTypes.length && r.text !== '' && r.status !== 302 && op.template !== '/auth/forward') {
     throw new Error(`OpenAPI contract: ${where} with a body, but the document says none: ${r.text.slice(0, 200)}`)
   }
@@ -98,6 +120,7 @@ export function enableOpenApiContract(): void {
   observePanelResponses((r) => {
     if (!_isChecked(r.path.split('?')[0]!)) return
     const { template } = checkResponseAgainstDocument(r)
-    if (coverageFile && template) appendFileSync(coverageFile, JSON.stringify({ method: r.method, path: template, status: r.status }) + '\n')
+    if (coverageFile && template)
+      appendFileSync(coverageFile, JSON.stringify({ method: r.method, path: template, status: r.status }) + '\n')
   })
 }

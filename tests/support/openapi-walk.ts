@@ -35,7 +35,10 @@ const _compiled = new Map<string, (v: unknown) => boolean>()
 export function documentAccepts(schema: JsonSchema, value: unknown): boolean {
   const key = JSON.stringify(schema)
   let validate = _compiled.get(key)
-  if (!validate) { validate = ajv.compile(JSON.parse(key.replaceAll('"#/components/', '"panel-openapi#/components/'))) as (v: unknown) => boolean; _compiled.set(key, validate) }
+  if (!validate) {
+    validate = ajv.compile(JSON.parse(key.replaceAll('"#/components/', '"panel-openapi#/components/'))) as (v: unknown) => boolean
+    _compiled.set(key, validate)
+  }
   return validate(value)
 }
 
@@ -51,9 +54,14 @@ export function documentedOperations(): DocumentedOperation[] {
     for (const [method, op] of Object.entries(item as Record<string, any>)) {
       const content = op.requestBody?.content ?? {}
       out.push({
-        method: method.toUpperCase(), template, parameters: op.parameters ?? [],
-        bodySchema: content['application/json']?.schema, multipart: !!content['multipart/form-data'],
-        statuses: Object.keys(op.responses).filter((s) => s !== 'default').map(Number),
+        method: method.toUpperCase(),
+        template,
+        parameters: op.parameters ?? [],
+        bodySchema: content['application/json']?.schema,
+        multipart: !!content['multipart/form-data'],
+        statuses: Object.keys(op.responses)
+          .filter((s) => s !== 'default')
+          .map(Number),
         public: op.security.length === 0,
       })
     }
@@ -61,7 +69,16 @@ export function documentedOperations(): DocumentedOperation[] {
   return out
 }
 
-export interface Fixtures { groupId: number; hostId: number; ruleId: number; userId: number; channelId: number; notificationRuleId: number; accessListId: number; npmDatabase: Buffer }
+export interface Fixtures {
+  groupId: number
+  hostId: number
+  ruleId: number
+  userId: number
+  channelId: number
+  notificationRuleId: number
+  accessListId: number
+  npmDatabase: Buffer
+}
 
 /** The objects the examples point at, created through the API. */
 export async function createFixtures(panel: PanelHandle, cookie: string): Promise<Fixtures> {
@@ -74,8 +91,16 @@ export async function createFixtures(panel: PanelHandle, cookie: string): Promis
   const hostId = await post('/api/hosts', { domain: 'walk.example.test', target_group_id: groupId, tls_mode: 'none' })
   const ruleId = await post(`/api/hosts/${hostId}/rules`, { path: '/walk/*', action: 'respond', respond_status: 200, respond_body: 'walk' })
   const userId = await post('/api/users', { email: 'walk-viewer@example.test', password: 'walk-viewer-pass-1', role: 'viewer' })
-  const channelId = await post('/api/notifications/channels', { name: 'walk-hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook' } })
-  const notificationRuleId = await post('/api/notifications/rules', { name: 'walk-rule', events: ['backup_failed'], channel_ids: [channelId] })
+  const channelId = await post('/api/notifications/channels', {
+    name: 'walk-hook',
+    type: 'webhook',
+    config: { url: 'http://127.0.0.1:9/hook' },
+  })
+  const notificationRuleId = await post('/api/notifications/rules', {
+    name: 'walk-rule',
+    events: ['backup_failed'],
+    channel_ids: [channelId],
+  })
   const accessListId = await post('/api/access-lists', { name: 'walk-list', ip_rules: [{ action: 'allow', source: '192.0.2.0/24' }] })
   // An nginx-proxy-manager database with its schema and no rows: the import's dry run reads it and finds nothing.
   const npmDatabase = readFileSync(await buildNpmDatabase({}))
@@ -120,12 +145,18 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/hosts': {},
     'POST /api/hosts': { body: host },
     'GET /api/hosts/{id}': { params: { id: String(f.hostId) } },
-    'PUT /api/hosts/{id}': { params: { id: String(f.hostId) }, body: { ...host, domain: 'walk.example.test', waf_enabled: true, waf_mode: 'detection' } },
+    'PUT /api/hosts/{id}': {
+      params: { id: String(f.hostId) },
+      body: { ...host, domain: 'walk.example.test', waf_enabled: true, waf_mode: 'detection' },
+    },
     'DELETE /api/hosts/{id}': { params: { id: MISSING }, refusals: [404] },
     'POST /api/hosts/{id}/toggle': { params: { id: MISSING }, refusals: [404] },
     'GET /api/hosts/{id}/rules': { params: { id: String(f.hostId) } },
     'POST /api/hosts/{id}/rules': { params: { id: String(f.hostId) }, body: rule },
-    'PUT /api/rules/{id}': { params: { id: String(f.ruleId) }, body: { path: '/walk/*', action: 'respond', respond_status: 410, respond_body: 'gone\nfor good' } },
+    'PUT /api/rules/{id}': {
+      params: { id: String(f.ruleId) },
+      body: { path: '/walk/*', action: 'respond', respond_status: 410, respond_body: 'gone\nfor good' },
+    },
     'DELETE /api/rules/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/waf/catalogue': {},
     'GET /api/hosts/{id}/waf-exclusions': { params: { id: String(f.hostId) } },
@@ -133,9 +164,14 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'POST /api/logs/{id}/waf-exclusion': { params: { id: MISSING }, body: { scope: 'host' }, refusals: [404] },
     'DELETE /api/waf-exclusions/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/target-groups': {},
-    'POST /api/target-groups': { body: { name: 'walk-example-group', targets: [{ address: '[::1]:8080', weight: 2 }], lb_policy: 'least_conn' } },
+    'POST /api/target-groups': {
+      body: { name: 'walk-example-group', targets: [{ address: '[::1]:8080', weight: 2 }], lb_policy: 'least_conn' },
+    },
     'GET /api/target-groups/{id}': { params: { id: String(f.groupId) } },
-    'PUT /api/target-groups/{id}': { params: { id: String(f.groupId) }, body: { name: 'walk-group', targets: [{ address: '127.0.0.1:10' }], health_check: { path: '/healthz' } } },
+    'PUT /api/target-groups/{id}': {
+      params: { id: String(f.groupId) },
+      body: { name: 'walk-group', targets: [{ address: '127.0.0.1:10' }], health_check: { path: '/healthz' } },
+    },
     'DELETE /api/target-groups/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/dns-providers': {},
     'GET /api/dns-providers/{name}': { params: { name: 'provider_c' } },
@@ -189,28 +225,53 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/logs/tail': { query: { source: 'caddy_access' }, stream: true },
     'GET /api/notifications/push/public-key': {},
     'GET /api/notifications/push/subscriptions': {},
-    'POST /api/notifications/push/subscriptions': { body: { endpoint: 'https://push.example.test/send/walk', expirationTime: null, keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) } } },
+    'POST /api/notifications/push/subscriptions': {
+      body: {
+        endpoint: 'https://push.example.test/send/walk',
+        expirationTime: null,
+        keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) },
+      },
+    },
     'DELETE /api/notifications/push/subscriptions/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/notifications/channels': {},
     'POST /api/notifications/channels': { body: channel },
-    'PUT /api/notifications/channels/{id}': { params: { id: String(f.channelId) }, body: { name: 'walk-hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook2' } } },
+    'PUT /api/notifications/channels/{id}': {
+      params: { id: String(f.channelId) },
+      body: { name: 'walk-hook', type: 'webhook', config: { url: 'http://127.0.0.1:9/hook2' } },
+    },
     'DELETE /api/notifications/channels/{id}': { params: { id: MISSING }, refusals: [404] },
     'POST /api/notifications/channels/{id}/test': { params: { id: String(f.channelId) }, refusals: [502] },
     'GET /api/notifications/rules': {},
     'POST /api/notifications/rules': { body: notificationRule },
-    'PUT /api/notifications/rules/{id}': { params: { id: String(f.notificationRuleId) }, body: { ...notificationRule, name: 'walk-rule', throttle_seconds: 60 } },
+    'PUT /api/notifications/rules/{id}': {
+      params: { id: String(f.notificationRuleId) },
+      body: { ...notificationRule, name: 'walk-rule', throttle_seconds: 60 },
+    },
     'DELETE /api/notifications/rules/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/tokens': {},
     'POST /api/tokens': { body: { name: 'walk script', scope: 'read', expires_in_days: 30 } },
     'DELETE /api/tokens/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/access-lists': {},
-    'POST /api/access-lists': { body: { name: 'walk-example-list', default_action: 'deny', ip_rules: [{ action: 'allow', source: '198.51.100.0/24' }], users: [{ username: 'walker', password: 'walker-pass-1' }] } },
+    'POST /api/access-lists': {
+      body: {
+        name: 'walk-example-list',
+        default_action: 'deny',
+        ip_rules: [{ action: 'allow', source: '198.51.100.0/24' }],
+        users: [{ username: 'walker', password: 'walker-pass-1' }],
+      },
+    },
     'GET /api/access-lists/{id}': { params: { id: String(f.accessListId) } },
-    'PUT /api/access-lists/{id}': { params: { id: String(f.accessListId) }, body: { name: 'walk-list', ip_rules: [{ action: 'deny', source: '2001:db8::/32' }] } },
+    'PUT /api/access-lists/{id}': {
+      params: { id: String(f.accessListId) },
+      body: { name: 'walk-list', ip_rules: [{ action: 'deny', source: '2001:db8::/32' }] },
+    },
     'DELETE /api/access-lists/{id}': { params: { id: MISSING }, refusals: [404] },
     'PUT /api/hosts/{id}/access-list': { params: { id: String(f.hostId) }, body: { access_list_id: f.accessListId } },
     // The walk's panel may have no caddy binary for `caddy adapt`: a documented 503.
-    'POST /api/import/caddyfile': { body: { caddyfile: 'walk-import.example.test {\n\treverse_proxy 127.0.0.1:9\n}\n', apply: false }, refusals: [503] },
+    'POST /api/import/caddyfile': {
+      body: { caddyfile: 'walk-import.example.test {\n\treverse_proxy 127.0.0.1:9\n}\n', apply: false },
+      refusals: [503],
+    },
     'POST /api/import/npm': {
       form: () => {
         const form = new FormData()
@@ -234,13 +295,18 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /healthz': {},
     'GET /api/system/health': {},
     'GET /api/settings': {},
-    'PUT /api/settings': { body: { 'logs.retention_days': 30, 'acme.email': 'ops@example.test', 'oidc.issuer': '', 'smtp.password': '__UNCHANGED__' } },
+    'PUT /api/settings': {
+      body: { 'logs.retention_days': 30, 'acme.email': 'ops@example.test', 'oidc.issuer': '', 'smtp.password': '__UNCHANGED__' },
+    },
     'GET /api/openapi.json': {},
     'GET /api/docs': {},
     'GET /api/users': {},
     'POST /api/users': { body: { email: 'walk-example@example.test', password: 'walk-example-pass-1', name: 'Walk', role: 'viewer' } },
     'GET /api/users/{id}': { params: { id: String(f.userId) } },
-    'PUT /api/users/{id}': { params: { id: String(f.userId) }, body: { email: 'walk-viewer@example.test', name: 'Walk viewer', role: 'viewer' } },
+    'PUT /api/users/{id}': {
+      params: { id: String(f.userId) },
+      body: { email: 'walk-viewer@example.test', name: 'Walk viewer', role: 'viewer' },
+    },
     'DELETE /api/users/{id}': { params: { id: MISSING }, refusals: [404] },
   }
 }
@@ -265,10 +331,12 @@ export function invalidBodies(schema: JsonSchema, valid: Record<string, unknown>
   for (const [name, raw] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) {
     const prop = raw.anyOf?.find((s: JsonSchema) => s.type && s.type !== 'null') ?? raw
     out.push([`${name} of the wrong type`, { ...valid, [name]: prop.type === 'string' ? 12345 : 'walk-not-a-number' }])
-    if (typeof prop.maxLength === 'number') out.push([`${name} over ${prop.maxLength} characters`, { ...valid, [name]: 'a'.repeat(prop.maxLength + 1) }])
+    if (typeof prop.maxLength === 'number')
+      out.push([`${name} over ${prop.maxLength} characters`, { ...valid, [name]: 'a'.repeat(prop.maxLength + 1) }])
     if (prop.enum) out.push([`${name} outside its enum`, { ...valid, [name]: 'walk-not-a-choice' }])
     if (prop.enum) out.push([`${name} empty`, { ...valid, [name]: '' }])
-    if (prop.pattern || prop.allOf || prop.format) out.push([`${name} with a control character`, { ...valid, [name]: `${typeof valid[name] === 'string' ? valid[name] : 'x'}\u0001` }])
+    if (prop.pattern || prop.allOf || prop.format)
+      out.push([`${name} with a control character`, { ...valid, [name]: `${typeof valid[name] === 'string' ? valid[name] : 'x'}\u0001` }])
     if (typeof prop.minimum === 'number') out.push([`${name} under ${prop.minimum}`, { ...valid, [name]: prop.minimum - 1 }])
     if (typeof prop.maximum === 'number') out.push([`${name} over ${prop.maximum}`, { ...valid, [name]: prop.maximum + 1 }])
   }
@@ -281,15 +349,36 @@ export function invalidQueries(op: DocumentedOperation, valid: Record<string, st
   const out: Array<[string, Record<string, string>]> = []
   for (const p of op.parameters.filter((x) => x.in === 'query')) {
     const s = p.schema
-    if (s.enum) out.push([`${p.name} empty`, { ...valid, [p.name]: '' }], [`${p.name} outside its enum`, { ...valid, [p.name]: 'walk-not-a-choice' }])
-    if (typeof s.maxLength === 'number') out.push([`${p.name} over ${s.maxLength} characters`, { ...valid, [p.name]: 'a'.repeat(s.maxLength + 1) }])
+    if (s.enum)
+      out.push([`${p.name} empty`, { ...valid, [p.name]: '' }], [`${p.name} outside its enum`, { ...valid, [p.name]: 'walk-not-a-choice' }])
+    if (typeof s.maxLength === 'number')
+      out.push([`${p.name} over ${s.maxLength} characters`, { ...valid, [p.name]: 'a'.repeat(s.maxLength + 1) }])
     if (s.pattern || s.allOf) out.push([`${p.name} against its pattern`, { ...valid, [p.name]: 'walk;not valid' }])
   }
-  return out.filter(([, q]) => op.parameters.some((p) => p.in === 'query' && q[p.name] !== undefined && !documentAcceptsParameter(p.schema, q[p.name]!)))
+  return out.filter(([, q]) =>
+    op.parameters.some((p) => p.in === 'query' && q[p.name] !== undefined && !documentAcceptsParameter(p.schema, q[p.name]!)),
+  )
 }
 
-const _SNAPSHOT_TABLES = ['settings', 'users', 'totp_recovery_codes', 'target_groups', 'hosts', 'host_names', 'rules', 'waf_exclusions', 'dns_providers', 'manual_certs',
-  'whitelist_entries', 'scenario_overrides', 'country_jobs', 'country_bans', 'notification_channels', 'notification_rules', 'push_subscriptions']
+const _SNAPSHOT_TABLES = [
+  'settings',
+  'users',
+  'totp_recovery_codes',
+  'target_groups',
+  'hosts',
+  'host_names',
+  'rules',
+  'waf_exclusions',
+  'dns_providers',
+  'manual_certs',
+  'whitelist_entries',
+  'scenario_overrides',
+  'country_jobs',
+  'country_bans',
+  'notification_channels',
+  'notification_rules',
+  'push_subscriptions',
+]
 
 /** Every stored object (and the audit trail) as text: equal before and after means nothing changed. */
 export async function snapshotStore(panel: PanelHandle): Promise<string> {

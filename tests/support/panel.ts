@@ -24,10 +24,22 @@ function _assertNoSecret(text: string, where: string): void {
   for (const s of _secrets) if (text.includes(s)) throw new Error(`${where} contains the secret value ${s.slice(0, 4)}…`)
 }
 
-export interface PanelResponse<T = any> { status: number; headers: Headers; text: string; json: T }
+export interface PanelResponse<T = any> {
+  status: number
+  headers: Headers
+  text: string
+  json: T
+}
 
 /** What a response observer sees: every answer of `PanelHandle.request`. */
-export interface ObservedResponse { method: string; path: string; status: number; headers: Headers; text: string; json: unknown }
+export interface ObservedResponse {
+  method: string
+  path: string
+  status: number
+  headers: Headers
+  text: string
+  json: unknown
+}
 const _observers: Array<(r: ObservedResponse) => void> = []
 /**
  * Registers a check run on every response of every panel the harness started
@@ -36,12 +48,25 @@ const _observers: Array<(r: ObservedResponse) => void> = []
  */
 export function observePanelResponses(observer: (r: ObservedResponse) => void): () => void {
   _observers.push(observer)
-  return () => { const i = _observers.indexOf(observer); if (i >= 0) _observers.splice(i, 1) }
+  return () => {
+    const i = _observers.indexOf(observer)
+    if (i >= 0) _observers.splice(i, 1)
+  }
 }
-export interface RequestOptions { method?: string; body?: unknown; rawBody?: string | Buffer; form?: FormData; cookie?: string; headers?: Record<string, string> }
+export interface RequestOptions {
+  method?: string
+  body?: unknown
+  rawBody?: string | Buffer
+  form?: FormData
+  cookie?: string
+  headers?: Record<string, string>
+}
 
 export interface PanelHandle {
-  url: string; port: number; dataDir: string; pid: number
+  url: string
+  port: number
+  dataDir: string
+  pid: number
   output(): string
   request<T = any>(path: string, opts?: RequestOptions): Promise<PanelResponse<T>>
   /** Logs in and returns the `panel_session=<token>` cookie pair. */
@@ -59,26 +84,42 @@ export function sessionCookieOf(res: { headers: Headers }): string | undefined {
   return undefined
 }
 
-export async function startPanel(opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean } = {}): Promise<PanelHandle> {
+export async function startPanel(
+  opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean } = {},
+): Promise<PanelHandle> {
   const entry = join(REPO_ROOT, '.output/server/index.mjs')
   if (!existsSync(entry)) throw new Error('the panel is not built: run npm run build (scripts/test.sh does)')
   const port = await freePort()
   const dataDir = opts.dataDir ?? makeTempDir('panel-test-')
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root',
-    NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', PANEL_DATA_DIR: dataDir,
-    PANEL_MASTER_KEY: TEST_MASTER_KEY, PROXY_MODULES: 'none',
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PANEL_DATA_DIR: dataDir,
+    PANEL_MASTER_KEY: TEST_MASTER_KEY,
+    PROXY_MODULES: 'none',
     PROXY_ADMIN_URL: 'http://127.0.0.1:1', // nothing listens: tests that need a proxy pass their own
     // No outbound downloads from tests: geolocation tests serve their own files.
-    GEOIP_COUNTRY_URL: 'http://127.0.0.1:1/country.mmdb', GEOIP_ASN_URL: 'http://127.0.0.1:1/asn.mmdb',
+    GEOIP_COUNTRY_URL: 'http://127.0.0.1:1/country.mmdb',
+    GEOIP_ASN_URL: 'http://127.0.0.1:1/asn.mmdb',
     LAPI_URL: 'http://127.0.0.1:1',
     ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
     ...opts.env,
   }
-  const child: ChildProcess = spawn(process.execPath, [...PANEL_NODE_FLAGS, entry], { cwd: dataDir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child: ChildProcess = spawn(process.execPath, [...PANEL_NODE_FLAGS, entry], {
+    cwd: dataDir,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
-  child.stdout!.on('data', (d) => { output += d })
-  child.stderr!.on('data', (d) => { output += d })
+  child.stdout!.on('data', (d) => {
+    output += d
+  })
+  child.stderr!.on('data', (d) => {
+    output += d
+  })
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 20_000
@@ -86,28 +127,44 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
     if (child.exitCode !== null) throw new Error(`panel exited with ${child.exitCode}:\n${output}`)
     if (output.includes('Listening on')) {
       // Boot work (migrations, admin bootstrap) finishes before the first answer.
-      const ok = await fetch(`${url}/api/setup`).then((r) => r.status < 500, () => false)
+      const ok = await fetch(`${url}/api/setup`).then(
+        (r) => r.status < 500,
+        () => false,
+      )
       if (ok) break
     }
-    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`panel did not start in 20 s:\n${output}`) }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`panel did not start in 20 s:\n${output}`)
+    }
     await new Promise((r) => setTimeout(r, 50))
   }
   let dbClient: Client | undefined
   const handle: PanelHandle = {
-    url, port, dataDir, pid: child.pid!,
+    url,
+    port,
+    dataDir,
+    pid: child.pid!,
     output: () => output,
     async request(path, o = {}) {
       const headers: Record<string, string> = { ...o.headers }
       if (o.cookie) headers.cookie = o.cookie
       let body: string | Uint8Array | FormData | undefined = o.rawBody
-      if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json' }
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body)
+        headers['content-type'] ??= 'application/json'
+      }
       if (o.form) body = o.form // multipart: fetch sets the boundary
       const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body: body as BodyInit | undefined, redirect: 'manual' })
       const text = await res.text()
       _assertNoSecret(text, `the response to ${o.method ?? 'GET'} ${path}`)
       for (const [k, v] of res.headers) if (k !== 'set-cookie') _assertNoSecret(v, `response header ${k} of ${path}`)
       let json: any
-      try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }
+      try {
+        json = text ? JSON.parse(text) : undefined
+      } catch {
+        json = undefined
+      }
       for (const observe of _observers) observe({ method: o.method ?? 'GET', path, status: res.status, headers: res.headers, text, json })
       return { status: res.status, headers: res.headers, text, json }
     },
@@ -123,13 +180,21 @@ export async function startPanel(opts: { env?: Record<string, string>; dataDir?:
       return dbClient
     },
     async stop() {
-      dbClient?.close(); dbClient = undefined
-      if (child.exitCode === null) { child.kill('SIGTERM'); await exited }
+      dbClient?.close()
+      dbClient = undefined
+      if (child.exitCode === null) {
+        child.kill('SIGTERM')
+        await exited
+      }
       _assertNoSecret(output, 'the panel output')
     },
     async kill(signal) {
-      dbClient?.close(); dbClient = undefined
-      if (child.exitCode === null) { child.kill(signal); await exited }
+      dbClient?.close()
+      dbClient = undefined
+      if (child.exitCode === null) {
+        child.kill(signal)
+        await exited
+      }
     },
   }
   return handle

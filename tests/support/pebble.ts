@@ -47,51 +47,126 @@ export interface PebbleHandle {
  * certificateValidityPeriod); `env` adds Pebble variables (PEBBLE_AUTHZREUSE=0
  * makes every order solve its challenges again).
  */
-export async function startPebble(opts: { httpPort: number; tlsPort: number; dnsServer?: string; certificateValiditySeconds?: number; env?: Record<string, string> }): Promise<PebbleHandle> {
+export async function startPebble(opts: {
+  httpPort: number
+  tlsPort: number
+  dnsServer?: string
+  certificateValiditySeconds?: number
+  env?: Record<string, string>
+}): Promise<PebbleHandle> {
   requireBinary(PEBBLE_BIN, 'pebble')
   requireBinary(CHALLTESTSRV_BIN, 'pebble-challtestsrv')
   requireBinary('/usr/bin/openssl', 'openssl')
   const dir = makeTempDir('pebble-')
   const ssl = (args: string[]) => {
-    try { execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] }) } catch (err) {
+    try {
+      execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
+    } catch (err) {
       throw new Error(`openssl ${args.join(' ')} failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? err}`)
     }
   }
-  ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-subj', '/CN=pebble test CA', '-keyout', 'ca.key', '-out', 'ca.pem'])
+  ssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=pebble test CA',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+  ])
   ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'csr.pem'])
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n')
-  ssl(['x509', '-req', '-in', 'csr.pem', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '30', '-out', 'cert.pem', '-extfile', 'ext.cnf'])
+  ssl([
+    'x509',
+    '-req',
+    '-in',
+    'csr.pem',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '30',
+    '-out',
+    'cert.pem',
+    '-extfile',
+    'ext.cnf',
+  ])
   const [dnsPort, challMgmt, acmePort, mgmtPort] = await freePorts(4)
-  writeFileSync(join(dir, 'pebble-config.json'), JSON.stringify({
-    pebble: {
-      listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${mgmtPort}`,
-      certificate: join(dir, 'cert.pem'), privateKey: join(dir, 'key.pem'),
-      httpPort: opts.httpPort, tlsPort: opts.tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false,
-      ...(opts.certificateValiditySeconds ? { certificateValidityPeriod: opts.certificateValiditySeconds } : {}),
-    },
-  }))
+  writeFileSync(
+    join(dir, 'pebble-config.json'),
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${acmePort}`,
+        managementListenAddress: `127.0.0.1:${mgmtPort}`,
+        certificate: join(dir, 'cert.pem'),
+        privateKey: join(dir, 'key.pem'),
+        httpPort: opts.httpPort,
+        tlsPort: opts.tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+        ...(opts.certificateValiditySeconds ? { certificateValidityPeriod: opts.certificateValiditySeconds } : {}),
+      },
+    }),
+  )
   const caPemFile = join(dir, 'ca.pem')
   const caPem = readFileSync(caPemFile, 'utf8')
   const directoryUrl = `https://127.0.0.1:${acmePort}/dir`
   const managementUrl = `https://127.0.0.1:${mgmtPort}`
   const challtestsrvManagementUrl = `http://127.0.0.1:${challMgmt}`
-  const challLog = join(dir, 'challtestsrv.log'), pebbleLog = join(dir, 'pebble.log')
+  const challLog = join(dir, 'challtestsrv.log'),
+    pebbleLog = join(dir, 'pebble.log')
 
   const t0 = performance.now()
-  const chall = startProcess(CHALLTESTSRV_BIN, [
-    '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '',
-    '-management', `127.0.0.1:${challMgmt}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', '',
-  ], { cwd: dir, logFile: challLog })
+  const chall = startProcess(
+    CHALLTESTSRV_BIN,
+    [
+      '-dns01',
+      `127.0.0.1:${dnsPort}`,
+      '-http01',
+      '',
+      '-https01',
+      '',
+      '-tlsalpn01',
+      '',
+      '-management',
+      `127.0.0.1:${challMgmt}`,
+      '-defaultIPv4',
+      '127.0.0.1',
+      '-defaultIPv6',
+      '',
+    ],
+    { cwd: dir, logFile: challLog },
+  )
   let pebble: ManagedProcess | undefined
   try {
     // Any HTTP answer from the management port means challtestsrv (and its DNS) is up.
-    await waitFor(async () => (await freshRequest(`${challtestsrvManagementUrl}/`, { timeoutMs: 2_000 })).status > 0,
-      { timeoutMs: 10_000, what: 'pebble-challtestsrv', process: chall })
-    pebble = startProcess(PEBBLE_BIN, ['-config', join(dir, 'pebble-config.json'), '-dnsserver', opts.dnsServer ?? `127.0.0.1:${dnsPort}`], {
-      cwd: dir, logFile: pebbleLog, env: { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', ...opts.env },
+    await waitFor(async () => (await freshRequest(`${challtestsrvManagementUrl}/`, { timeoutMs: 2_000 })).status > 0, {
+      timeoutMs: 10_000,
+      what: 'pebble-challtestsrv',
+      process: chall,
     })
-    await waitFor(async () => (await freshRequest(directoryUrl, { ca: caPem, timeoutMs: 2_000 })).status === 200,
-      { timeoutMs: 15_000, what: 'pebble', process: pebble })
+    pebble = startProcess(
+      PEBBLE_BIN,
+      ['-config', join(dir, 'pebble-config.json'), '-dnsserver', opts.dnsServer ?? `127.0.0.1:${dnsPort}`],
+      {
+        cwd: dir,
+        logFile: pebbleLog,
+        env: { PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', ...opts.env },
+      },
+    )
+    await waitFor(async () => (await freshRequest(directoryUrl, { ca: caPem, timeoutMs: 2_000 })).status === 200, {
+      timeoutMs: 15_000,
+      what: 'pebble',
+      process: pebble,
+    })
   } catch (err) {
     await pebble?.stop()
     await chall.stop()
@@ -100,8 +175,18 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number; dns
   const startMs = Math.round(performance.now() - t0)
   const pebbleProc = pebble
   return {
-    directoryUrl, caPemFile, caPem, managementUrl, challtestsrvManagementUrl, dnsServer: opts.dnsServer ?? `127.0.0.1:${dnsPort}`,
-    workDir: dir, pebblePid: pebbleProc.pid, challtestsrvPid: chall.pid, pebbleLogFile: pebbleLog, challtestsrvLogFile: challLog, startMs,
+    directoryUrl,
+    caPemFile,
+    caPem,
+    managementUrl,
+    challtestsrvManagementUrl,
+    dnsServer: opts.dnsServer ?? `127.0.0.1:${dnsPort}`,
+    workDir: dir,
+    pebblePid: pebbleProc.pid,
+    challtestsrvPid: chall.pid,
+    pebbleLogFile: pebbleLog,
+    challtestsrvLogFile: challLog,
+    startMs,
     async issuingRootPem() {
       const r = await freshRequest(`${managementUrl}/roots/0`, { ca: caPem })
       if (r.status !== 200 || !r.body.includes('BEGIN CERTIFICATE')) throw new Error(`pebble /roots/0 answered ${r.status}: ${r.body}`)
@@ -111,6 +196,9 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number; dns
       const r = await freshRequest(`${challtestsrvManagementUrl}/add-a`, { method: 'POST', body: JSON.stringify({ host, addresses }) })
       if (r.status !== 200) throw new Error(`challtestsrv add-a answered ${r.status}: ${r.body}`)
     },
-    async stop() { await pebbleProc.stop(); await chall.stop() },
+    async stop() {
+      await pebbleProc.stop()
+      await chall.stop()
+    },
   }
 }

@@ -1,5 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -11,20 +22,39 @@ const _exitHooks: Array<() => void> = []
 
 /** Kills (SIGKILL) every child still running that was started here, and runs the registered exit hooks. */
 function _killAll(): void {
-  for (const c of _running) { try { c.kill('SIGKILL'); if (c.pid) _unregister(c.pid) } catch { /* gone */ } }
+  for (const c of _running) {
+    try {
+      c.kill('SIGKILL')
+      if (c.pid) _unregister(c.pid)
+    } catch {
+      /* gone */
+    }
+  }
   _running.clear()
-  for (const hook of _exitHooks.splice(0)) { try { hook() } catch { /* best effort */ } }
+  for (const hook of _exitHooks.splice(0)) {
+    try {
+      hook()
+    } catch {
+      /* best effort */
+    }
+  }
 }
 
 // Safety net: a test process that ends (normally, by an uncaught error, or by a
 // termination signal) takes the components it started with it.
-process.on('exit', () => { _killAll(); removeTempDirs() })
+process.on('exit', () => {
+  _killAll()
+  removeTempDirs()
+})
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   const onSignal = () => {
     _killAll()
     removeTempDirs()
     // Default behaviour once we are done, unless someone else handles the signal too.
-    if (process.listenerCount(sig) === 1) { process.off(sig, onSignal); process.kill(process.pid, sig) }
+    if (process.listenerCount(sig) === 1) {
+      process.off(sig, onSignal)
+      process.kill(process.pid, sig)
+    }
   }
   process.on(sig, onSignal)
 }
@@ -40,11 +70,18 @@ function _procIdentity(pid: number): { startTime: string; cmdline: string } | nu
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? ''
     return { startTime, cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8') }
-  } catch { return null }
+  } catch {
+    return null
+  }
 }
 
 function _pidAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 function _register(pid: number): void {
@@ -53,19 +90,34 @@ function _register(pid: number): void {
   try {
     mkdirSync(REGISTRY_DIR, { recursive: true })
     writeFileSync(join(REGISTRY_DIR, `${pid}.json`), JSON.stringify({ owner: process.pid, pid, ...id }))
-  } catch { /* best effort */ }
+  } catch {
+    /* best effort */
+  }
 }
 
 function _unregister(pid: number): void {
-  try { unlinkSync(join(REGISTRY_DIR, `${pid}.json`)) } catch { /* gone */ }
+  try {
+    unlinkSync(join(REGISTRY_DIR, `${pid}.json`))
+  } catch {
+    /* gone */
+  }
 }
 
 const _dirEntry = (dir: string) => join(REGISTRY_DIR, `dir-${Buffer.from(dir).toString('base64url')}.json`)
 function _registerDir(dir: string): void {
-  try { mkdirSync(REGISTRY_DIR, { recursive: true }); writeFileSync(_dirEntry(dir), JSON.stringify({ owner: process.pid, dir })) } catch { /* best effort */ }
+  try {
+    mkdirSync(REGISTRY_DIR, { recursive: true })
+    writeFileSync(_dirEntry(dir), JSON.stringify({ owner: process.pid, dir }))
+  } catch {
+    /* best effort */
+  }
 }
 function _unregisterDir(dir: string): void {
-  try { unlinkSync(_dirEntry(dir)) } catch { /* gone */ }
+  try {
+    unlinkSync(_dirEntry(dir))
+  } catch {
+    /* gone */
+  }
 }
 
 let _reaped = false
@@ -81,7 +133,11 @@ function _reapOnce(): void {
 export function reapOrphans(): number[] {
   const killed: number[] = []
   let names: string[] = []
-  try { names = readdirSync(REGISTRY_DIR) } catch { return killed }
+  try {
+    names = readdirSync(REGISTRY_DIR)
+  } catch {
+    return killed
+  }
   for (const name of names) {
     const file = join(REGISTRY_DIR, name)
     try {
@@ -94,9 +150,14 @@ export function reapOrphans(): number[] {
         continue
       }
       const now = _procIdentity(e.pid)
-      if (now && now.startTime === e.startTime && now.cmdline === e.cmdline) { process.kill(e.pid, 'SIGKILL'); killed.push(e.pid) }
+      if (now && now.startTime === e.startTime && now.cmdline === e.cmdline) {
+        process.kill(e.pid, 'SIGKILL')
+        killed.push(e.pid)
+      }
       unlinkSync(file)
-    } catch { /* unreadable or raced: leave it */ }
+    } catch {
+      /* unreadable or raced: leave it */
+    }
   }
   return killed
 }
@@ -104,13 +165,20 @@ export function reapOrphans(): number[] {
 /** Runs `hook` synchronously when the test process exits (for resources that are not child processes). */
 export function onProcessExit(hook: () => void): () => void {
   _exitHooks.push(hook)
-  return () => { const i = _exitHooks.indexOf(hook); if (i >= 0) _exitHooks.splice(i, 1) }
+  return () => {
+    const i = _exitHooks.indexOf(hook)
+    if (i >= 0) _exitHooks.splice(i, 1)
+  }
 }
 
 /** Called after each test file (tests/support/file-teardown.ts): vitest may end a worker without an exit event. */
 export function removeTempDirs(): void {
   for (const d of _tempDirs.splice(0)) {
-    try { rmSync(d, { recursive: true, force: true }) } catch { /* best effort */ }
+    try {
+      rmSync(d, { recursive: true, force: true })
+    } catch {
+      /* best effort */
+    }
     _unregisterDir(d)
   }
 }
@@ -146,7 +214,11 @@ export function requireBinary(path: string, name: string): void {
  * Starts `cmd` directly (no shell, so `pid` is the program's own), with stdout and
  * stderr appended to `logFile`. The environment is the test process's plus `env`.
  */
-export function startProcess(cmd: string, args: string[], opts: { env?: Record<string, string>; cwd?: string; logFile: string }): ManagedProcess {
+export function startProcess(
+  cmd: string,
+  args: string[],
+  opts: { env?: Record<string, string>; cwd?: string; logFile: string },
+): ManagedProcess {
   const fd = openSync(opts.logFile, 'a')
   let child: ChildProcess
   try {
@@ -157,29 +229,51 @@ export function startProcess(cmd: string, args: string[], opts: { env?: Record<s
   _reapOnce()
   let exitCode: number | null | undefined
   const exited = new Promise<number | null>((resolve) => {
-    child.on('exit', (code) => { exitCode = code; _running.delete(child); if (child.pid) _unregister(child.pid); resolve(code) })
-    child.on('error', () => { if (!child.pid) { exitCode = null; resolve(null) } })
+    child.on('exit', (code) => {
+      exitCode = code
+      _running.delete(child)
+      if (child.pid) _unregister(child.pid)
+      resolve(code)
+    })
+    child.on('error', () => {
+      if (!child.pid) {
+        exitCode = null
+        resolve(null)
+      }
+    })
   })
   if (!child.pid) throw new Error(`could not start ${cmd} (${args.join(' ')})`)
   _running.add(child)
   _register(child.pid)
   return {
-    pid: child.pid, logFile: opts.logFile, exited,
-    get running() { return exitCode === undefined },
+    pid: child.pid,
+    logFile: opts.logFile,
+    exited,
+    get running() {
+      return exitCode === undefined
+    },
     async stop(graceMs = 5_000) {
       if (exitCode !== undefined) return
       child.kill('SIGTERM')
-      const timer = setTimeout(() => { if (exitCode === undefined) child.kill('SIGKILL') }, graceMs)
+      const timer = setTimeout(() => {
+        if (exitCode === undefined) child.kill('SIGKILL')
+      }, graceMs)
       await exited
       clearTimeout(timer)
     },
-    signal(sig) { if (exitCode === undefined) child.kill(sig) },
+    signal(sig) {
+      if (exitCode === undefined) child.kill(sig)
+    },
   }
 }
 
 /** The last `lines` lines of a file ('(no log)' when it cannot be read). */
 export function tailFile(path: string, lines = 30): string {
-  try { return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') } catch { return '(no log)' }
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')
+  } catch {
+    return '(no log)'
+  }
 }
 
 /**
@@ -201,7 +295,9 @@ export async function waitFor(
     try {
       const ok = await Promise.race([
         check(),
-        new Promise<boolean>((_, reject) => { timer = setTimeout(() => reject(new Error('check timed out')), Math.min(remaining, 5_000)) }),
+        new Promise<boolean>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('check timed out')), Math.min(remaining, 5_000))
+        }),
       ])
       if (ok) return
     } catch (err) {

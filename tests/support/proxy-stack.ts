@@ -10,7 +10,12 @@ export type { CaddyHandle }
 export const ALL_PROXY_MODULES = 'crowdsec,waf,ratelimit,dns'
 
 export interface ProxyStack {
-  caddy: CaddyHandle; panel: PanelHandle; admin: string; httpPort: number; httpsPort: number; logDir: string
+  caddy: CaddyHandle
+  panel: PanelHandle
+  admin: string
+  httpPort: number
+  httpsPort: number
+  logDir: string
   stop(): Promise<void>
 }
 
@@ -20,10 +25,21 @@ export interface ProxyStack {
  * PROXY_MODULES=none (the compatibility suite). `caddyEnv`: extra environment of
  * the Caddy process (bench/waf.bench.ts runs EDGE_WAF_OPERATORS=none for its A/B).
  */
-export async function startProxyStack(opts: { env?: Record<string, string>; caddyEnv?: Record<string, string>; dataDir?: string; logDir?: string; httpListenExtra?: string[]; httpPort?: number; httpsPort?: number; stockCaddy?: boolean } = {}): Promise<ProxyStack> {
+export async function startProxyStack(
+  opts: {
+    env?: Record<string, string>
+    caddyEnv?: Record<string, string>
+    dataDir?: string
+    logDir?: string
+    httpListenExtra?: string[]
+    httpPort?: number
+    httpsPort?: number
+    stockCaddy?: boolean
+  } = {},
+): Promise<ProxyStack> {
   const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv })
-  const httpPort = opts.httpPort ?? await freePort()
-  const httpsPort = opts.httpsPort ?? await freePort()
+  const httpPort = opts.httpPort ?? (await freePort())
+  const httpsPort = opts.httpsPort ?? (await freePort())
   const logDir = opts.logDir ?? makeTempDir('proxy-logs-')
   const httpListen = [`127.0.0.1:${httpPort}`, ...(opts.httpListenExtra ?? []).map((a) => `${a}:${httpPort}`)]
   let panel: PanelHandle
@@ -31,9 +47,14 @@ export async function startProxyStack(opts: { env?: Record<string, string>; cadd
     panel = await startPanel({
       dataDir: opts.dataDir,
       env: {
-        PROXY_ADMIN_URL: caddy.adminUrl, PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES, PROXY_LOG_DIR: logDir, PROXY_DATA_DIR: caddy.storageDir,
-        PROXY_HTTP_LISTEN: httpListen.join(','), PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
-        PANEL_DOMAIN: 'panel.example.test', PANEL_PUBLIC_URL: 'https://panel.example.test',
+        PROXY_ADMIN_URL: caddy.adminUrl,
+        PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES,
+        PROXY_LOG_DIR: logDir,
+        PROXY_DATA_DIR: caddy.storageDir,
+        PROXY_HTTP_LISTEN: httpListen.join(','),
+        PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
+        PANEL_DOMAIN: 'panel.example.test',
+        PANEL_PUBLIC_URL: 'https://panel.example.test',
         ...opts.env,
       },
     })
@@ -43,8 +64,16 @@ export async function startProxyStack(opts: { env?: Record<string, string>; cadd
   }
   const admin = await panel.login()
   return {
-    caddy, panel, admin, httpPort, httpsPort, logDir,
-    async stop() { await panel.stop(); await caddy.stop() },
+    caddy,
+    panel,
+    admin,
+    httpPort,
+    httpsPort,
+    logDir,
+    async stop() {
+      await panel.stop()
+      await caddy.stop()
+    },
   }
 }
 

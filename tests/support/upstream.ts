@@ -2,7 +2,12 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { Socket } from 'node:net'
 import { freePort } from './ports'
 
-export interface RecordedRequest { method: string; url: string; headers: IncomingHttpHeaders; remoteAddress: string }
+export interface RecordedRequest {
+  method: string
+  url: string
+  headers: IncomingHttpHeaders
+  remoteAddress: string
+}
 
 /** A test upstream that records every request and answers {upstream: <port>, url, headers}. */
 export async function startTestUpstream() {
@@ -18,23 +23,48 @@ export async function startTestUpstream() {
     for (const [k, v] of extraHeaders) res.setHeader(k, v)
     res.end(JSON.stringify({ upstream: port, url: req.url, headers: req.headers }))
   })
-  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)) })
-  const listen = () => new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => { server.off('error', reject); resolve() }) })
-  const close = () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) })
+  server.on('connection', (s) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+  })
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  const close = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy()
+      server.close(() => resolve())
+    })
   await listen()
   let down = false
   return {
-    port, url: `http://127.0.0.1:${port}`, requests,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    requests,
     /** Adds a response header to every answer (null removes it). */
-    setResponseHeader(name: string, value: string | null) { if (value === null) extraHeaders.delete(name); else extraHeaders.set(name, value) },
+    setResponseHeader(name: string, value: string | null) {
+      if (value === null) extraHeaders.delete(name)
+      else extraHeaders.set(name, value)
+    },
     /** Answers every request with this status (null: 200 again) while still listening. */
-    setFailing(status: number | null) { failStatus = status },
+    setFailing(status: number | null) {
+      failStatus = status
+    },
     async setDown(value: boolean) {
       if (value === down) return
       down = value
-      if (value) await close(); else await listen()
+      if (value) await close()
+      else await listen()
     },
-    async stop() { if (!down) await close(); down = true },
+    async stop() {
+      if (!down) await close()
+      down = true
+    },
   }
 }
 

@@ -41,6 +41,11 @@ describe('cookieDomainFor — parent domain of PANEL_DOMAIN', () => {
 })
 
 describe('isLoopbackHostname', () => {
-  it.each([['localhost', true], ['127.0.0.1', true], ['[::1]', true], ['192.168.1.5', false], ['panel.lan', false]])(
-    '%s -> %s', (h, expected) => expect(isLoopbackHostname(h)).toBe(expected))
+  it.each([
+    ['localhost', true],
+    ['127.0.0.1', true],
+    ['[::1]', true],
+    ['192.168.1.5', false],
+    ['panel.lan', false],
+  ])('%s -> %s', (h, expected) => expect(isLoopbackHostname(h)).toBe(expected))
 })

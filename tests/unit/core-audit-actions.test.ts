@@ -3,9 +3,26 @@ import { AUDIT_ACTIONS, auditActionRenamesHosts, panelEventOfAudit } from '../..
 
 describe('the audit action catalogue', () => {
   it('configuration changes raise config_change; read-only and engine bookkeeping rows raise nothing', () => {
-    for (const a of ['host_update', 'rule_delete', 'settings_update', 'dns_provider_import', 'notification_push_subscription_expired', 'backup_restore', 'totp_enable', 'totp_disable'])
+    for (const a of [
+      'host_update',
+      'rule_delete',
+      'settings_update',
+      'dns_provider_import',
+      'notification_push_subscription_expired',
+      'backup_restore',
+      'totp_enable',
+      'totp_disable',
+    ])
       expect([a, panelEventOfAudit(a)]).toEqual([a, 'config_change'])
-    for (const a of ['totp_enable_failed', 'waf_exclusion_create', 'decision_ban', 'country_ban_drifted', 'login', 'logs_prune', 'proxy_reconcile'])
+    for (const a of [
+      'totp_enable_failed',
+      'waf_exclusion_create',
+      'decision_ban',
+      'country_ban_drifted',
+      'login',
+      'logs_prune',
+      'proxy_reconcile',
+    ])
       expect([a, panelEventOfAudit(a)]).toEqual([a, null])
   })
 
@@ -24,6 +41,14 @@ describe('the audit action catalogue', () => {
 
   it('only host changes, restores, imports and reverts make the ingester forget host names', () => {
     const renaming = Object.keys(AUDIT_ACTIONS).filter(auditActionRenamesHosts).sort()
-    expect(renaming).toEqual(['backup_restore', 'host_create', 'host_delete', 'host_toggle', 'host_update', 'import_apply', 'revision_revert'])
+    expect(renaming).toEqual([
+      'backup_restore',
+      'host_create',
+      'host_delete',
+      'host_toggle',
+      'host_update',
+      'import_apply',
+      'revision_revert',
+    ])
   })
 })

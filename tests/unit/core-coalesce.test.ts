@@ -16,16 +16,21 @@ describe('createCoalescedRunner', () => {
   })
 
   it('a trigger during a run waits for a run of its own after it, never beside it', async () => {
-    let active = 0, maxActive = 0, calls = 0
+    let active = 0,
+      maxActive = 0,
+      calls = 0
     const run = createCoalescedRunner(async () => {
-      active++; maxActive = Math.max(maxActive, active); calls++
+      active++
+      maxActive = Math.max(maxActive, active)
+      calls++
       await sleep(40)
       active--
       return calls
     }, 5)
     const first = run()
     await sleep(20) // the first run is under way
-    const second = run(), third = run()
+    const second = run(),
+      third = run()
     expect(await first).toBe(1)
     expect(await second).toBe(2)
     expect(await third).toBe(2)
@@ -35,7 +40,10 @@ describe('createCoalescedRunner', () => {
 
   it('a failed run rejects its triggers and does not stop the next one', async () => {
     let n = 0
-    const run = createCoalescedRunner(async () => { if (++n === 1) throw new Error('boom'); return n }, 5)
+    const run = createCoalescedRunner(async () => {
+      if (++n === 1) throw new Error('boom')
+      return n
+    }, 5)
     await expect(run()).rejects.toThrow('boom')
     expect(await run()).toBe(2)
   })

@@ -11,9 +11,15 @@ import { writeFileAtomically } from '../../server/utils/core/files'
 let dir: string
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'core-lease-'))
-  await openDatabase({ url: `file:${join(dir, 'panel.db')}`, migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))) })
+  await openDatabase({
+    url: `file:${join(dir, 'panel.db')}`,
+    migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))),
+  })
 })
-afterAll(() => { closeDatabase(); rmSync(dir, { recursive: true, force: true }) })
+afterAll(() => {
+  closeDatabase()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 describe('one lease helper for the process-held and the named-holder leases (real libSQL file)', () => {
   it('a second holder is refused while the lease lives, and cannot release it', async () => {

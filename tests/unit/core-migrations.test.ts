@@ -4,9 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createClient } from '@libsql/client'
 import { describe, expect, it } from 'vitest'
-import {
-  currentVersion, migrateDown, migrateUp, parseMigrationFiles, readMigrationsFromDir,
-} from '../../server/utils/core/migrations'
+import { currentVersion, migrateDown, migrateUp, parseMigrationFiles, readMigrationsFromDir } from '../../server/utils/core/migrations'
 
 const MIGRATIONS = readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url)))
 
@@ -41,8 +39,10 @@ describe('migrations — every migration goes up, down to zero and up again', ()
   it('leaves no partial schema when a migration fails', async () => {
     const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
     const broken = parseMigrationFiles({
-      '0001_a.up.sql': 'CREATE TABLE a (id INTEGER);', '0001_a.down.sql': 'DROP TABLE a;',
-      '0002_b.up.sql': 'CREATE TABLE b (id INTEGER); CREATE TABLE a (id INTEGER);', '0002_b.down.sql': 'DROP TABLE b;',
+      '0001_a.up.sql': 'CREATE TABLE a (id INTEGER);',
+      '0001_a.down.sql': 'DROP TABLE a;',
+      '0002_b.up.sql': 'CREATE TABLE b (id INTEGER); CREATE TABLE a (id INTEGER);',
+      '0002_b.down.sql': 'DROP TABLE b;',
     })
     await expect(migrateUp(client, broken)).rejects.toThrow(/migration 2 \(b\) up failed: .*already exists/)
     expect(await currentVersion(client)).toBe(1)

@@ -8,7 +8,9 @@ describe('redactText', () => {
   it('replaces every occurrence of every secret', () => {
     const token = 'Abcdefghij0123456789_-ABCDEFGHIJ0123456789'
     const text = `provision dns.providers.cloudflare: API token '${token}' appears invalid; token=${token}`
-    expect(redactText(text, [token, 'bouncer-key-123'])).toBe(`provision dns.providers.cloudflare: API token '${REDACTED}' appears invalid; token=${REDACTED}`)
+    expect(redactText(text, [token, 'bouncer-key-123'])).toBe(
+      `provision dns.providers.cloudflare: API token '${REDACTED}' appears invalid; token=${REDACTED}`,
+    )
   })
 
   it('also finds the JSON-escaped and URL-encoded forms', () => {
@@ -36,13 +38,17 @@ describe('makeRedactor — one redactor for a batch of texts', () => {
   })
 })
 
-describe('redactJson — an event\'s details before a notification', () => {
+describe("redactJson — an event's details before a notification", () => {
   const tsig = 'qGz5YuwiOJmNxKLgeqxYLbfFVHOBdYjr+WuJ/FA6qPs='
   const redact = makeRedactor([tsig, 'smtp-password-1'])
 
   it('replaces secrets inside nested strings and keeps the shape', () => {
     const details = { domain: 'www.example.test', error: `update signed with ${tsig} refused`, nested: { list: ['smtp-password-1', 2] } }
-    expect(redactJson(details, redact)).toEqual({ domain: 'www.example.test', error: `update signed with ${REDACTED} refused`, nested: { list: [REDACTED, 2] } })
+    expect(redactJson(details, redact)).toEqual({
+      domain: 'www.example.test',
+      error: `update signed with ${REDACTED} refused`,
+      nested: { list: [REDACTED, 2] },
+    })
   })
 
   it('returns the very same object when nothing is secret', () => {

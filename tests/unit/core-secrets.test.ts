@@ -38,7 +38,11 @@ describe('secrets box — sealing', () => {
   it('refuses to open with another master key, and the error names no secret', () => {
     const sealed = createSecretsBox(KEY).seal('very-secret-value', 'o')
     let message = ''
-    try { createSecretsBox('another-master-key-of-32-characters!').open(sealed, 'o') } catch (e) { message = (e as Error).message }
+    try {
+      createSecretsBox('another-master-key-of-32-characters!').open(sealed, 'o')
+    } catch (e) {
+      message = (e as Error).message
+    }
     expect(message).toMatch(/cannot be decrypted/)
     expect(message).not.toContain('very-secret-value')
   })

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { assertCleanJson, decodeJsonBody, emailSchema, ipOrCidrText, parseQueryWith, parseWith, safeText, urlSchema } from '../../server/utils/core/validate'
+import {
+  assertCleanJson,
+  decodeJsonBody,
+  emailSchema,
+  ipOrCidrText,
+  parseQueryWith,
+  parseWith,
+  safeText,
+  urlSchema,
+} from '../../server/utils/core/validate'
 import { pushSubscriptionBody } from '../../server/utils/ops/notify/push'
 import { settingsPatchBody } from '../../server/utils/core/settings'
 import { clientErrorResponse } from '../../server/utils/core/client-errors'
@@ -8,7 +17,12 @@ import { clientErrorResponse } from '../../server/utils/core/client-errors'
 // One test per rule of the validation layer (server/utils/core/validate.ts).
 
 const statusOf = (fn: () => unknown): { status: number; message: string } | null => {
-  try { fn(); return null } catch (err: any) { return { status: err.statusCode, message: err.message } }
+  try {
+    fn()
+    return null
+  } catch (err: any) {
+    return { status: err.statusCode, message: err.message }
+  }
 }
 
 describe('JSON bodies are decoded strictly', () => {
@@ -31,8 +45,13 @@ describe('JSON bodies are decoded strictly', () => {
 
 describe('prototype keys are refused at any depth, never stripped', () => {
   it.each(['__proto__', 'constructor', 'prototype'])('%s', (key) => {
-    expect(statusOf(() => decodeJsonBody(Buffer.from(`{"${key}":{"admin":true}}`)))).toEqual({ status: 400, message: `body: the key "${key}" is not allowed` })
-    expect(statusOf(() => decodeJsonBody(Buffer.from(`{"config":{"list":[{"${key}":1}]}}`)))?.message).toBe(`config.list.0: the key "${key}" is not allowed`)
+    expect(statusOf(() => decodeJsonBody(Buffer.from(`{"${key}":{"admin":true}}`)))).toEqual({
+      status: 400,
+      message: `body: the key "${key}" is not allowed`,
+    })
+    expect(statusOf(() => decodeJsonBody(Buffer.from(`{"config":{"list":[{"${key}":1}]}}`)))?.message).toBe(
+      `config.list.0: the key "${key}" is not allowed`,
+    )
   })
 
   it('leaves ordinary keys that merely contain the words', () => {
@@ -41,8 +60,18 @@ describe('prototype keys are refused at any depth, never stripped', () => {
 })
 
 describe('control characters', () => {
-  it.each([['NUL', '\u0000'], ['U+0001', '\u0001'], ['BEL', '\u0007'], ['ESC', '\u001b'], ['DEL', '\u007f'], ['CR', '\r']])('%s anywhere in a body is refused, naming the field', (_name, ch) => {
-    expect(statusOf(() => assertCleanJson({ a: { b: [`x${ch}y`] } }))).toEqual({ status: 400, message: expect.stringMatching(/^a\.b\.0: must not contain control characters/) })
+  it.each([
+    ['NUL', '\u0000'],
+    ['U+0001', '\u0001'],
+    ['BEL', '\u0007'],
+    ['ESC', '\u001b'],
+    ['DEL', '\u007f'],
+    ['CR', '\r'],
+  ])('%s anywhere in a body is refused, naming the field', (_name, ch) => {
+    expect(statusOf(() => assertCleanJson({ a: { b: [`x${ch}y`] } }))).toEqual({
+      status: 400,
+      message: expect.stringMatching(/^a\.b\.0: must not contain control characters/),
+    })
   })
 
   it('a key with a control character is refused', () => {
@@ -74,7 +103,15 @@ describe('control characters', () => {
 })
 
 describe('one email rule', () => {
-  it.each(['a@example.test\u0000x', 'a\u0007@example.test', 'a@exa\u007fmple.test', 'a b@example.test', 'no-at.example.test', 'a@nodot', '"a"@example.test'])('refuses %j', (v) => {
+  it.each([
+    'a@example.test\u0000x',
+    'a\u0007@example.test',
+    'a@exa\u007fmple.test',
+    'a b@example.test',
+    'no-at.example.test',
+    'a@nodot',
+    '"a"@example.test',
+  ])('refuses %j', (v) => {
     expect(emailSchema.safeParse(v).success).toBe(false)
   })
 
@@ -85,9 +122,15 @@ describe('one email rule', () => {
 
 describe('one URL rule', () => {
   it.each([
-    ['not a url', 'nothing'], ['a scheme outside the list', 'ftp://example.test/'], ['javascript', 'javascript:alert(1)'],
-    ['a NUL', 'https://example.test/\u0000x'], ['a control character', 'https://exa\u0007mple.test/'], ['a space', 'https://example.test/a b'],
-    ['a brace', 'https://example.test/{path}'], ['no host', 'https://'], ['a quote', 'https://example.test/"'],
+    ['not a url', 'nothing'],
+    ['a scheme outside the list', 'ftp://example.test/'],
+    ['javascript', 'javascript:alert(1)'],
+    ['a NUL', 'https://example.test/\u0000x'],
+    ['a control character', 'https://exa\u0007mple.test/'],
+    ['a space', 'https://example.test/a b'],
+    ['a brace', 'https://example.test/{path}'],
+    ['no host', 'https://'],
+    ['a quote', 'https://example.test/"'],
   ])('refuses %s', (_name, v) => {
     expect(urlSchema().safeParse(v).success).toBe(false)
   })

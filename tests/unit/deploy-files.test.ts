@@ -21,13 +21,40 @@ const DEPLOY = join(REPO_ROOT, 'deploy')
 const read = (p: string) => readFileSync(join(DEPLOY, p), 'utf8')
 
 // ---- a small Dockerfile reader: continuation lines joined, comments dropped ----
-const INSTRUCTIONS = new Set(['FROM', 'RUN', 'CMD', 'LABEL', 'EXPOSE', 'ENV', 'ADD', 'COPY', 'ENTRYPOINT', 'VOLUME', 'USER', 'WORKDIR', 'ARG', 'ONBUILD', 'STOPSIGNAL', 'HEALTHCHECK', 'SHELL'])
-interface Instruction { name: string; args: string; line: number }
-interface Stage { from: string; alias?: string; instructions: Instruction[] }
+const INSTRUCTIONS = new Set([
+  'FROM',
+  'RUN',
+  'CMD',
+  'LABEL',
+  'EXPOSE',
+  'ENV',
+  'ADD',
+  'COPY',
+  'ENTRYPOINT',
+  'VOLUME',
+  'USER',
+  'WORKDIR',
+  'ARG',
+  'ONBUILD',
+  'STOPSIGNAL',
+  'HEALTHCHECK',
+  'SHELL',
+])
+interface Instruction {
+  name: string
+  args: string
+  line: number
+}
+interface Stage {
+  from: string
+  alias?: string
+  instructions: Instruction[]
+}
 
 function parseDockerfile(text: string): { stages: Stage[]; globalArgs: Instruction[] } {
   const out: Instruction[] = []
-  let buffer = '', startLine = 0
+  let buffer = '',
+    startLine = 0
   text.split('\n').forEach((raw, i) => {
     const line = raw.replace(/\r$/, '')
     if (!buffer && (/^\s*#/.test(line) || !line.trim())) return
@@ -73,8 +100,11 @@ function panelVariables(): { names: string[]; aliases: Map<string, string> } {
 }
 
 describe('.dockerignore', () => {
-  it('keeps the host\'s modules, builds and databases out of the image build', () => {
-    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
+  it("keeps the host's modules, builds and databases out of the image build", () => {
+    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'))
     for (const p of ['node_modules', '.output', '.data', 'data', 'ui/dist']) expect(ignored, `.dockerignore must list ${p}`).toContain(p)
   })
 })
@@ -89,18 +119,28 @@ describe('deploy/panel/Dockerfile', () => {
   })
 
   it('builds in the first stage and ships only the bundle (production dependencies traced by Nitro)', () => {
-    expect(all(stages[0]!, 'RUN').map((r) => r.args).join('\n')).toMatch(/npm ci[\s\S]*npm run build/)
+    expect(
+      all(stages[0]!, 'RUN')
+        .map((r) => r.args)
+        .join('\n'),
+    ).toMatch(/npm ci[\s\S]*npm run build/)
     const copies = all(runtime, 'COPY').map((c) => c.args)
     const fromBuild = copies.filter((c) => c.includes('--from='))
     expect(fromBuild).toEqual([expect.stringMatching(/--from=build \/src\/\.output \.\/\.output$/)])
-    expect(all(runtime, 'RUN').map((r) => r.args).join('\n')).not.toMatch(/npm (ci|install)/)
+    expect(
+      all(runtime, 'RUN')
+        .map((r) => r.args)
+        .join('\n'),
+    ).not.toMatch(/npm (ci|install)/)
   })
 
   it('runs as a non-root user, listens on 0.0.0.0, UTC, data in a volume, with a /healthz HEALTHCHECK', () => {
     const user = last(runtime, 'USER')?.args
     expect(user).toBeDefined()
     expect(user).not.toMatch(/^(root|0)(:|$)/)
-    const env = all(runtime, 'ENV').map((e) => e.args).join(' ')
+    const env = all(runtime, 'ENV')
+      .map((e) => e.args)
+      .join(' ')
     expect(env).toMatch(/\bHOST=0\.0\.0\.0\b/)
     expect(env).toMatch(/\bTZ=UTC\b/)
     expect(env).toMatch(/\bNODE_ENV=production\b/)
@@ -124,15 +164,23 @@ describe('deploy/panel/Dockerfile', () => {
 
 describe('deploy/proxy/Dockerfile', () => {
   const { stages } = parseDockerfile(read('proxy/Dockerfile'))
-  const build = stages[0]!, runtime = stages.at(-1)!
-  const goMod = read('proxy/caddy/go.mod'), mainGo = read('proxy/caddy/main.go')
+  const build = stages[0]!,
+    runtime = stages.at(-1)!
+  const goMod = read('proxy/caddy/go.mod'),
+    mainGo = read('proxy/caddy/main.go')
 
   it('builds the Go module in deploy/proxy/caddy with its build.sh, the command the tests build with', () => {
     expect(build.from).toMatch(/^golang:1\.\d+/)
-    const copies = all(build, 'COPY').map((c) => c.args).join(' ')
+    const copies = all(build, 'COPY')
+      .map((c) => c.args)
+      .join(' ')
     for (const f of ['caddy/go.mod', 'caddy/go.sum', 'caddy/main.go', 'caddy/build.sh', 'caddy/wafext']) expect(copies).toContain(f)
     // RE2 for the WAF's regex engine, linked statically by build.sh.
-    expect(all(build, 'RUN').map((r) => r.args).join(' ')).toMatch(/apt-get install[^&]*\blibre2-dev\b/)
+    expect(
+      all(build, 'RUN')
+        .map((r) => r.args)
+        .join(' '),
+    ).toMatch(/apt-get install[^&]*\blibre2-dev\b/)
     expect(all(build, 'RUN').some((r) => /\bsh build\.sh \/usr\/bin\/caddy\b/.test(r.args))).toBe(true)
     // The test build (scripts/build-edge.sh) runs the same script on the same folder.
     const script = readFileSync(join(REPO_ROOT, 'scripts/build-edge.sh'), 'utf8')
@@ -152,13 +200,24 @@ describe('deploy/proxy/Dockerfile', () => {
       ratelimit: ['github.com/mholt/caddy-ratelimit'],
       dns: ['github.com/caddy-dns/cloudflare', 'github.com/caddy-dns/route53', 'github.com/caddy-dns/rfc2136'],
     }
-    for (const name of PROXY_MODULE_NAMES) for (const mod of needs[name]) {
-      expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)
-      expect(mainGo, `${mod} is not imported by main.go`).toContain(`"${mod}`)
-    }
+    for (const name of PROXY_MODULE_NAMES)
+      for (const mod of needs[name]) {
+        expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)
+        expect(mainGo, `${mod} is not imported by main.go`).toContain(`"${mod}`)
+      }
     expect(required.get('github.com/caddyserver/caddy/v2')).toMatch(/^v2\.\d+\.\d+$/)
     const check = all(build, 'RUN').find((r) => r.args.includes('list-modules'))!.args
-    for (const id of ['crowdsec', 'http.handlers.crowdsec', 'http.handlers.appsec', 'http.handlers.waf', 'http.handlers.rate_limit', 'dns.providers.cloudflare', 'dns.providers.route53', 'dns.providers.rfc2136']) expect(check).toContain(id)
+    for (const id of [
+      'crowdsec',
+      'http.handlers.crowdsec',
+      'http.handlers.appsec',
+      'http.handlers.waf',
+      'http.handlers.rate_limit',
+      'dns.providers.cloudflare',
+      'dns.providers.route53',
+      'dns.providers.rfc2136',
+    ])
+      expect(check).toContain(id)
   })
 
   it('runs unprivileged on the bootstrap config, whose admin API is for the internal network only', () => {
@@ -168,10 +227,18 @@ describe('deploy/proxy/Dockerfile', () => {
     const bootstrap = JSON.parse(read('proxy/bootstrap.json'))
     // No address in the file: CADDY_ADMIN, loopback unless compose sets the control-network address.
     expect(bootstrap.admin.listen).toBeUndefined()
-    expect(all(runtime, 'ENV').map((e) => e.args).join(' ')).toMatch(/\bCADDY_ADMIN=127\.0\.0\.1:2019\b/)
+    expect(
+      all(runtime, 'ENV')
+        .map((e) => e.args)
+        .join(' '),
+    ).toMatch(/\bCADDY_ADMIN=127\.0\.0\.1:2019\b/)
     expect(bootstrap.apps).toBeUndefined()
     expect(bootstrap.storage.root).toBe('/var/lib/caddy')
-    expect(all(runtime, 'EXPOSE').map((e) => e.args).join(' ')).not.toMatch(/2019/)
+    expect(
+      all(runtime, 'EXPOSE')
+        .map((e) => e.args)
+        .join(' '),
+    ).not.toMatch(/2019/)
   })
 })
 
@@ -196,11 +263,18 @@ describe('deploy/compose.yaml', () => {
   const services = compose.services as Record<string, any>
   const panel = services.panel
   const env = panel.environment as Record<string, string>
-  const mounts = (svc: any) => new Map<string, string>((svc.volumes as string[]).map((v) => { const [src, dst] = v.split(':'); return [dst!, src!] }))
+  const mounts = (svc: any) =>
+    new Map<string, string>(
+      (svc.volumes as string[]).map((v) => {
+        const [src, dst] = v.split(':')
+        return [dst!, src!]
+      }),
+    )
 
   it('parses, with the panel, the proxy, the engine and the init step', () => {
     expect(Object.keys(services).sort()).toEqual(['crowdsec', 'init', 'panel', 'proxy'])
-    for (const name of ['panel', 'proxy', 'crowdsec']) expect(services[name].depends_on.init.condition).toBe('service_completed_successfully')
+    for (const name of ['panel', 'proxy', 'crowdsec'])
+      expect(services[name].depends_on.init.condition).toBe('service_completed_successfully')
     const init = read('init/init.sh')
     for (const secret of ['master_key', 'bouncer_key', 'machine_password']) expect(init).toContain(secret)
     expect(spawnSync('sh', ['-n', join(DEPLOY, 'init/init.sh')]).status).toBe(0)
@@ -214,11 +288,15 @@ describe('deploy/compose.yaml', () => {
       for (const v of svc.volumes ?? []) {
         const src = v.split(':')[0]
         if (src.startsWith('.')) expect(existsSync(join(DEPLOY, src)), `${name}: ${src}`).toBe(true)
-        else { expect(declared.has(src), `${name} mounts the undeclared volume ${src}`).toBe(true); used.add(src) }
+        else {
+          expect(declared.has(src), `${name} mounts the undeclared volume ${src}`).toBe(true)
+          used.add(src)
+        }
       }
     }
     expect([...declared].filter((v) => !used.has(v))).toEqual([])
-    for (const svc of ['panel', 'proxy']) expect(existsSync(join(DEPLOY, services[svc].build.context, services[svc].build.dockerfile ?? 'Dockerfile'))).toBe(true)
+    for (const svc of ['panel', 'proxy'])
+      expect(existsSync(join(DEPLOY, services[svc].build.context, services[svc].build.dockerfile ?? 'Dockerfile'))).toBe(true)
   })
 
   it('names every environment variable the panel reads (derived from config.ts)', () => {
@@ -241,11 +319,13 @@ describe('deploy/compose.yaml', () => {
       expect(panelMounts.get(dir), `${k} points into a mounted volume`).toBe('panel-secrets')
     }
     for (const k of ['PANEL_MASTER_KEY', 'LAPI_BOUNCER_KEY', 'LAPI_MACHINE_PASSWORD']) expect(env[k]).toBeUndefined()
-    expect(services.crowdsec.entrypoint.join(' ')).toMatch(/BOUNCER_KEY_panel="\$\$\(cat \/run\/panel-secrets\/bouncer_key\)"[\s\S]*AGENT_PASSWORD="\$\$\(cat \/run\/panel-secrets\/machine_password\)"/)
+    expect(services.crowdsec.entrypoint.join(' ')).toMatch(
+      /BOUNCER_KEY_panel="\$\$\(cat \/run\/panel-secrets\/bouncer_key\)"[\s\S]*AGENT_PASSWORD="\$\$\(cat \/run\/panel-secrets\/machine_password\)"/,
+    )
     expect(env.LAPI_MACHINE_ID).toBe('panel')
   })
 
-  it('publishes no admin API: only the proxy\'s 80/443 and the panel on the host loopback', () => {
+  it("publishes no admin API: only the proxy's 80/443 and the panel on the host loopback", () => {
     const published = Object.entries(services).flatMap(([name, svc]) => (svc.ports ?? []).map((p: string) => `${name} ${p}`))
     expect(published.filter((p) => /2019|8080|7422/.test(p))).toEqual([])
     expect(services.crowdsec.ports).toBeUndefined()
@@ -253,7 +333,7 @@ describe('deploy/compose.yaml', () => {
     expect(new URL(env.LAPI_URL!).hostname).toBe('crowdsec')
   })
 
-  it('keeps the admin API on the proxy\'s fixed address of the control network, which upstream services never join', () => {
+  it("keeps the admin API on the proxy's fixed address of the control network, which upstream services never join", () => {
     const proxy = services.proxy
     const controlIp = proxy.networks.control.ipv4_address
     expect(controlIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
@@ -269,8 +349,10 @@ describe('deploy/compose.yaml', () => {
     expect(compose.networks.apps.name).toBe('edge-apps')
   })
 
-  it('shares each folder at the same path in the panel and the proxy (the pushed config names the panel\'s paths)', () => {
-    const panelMounts = mounts(panel), proxyMounts = mounts(services.proxy), engineMounts = mounts(services.crowdsec)
+  it("shares each folder at the same path in the panel and the proxy (the pushed config names the panel's paths)", () => {
+    const panelMounts = mounts(panel),
+      proxyMounts = mounts(services.proxy),
+      engineMounts = mounts(services.crowdsec)
     for (const k of ['PROXY_LOG_DIR', 'PROXY_DATA_DIR', 'PROXY_CERTS_DIR']) {
       const path = env[k]!
       expect(proxyMounts.get(path), `${k}=${path} in the proxy`).toBeDefined()
@@ -284,8 +366,11 @@ describe('deploy/compose.yaml', () => {
     expect(JSON.parse(read('proxy/bootstrap.json')).storage.root).toBe(env.PROXY_DATA_DIR)
   })
 
-  it('has the engine read the proxy\'s access log and the WAF\'s audit log from the shared log volume', () => {
-    const docs = read('crowdsec/acquis.yaml').split(/^---$/m).map((d) => parseYaml(d)).filter((d: any) => d.filenames)
+  it("has the engine read the proxy's access log and the WAF's audit log from the shared log volume", () => {
+    const docs = read('crowdsec/acquis.yaml')
+      .split(/^---$/m)
+      .map((d) => parseYaml(d))
+      .filter((d: any) => d.filenames)
     const files = docs.flatMap((d: any) => d.filenames as string[])
     expect(files).toEqual([`${env.PROXY_LOG_DIR}/access.log`, `${env.PROXY_LOG_DIR}/waf-audit.log`])
     expect(docs[0].labels.type).toBe('caddy')
@@ -296,12 +381,17 @@ describe('deploy/compose.yaml', () => {
     expect(parseYaml(read('crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).filter).toContain("'coraza-audit'")
     expect(parseYaml(read('crowdsec/scenarios/panel-coraza-waf-blocks.yaml')).name).toBe(WAF_AUDIT_SCENARIO)
     const engine = mounts(services.crowdsec)
-    expect(engine.get('/etc/crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).toBe('./crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')
+    expect(engine.get('/etc/crowdsec/parsers/s01-parse/panel-coraza-audit.yaml')).toBe(
+      './crowdsec/parsers/s01-parse/panel-coraza-audit.yaml',
+    )
     expect(engine.get('/etc/crowdsec/scenarios/panel-coraza-waf-blocks.yaml')).toBe('./crowdsec/scenarios/panel-coraza-waf-blocks.yaml')
   })
 
-  it('runs the project\'s AppSec configuration where the panel points the proxy\'s bouncer (LAPI_APPSEC_URL)', () => {
-    const appsec = read('crowdsec/acquis.yaml').split(/^---$/m).map((d) => parseYaml(d)).find((d: any) => d.source === 'appsec')
+  it("runs the project's AppSec configuration where the panel points the proxy's bouncer (LAPI_APPSEC_URL)", () => {
+    const appsec = read('crowdsec/acquis.yaml')
+      .split(/^---$/m)
+      .map((d) => parseYaml(d))
+      .find((d: any) => d.source === 'appsec')
     expect(appsec).toMatchObject({ appsec_config: 'panel/appsec', labels: { type: 'appsec' } })
     const url = new URL(env.LAPI_APPSEC_URL!)
     expect(url.hostname).toBe('crowdsec')
@@ -312,7 +402,8 @@ describe('deploy/compose.yaml', () => {
     expect(config.name).toBe('panel/appsec')
     expect(engine.get('/etc/crowdsec/appsec-configs/panel-appsec.yaml')).toBe('./crowdsec/appsec-configs/panel-appsec.yaml')
     const ruleNames = new Map<string, string>()
-    for (const [dst, src] of engine) if (dst.startsWith('/etc/crowdsec/appsec-rules/')) ruleNames.set(parseYaml(read(src.replace(/^\.\//, ''))).name, dst)
+    for (const [dst, src] of engine)
+      if (dst.startsWith('/etc/crowdsec/appsec-rules/')) ruleNames.set(parseYaml(read(src.replace(/^\.\//, ''))).name, dst)
     expect([...ruleNames.keys()].sort()).toEqual([...config.inband_rules].sort())
     // The threshold rule reads the header the proxy sets and the file the panel writes.
     const threshold = read('crowdsec/appsec-rules/panel-appsec-threshold.yaml')
@@ -321,7 +412,7 @@ describe('deploy/compose.yaml', () => {
     expect(mounts(panel).get(env.CROWDSEC_DATA_DIR!)).toBe(engine.get('/var/lib/crowdsec/data'))
   })
 
-  describe('the engine keeps the panel\'s choices across its own restarts (the image\'s start script, v1.7.8)', () => {
+  describe("the engine keeps the panel's choices across its own restarts (the image's start script, v1.7.8)", () => {
     const engine = services.crowdsec
     const command = (engine.entrypoint as string[]).at(-1)!
 
@@ -331,7 +422,7 @@ describe('deploy/compose.yaml', () => {
       expect(raw.services.crowdsec.environment.NO_HUB_UPGRADE).toBe('true') // a string, not a YAML boolean
     })
 
-    it('hands the panel\'s list of disabled scenarios to DISABLE_SCENARIOS, from the folder both containers mount', () => {
+    it("hands the panel's list of disabled scenarios to DISABLE_SCENARIOS, from the folder both containers mount", () => {
       const list = `${env.CROWDSEC_CONFIG_DIR}/${DISABLED_SCENARIOS_FILE}`
       expect(command).toContain(`DISABLE_SCENARIOS="$$(sed -e '/^#/d' ${list} 2>/dev/null`)
       expect(mounts(engine).get(env.CROWDSEC_CONFIG_DIR!)).toBe(mounts(panel).get(env.CROWDSEC_CONFIG_DIR!))
@@ -345,12 +436,20 @@ describe('deploy/compose.yaml', () => {
     // that prints what it received.
     function runEntrypoint(listFile: string | null): { status: number | null; out: string; err: string } {
       const root = mkdtempSync(join(tmpdir(), 'entrypoint-'))
-      mkdirSync(join(root, 'secrets')); mkdirSync(join(root, 'etc'))
-      writeFileSync(join(root, 'secrets/bouncer_key'), 'k'.repeat(64)); writeFileSync(join(root, 'secrets/machine_password'), 'p'.repeat(64))
+      mkdirSync(join(root, 'secrets'))
+      mkdirSync(join(root, 'etc'))
+      writeFileSync(join(root, 'secrets/bouncer_key'), 'k'.repeat(64))
+      writeFileSync(join(root, 'secrets/machine_password'), 'p'.repeat(64))
       if (listFile !== null) writeFileSync(join(root, 'etc', DISABLED_SCENARIOS_FILE), listFile)
-      writeFileSync(join(root, 'start.sh'), 'printf "DISABLE_SCENARIOS=[%s]\\n" "$DISABLE_SCENARIOS"\nprintf "AGENT_USERNAME=%s\\n" "$AGENT_USERNAME"\n')
-      const script = command.replaceAll('$$', '$').replaceAll('/run/panel-secrets/', `${root}/secrets/`)
-        .replaceAll(`${env.CROWDSEC_CONFIG_DIR}/`, `${root}/etc/`).replace('exec /bin/bash /docker_start.sh', `exec sh ${root}/start.sh`)
+      writeFileSync(
+        join(root, 'start.sh'),
+        'printf "DISABLE_SCENARIOS=[%s]\\n" "$DISABLE_SCENARIOS"\nprintf "AGENT_USERNAME=%s\\n" "$AGENT_USERNAME"\n',
+      )
+      const script = command
+        .replaceAll('$$', '$')
+        .replaceAll('/run/panel-secrets/', `${root}/secrets/`)
+        .replaceAll(`${env.CROWDSEC_CONFIG_DIR}/`, `${root}/etc/`)
+        .replace('exec /bin/bash /docker_start.sh', `exec sh ${root}/start.sh`)
       const r = spawnSync('sh', ['-c', script], { encoding: 'utf8', env: { PATH: process.env.PATH } })
       return { status: r.status, out: r.stdout, err: r.stderr }
     }
@@ -376,7 +475,10 @@ describe('deploy/compose.yaml', () => {
   it('passes `docker compose config` when a container client is installed (none on the project machines)', () => {
     const probe = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' })
     if (probe.error || probe.status !== 0) return // checked by the structure tests above instead
-    const r = spawnSync('docker', ['compose', '-f', join(DEPLOY, 'compose.yaml'), 'config', '--quiet'], { encoding: 'utf8', env: { ...process.env, PANEL_DOMAIN: 'panel.example.com' } })
+    const r = spawnSync('docker', ['compose', '-f', join(DEPLOY, 'compose.yaml'), 'config', '--quiet'], {
+      encoding: 'utf8',
+      env: { ...process.env, PANEL_DOMAIN: 'panel.example.com' },
+    })
     expect(r.status, r.stderr).toBe(0)
   })
 })

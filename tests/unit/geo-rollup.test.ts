@@ -6,41 +6,56 @@ import { countryOfRecord, listCountryNetworks, walkMmdb } from '../../server/uti
 import { writeMmdb } from '../support/mmdb-writer'
 
 /** A deterministic pseudo-random generator so property cases are reproducible. */
-function rng(seed: number) { return () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31 } }
+function rng(seed: number) {
+  return () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    return seed / 2 ** 31
+  }
+}
 
 function randomNetworks(seed: number, count: number): string[] {
   const r = rng(seed)
   const out: string[] = []
   for (let i = 0; i < count; i++) {
     const prefix = 18 + Math.floor(r() * 10)
-    const a = 1 + Math.floor(r() * 200), b = Math.floor(r() * 4), c = Math.floor(r() * 256)
+    const a = 1 + Math.floor(r() * 200),
+      b = Math.floor(r() * 4),
+      c = Math.floor(r() * 256)
     out.push(`${bigIntToIp(parseCidr(`${a}.${b}.${c}.0/${prefix}`).start, 4)}/${prefix}`)
     if (r() < 0.3) out.push(`2001:db8:${Math.floor(r() * 4096).toString(16)}::/${40 + Math.floor(r() * 20)}`)
   }
   return out
 }
 
-const covers = (nets: ReturnType<typeof parseCidr>[], n: ReturnType<typeof parseCidr>) => nets.some((s) => s.family === n.family && s.start <= n.start && endOf(n) <= endOf(s))
+const covers = (nets: ReturnType<typeof parseCidr>[], n: ReturnType<typeof parseCidr>) =>
+  nets.some((s) => s.family === n.family && s.start <= n.start && endOf(n) <= endOf(s))
 
 describe('rollUpNetworks — properties over random country-like inputs', () => {
-  it.each([1, 2, 3, 4, 5, 6])('seed %i: covers every input, respects the floor and the foreign-share rule, adds only what it reports', (seed) => {
-    const input = randomNetworks(seed, 900)
-    const res = rollUpNetworks(input)
-    const out = res.cidrs.map(parseCidr)
-    for (const n of input.map(parseCidr)) expect(covers(out, n)).toBe(true)
-    for (const s of out) expect(s.prefix).toBeGreaterThanOrEqual(FLOOR[s.family])
-    // Output networks are disjoint, and each is mostly country addresses.
-    const sorted = [...out].sort((a, b) => (a.start < b.start ? -1 : 1))
-    for (let i = 1; i < sorted.length; i++) if (sorted[i]!.family === sorted[i - 1]!.family) expect(sorted[i]!.start > endOf(sorted[i - 1]!)).toBe(true)
-    const inputNets = input.map(parseCidr)
-    for (const s of out) {
-      const inside = rollUpNetworks(inputNets.filter((n) => covers([s], n)).map((n) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`), 1e9)
-      const countryAddresses = inside.inputAddresses.v4 + inside.inputAddresses.v6
-      expect(Number(sizeOf(s) - countryAddresses)).toBeLessThanOrEqual(MAX_FOREIGN_SHARE * Number(sizeOf(s)))
-    }
-    const total = out.reduce((sum, n) => sum + sizeOf(n), 0n)
-    expect(total).toBe(res.inputAddresses.v4 + res.inputAddresses.v6 + res.addedAddresses.v4 + res.addedAddresses.v6)
-  })
+  it.each([1, 2, 3, 4, 5, 6])(
+    'seed %i: covers every input, respects the floor and the foreign-share rule, adds only what it reports',
+    (seed) => {
+      const input = randomNetworks(seed, 900)
+      const res = rollUpNetworks(input)
+      const out = res.cidrs.map(parseCidr)
+      for (const n of input.map(parseCidr)) expect(covers(out, n)).toBe(true)
+      for (const s of out) expect(s.prefix).toBeGreaterThanOrEqual(FLOOR[s.family])
+      // Output networks are disjoint, and each is mostly country addresses.
+      const sorted = [...out].sort((a, b) => (a.start < b.start ? -1 : 1))
+      for (let i = 1; i < sorted.length; i++)
+        if (sorted[i]!.family === sorted[i - 1]!.family) expect(sorted[i]!.start > endOf(sorted[i - 1]!)).toBe(true)
+      const inputNets = input.map(parseCidr)
+      for (const s of out) {
+        const inside = rollUpNetworks(
+          inputNets.filter((n) => covers([s], n)).map((n) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`),
+          1e9,
+        )
+        const countryAddresses = inside.inputAddresses.v4 + inside.inputAddresses.v6
+        expect(Number(sizeOf(s) - countryAddresses)).toBeLessThanOrEqual(MAX_FOREIGN_SHARE * Number(sizeOf(s)))
+      }
+      const total = out.reduce((sum, n) => sum + sizeOf(n), 0n)
+      expect(total).toBe(res.inputAddresses.v4 + res.inputAddresses.v6 + res.addedAddresses.v4 + res.addedAddresses.v6)
+    },
+  )
 
   it('merges adjacent and contained networks exactly, adding nothing', () => {
     const res = rollUpNetworks(['10.0.0.0/25', '10.0.0.128/25', '10.0.1.0/24', '10.0.0.64/26'], 1000)
@@ -74,10 +89,14 @@ describe('rollUpNetworks — properties over random country-like inputs', () => 
     const r = rng(seed)
     const input: string[] = []
     for (let i = 0; i < 150; i++) {
-      const a = 1 + Math.floor(r() * 200), b = Math.floor(r() * 256)
+      const a = 1 + Math.floor(r() * 200),
+        b = Math.floor(r() * 256)
       const prefix = 11 + Math.floor(r() * 14) // /11 to /24: many wider than the floor
       input.push(`${bigIntToIp(parseCidr(`${a}.${b}.0.0/${prefix}`).start, 4)}/${prefix}`)
-      if (r() < 0.3) { const p6 = 23 + Math.floor(r() * 17); input.push(`${bigIntToIp(parseCidr(`2001:${Math.floor(r() * 65536).toString(16)}::/${p6}`).start, 6)}/${p6}`) }
+      if (r() < 0.3) {
+        const p6 = 23 + Math.floor(r() * 17)
+        input.push(`${bigIntToIp(parseCidr(`2001:${Math.floor(r() * 65536).toString(16)}::/${p6}`).start, 6)}/${p6}`)
+      }
     }
     for (const target of [1, 200]) {
       const res = rollUpNetworks(input, target)
@@ -86,7 +105,8 @@ describe('rollUpNetworks — properties over random country-like inputs', () => 
       for (const n of input.map(parseCidr)) {
         // Every address of the input, piece by floor-sized piece.
         const step = sizeOf({ family: n.family, start: 0n, prefix: Math.max(n.prefix, FLOOR[n.family]) })
-        for (let start = n.start; start <= endOf(n); start += step) expect(covers(out, { family: n.family, start, prefix: Math.max(n.prefix, FLOOR[n.family]) })).toBe(true)
+        for (let start = n.start; start <= endOf(n); start += step)
+          expect(covers(out, { family: n.family, start, prefix: Math.max(n.prefix, FLOOR[n.family]) })).toBe(true)
       }
       const total = out.reduce((sum, n) => sum + sizeOf(n), 0n)
       expect(total).toBe(res.inputAddresses.v4 + res.inputAddresses.v6 + res.addedAddresses.v4 + res.addedAddresses.v6)
@@ -101,14 +121,16 @@ describe('rollUpNetworks — properties over random country-like inputs', () => 
 })
 
 describe('walkMmdb — every stored network of a database written here', () => {
-  const db = new Reader<any>(writeMmdb([
-    ['0.0.0.0/1', { country: { iso_code: 'US' } }],
-    ['81.2.69.0/24', { country: { iso_code: 'GB' } }],
-    ['81.2.70.0/23', { country: { iso_code: 'GB' } }],
-    ['2a01:e00::/26', { country_code: 'FR' }],
-    ['5.0.0.0/16', { country_code: 'FR' }],
-  ]))
-  it('lists a country\'s IPv4 and IPv6 networks in both record shapes', () => {
+  const db = new Reader<any>(
+    writeMmdb([
+      ['0.0.0.0/1', { country: { iso_code: 'US' } }],
+      ['81.2.69.0/24', { country: { iso_code: 'GB' } }],
+      ['81.2.70.0/23', { country: { iso_code: 'GB' } }],
+      ['2a01:e00::/26', { country_code: 'FR' }],
+      ['5.0.0.0/16', { country_code: 'FR' }],
+    ]),
+  )
+  it("lists a country's IPv4 and IPv6 networks in both record shapes", () => {
     expect(listCountryNetworks(db, 'GB').sort()).toEqual(['81.2.69.0/24', '81.2.70.0/23'])
     expect(listCountryNetworks(db, 'FR').sort()).toEqual(['2a01:e00::/26', '5.0.0.0/16'])
     expect(listCountryNetworks(db, 'DE')).toEqual([])
@@ -128,7 +150,9 @@ describe('walkMmdb — every stored network of a database written here', () => {
 })
 
 describe('ip helpers', () => {
-  it.each(['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '::1', 'fd00::1', '::ffff:10.0.0.1'])('%s is LAN', (ip) => expect(isLanAddress(ip)).toBe(true))
+  it.each(['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '::1', 'fd00::1', '::ffff:10.0.0.1'])('%s is LAN', (ip) =>
+    expect(isLanAddress(ip)).toBe(true),
+  )
   it.each(['8.8.8.8', '172.32.0.1', '2001:db8::1', '198.51.100.7'])('%s is not LAN', (ip) => expect(isLanAddress(ip)).toBe(false))
   it('round-trips IPv6 text', () => {
     for (const ip of ['2001:db8::1', '::', '::1', '2a01:e00::', 'fe80::1:2:3:4']) expect(bigIntToIp(ipToBigInt(ip).value, 6)).toBe(ip)
@@ -138,7 +162,20 @@ describe('ip helpers', () => {
 describe('subtractNetworks — a country range split around whitelisted sources', () => {
   const text = (nets: ReturnType<typeof parseCidr>[]) => nets.map((n) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`)
   it.each([
-    { net: '10.0.0.0/24', holes: ['10.0.0.5'], expected: ['10.0.0.0/30', '10.0.0.4/32', '10.0.0.6/31', '10.0.0.8/29', '10.0.0.16/28', '10.0.0.32/27', '10.0.0.64/26', '10.0.0.128/25'] },
+    {
+      net: '10.0.0.0/24',
+      holes: ['10.0.0.5'],
+      expected: [
+        '10.0.0.0/30',
+        '10.0.0.4/32',
+        '10.0.0.6/31',
+        '10.0.0.8/29',
+        '10.0.0.16/28',
+        '10.0.0.32/27',
+        '10.0.0.64/26',
+        '10.0.0.128/25',
+      ],
+    },
     { net: '10.0.0.0/24', holes: ['10.0.0.128/25'], expected: ['10.0.0.0/25'] },
     { net: '10.0.0.0/24', holes: ['10.0.0.0/16'], expected: [] },
     { net: '10.0.0.0/24', holes: ['10.0.1.1', '2001:db8::1'], expected: ['10.0.0.0/24'] },
@@ -147,7 +184,8 @@ describe('subtractNetworks — a country range split around whitelisted sources'
   })
 
   it('covers exactly the addresses outside the holes', () => {
-    const net = parseCidr('10.0.0.0/20'), holes = ['10.0.3.7', '10.0.8.0/26', '10.0.15.255'].map(parseCidr)
+    const net = parseCidr('10.0.0.0/20'),
+      holes = ['10.0.3.7', '10.0.8.0/26', '10.0.15.255'].map(parseCidr)
     const out = subtractNetworks(net, holes)
     const total = out.reduce((s, n) => s + sizeOf(n), 0n)
     expect(total).toBe(sizeOf(net) - 1n - 64n - 1n)

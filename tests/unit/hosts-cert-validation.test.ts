@@ -12,18 +12,25 @@ beforeAll(() => {
 describe('validateCertificateUpload — every check names what failed', () => {
   it('accepts a leaf with its chain and describes it', () => {
     const v = validateCertificateUpload({ ...good, chainPem: pki.intermediatePem }, ['app.example.test', 'www.example.test'])
-    expect(v.metadata).toMatchObject({ subject: 'app.example.test', issuer: 'Panel Test Intermediate', sans: ['app.example.test', 'www.example.test'] })
+    expect(v.metadata).toMatchObject({
+      subject: 'app.example.test',
+      issuer: 'Panel Test Intermediate',
+      sans: ['app.example.test', 'www.example.test'],
+    })
     expect(v.metadata.fingerprint_sha256).toMatch(/^[0-9a-f]{64}$/)
     expect(v.chainPem).toContain('BEGIN CERTIFICATE')
     expect(v.keyPem).toContain('PRIVATE KEY')
   })
-  it('garbage PEM', () => expect(() => validateCertificateUpload({ certPem: 'hello', keyPem: good.keyPem }, [])).toThrow(/cert_pem: is not a PEM certificate/))
+  it('garbage PEM', () =>
+    expect(() => validateCertificateUpload({ certPem: 'hello', keyPem: good.keyPem }, [])).toThrow(/cert_pem: is not a PEM certificate/))
   it('a key that does not match', () => {
     const other = pki.leaf('app.example.test')
     expect(() => validateCertificateUpload({ certPem: good.certPem, keyPem: other.keyPem }, ['app.example.test'])).toThrow(/does not match/)
   })
   it('a chain that does not sign the certificate', () => {
-    expect(() => validateCertificateUpload({ ...good, chainPem: pki.rootPem }, ['app.example.test'])).toThrow(/chain_pem: certificate 1 of the chain did not sign/)
+    expect(() => validateCertificateUpload({ ...good, chainPem: pki.rootPem }, ['app.example.test'])).toThrow(
+      /chain_pem: certificate 1 of the chain did not sign/,
+    )
   })
   it('an expired certificate', () => {
     const old = pki.leaf('app.example.test', { expired: true })
@@ -32,5 +39,6 @@ describe('validateCertificateUpload — every check names what failed', () => {
   it('names that are not covered', () => {
     expect(() => validateCertificateUpload(good, ['app.example.test', 'api.example.test'])).toThrow(/does not cover api.example.test/)
   })
-  it('a key that is not PEM', () => expect(() => validateCertificateUpload({ certPem: good.certPem, keyPem: 'nope' }, [])).toThrow(/key_pem: is not a PEM private key/))
+  it('a key that is not PEM', () =>
+    expect(() => validateCertificateUpload({ certPem: good.certPem, keyPem: 'nope' }, [])).toThrow(/key_pem: is not a PEM private key/))
 })

@@ -14,15 +14,23 @@ const BEFORE = MIGRATIONS.filter((m) => m.version < 16).at(-1)!.version
 it('migration 0016 accepts provider_c, keeps provider_a/provider_b rows, and its down step drops provider_c only', async () => {
   const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
   await migrateUp(client, MIGRATIONS, BEFORE)
-  const insert = (name: string) => client.execute({ sql: 'INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES (?, 1, ?, ?)', args: [name, `sealed-${name}`, '2026-01-01T00:00:00Z'] })
+  const insert = (name: string) =>
+    client.execute({
+      sql: 'INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES (?, 1, ?, ?)',
+      args: [name, `sealed-${name}`, '2026-01-01T00:00:00Z'],
+    })
   await insert('provider_a')
-  await client.execute({ sql: "INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES ('provider_b', 0, NULL, 'x')", args: [] })
+  await client.execute({
+    sql: "INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES ('provider_b', 0, NULL, 'x')",
+    args: [],
+  })
   await expect(insert('provider_c')).rejects.toThrow(/CHECK constraint failed/)
 
   await migrateUp(client, MIGRATIONS, 16)
   await insert('provider_c')
   await expect(insert('provider_z')).rejects.toThrow(/CHECK constraint failed/)
-  const rows = async () => (await client.execute('SELECT name, enabled, credentials FROM dns_providers ORDER BY name')).rows.map((r) => ({ ...r }))
+  const rows = async () =>
+    (await client.execute('SELECT name, enabled, credentials FROM dns_providers ORDER BY name')).rows.map((r) => ({ ...r }))
   expect(await rows()).toEqual([
     { name: 'provider_a', enabled: 1, credentials: 'sealed-provider_a' },
     { name: 'provider_b', enabled: 0, credentials: null },

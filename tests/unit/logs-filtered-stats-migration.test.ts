@@ -18,25 +18,68 @@ it('migration 0022 back-fills the new roll-ups and the path index with the rows 
   const client = createClient({ url: `file:${join(dir, 'db.sqlite')}` })
   await migrateUp(client, MIGRATIONS, 21)
   const rows: Array<[number, number | null, string | null, string | null, number | null]> = [
-    [7_200_001, 200, 'GET', '/a/b?x=1', 0.2], [7_200_002, 200, 'GET', '/a/b?x=2', 13.2], [7_300_000, 404, 'POST', '/Ünï"q', 1234.567],
-    [10_900_000, null, null, null, null], [10_900_001, 500, 'GET', '/a/b', 30_000], [10_900_002, 500, 'GET', '/late', 1], // the last one: above the mark
+    [7_200_001, 200, 'GET', '/a/b?x=1', 0.2],
+    [7_200_002, 200, 'GET', '/a/b?x=2', 13.2],
+    [7_300_000, 404, 'POST', '/Ünï"q', 1234.567],
+    [10_900_000, null, null, null, null],
+    [10_900_001, 500, 'GET', '/a/b', 30_000],
+    [10_900_002, 500, 'GET', '/late', 1], // the last one: above the mark
   ]
   for (const [ts, status, method, path, duration] of rows) {
-    await client.execute({ sql: "INSERT INTO logs (ts_ms, source, host_id, host_domain, status, method, path, level, duration_ms) VALUES (?, 'caddy_access', 3, 'c.example.test', ?, ?, ?, 'info', ?)", args: [ts, status, method, path, duration] })
+    await client.execute({
+      sql: "INSERT INTO logs (ts_ms, source, host_id, host_domain, status, method, path, level, duration_ms) VALUES (?, 'caddy_access', 3, 'c.example.test', ?, ?, ?, 'info', ?)",
+      args: [ts, status, method, path, duration],
+    })
   }
   await client.execute('UPDATE logs_rollup_state SET last_id = 5')
   await migrateUp(client, MIGRATIONS)
   const tables = ['logs_hourly_status_durations', 'logs_hourly_status_paths']
-  const read = async () => Object.fromEntries(await Promise.all(tables.map(async (t) => [t, (await client.execute(`SELECT * FROM ${t} ORDER BY 1, 2, 3, 4, 5, 6, 7, 8`)).rows.map((r) => ({ ...r }))])))
-  const indexed = async () => (await client.execute("SELECT rowid FROM logs_path_fts WHERE logs_path_fts MATCH '\"a/b\"' OR logs_path_fts MATCH '\"Ünï\"' OR logs_path_fts MATCH '\"ate\"' ORDER BY rowid")).rows.map((r) => Number(r.rowid))
+  const read = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        tables.map(async (t) => [
+          t,
+          (await client.execute(`SELECT * FROM ${t} ORDER BY 1, 2, 3, 4, 5, 6, 7, 8`)).rows.map((r) => ({ ...r })),
+        ]),
+      ),
+    )
+  const indexed = async () =>
+    (
+      await client.execute(
+        'SELECT rowid FROM logs_path_fts WHERE logs_path_fts MATCH \'"a/b"\' OR logs_path_fts MATCH \'"Ünï"\' OR logs_path_fts MATCH \'"ate"\' ORDER BY rowid',
+      )
+    ).rows.map((r) => Number(r.rowid))
   const migrated = await read()
-  expect(migrated.logs_hourly_status_paths).toContainEqual({ hour_ms: 7_200_000, source: 'caddy_access', host_id: 3, host_domain: 'c.example.test', status: 200, method: 'GET', level: 'info', path: '/a/b', n: 2 })
-  expect(migrated.logs_hourly_status_durations).toContainEqual({ hour_ms: 7_200_000, source: 'caddy_access', host_id: 3, host_domain: 'c.example.test', status: 404, method: 'POST', level: 'info', bucket_us: 1_240_000, n: 1 })
+  expect(migrated.logs_hourly_status_paths).toContainEqual({
+    hour_ms: 7_200_000,
+    source: 'caddy_access',
+    host_id: 3,
+    host_domain: 'c.example.test',
+    status: 200,
+    method: 'GET',
+    level: 'info',
+    path: '/a/b',
+    n: 2,
+  })
+  expect(migrated.logs_hourly_status_durations).toContainEqual({
+    hour_ms: 7_200_000,
+    source: 'caddy_access',
+    host_id: 3,
+    host_domain: 'c.example.test',
+    status: 404,
+    method: 'POST',
+    level: 'info',
+    bucket_us: 1_240_000,
+    n: 1,
+  })
   expect(await indexed()).toEqual([1, 2, 3, 5])
 
   // The loop's own statements over the same rows give the same tables.
   for (const t of [...tables, 'logs_path_fts']) await client.execute(`DELETE FROM ${t}`)
-  await client.batch(rollupStatements('id <= ?', [5], 1).filter((st) => typeof st !== 'string' && /logs_hourly_status|logs_path_fts/.test(st.sql)), 'write')
+  await client.batch(
+    rollupStatements('id <= ?', [5], 1).filter((st) => typeof st !== 'string' && /logs_hourly_status|logs_path_fts/.test(st.sql)),
+    'write',
+  )
   expect(await read()).toEqual(migrated)
   expect(await indexed()).toEqual([1, 2, 3, 5])
 

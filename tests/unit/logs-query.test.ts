@@ -27,27 +27,66 @@ let dir: string
 // --- the seed: deterministic, varied, with NULLs everywhere they can be ---
 function seedRows(count: number): LogRow[] {
   let x = 42
-  const rnd = (n: number) => { x = (Math.imul(x, 1103515245) + 12345) >>> 0; return (x >>> 8) % n }
+  const rnd = (n: number) => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0
+    return (x >>> 8) % n
+  }
   const pick = <T>(a: readonly T[]) => a[rnd(a.length)]!
   const rows: LogRow[] = []
   for (let i = 0; i < count; i++) {
     const source = pick(['caddy_access', 'caddy_access', 'caddy_access', 'caddy_error', 'waf_audit', 'audit'] as const)
-    const host = pick([[1, 'a.example.test'], [2, 'b.example.test'], [3, 'c.example.test'], [null, 'unknown.example.test'], [null, null]] as const)
+    const host = pick([
+      [1, 'a.example.test'],
+      [2, 'b.example.test'],
+      [3, 'c.example.test'],
+      [null, 'unknown.example.test'],
+      [null, null],
+    ] as const)
     const status = source === 'audit' ? null : pick([101, 200, 200, 201, 204, 301, 302, 304, 403, 404, 404, 429, 500, 502, 503, 504, null])
     rows.push({
-      tsMs: T0 + rnd(3 * 24 * 3600) * 1000 + rnd(1000), source,
-      hostId: source === 'audit' ? null : host[0], hostDomain: source === 'audit' ? null : host[1],
-      ruleId: rnd(5) === 0 ? 1 + rnd(4) : null, status,
+      tsMs: T0 + rnd(3 * 24 * 3600) * 1000 + rnd(1000),
+      source,
+      hostId: source === 'audit' ? null : host[0],
+      hostDomain: source === 'audit' ? null : host[1],
+      ruleId: rnd(5) === 0 ? 1 + rnd(4) : null,
+      status,
       method: source === 'audit' ? null : pick(['GET', 'GET', 'POST', 'PUT', 'DELETE']),
-      path: source === 'audit' ? null : pick(['/', '/api/v1/items', '/api/v2/items?id=7', '/api/v2/items?id=8', '/login', '/static/app.js', '/search?q=%27or', '/Ünïcode']),
-      remoteIp: pick(['198.51.100.7', '198.51.100.200', '10.1.2.3', '10.200.0.1', '192.168.1.9', '2001:db8::7', '2001:db8:1::9', '2a01:e0a::1', null]),
+      path:
+        source === 'audit'
+          ? null
+          : pick([
+              '/',
+              '/api/v1/items',
+              '/api/v2/items?id=7',
+              '/api/v2/items?id=8',
+              '/login',
+              '/static/app.js',
+              '/search?q=%27or',
+              '/Ünïcode',
+            ]),
+      remoteIp: pick([
+        '198.51.100.7',
+        '198.51.100.200',
+        '10.1.2.3',
+        '10.200.0.1',
+        '192.168.1.9',
+        '2001:db8::7',
+        '2001:db8:1::9',
+        '2a01:e0a::1',
+        null,
+      ]),
       userAgent: pick(['curl/8.9', 'Mozilla/5.0', 'scanner/1.0', null]),
       level: source === 'audit' ? 'info' : pick(['info', 'info', 'error', 'warn', 'debug']),
-      message: source === 'audit' ? pick(['login', 'host_update', 'settings_update']) : pick(['handled request', 'dial tcp: connection refused', null]),
-      raw: `{"n":${i}}`, durationMs: source === 'audit' || rnd(10) === 0 ? null : pick([0.2, 1.5, 10, 13.2, 40, 99.95, 250, 1234.567, 30000]),
+      message:
+        source === 'audit'
+          ? pick(['login', 'host_update', 'settings_update'])
+          : pick(['handled request', 'dial tcp: connection refused', null]),
+      raw: `{"n":${i}}`,
+      durationMs: source === 'audit' || rnd(10) === 0 ? null : pick([0.2, 1.5, 10, 13.2, 40, 99.95, 250, 1234.567, 30000]),
       wafRuleId: source === 'waf_audit' ? pick([942100, 941100, 949110]) : null,
       wafSeverity: source === 'waf_audit' ? pick(['CRITICAL', 'WARNING', null]) : null,
-      wafAnomalyScore: source === 'waf_audit' ? pick([5, 10]) : null, country: pick(['FR', 'LAN', null]),
+      wafAnomalyScore: source === 'waf_audit' ? pick([5, 10]) : null,
+      country: pick(['FR', 'LAN', null]),
       actor: source === 'audit' ? 'admin@example.test' : null,
     })
   }
@@ -61,11 +100,26 @@ async function insertRows(rows: LogRow[]): Promise<void> {
 async function allRows(): Promise<LogRecord[]> {
   const r = await getClient().execute('SELECT * FROM logs ORDER BY id DESC')
   return r.rows.map((row) => ({
-    id: Number(row.id), tsMs: Number(row.ts_ms), source: row.source as LogRecord['source'], hostId: row.host_id as number | null, hostDomain: row.host_domain as string | null,
-    ruleId: row.rule_id as number | null, status: row.status as number | null, method: row.method as string | null, path: row.path as string | null,
-    remoteIp: row.remote_ip as string | null, userAgent: row.user_agent as string | null, level: row.level as string | null, message: row.message as string | null,
-    raw: row.raw as string | null, durationMs: row.duration_ms as number | null, wafRuleId: row.waf_rule_id as number | null, wafSeverity: row.waf_severity as string | null,
-    wafAnomalyScore: row.waf_anomaly_score as number | null, country: row.country as string | null, actor: row.actor as string | null,
+    id: Number(row.id),
+    tsMs: Number(row.ts_ms),
+    source: row.source as LogRecord['source'],
+    hostId: row.host_id as number | null,
+    hostDomain: row.host_domain as string | null,
+    ruleId: row.rule_id as number | null,
+    status: row.status as number | null,
+    method: row.method as string | null,
+    path: row.path as string | null,
+    remoteIp: row.remote_ip as string | null,
+    userAgent: row.user_agent as string | null,
+    level: row.level as string | null,
+    message: row.message as string | null,
+    raw: row.raw as string | null,
+    durationMs: row.duration_ms as number | null,
+    wafRuleId: row.waf_rule_id as number | null,
+    wafSeverity: row.waf_severity as string | null,
+    wafAnomalyScore: row.waf_anomaly_score as number | null,
+    country: row.country as string | null,
+    actor: row.actor as string | null,
   }))
 }
 
@@ -75,35 +129,68 @@ function oracleMatch(r: LogRecord, q: Q): boolean {
   const list = (k: string) => q[k]!.split(',')
   if (q.source && !list('source').includes(r.source)) return false
   if (q.host_id || q.host_domain) {
-    const byId = q.host_id ? list('host_id').map(Number).includes(r.hostId as number) : false
+    const byId = q.host_id
+      ? list('host_id')
+          .map(Number)
+          .includes(r.hostId as number)
+      : false
     const byDomain = q.host_domain ? list('host_domain').includes(r.hostDomain as string) : false
     if (!byId && !byDomain) return false
   }
-  if (q.rule_id && !list('rule_id').map(Number).includes(r.ruleId as number)) return false
+  if (
+    q.rule_id &&
+    !list('rule_id')
+      .map(Number)
+      .includes(r.ruleId as number)
+  )
+    return false
   if (q.status) {
     const ok = list('status').some((s) => {
       if (/xx$/.test(s)) return r.status !== null && Math.floor(r.status / 100) === Number(s[0])
-      if (s.includes('-')) { const [a, b] = s.split('-').map(Number); return r.status !== null && r.status >= a! && r.status <= b! }
+      if (s.includes('-')) {
+        const [a, b] = s.split('-').map(Number)
+        return r.status !== null && r.status >= a! && r.status <= b!
+      }
       return r.status === Number(s)
     })
     if (!ok) return false
   }
-  if (q.method && !list('method').map((m) => m.toUpperCase()).includes(r.method as string)) return false
+  if (
+    q.method &&
+    !list('method')
+      .map((m) => m.toUpperCase())
+      .includes(r.method as string)
+  )
+    return false
   if (q.path) {
-    if (q.path.startsWith('re:')) { if (r.path === null || !new RegExp(q.path.slice(3)).test(r.path)) return false }
-    else if (r.path === null || !r.path.includes(q.path)) return false
+    if (q.path.startsWith('re:')) {
+      if (r.path === null || !new RegExp(q.path.slice(3)).test(r.path)) return false
+    } else if (r.path === null || !r.path.includes(q.path)) return false
   }
   if (q.remote_ip) {
     if (r.remoteIp === null) return false
     if (q.remote_ip.includes('/')) {
-      const net = parseCidr(q.remote_ip), a = ipToBigInt(r.remoteIp)
+      const net = parseCidr(q.remote_ip),
+        a = ipToBigInt(r.remoteIp)
       if (a.family !== net.family || a.value < net.start || a.value > endOf(net)) return false
     } else if (!r.remoteIp.includes(q.remote_ip)) return false
   }
   if (q.level && !list('level').includes(r.level as string)) return false
   if (q.query && ![r.path, r.userAgent, r.message, r.raw].some((f) => f !== null && f.includes(q.query!))) return false
-  if (q.waf_rule_id && !list('waf_rule_id').map(Number).includes(r.wafRuleId as number)) return false
-  if (q.waf_severity && !list('waf_severity').map((s) => s.toUpperCase()).includes(r.wafSeverity as string)) return false
+  if (
+    q.waf_rule_id &&
+    !list('waf_rule_id')
+      .map(Number)
+      .includes(r.wafRuleId as number)
+  )
+    return false
+  if (
+    q.waf_severity &&
+    !list('waf_severity')
+      .map((s) => s.toUpperCase())
+      .includes(r.wafSeverity as string)
+  )
+    return false
   if (q.from && r.tsMs < (Number.isNaN(Number(q.from)) ? Date.parse(q.from) : Number(q.from))) return false
   if (q.to && r.tsMs > (Number.isNaN(Number(q.to)) ? Date.parse(q.to) : Number(q.to))) return false
   return true
@@ -119,18 +206,31 @@ function top(map: Map<string, number>) {
   return [...map].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 5)
 }
 function oracleStats(rows: LogRecord[]) {
-  const byClass: Record<string, number> = {}, bySource: Record<string, number> = {}
-  const hosts = new Map<string, number>(), paths = new Map<string, number>()
-  const durations = rows.filter((r) => r.durationMs !== null).map((r) => r.durationMs!).sort((a, b) => a - b)
+  const byClass: Record<string, number> = {},
+    bySource: Record<string, number> = {}
+  const hosts = new Map<string, number>(),
+    paths = new Map<string, number>()
+  const durations = rows
+    .filter((r) => r.durationMs !== null)
+    .map((r) => r.durationMs!)
+    .sort((a, b) => a - b)
   for (const r of rows) {
     bySource[r.source] = (bySource[r.source] ?? 0) + 1
-    if (r.status !== null && r.status >= 100 && r.status < 600) { const c = `${Math.floor(r.status / 100)}xx`; byClass[c] = (byClass[c] ?? 0) + 1 }
+    if (r.status !== null && r.status >= 100 && r.status < 600) {
+      const c = `${Math.floor(r.status / 100)}xx`
+      byClass[c] = (byClass[c] ?? 0) + 1
+    }
     if (r.hostDomain !== null) hosts.set(r.hostDomain, (hosts.get(r.hostDomain) ?? 0) + 1)
-    if (r.path !== null) { const p = r.path.split('?')[0]!; paths.set(p, (paths.get(p) ?? 0) + 1) }
+    if (r.path !== null) {
+      const p = r.path.split('?')[0]!
+      paths.set(p, (paths.get(p) ?? 0) + 1)
+    }
   }
   const sumUs = durations.reduce((s, d) => s + Math.round(d * 1000), 0)
   return {
-    total: rows.length, by_status_class: byClass, by_source: bySource,
+    total: rows.length,
+    by_status_class: byClass,
+    by_source: bySource,
     avg_duration_ms: durations.length ? Math.round(sumUs / durations.length) / 1000 : null,
     p95_duration_ms: durations.length ? ceil3Us(durations[Math.floor(0.95 * (durations.length - 1))]!) / 1000 : null,
     top_hosts: top(hosts).map(([host_domain, count]) => ({ host_domain, count })),
@@ -151,22 +251,62 @@ function oracleSeries(rows: LogRecord[], size: number) {
 }
 
 const FILTERS: Q[] = [
-  {}, { source: 'caddy_access' }, { source: 'waf_audit,audit' }, { host_id: '1' }, { host_domain: 'b.example.test' },
-  { host_id: '1', host_domain: 'unknown.example.test' }, { rule_id: '3' }, { rule_id: '1,2' }, { status: '404' }, { status: '4xx' },
-  { status: '500-504' }, { status: '200,3xx' }, { status: '1xx' }, { method: 'post' }, { method: 'GET,DELETE' }, { path: '/api' }, { path: '?id=' },
-  { path: 're:^/api/v[0-9]+/items$' }, { path: 're:(t+)+s' }, { path: 'Ünï' }, { remote_ip: '198.51.100' }, { remote_ip: '10.0.0.0/8' },
-  { remote_ip: '10.1.2.3/32' }, { remote_ip: '2001:db8::/32' }, { remote_ip: '2001:db8:1::/48' }, { remote_ip: '192.168.0.0/16' },
-  { level: 'error' }, { level: 'warn,debug' }, { query: 'curl' }, { query: 'connection refused' }, { query: '"n":12' }, { waf_rule_id: '942100' },
-  { waf_severity: 'critical' }, { waf_severity: 'WARNING,CRITICAL' },
-  { from: new Date(T0 + 24 * H).toISOString() }, { from: String(T0 + 24 * H + 1234) }, { to: String(T0 + 30 * H + 59_999) },
-  { from: String(T0 + 10 * H + 5), to: String(T0 + 10 * H + 1_800_000) }, { from: String(T0 + 5 * H + 17), to: String(T0 + 50 * H - 3) },
-  { host_id: '1', status: '5xx', from: String(T0 + 3 * H + 999) }, { source: 'caddy_access', method: 'GET', status: '2xx' },
-  { path: 're:items', host_id: '2' }, { remote_ip: '10.0.0.0/8', status: '4xx' }, { level: 'info', host_domain: 'a.example.test,c.example.test', to: String(T0 + 40 * H) },
+  {},
+  { source: 'caddy_access' },
+  { source: 'waf_audit,audit' },
+  { host_id: '1' },
+  { host_domain: 'b.example.test' },
+  { host_id: '1', host_domain: 'unknown.example.test' },
+  { rule_id: '3' },
+  { rule_id: '1,2' },
+  { status: '404' },
+  { status: '4xx' },
+  { status: '500-504' },
+  { status: '200,3xx' },
+  { status: '1xx' },
+  { method: 'post' },
+  { method: 'GET,DELETE' },
+  { path: '/api' },
+  { path: '?id=' },
+  { path: 're:^/api/v[0-9]+/items$' },
+  { path: 're:(t+)+s' },
+  { path: 'Ünï' },
+  { remote_ip: '198.51.100' },
+  { remote_ip: '10.0.0.0/8' },
+  { remote_ip: '10.1.2.3/32' },
+  { remote_ip: '2001:db8::/32' },
+  { remote_ip: '2001:db8:1::/48' },
+  { remote_ip: '192.168.0.0/16' },
+  { level: 'error' },
+  { level: 'warn,debug' },
+  { query: 'curl' },
+  { query: 'connection refused' },
+  { query: '"n":12' },
+  { waf_rule_id: '942100' },
+  { waf_severity: 'critical' },
+  { waf_severity: 'WARNING,CRITICAL' },
+  { from: new Date(T0 + 24 * H).toISOString() },
+  { from: String(T0 + 24 * H + 1234) },
+  { to: String(T0 + 30 * H + 59_999) },
+  { from: String(T0 + 10 * H + 5), to: String(T0 + 10 * H + 1_800_000) },
+  { from: String(T0 + 5 * H + 17), to: String(T0 + 50 * H - 3) },
+  { host_id: '1', status: '5xx', from: String(T0 + 3 * H + 999) },
+  { source: 'caddy_access', method: 'GET', status: '2xx' },
+  { path: 're:items', host_id: '2' },
+  { remote_ip: '10.0.0.0/8', status: '4xx' },
+  { level: 'info', host_domain: 'a.example.test,c.example.test', to: String(T0 + 40 * H) },
   { source: 'waf_audit', waf_severity: 'CRITICAL', waf_rule_id: '942100,941100', query: 'n' },
   // The path index (trigrams) and the status/method/level roll-ups (migration 0022): substrings
   // shorter than a trigram, repeated trigrams, a quote, non-ASCII, a query string, and combinations.
-  { path: 'it' }, { path: 'items?id=8' }, { path: '%27or' }, { path: 'Ünïcode' }, { path: 'a"b' }, { path: '/api/v2/items?id=7', status: '2xx' },
-  { path: 'ems', host_id: '2', method: 'GET', from: String(T0 + 7 * H + 11) }, { level: 'error', method: 'GET,PUT' }, { status: '404', host_domain: 'a.example.test' },
+  { path: 'it' },
+  { path: 'items?id=8' },
+  { path: '%27or' },
+  { path: 'Ünïcode' },
+  { path: 'a"b' },
+  { path: '/api/v2/items?id=7', status: '2xx' },
+  { path: 'ems', host_id: '2', method: 'GET', from: String(T0 + 7 * H + 11) },
+  { level: 'error', method: 'GET,PUT' },
+  { status: '404', host_domain: 'a.example.test' },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
 
@@ -175,19 +315,34 @@ async function expectAnswersMatchOracle(label: string): Promise<void> {
   for (const q of FILTERS) {
     const matching = rows.filter((r) => oracleMatch(r, q))
     const list = await listLogs({ ...q, limit: '1000' })
-    expect(list.rows.map((r) => r.id), `${label} list ${qs(q)}`).toEqual(matching.slice(0, 1000).map((r) => r.id))
+    expect(
+      list.rows.map((r) => r.id),
+      `${label} list ${qs(q)}`,
+    ).toEqual(matching.slice(0, 1000).map((r) => r.id))
     expect((await computeLogStats(q)).stats, `${label} stats ${qs(q)}`).toEqual(oracleStats(matching))
-    for (const [bucket, size] of [['hour', H], ['day', 24 * H], ['minute', 60_000]] as const)
-      expect((await computeLogTimeseries({ ...q, bucket })).points, `${label} ${bucket} series ${qs(q)}`).toEqual(oracleSeries(matching, size))
+    for (const [bucket, size] of [
+      ['hour', H],
+      ['day', 24 * H],
+      ['minute', 60_000],
+    ] as const)
+      expect((await computeLogTimeseries({ ...q, bucket })).points, `${label} ${bucket} series ${qs(q)}`).toEqual(
+        oracleSeries(matching, size),
+      )
   }
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'logs-query-'))
-  await openDatabase({ url: `file:${join(dir, 'panel.db')}`, migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))) })
+  await openDatabase({
+    url: `file:${join(dir, 'panel.db')}`,
+    migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))),
+  })
   await insertRows(seedRows(3000))
 })
-afterAll(() => { closeDatabase(); rmSync(dir, { recursive: true, force: true }) })
+afterAll(() => {
+  closeDatabase()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 describe('every filter, alone and combined, against a seeded libSQL file', () => {
   it('answers from raw rows only (nothing rolled up yet)', async () => {
@@ -233,10 +388,27 @@ describe('list paging and single rows', () => {
     await expect(getLog(99_999_999)).rejects.toMatchObject({ statusCode: 404 })
   })
   it.each([
-    [{ limit: '0' }], [{ limit: '1001' }], [{ limit: 'ten' }], [{ before_id: '-1' }], [{ status: '600' }], [{ status: '99' }], [{ status: '4yy' }],
-    [{ status: '504-500' }], [{ path: 're:(' }], [{ path: 're:(a)\\1' }], [{ path: `re:${'a'.repeat(300)}` }], [{ remote_ip: '10.0.0.0/33' }],
-    [{ remote_ip: 'nope/8' }], [{ from: 'yesterday' }], [{ to: '2026-13-45T00:00:00Z' }], [{ from: '2026-11-21T00:00:00Z', to: '2026-11-20T00:00:00Z' }],
-    [{ host_id: '0' }], [{ source: 'syslog' }], [{ method: 'GE T' }], [{ waf_rule_id: 'x' }], [{ path: ['a', 'b'] }],
+    [{ limit: '0' }],
+    [{ limit: '1001' }],
+    [{ limit: 'ten' }],
+    [{ before_id: '-1' }],
+    [{ status: '600' }],
+    [{ status: '99' }],
+    [{ status: '4yy' }],
+    [{ status: '504-500' }],
+    [{ path: 're:(' }],
+    [{ path: 're:(a)\\1' }],
+    [{ path: `re:${'a'.repeat(300)}` }],
+    [{ remote_ip: '10.0.0.0/33' }],
+    [{ remote_ip: 'nope/8' }],
+    [{ from: 'yesterday' }],
+    [{ to: '2026-13-45T00:00:00Z' }],
+    [{ from: '2026-11-21T00:00:00Z', to: '2026-11-20T00:00:00Z' }],
+    [{ host_id: '0' }],
+    [{ source: 'syslog' }],
+    [{ method: 'GE T' }],
+    [{ waf_rule_id: 'x' }],
+    [{ path: ['a', 'b'] }],
   ] as Array<[Record<string, unknown>]>)('%j is a 400', async (q) => {
     await expect(listLogs(q)).rejects.toMatchObject({ statusCode: 400 })
     if (!('limit' in q) && !('before_id' in q)) await expect(computeLogStats(q)).rejects.toMatchObject({ statusCode: 400 })
@@ -250,13 +422,39 @@ describe('the duration histogram bucket', () => {
   it('is the same in SQL and in JS for any duration', async () => {
     const values = [0, 0.001, 0.5, 0.999, 1, 1.0005, 1.001, 9.999, 10, 13.2, 99.95, 100.01, 999.9995, 1234.567, 86_400_000.123]
     for (let i = 0; i < 2000; i++) values.push(Math.round(Math.random() * 10 ** (1 + (i % 9))) / 1000)
-    const rows = (await getClient().execute({ sql: `SELECT duration_ms, ${BUCKET_SQL} AS b FROM (SELECT value AS duration_ms FROM json_each(?))`, args: [JSON.stringify(values)] })).rows
+    const rows = (
+      await getClient().execute({
+        sql: `SELECT duration_ms, ${BUCKET_SQL} AS b FROM (SELECT value AS duration_ms FROM json_each(?))`,
+        args: [JSON.stringify(values)],
+      })
+    ).rows
     expect(rows).toHaveLength(values.length)
     for (const r of rows) expect(Number(r.b), `duration ${r.duration_ms}`).toBe(bucketUsOf(Number(r.duration_ms)))
     expect([13.2, 40, 1234.567, 0.2].map(bucketUsOf)).toEqual([13_200, 40_000, 1_240_000, 200])
   })
   it('presents rows with every attribute', async () => {
     const row = (await allRows())[0]!
-    expect(Object.keys(presentLog(row))).toEqual(['id', 'ts', 'source', 'host_id', 'host_domain', 'rule_id', 'status', 'method', 'path', 'remote_ip', 'user_agent', 'level', 'message', 'raw', 'duration', 'waf_rule_id', 'waf_severity', 'waf_anomaly_score', 'country', 'actor'])
+    expect(Object.keys(presentLog(row))).toEqual([
+      'id',
+      'ts',
+      'source',
+      'host_id',
+      'host_domain',
+      'rule_id',
+      'status',
+      'method',
+      'path',
+      'remote_ip',
+      'user_agent',
+      'level',
+      'message',
+      'raw',
+      'duration',
+      'waf_rule_id',
+      'waf_severity',
+      'waf_anomaly_score',
+      'country',
+      'actor',
+    ])
   })
 })

@@ -7,19 +7,30 @@ import { headFor, MAX_LINE_BYTES, planRead, readLines, type Position, type ReadP
 // The tailer on real files: what it reads, and where it says it got to.
 let dir: string
 let file: string
-beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'tailer-')); file = join(dir, 'access.log') })
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tailer-'))
+  file = join(dir, 'access.log')
+})
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Reads everything the plan covers; returns the texts and the position to store. */
 function drain(plan: ReadPlan, group = 1000): { texts: Array<string | null>; pos: Position; groups: number } {
   const texts: Array<string | null> = []
-  let end = plan.from, groups = 0
-  for (const g of readLines(plan, group)) { groups++; for (const l of g) { texts.push(l.text); end = l.end } }
+  let end = plan.from,
+    groups = 0
+  for (const g of readLines(plan, group)) {
+    groups++
+    for (const l of g) {
+      texts.push(l.text)
+      end = l.end
+    }
+  }
   return { texts, pos: { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, groups }
 }
 /** Follows the file the way the ingester does: every plan until there is nothing left. */
 function follow(pos: Position | null): { texts: Array<string | null>; pos: Position | null; reasons: string[] } {
-  const texts: Array<string | null> = [], reasons: string[] = []
+  const texts: Array<string | null> = [],
+    reasons: string[] = []
   for (let i = 0; i < 5; i++) {
     const plan = planRead(file, pos)
     if (!plan) break
@@ -98,7 +109,12 @@ describe('planRead and readLines', () => {
     const long = 'x'.repeat(MAX_LINE_BYTES * 5 + 17)
     writeFileSync(file, `before\n${long}\nafter\n`)
     const r = follow(null)
-    expect(r.texts.map((t) => (t === null ? null : t.length > 100 ? `long:${t.length}` : t))).toEqual(['before', `long:${MAX_LINE_BYTES}`, null, 'after'])
+    expect(r.texts.map((t) => (t === null ? null : t.length > 100 ? `long:${t.length}` : t))).toEqual([
+      'before',
+      `long:${MAX_LINE_BYTES}`,
+      null,
+      'after',
+    ])
     expect(r.pos!.offset).toBe(statSync(file).size)
   })
 

@@ -18,8 +18,12 @@ describe('OpenAPI document completeness', () => {
     const missing = [...routeKeys].filter(([k]) => !docKeys.has(k)).map(([k, file]) => `  - ${k}   (${file})`)
     const orphans = [...docKeys].filter((k) => !routeKeys.has(k)).map((k) => `  - ${k}`)
     const problems: string[] = []
-    if (missing.length) problems.push(`routes missing from the OpenAPI document (add an operation({...}) entry to the area file under server/utils/openapi/areas/):\n${missing.join('\n')}`)
-    if (orphans.length) problems.push(`documented operations with no route file (remove the entry, or add the route):\n${orphans.join('\n')}`)
+    if (missing.length)
+      problems.push(
+        `routes missing from the OpenAPI document (add an operation({...}) entry to the area file under server/utils/openapi/areas/):\n${missing.join('\n')}`,
+      )
+    if (orphans.length)
+      problems.push(`documented operations with no route file (remove the entry, or add the route):\n${orphans.join('\n')}`)
     expect(problems.join('\n\n'), problems.join('\n\n')).toBe('')
   })
 
@@ -28,7 +32,8 @@ describe('OpenAPI document completeness', () => {
     for (const op of documented) {
       const inPath = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).sort()
       const declared = Object.keys(op.params ?? {}).sort()
-      if (inPath.join() !== declared.join()) problems.push(`${op.method.toUpperCase()} ${op.path}: path has {${inPath.join(', ')}}, params declare {${declared.join(', ')}}`)
+      if (inPath.join() !== declared.join())
+        problems.push(`${op.method.toUpperCase()} ${op.path}: path has {${inPath.join(', ')}}, params declare {${declared.join(', ')}}`)
     }
     expect(problems).toEqual([])
   })
@@ -40,7 +45,10 @@ describe('OpenAPI document completeness', () => {
     for (const [path, item] of Object.entries(doc.paths))
       for (const [method, op] of Object.entries(item as Record<string, any>)) {
         expect(op.responses.default, `${method} ${path}`).toBeDefined()
-        expect(Object.keys(op.responses).some((s) => /^[23]\d\d$/.test(s)), `${method} ${path} documents a success status`).toBe(true)
+        expect(
+          Object.keys(op.responses).some((s) => /^[23]\d\d$/.test(s)),
+          `${method} ${path} documents a success status`,
+        ).toBe(true)
       }
     const ids = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, any>).map((op) => op.operationId))
     expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length)
@@ -66,7 +74,11 @@ describe('OpenAPI document completeness', () => {
           ...(op.parameters ?? []).map((p: any) => p.schema),
         ]
         for (const s of schemas) {
-          try { ajv.compile(JSON.parse(JSON.stringify(s).replaceAll('"#/components/', '"panel-openapi#/components/'))) } catch (err) { failures.push(`${method} ${path}: ${(err as Error).message}`) }
+          try {
+            ajv.compile(JSON.parse(JSON.stringify(s).replaceAll('"#/components/', '"panel-openapi#/components/')))
+          } catch (err) {
+            failures.push(`${method} ${path}: ${(err as Error).message}`)
+          }
         }
       }
     expect(failures).toEqual([])

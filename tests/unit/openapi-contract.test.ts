@@ -3,16 +3,46 @@ import { checkResponseAgainstDocument } from '../support/openapi-contract'
 
 // The contract check itself: it must refuse what the document does not allow.
 
-const json = (method: string, path: string, status: number, body: unknown) =>
-  ({ method, path, status, headers: new Headers({ 'content-type': 'application/json' }), text: JSON.stringify(body), json: body })
+const json = (method: string, path: string, status: number, body: unknown) => ({
+  method,
+  path,
+  status,
+  headers: new Headers({ 'content-type': 'application/json' }),
+  text: JSON.stringify(body),
+  json: body,
+})
 
 const host = {
-  id: 1, domain: 'a.example.test', aliases: [], target_group_id: 1, enabled: true, tls_mode: 'none', tls_challenge: 'http', tls_email: null,
-  tls_dns_provider: null, tls_acme_ca_url: null, lan_only: false, true_detect_mode: false, engine_down_refuse: false, auth_required: false, waf_enabled: false,
-  waf_mode: 'detection', rate_limit_enabled: false, rate_limit_rps: 50, rate_limit_burst: 100, bouncer_enabled: true,
-  waf_profile: 'full', waf_families: ['sqli', 'xss'], waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
-  waf_body_limit_action: null, waf_allowed_content_types: null,
-  created_at: '2026-01-01T00:00:00.000Z', updated_at: null, certificate: null,
+  id: 1,
+  domain: 'a.example.test',
+  aliases: [],
+  target_group_id: 1,
+  enabled: true,
+  tls_mode: 'none',
+  tls_challenge: 'http',
+  tls_email: null,
+  tls_dns_provider: null,
+  tls_acme_ca_url: null,
+  lan_only: false,
+  true_detect_mode: false,
+  engine_down_refuse: false,
+  auth_required: false,
+  waf_enabled: false,
+  waf_mode: 'detection',
+  rate_limit_enabled: false,
+  rate_limit_rps: 50,
+  rate_limit_burst: 100,
+  bouncer_enabled: true,
+  waf_profile: 'full',
+  waf_families: ['sqli', 'xss'],
+  waf_body_limit_kb: null,
+  waf_body_max_args: null,
+  waf_json_max_depth: null,
+  waf_body_limit_action: null,
+  waf_allowed_content_types: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+  updated_at: null,
+  certificate: null,
 }
 
 describe('OpenAPI contract check', () => {
@@ -23,7 +53,9 @@ describe('OpenAPI contract check', () => {
 
   it('refuses a missing field, an extra field and a wrong type', () => {
     const { certificate: _, ...missing } = host
-    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, missing))).toThrow(/does not match the documented schema[\s\S]*certificate/)
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, missing))).toThrow(
+      /does not match the documented schema[\s\S]*certificate/,
+    )
     expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, { ...host, secret: 'x' }))).toThrow(/additional/)
     expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts/1', 200, { ...host, enabled: 'yes' }))).toThrow(/boolean/)
   })
@@ -41,13 +73,30 @@ describe('OpenAPI contract check', () => {
   })
 
   it('picks a static path over a parameter (/api/logs/stats is not /api/logs/{id})', () => {
-    const stats = { total: 0, by_status_class: {}, by_source: {}, avg_duration_ms: null, p95_duration_ms: null, top_hosts: [], top_paths: [] }
+    const stats = {
+      total: 0,
+      by_status_class: {},
+      by_source: {},
+      avg_duration_ms: null,
+      p95_duration_ms: null,
+      top_hosts: [],
+      top_paths: [],
+    }
     expect(checkResponseAgainstDocument(json('GET', '/api/logs/stats', 200, stats)).template).toBe('/api/logs/stats')
   })
 
   it('checks the media type of non-JSON answers and that 204 has no body', () => {
-    const text = (path: string, status: number, type: string, body: string) => ({ method: 'GET', path, status, headers: new Headers({ 'content-type': type }), text: body, json: undefined })
-    expect(checkResponseAgainstDocument(text('/api/backups/1/download', 200, 'application/gzip', 'x')).template).toBe('/api/backups/{id}/download')
+    const text = (path: string, status: number, type: string, body: string) => ({
+      method: 'GET',
+      path,
+      status,
+      headers: new Headers({ 'content-type': type }),
+      text: body,
+      json: undefined,
+    })
+    expect(checkResponseAgainstDocument(text('/api/backups/1/download', 200, 'application/gzip', 'x')).template).toBe(
+      '/api/backups/{id}/download',
+    )
     expect(() => checkResponseAgainstDocument(text('/api/backups/1/download', 200, 'text/html', 'x'))).toThrow(/Content-Type/)
     expect(() => checkResponseAgainstDocument({ ...text('/api/hosts/1', 204, '', 'oops'), method: 'DELETE' })).toThrow(/says none/)
   })

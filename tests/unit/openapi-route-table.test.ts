@@ -24,9 +24,16 @@ describe('path parameters are decoded segments checked against their schema', ()
   })
 
   it.each([
-    ['GET', '/api/users/12'], ['GET', '/api/logs?path=%3F'], ['GET', '/auth/forward?q=1'], ['DELETE', '/api/security/whitelist/10.0.0.0%2F8'],
-    ['PATCH', '/api/security/scenarios/crowdsecurity%2Fhttp-probing'], ['GET', '/api/dns-providers/provider_a'],
-    ['GET', '/api/logs/stats'], ['HEAD', '/api/hosts'], ['GET', '/healthz'], ['GET', '/auth/forward'],
+    ['GET', '/api/users/12'],
+    ['GET', '/api/logs?path=%3F'],
+    ['GET', '/auth/forward?q=1'],
+    ['DELETE', '/api/security/whitelist/10.0.0.0%2F8'],
+    ['PATCH', '/api/security/scenarios/crowdsecurity%2Fhttp-probing'],
+    ['GET', '/api/dns-providers/provider_a'],
+    ['GET', '/api/logs/stats'],
+    ['HEAD', '/api/hosts'],
+    ['GET', '/healthz'],
+    ['GET', '/auth/forward'],
   ])('%s %s is documented', (method, path) => {
     expect(matchDocumentedRoute(method, path)).toEqual({ kind: 'documented' })
   })
@@ -37,16 +44,27 @@ describe('methods and unknown paths', () => {
     expect(matchDocumentedRoute('DELETE', '/api/setup')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
     expect(matchDocumentedRoute('PUT', '/api/hosts')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
     // A static segment wins over a parameter: unban-ip is not a decision id.
-    expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({ kind: 'method-not-allowed', allow: 'GET, POST, HEAD' })
+    expect(matchDocumentedRoute('DELETE', '/api/security/decisions/unban-ip')).toEqual({
+      kind: 'method-not-allowed',
+      allow: 'GET, POST, HEAD',
+    })
   })
 
   it('an operation takes only the query parameters it declares (any for ForwardAuth and the loose OIDC queries)', () => {
-    expect(matchDocumentedRoute('GET', '/api/hosts?debug=1')).toEqual({ kind: 'bad-parameter', message: 'query: unknown parameter "debug"; GET /api/hosts takes none' })
+    expect(matchDocumentedRoute('GET', '/api/hosts?debug=1')).toEqual({
+      kind: 'bad-parameter',
+      message: 'query: unknown parameter "debug"; GET /api/hosts takes none',
+    })
     expect(matchDocumentedRoute('GET', '/api/hosts?')).toEqual({ kind: 'documented' })
     expect(matchDocumentedRoute('GET', '/api/logs?source=audit')).toEqual({ kind: 'documented' })
-    expect(matchDocumentedRoute('PUT', '/api/hosts/1?dry_run=1&debug=1')).toEqual({ kind: 'bad-parameter', message: 'query: unknown parameter "debug"; PUT /api/hosts/{id} takes dry_run' })
+    expect(matchDocumentedRoute('PUT', '/api/hosts/1?dry_run=1&debug=1')).toEqual({
+      kind: 'bad-parameter',
+      message: 'query: unknown parameter "debug"; PUT /api/hosts/{id} takes dry_run',
+    })
     expect(matchDocumentedRoute('GET', '/auth/forward?anything=1')).toEqual({ kind: 'documented' })
-    expect(matchDocumentedRoute('GET', '/api/auth/oidc/callback?code=a&state=b&iss=https%3A%2F%2Fidp.example.test')).toEqual({ kind: 'documented' })
+    expect(matchDocumentedRoute('GET', '/api/auth/oidc/callback?code=a&state=b&iss=https%3A%2F%2Fidp.example.test')).toEqual({
+      kind: 'documented',
+    })
   })
 
   it('a path the document does not know', () => {

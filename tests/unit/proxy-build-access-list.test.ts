@@ -24,8 +24,16 @@ function _inRanges(ip: string, ranges: string[]): boolean {
 
 /** Caddy's reading of the routes for one peer address: the first matching route with a 403 refuses. */
 function _refusedByRoutes(routes: any[], ip: string): boolean {
-  const matches = (m: any): boolean => Object.entries(m).every(([k, v]: [string, any]) =>
-    k === 'remote_ip' ? _inRanges(ip, v.ranges) : k === 'not' ? !v.some(matches) : (() => { throw new Error(`unexpected matcher ${k}`) })())
+  const matches = (m: any): boolean =>
+    Object.entries(m).every(([k, v]: [string, any]) =>
+      k === 'remote_ip'
+        ? _inRanges(ip, v.ranges)
+        : k === 'not'
+          ? !v.some(matches)
+          : (() => {
+              throw new Error(`unexpected matcher ${k}`)
+            })(),
+    )
   return routes.some((r) => (!r.match || r.match.some(matches)) && r.handle[0].status_code === 403)
 }
 
@@ -41,22 +49,39 @@ describe('buildAccessListIpRoutes — first match wins, then the default', () =>
   })
 
   it('a deny default without rules refuses everything', () => {
-    expect(buildAccessListIpRoutes(buildAccessListSnapshot({ default_action: 'deny' }), NO_PROXIES)).toEqual([{ handle: [DENY], terminal: true }])
+    expect(buildAccessListIpRoutes(buildAccessListSnapshot({ default_action: 'deny' }), NO_PROXIES)).toEqual([
+      { handle: [DENY], terminal: true },
+    ])
   })
 
   it('an allow above a wider deny punches a hole in it; consecutive denies share one route', () => {
-    const list = buildAccessListSnapshot({ ip_rules: [
-      { action: 'allow', source: '198.51.100.16/28' }, { action: 'deny', source: '198.51.100.0/24' }, { action: 'deny', source: '2001:db8::/32' },
-    ] })
-    expect(buildAccessListIpRoutes(list, NO_PROXIES)).toEqual([{
-      match: [{ remote_ip: { ranges: ['198.51.100.0/24', '2001:db8::/32'] }, not: [{ remote_ip: { ranges: ['198.51.100.16/28'] } }] }],
-      handle: [DENY], terminal: true,
-    }])
+    const list = buildAccessListSnapshot({
+      ip_rules: [
+        { action: 'allow', source: '198.51.100.16/28' },
+        { action: 'deny', source: '198.51.100.0/24' },
+        { action: 'deny', source: '2001:db8::/32' },
+      ],
+    })
+    expect(buildAccessListIpRoutes(list, NO_PROXIES)).toEqual([
+      {
+        match: [{ remote_ip: { ranges: ['198.51.100.0/24', '2001:db8::/32'] }, not: [{ remote_ip: { ranges: ['198.51.100.16/28'] } }] }],
+        handle: [DENY],
+        terminal: true,
+      },
+    ])
   })
 
   it('a deny default refuses every source no allow rule names', () => {
-    const list = buildAccessListSnapshot({ default_action: 'deny', ip_rules: [{ action: 'allow', source: '10.0.0.0/8' }, { action: 'allow', source: '198.51.100.7' }] })
-    expect(buildAccessListIpRoutes(list, NO_PROXIES)).toEqual([{ match: [{ not: [{ remote_ip: { ranges: ['10.0.0.0/8', '198.51.100.7'] } }] }], handle: [DENY], terminal: true }])
+    const list = buildAccessListSnapshot({
+      default_action: 'deny',
+      ip_rules: [
+        { action: 'allow', source: '10.0.0.0/8' },
+        { action: 'allow', source: '198.51.100.7' },
+      ],
+    })
+    expect(buildAccessListIpRoutes(list, NO_PROXIES)).toEqual([
+      { match: [{ not: [{ remote_ip: { ranges: ['10.0.0.0/8', '198.51.100.7'] } }] }], handle: [DENY], terminal: true },
+    ])
   })
 
   it('with trusted proxies, judges the client address Caddy took from their header (as the LAN gate does)', () => {
@@ -65,19 +90,53 @@ describe('buildAccessListIpRoutes — first match wins, then the default', () =>
   })
 
   const cases: Array<{ name: string; list: AccessListSnapshot }> = [
-    { name: 'allow, deny, allow, deny; default allow', list: buildAccessListSnapshot({ ip_rules: [
-      { action: 'allow', source: '198.51.100.8/29' }, { action: 'deny', source: '198.51.100.0/26' },
-      { action: 'allow', source: '198.51.100.64/26' }, { action: 'deny', source: '198.51.100.0/24' },
-    ] }) },
-    { name: 'deny then a wider allow; default deny', list: buildAccessListSnapshot({ default_action: 'deny', ip_rules: [
-      { action: 'deny', source: '198.51.100.10' }, { action: 'allow', source: '198.51.100.0/24' }, { action: 'deny', source: '198.51.101.0/24' },
-    ] }) },
-    { name: 'only denies; default allow', list: buildAccessListSnapshot({ ip_rules: [{ action: 'deny', source: '198.51.100.128/25' }, { action: 'deny', source: '198.51.101.1' }] }) },
+    {
+      name: 'allow, deny, allow, deny; default allow',
+      list: buildAccessListSnapshot({
+        ip_rules: [
+          { action: 'allow', source: '198.51.100.8/29' },
+          { action: 'deny', source: '198.51.100.0/26' },
+          { action: 'allow', source: '198.51.100.64/26' },
+          { action: 'deny', source: '198.51.100.0/24' },
+        ],
+      }),
+    },
+    {
+      name: 'deny then a wider allow; default deny',
+      list: buildAccessListSnapshot({
+        default_action: 'deny',
+        ip_rules: [
+          { action: 'deny', source: '198.51.100.10' },
+          { action: 'allow', source: '198.51.100.0/24' },
+          { action: 'deny', source: '198.51.101.0/24' },
+        ],
+      }),
+    },
+    {
+      name: 'only denies; default allow',
+      list: buildAccessListSnapshot({
+        ip_rules: [
+          { action: 'deny', source: '198.51.100.128/25' },
+          { action: 'deny', source: '198.51.101.1' },
+        ],
+      }),
+    },
   ]
   for (const { name, list } of cases) {
     it(`refuses exactly the sources the rules deny: ${name}`, () => {
       const routes = buildAccessListIpRoutes(list, NO_PROXIES)
-      for (const ip of ['198.51.100.1', '198.51.100.9', '198.51.100.10', '198.51.100.20', '198.51.100.70', '198.51.100.130', '198.51.100.200', '198.51.101.1', '198.51.101.2', '10.1.2.3'])
+      for (const ip of [
+        '198.51.100.1',
+        '198.51.100.9',
+        '198.51.100.10',
+        '198.51.100.20',
+        '198.51.100.70',
+        '198.51.100.130',
+        '198.51.100.200',
+        '198.51.101.1',
+        '198.51.101.2',
+        '10.1.2.3',
+      ])
         expect({ ip, refused: _refusedByRoutes(routes, ip) }).toEqual({ ip, refused: _refusedByRules(list, ip) })
     })
   }
@@ -89,28 +148,65 @@ describe('buildBasicAuthHandler — Caddy http_basic', () => {
   })
 
   it('gives each bcrypt hash base64-encoded (read by Caddy 2.6 and 2.11), users sorted, the realm and a hash cache', () => {
-    const handler = buildBasicAuthHandler(buildAccessListSnapshot({ realm: 'staff area', users: [{ username: 'zoe', hash: HASH }, { username: 'ann', hash: HASH }] }))
+    const handler = buildBasicAuthHandler(
+      buildAccessListSnapshot({
+        realm: 'staff area',
+        users: [
+          { username: 'zoe', hash: HASH },
+          { username: 'ann', hash: HASH },
+        ],
+      }),
+    )
     expect(handler).toEqual({
       handler: 'authentication',
-      providers: { http_basic: {
-        accounts: [{ username: 'ann', password: Buffer.from(HASH).toString('base64') }, { username: 'zoe', password: Buffer.from(HASH).toString('base64') }],
-        hash: { algorithm: 'bcrypt' }, realm: 'staff area', hash_cache: {},
-      } },
+      providers: {
+        http_basic: {
+          accounts: [
+            { username: 'ann', password: Buffer.from(HASH).toString('base64') },
+            { username: 'zoe', password: Buffer.from(HASH).toString('base64') },
+          ],
+          hash: { algorithm: 'bcrypt' },
+          realm: 'staff area',
+          hash_cache: {},
+        },
+      },
     })
     expect(Buffer.from((handler as any).providers.http_basic.accounts[0].password, 'base64').toString()).toBe(HASH)
   })
 })
 
 describe('access list — in the host chain', () => {
-  const list = buildAccessListSnapshot({ ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann', hash: HASH }], host_ids: [1, 2] })
+  const list = buildAccessListSnapshot({
+    ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }],
+    users: [{ username: 'ann', hash: HASH }],
+    host_ids: [1, 2],
+  })
 
   it('the order is written down: static gates, ban check, rate limit, basic auth, WAF, ForwardAuth', () => {
-    expect(HOST_HANDLER_ORDER).toEqual(['lan_gate', 'access_ip', 'crowdsec', 'appsec', 'rate_limit', 'basic_auth', 'waf', 'forward_auth', 'rules', 'upstream'])
+    expect(HOST_HANDLER_ORDER).toEqual([
+      'lan_gate',
+      'access_ip',
+      'crowdsec',
+      'appsec',
+      'rate_limit',
+      'basic_auth',
+      'waf',
+      'forward_auth',
+      'rules',
+      'upstream',
+    ])
   })
 
   it('LAN gate first, then the IP rules, then bouncer -> rate limit -> basic auth -> WAF -> ForwardAuth', () => {
     const host = buildHostSnapshot({ lan_only: true, rate_limit_enabled: true, waf_enabled: true, auth_required: true })
-    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit'], security: { ...buildSnapshot().security, bouncerKey: 'key' }, hosts: [host], accessLists: [list] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        modules: ['crowdsec', 'waf', 'ratelimit'],
+        security: { ...buildSnapshot().security, bouncerKey: 'key' },
+        hosts: [host],
+        accessLists: [list],
+      }),
+    )
     const routes = hostSubroutes(config, 'host1.example.test')
     expect(routes[0].handle[0].body).toBe('Access denied: LAN only\n')
     expect(routes[1]).toEqual(buildAccessListIpRoutes(list, NO_PROXIES)[0])
@@ -118,8 +214,11 @@ describe('access list — in the host chain', () => {
   })
 
   it('applies to every host it is attached to, and to no other', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2 }), buildHostSnapshot({ id: 3 })], accessLists: [list] }))
-    for (const domain of ['host1.example.test', 'host2.example.test']) expect(JSON.stringify(hostSubroutes(config, domain))).toContain('"authentication"')
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2 }), buildHostSnapshot({ id: 3 })], accessLists: [list] }),
+    )
+    for (const domain of ['host1.example.test', 'host2.example.test'])
+      expect(JSON.stringify(hostSubroutes(config, domain))).toContain('"authentication"')
     const other = JSON.stringify(hostSubroutes(config, 'host3.example.test'))
     expect(other).not.toContain('authentication')
     expect(other).not.toContain(ACCESS_DENIED_BODY.trim())

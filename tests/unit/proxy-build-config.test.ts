@@ -1,15 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { HOST_HANDLER_ORDER, assertSafeHostname, buildProxyConfig, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
+import {
+  HOST_HANDLER_ORDER,
+  assertSafeHostname,
+  buildProxyConfig,
+  hashProxyConfig,
+  stableStringify,
+} from '../../server/utils/proxy/build/index'
 import { buildUnknownHostRoute } from '../../server/utils/proxy/build/unknown-host'
 import type { ProxySnapshot } from '../../server/utils/proxy/build/types'
 import { ACCESS_DENIED_BODY } from '../../server/utils/proxy/build/access-list'
-import { buildAccessListSnapshot, buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
+import {
+  buildAccessListSnapshot,
+  buildGroupSnapshot,
+  buildHostSnapshot,
+  buildRuleSnapshot,
+  buildSnapshot,
+  hostSubroutes,
+} from '../support/factories'
 
 const security = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
 const withAppsec = { ...security, appsecUrl: 'http://crowdsec:7422' }
-const everything = buildHostSnapshot({ lan_only: true, waf_enabled: true, waf_mode: 'blocking', rate_limit_enabled: true, auth_required: true })
+const everything = buildHostSnapshot({
+  lan_only: true,
+  waf_enabled: true,
+  waf_mode: 'blocking',
+  rate_limit_enabled: true,
+  auth_required: true,
+})
 const rule = buildRuleSnapshot({ id: 7, priority: 1, path: '/x', action: 'respond', respond_status: 204, respond_body: '' })
-const accessList = buildAccessListSnapshot({ ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }], users: [{ username: 'ann', hash: '$2b$10$DptKLZz3A1Z.3KOz.puniOM7nX.HEUWfO3HBN.cBjxMLt5Oxl05Om' }] })
+const accessList = buildAccessListSnapshot({
+  ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }],
+  users: [{ username: 'ann', hash: '$2b$10$DptKLZz3A1Z.3KOz.puniOM7nX.HEUWfO3HBN.cBjxMLt5Oxl05Om' }],
+})
 
 /** Which step of HOST_HANDLER_ORDER a route or handler is. */
 function stepOf(route: any, handler?: any): string {
@@ -27,13 +49,38 @@ const withoutRepeats = (xs: string[]) => xs.filter((x, i) => x !== xs[i - 1])
 
 describe('buildProxyConfig — handler order', () => {
   it('HOST_HANDLER_ORDER is the one list the chain follows', () => {
-    expect([...HOST_HANDLER_ORDER]).toEqual(['lan_gate', 'access_ip', 'crowdsec', 'appsec', 'rate_limit', 'basic_auth', 'waf', 'forward_auth', 'rules', 'upstream'])
+    expect([...HOST_HANDLER_ORDER]).toEqual([
+      'lan_gate',
+      'access_ip',
+      'crowdsec',
+      'appsec',
+      'rate_limit',
+      'basic_auth',
+      'waf',
+      'forward_auth',
+      'rules',
+      'upstream',
+    ])
   })
 
   it('a host with every feature runs them in that order', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security: withAppsec, hosts: [everything], rules: [rule], accessLists: [accessList] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        modules: ['crowdsec', 'waf', 'ratelimit', 'dns'],
+        security: withAppsec,
+        hosts: [everything],
+        rules: [rule],
+        accessLists: [accessList],
+      }),
+    )
     const routes = hostSubroutes(config, 'host1.example.test')
-    const seen = [stepOf(routes[0]), stepOf(routes[1]), ...routes[2].handle.map((h: any) => stepOf(routes[2], h)), stepOf(routes[3]), stepOf(routes[4])]
+    const seen = [
+      stepOf(routes[0]),
+      stepOf(routes[1]),
+      ...routes[2].handle.map((h: any) => stepOf(routes[2], h)),
+      stepOf(routes[3]),
+      stepOf(routes[4]),
+    ]
     expect(withoutRepeats(seen)).toEqual([...HOST_HANDLER_ORDER])
     expect(routes).toHaveLength(5)
   })
@@ -49,24 +96,67 @@ describe('buildProxyConfig — handler order', () => {
 
 describe('buildProxyConfig — determinism', () => {
   function bigSnapshot(order: (xs: any[]) => any[]): ProxySnapshot {
-    const hosts = [1, 2, 3, 4, 5].map((id) => buildHostSnapshot({
-      id, lan_only: id % 2 === 0, auth_required: id % 3 === 0, tls_mode: (['none', 'auto', 'manual'] as const)[id % 3],
-      tls_challenge: id === 4 ? 'dns' : 'http', tls_dns_provider: id === 4 ? 'provider_b' : null, target_group_id: 1 + (id % 2),
-      enabled: id !== 5, waf_enabled: true, rate_limit_enabled: id > 2,
-    }))
-    const groups = [buildGroupSnapshot({ id: 1 }), buildGroupSnapshot({ id: 2, name: 'b', lb_policy: 'weighted_round_robin', targets: [{ address: 'b1:80', weight: 2 }, { address: 'b2:80', weight: 1 }] })]
-    const rules = [buildRuleSnapshot({ id: 1, host_id: 2, priority: 5 }), buildRuleSnapshot({ id: 2, host_id: 2, priority: 5, path: '/b' }), buildRuleSnapshot({ id: 3, host_id: 3, action: 'proxy', target_group_id: 1 })]
-    const manualCerts = [{ hostId: 2, certFile: '/c/2.crt', keyFile: '/c/2.key' }, { hostId: 5, certFile: '/c/5.crt', keyFile: '/c/5.key' }]
+    const hosts = [1, 2, 3, 4, 5].map((id) =>
+      buildHostSnapshot({
+        id,
+        lan_only: id % 2 === 0,
+        auth_required: id % 3 === 0,
+        tls_mode: (['none', 'auto', 'manual'] as const)[id % 3],
+        tls_challenge: id === 4 ? 'dns' : 'http',
+        tls_dns_provider: id === 4 ? 'provider_b' : null,
+        target_group_id: 1 + (id % 2),
+        enabled: id !== 5,
+        waf_enabled: true,
+        rate_limit_enabled: id > 2,
+      }),
+    )
+    const groups = [
+      buildGroupSnapshot({ id: 1 }),
+      buildGroupSnapshot({
+        id: 2,
+        name: 'b',
+        lb_policy: 'weighted_round_robin',
+        targets: [
+          { address: 'b1:80', weight: 2 },
+          { address: 'b2:80', weight: 1 },
+        ],
+      }),
+    ]
+    const rules = [
+      buildRuleSnapshot({ id: 1, host_id: 2, priority: 5 }),
+      buildRuleSnapshot({ id: 2, host_id: 2, priority: 5, path: '/b' }),
+      buildRuleSnapshot({ id: 3, host_id: 3, action: 'proxy', target_group_id: 1 }),
+    ]
+    const manualCerts = [
+      { hostId: 2, certFile: '/c/2.crt', keyFile: '/c/2.key' },
+      { hostId: 5, certFile: '/c/5.crt', keyFile: '/c/5.key' },
+    ]
     const providers: ProxySnapshot['dnsProviders'] = {}
-    for (const [k, v] of order([['provider_a', { module: 'cloudflare', credentials: { api_token: 't' } }], ['provider_b', { module: 'route53', credentials: { secret_access_key: 's', access_key_id: 'a' } }]])) providers[k] = v
-    return buildSnapshot({ modules: ['crowdsec', 'waf', 'ratelimit', 'dns'], security, hosts: order(hosts), targetGroups: order(groups), rules: order(rules), manualCerts: order(manualCerts), dnsProviders: providers })
+    for (const [k, v] of order([
+      ['provider_a', { module: 'cloudflare', credentials: { api_token: 't' } }],
+      ['provider_b', { module: 'route53', credentials: { secret_access_key: 's', access_key_id: 'a' } }],
+    ]))
+      providers[k] = v
+    return buildSnapshot({
+      modules: ['crowdsec', 'waf', 'ratelimit', 'dns'],
+      security,
+      hosts: order(hosts),
+      targetGroups: order(groups),
+      rules: order(rules),
+      manualCerts: order(manualCerts),
+      dnsProviders: providers,
+    })
   }
 
   /** A seeded shuffle, so a failure is reproducible. */
   function shuffler(seed: number) {
     return (xs: any[]) => {
       const out = [...xs]
-      for (let i = out.length - 1; i > 0; i--) { seed = (seed * 1103515245 + 12345) % 2 ** 31; const j = seed % (i + 1); [out[i], out[j]] = [out[j], out[i]] }
+      for (let i = out.length - 1; i > 0; i--) {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31
+        const j = seed % (i + 1)
+        ;[out[i], out[j]] = [out[j], out[i]]
+      }
       return out
     }
   }
@@ -96,14 +186,19 @@ describe('buildProxyConfig — determinism', () => {
 
 describe('buildProxyConfig — modules the proxy lacks', () => {
   it('PROXY_MODULES=none: no crowdsec, waf, rate_limit or dns anywhere, and a warning for each wish', () => {
-    const r = buildProxyConfig(buildSnapshot({
-      modules: [], security, hosts: [everything, buildHostSnapshot({ id: 2, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a' })],
-      dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } },
-    }))
+    const r = buildProxyConfig(
+      buildSnapshot({
+        modules: [],
+        security,
+        hosts: [everything, buildHostSnapshot({ id: 2, tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'provider_a' })],
+        dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } },
+      }),
+    )
     const text = JSON.stringify(r.config)
     for (const absent of ['crowdsec', '"waf"', 'rate_limit', 'cloudflare', '"dns"']) expect(text).not.toContain(absent)
     const all = r.warnings.join('\n')
-    for (const wanted of [/no crowdsec module/, /no waf module/, /no ratelimit module/, /PROXY_MODULES lacks dns/]) expect(all).toMatch(wanted)
+    for (const wanted of [/no crowdsec module/, /no waf module/, /no ratelimit module/, /PROXY_MODULES lacks dns/])
+      expect(all).toMatch(wanted)
   })
 
   it('each module present brings only its own part', () => {
@@ -125,10 +220,13 @@ describe('buildProxyConfig — the document', () => {
   })
 
   it('two servers on their listen addresses: plain hosts on http, TLS hosts on https', () => {
-    const { config } = buildProxyConfig(buildSnapshot({
-      httpListen: [':80', '[::]:80'], httpsListen: [':443'],
-      hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })],
-    })) as any
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        httpListen: [':80', '[::]:80'],
+        httpsListen: [':443'],
+        hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })],
+      }),
+    ) as any
     expect(config.apps.http.servers.http.listen).toEqual([':80', '[::]:80'])
     expect(config.apps.http.servers.https.listen).toEqual([':443'])
     expect(config.apps.http.servers.https.automatic_https).toBeUndefined() // redirects stay on
@@ -142,14 +240,33 @@ describe('buildProxyConfig — the document', () => {
     expect(warnings).toEqual([])
   })
 
-  it('a Host that no enabled host names: 404 on the plain server, 421 on the TLS one, each server\'s last route, without a host matcher', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, domain: 'tls.example.test', tls_mode: 'auto' }), buildHostSnapshot({ id: 3, domain: 'off.example.test', enabled: false })] })) as any
-    for (const [server, status] of [['http', 404], ['https', 421]] as const) {
+  it("a Host that no enabled host names: 404 on the plain server, 421 on the TLS one, each server's last route, without a host matcher", () => {
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        hosts: [
+          buildHostSnapshot(),
+          buildHostSnapshot({ id: 2, domain: 'tls.example.test', tls_mode: 'auto' }),
+          buildHostSnapshot({ id: 3, domain: 'off.example.test', enabled: false }),
+        ],
+      }),
+    ) as any
+    for (const [server, status] of [
+      ['http', 404],
+      ['https', 421],
+    ] as const) {
       const routes = config.apps.http.servers[server].routes
       const last = routes.at(-1)
       expect(last).toMatchObject({
-        '@id': `panel_unknown_host_${server}`, terminal: true,
-        handle: [{ handler: 'static_response', status_code: status, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host name.\n' }],
+        '@id': `panel_unknown_host_${server}`,
+        terminal: true,
+        handle: [
+          {
+            handler: 'static_response',
+            status_code: status,
+            headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
+            body: 'No site is configured for this host name.\n',
+          },
+        ],
       })
       // The plain server leaves the TLS host's names to Caddy's HTTP->HTTPS redirect; the TLS server refuses any other name.
       expect(last.match).toEqual(server === 'http' ? [{ not: [{ host: ['tls.example.test'] }] }] : undefined)
@@ -162,10 +279,16 @@ describe('buildProxyConfig — the document', () => {
   })
 
   it('disabled hosts emit nothing at all: no route, no policy, no certificate, no logger name', () => {
-    const { config } = buildProxyConfig(buildSnapshot({
-      hosts: [buildHostSnapshot({ enabled: false, tls_mode: 'auto' }), buildHostSnapshot({ id: 2, enabled: false, tls_mode: 'manual', domain: 'm.example.test' })],
-      manualCerts: [{ hostId: 2, certFile: '/c', keyFile: '/k' }], rules: [buildRuleSnapshot()],
-    })) as any
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        hosts: [
+          buildHostSnapshot({ enabled: false, tls_mode: 'auto' }),
+          buildHostSnapshot({ id: 2, enabled: false, tls_mode: 'manual', domain: 'm.example.test' }),
+        ],
+        manualCerts: [{ hostId: 2, certFile: '/c', keyFile: '/k' }],
+        rules: [buildRuleSnapshot()],
+      }),
+    ) as any
     const text = JSON.stringify(config)
     expect(text).not.toContain('host1.example.test')
     expect(text).not.toContain('m.example.test')
@@ -176,13 +299,17 @@ describe('buildProxyConfig — the document', () => {
 
 describe('assertSafeHostname — injection guard', () => {
   it('refuses quotes, braces, backslashes, whitespace, control characters and the empty name', () => {
-    for (const bad of ['a"b.test', "a'b.test", 'a{b}.test', 'a\\b.test', 'a b.test', 'a\tb.test', 'a\nb.test', 'a\u0000b.test', '']) expect(() => assertSafeHostname(bad)).toThrow(/unsafe host name/)
-    for (const good of ['host.example.test', '*.example.test', 'xn--bcher-kva.example', 'a-b.c']) expect(() => assertSafeHostname(good)).not.toThrow()
+    for (const bad of ['a"b.test', "a'b.test", 'a{b}.test', 'a\\b.test', 'a b.test', 'a\tb.test', 'a\nb.test', 'a\u0000b.test', ''])
+      expect(() => assertSafeHostname(bad)).toThrow(/unsafe host name/)
+    for (const good of ['host.example.test', '*.example.test', 'xn--bcher-kva.example', 'a-b.c'])
+      expect(() => assertSafeHostname(good)).not.toThrow()
   })
 
   it('the builder throws on an unsafe domain or alias, even for a host it would skip', () => {
     expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ domain: 'x"}.test' })] }))).toThrow(/unsafe/)
     expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ aliases: ['ok.test', 'bad\n.test'] })] }))).toThrow(/unsafe/)
-    expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ target_group_id: 99, aliases: ['{env.X}'] })] }))).toThrow(/unsafe/)
+    expect(() => buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ target_group_id: 99, aliases: ['{env.X}'] })] }))).toThrow(
+      /unsafe/,
+    )
   })
 })

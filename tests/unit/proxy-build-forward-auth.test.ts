@@ -11,7 +11,9 @@ describe('buildForwardAuthHandler — sub-request to the panel', () => {
     expect(h.handler).toBe('reverse_proxy')
     expect(h.upstreams).toEqual([{ dial: '127.0.0.1:3000' }])
     expect(h.rewrite).toEqual({ method: 'GET', uri: '/auth/forward' })
-    expect(h.headers).toEqual({ request: { set: { 'X-Forwarded-Method': ['{http.request.method}'], 'X-Forwarded-Uri': ['{http.request.uri}'] } } })
+    expect(h.headers).toEqual({
+      request: { set: { 'X-Forwarded-Method': ['{http.request.method}'], 'X-Forwarded-Uri': ['{http.request.uri}'] } },
+    })
     expect(h.transport).toBeUndefined()
   })
 
@@ -30,13 +32,17 @@ describe('buildForwardAuthHandler — X-Auth-* headers on 2xx', () => {
   const routes = (buildForwardAuthHandler(panel) as any).handle_response[0].routes
 
   it('copies every answer header into a variable first ("" when the answer lacks it)', () => {
-    expect(routes[0]).toEqual({ handle: [{
-      handler: 'vars',
-      panel_auth_x_auth_email: '{http.reverse_proxy.header.X-Auth-Email}',
-      panel_auth_x_auth_name: '{http.reverse_proxy.header.X-Auth-Name}',
-      panel_auth_x_auth_provider: '{http.reverse_proxy.header.X-Auth-Provider}',
-      panel_auth_x_auth_user: '{http.reverse_proxy.header.X-Auth-User}',
-    }] })
+    expect(routes[0]).toEqual({
+      handle: [
+        {
+          handler: 'vars',
+          panel_auth_x_auth_email: '{http.reverse_proxy.header.X-Auth-Email}',
+          panel_auth_x_auth_name: '{http.reverse_proxy.header.X-Auth-Name}',
+          panel_auth_x_auth_provider: '{http.reverse_proxy.header.X-Auth-Provider}',
+          panel_auth_x_auth_user: '{http.reverse_proxy.header.X-Auth-User}',
+        },
+      ],
+    })
   })
 
   it('deletes each client-sent header unconditionally, then sets it only when the answer has it', () => {
@@ -52,19 +58,24 @@ describe('buildForwardAuthHandler — X-Auth-* headers on 2xx', () => {
   })
 
   it('never keys the guard by the placeholder itself (Caddy 2.6.2 compares an unset placeholder as "<nil>")', () => {
-    for (const r of routes) for (const m of r.match ?? []) for (const n of m.not) for (const key of Object.keys(n.vars)) expect(key).not.toContain('{')
+    for (const r of routes)
+      for (const m of r.match ?? []) for (const n of m.not) for (const key of Object.keys(n.vars)) expect(key).not.toContain('{')
   })
 })
 
 describe('buildForwardAuthHandler — in the host chain', () => {
   it('is emitted for auth_required hosts only', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ auth_required: true }), buildHostSnapshot({ id: 2 })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot({ auth_required: true }), buildHostSnapshot({ id: 2 })] }),
+    )
     expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([buildForwardAuthHandler(panel)])
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('/auth/forward')
   })
 
   it('dials the snapshot panel upstream', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ panelUpstream: { dial: 'panel.internal:8443', tls: true }, hosts: [buildHostSnapshot({ auth_required: true })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ panelUpstream: { dial: 'panel.internal:8443', tls: true }, hosts: [buildHostSnapshot({ auth_required: true })] }),
+    )
     const h = hostSubroutes(config, 'host1.example.test')[0].handle[0]
     expect(h.upstreams).toEqual([{ dial: 'panel.internal:8443' }])
     expect(h.transport).toEqual({ protocol: 'http', tls: {} })

@@ -9,7 +9,9 @@ const CDN = { trustedProxies: ['198.51.100.40/32'], headers: ['CF-Connecting-IP'
 describe('buildLanGateRoute — the route', () => {
   it('answers 403 to every peer outside the LAN ranges, and stops there', () => {
     expect(buildLanGateRoute(NO_PROXIES)).toEqual({
-      match: [{ not: [{ remote_ip: { ranges: ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'] } }] }],
+      match: [
+        { not: [{ remote_ip: { ranges: ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'] } }] },
+      ],
       handle: [{ handler: 'static_response', status_code: 403, body: 'Access denied: LAN only\n' }],
       terminal: true,
     })
@@ -35,7 +37,9 @@ describe('buildLanGateRoute — in the host chain', () => {
   })
 
   it('is absent for a host without lan_only', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ lan_only: false }), buildHostSnapshot({ id: 2, lan_only: true })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot({ lan_only: false }), buildHostSnapshot({ id: 2, lan_only: true })] }),
+    )
     expect(JSON.stringify(hostSubroutes(config, 'host1.example.test'))).not.toContain('remote_ip')
     expect(hostSubroutes(config, 'host2.example.test')[0].match[0].not[0].remote_ip).toBeDefined()
   })
@@ -43,7 +47,9 @@ describe('buildLanGateRoute — in the host chain', () => {
 
 describe('buildTrustedProxiesServerOptions — both servers', () => {
   it('are absent without trusted proxies (Caddy 2.6.2 compatible)', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ tls_mode: 'none' }), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot({ tls_mode: 'none' }), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }),
+    )
     for (const server of Object.values((config as any).apps.http.servers) as any[]) {
       expect(server.trusted_proxies).toBeUndefined()
       expect(server.client_ip_headers).toBeUndefined()
@@ -51,7 +57,9 @@ describe('buildTrustedProxiesServerOptions — both servers', () => {
   })
 
   it('name the ranges and the headers, parsed strictly from the right, on every server', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ clientIp: CDN, hosts: [buildHostSnapshot({ tls_mode: 'none' }), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ clientIp: CDN, hosts: [buildHostSnapshot({ tls_mode: 'none' }), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }),
+    )
     const servers = Object.values((config as any).apps.http.servers) as any[]
     expect(servers).toHaveLength(2)
     for (const server of servers) {

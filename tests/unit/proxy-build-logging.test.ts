@@ -7,18 +7,26 @@ describe('buildLogging — the three logs', () => {
   const logs = (buildLogging('/var/log/panel') as any).logs
 
   it('access: JSON lines to <logDir>/access.log, every access logger included', () => {
-    expect(logs.access).toEqual({ writer: { output: 'file', filename: '/var/log/panel/access.log' }, encoder: { format: 'json' }, include: ['http.log.access'] })
+    expect(logs.access).toEqual({
+      writer: { output: 'file', filename: '/var/log/panel/access.log' },
+      encoder: { format: 'json' },
+      include: ['http.log.access'],
+    })
   })
 
   it('error: <logDir>/error.log at DEBUG, so 4xx handler errors (WAF 403, rate limit 429) are kept; certificate and health-check lines too', () => {
     expect(logs.error).toEqual({
-      writer: { output: 'file', filename: '/var/log/panel/error.log' }, encoder: { format: 'json' }, level: 'DEBUG',
+      writer: { output: 'file', filename: '/var/log/panel/error.log' },
+      encoder: { format: 'json' },
+      level: 'DEBUG',
       include: ['http.log.error', 'tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker'],
     })
   })
 
   it('default: everything except access, error, certificate and health-check lines', () => {
-    expect(logs.default).toEqual({ exclude: ['http.log.access', 'http.log.error', 'tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker'] })
+    expect(logs.default).toEqual({
+      exclude: ['http.log.access', 'http.log.error', 'tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker'],
+    })
   })
 
   it('is the logging block of the whole config', () => {
@@ -34,14 +42,18 @@ describe('buildServerLogs — per-host logger names', () => {
   })
 
   it('both servers know every host: the plain one also answers TLS hosts (redirects, http-01)', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] })) as any
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }),
+    ) as any
     const expected = { 'host1.example.test': 'host_1', 'host2.example.test': 'host_2' }
     expect(config.apps.http.servers.http.logs).toEqual({ logger_names: expected })
     expect(config.apps.http.servers.https.logs).toEqual({ logger_names: expected })
   })
 
   it('leaves out disabled and skipped hosts, but keeps access logging on with no host at all', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [buildHostSnapshot({ enabled: false }), buildHostSnapshot({ id: 2, target_group_id: 99 })] })) as any
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [buildHostSnapshot({ enabled: false }), buildHostSnapshot({ id: 2, target_group_id: 99 })] }),
+    ) as any
     expect(config.apps.http.servers.http.logs).toEqual({ logger_names: {} })
   })
 })

@@ -4,8 +4,12 @@ import { buildUpstreamHandler } from '../../server/utils/proxy/build/load-balanc
 import { RULE_ID_HEADER, buildRuleRoute, sortRules } from '../../server/utils/proxy/build/path-rules'
 import { buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
-const groups = new Map([[1, buildGroupSnapshot()], [2, buildGroupSnapshot({ id: 2, name: 'api', targets: [{ address: 'api:9000', weight: 1 }] })]])
-const route = (o: Parameters<typeof buildRuleSnapshot>[0], warnings: string[] = []) => buildRuleRoute(buildRuleSnapshot(o), buildHostSnapshot(), groups, warnings) as any
+const groups = new Map([
+  [1, buildGroupSnapshot()],
+  [2, buildGroupSnapshot({ id: 2, name: 'api', targets: [{ address: 'api:9000', weight: 1 }] })],
+])
+const route = (o: Parameters<typeof buildRuleSnapshot>[0], warnings: string[] = []) =>
+  buildRuleRoute(buildRuleSnapshot(o), buildHostSnapshot(), groups, warnings) as any
 
 describe('buildRuleRoute — matching and tag', () => {
   it('matches the path, is terminal, and tags the response with the rule id first', () => {
@@ -38,31 +42,44 @@ describe('buildRuleRoute — actions', () => {
   })
 
   it('redirect: static_response with Location and the status', () => {
-    expect(route({ action: 'redirect', redirect_url: 'https://new.example.test/', redirect_status: 301 }).handle[1])
-      .toEqual({ handler: 'static_response', status_code: 301, headers: { Location: ['https://new.example.test/'] } })
+    expect(route({ action: 'redirect', redirect_url: 'https://new.example.test/', redirect_status: 301 }).handle[1]).toEqual({
+      handler: 'static_response',
+      status_code: 301,
+      headers: { Location: ['https://new.example.test/'] },
+    })
   })
 
   it('respond: static_response with the status and body', () => {
-    expect(route({ action: 'respond', respond_status: 418, respond_body: 'teapot\n' }).handle[1]).toEqual({ handler: 'static_response', status_code: 418, body: 'teapot\n' })
+    expect(route({ action: 'respond', respond_status: 418, respond_body: 'teapot\n' }).handle[1]).toEqual({
+      handler: 'static_response',
+      status_code: 418,
+      body: 'teapot\n',
+    })
   })
 })
 
 describe('buildRuleRoute — order in the host', () => {
   it('sorts by priority, then id', () => {
-    const rules = [buildRuleSnapshot({ id: 3, priority: 20 }), buildRuleSnapshot({ id: 2, priority: 20 }), buildRuleSnapshot({ id: 5, priority: 10 })]
+    const rules = [
+      buildRuleSnapshot({ id: 3, priority: 20 }),
+      buildRuleSnapshot({ id: 2, priority: 20 }),
+      buildRuleSnapshot({ id: 5, priority: 10 }),
+    ]
     expect(sortRules(rules).map((r) => r.id)).toEqual([5, 2, 3])
   })
 
   it('rules follow the shared chain and come before the default route, which carries no tag', () => {
-    const { config } = buildProxyConfig(buildSnapshot({
-      hosts: [buildHostSnapshot({ auth_required: true })],
-      targetGroups: [...groups.values()],
-      rules: [
-        buildRuleSnapshot({ id: 3, priority: 50, path: '/old', action: 'redirect', redirect_url: '/new', redirect_status: 308 }),
-        buildRuleSnapshot({ id: 2, priority: 10, path: '/api/*', action: 'proxy', target_group_id: 2 }),
-        buildRuleSnapshot({ id: 8, host_id: 2, path: '/other-host' }),
-      ],
-    }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        hosts: [buildHostSnapshot({ auth_required: true })],
+        targetGroups: [...groups.values()],
+        rules: [
+          buildRuleSnapshot({ id: 3, priority: 50, path: '/old', action: 'redirect', redirect_url: '/new', redirect_status: 308 }),
+          buildRuleSnapshot({ id: 2, priority: 10, path: '/api/*', action: 'proxy', target_group_id: 2 }),
+          buildRuleSnapshot({ id: 8, host_id: 2, path: '/other-host' }),
+        ],
+      }),
+    )
     const routes = hostSubroutes(config, 'host1.example.test')
     expect(routes).toHaveLength(4)
     expect(routes[0].handle[0].rewrite.uri).toBe('/auth/forward')

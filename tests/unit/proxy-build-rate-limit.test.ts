@@ -14,9 +14,14 @@ describe('buildRateLimitHandler — per client', () => {
   // Regression: window 1s with max_events rps + burst let rps + burst through every second, sustained.
   it.each([
     // rps, burst, max_events, window
-    [2, 3, 5, '2500ms'], [50, 100, 150, '3000ms'], [10, 0, 10, '1000ms'], [1, 0, 1, '1000ms'], [1, 100_000, 100_001, '100001000ms'],
+    [2, 3, 5, '2500ms'],
+    [50, 100, 150, '3000ms'],
+    [10, 0, 10, '1000ms'],
+    [1, 0, 1, '1000ms'],
+    [1, 100_000, 100_001, '100001000ms'],
     // 4/3 s = 1333.33 ms: rounded up, so the rate stays at most rps.
-    [3, 1, 4, '1334ms'], [100_000, 100_000, 200_000, '2000ms'],
+    [3, 1, 4, '1334ms'],
+    [100_000, 100_000, 200_000, '2000ms'],
   ])('rps %i burst %i -> max_events %i per %s', (rps, burst, maxEvents, window) => {
     expect(rateLimitZone(rps, burst)).toEqual({ max_events: maxEvents, window })
   })
@@ -35,7 +40,12 @@ describe('buildRateLimitHandler — per client', () => {
   })
 
   it('gives every host its own zone', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ modules: ['ratelimit'], hosts: [1, 2].map((id) => buildHostSnapshot({ id, rate_limit_enabled: true, bouncer_enabled: false })) }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        modules: ['ratelimit'],
+        hosts: [1, 2].map((id) => buildHostSnapshot({ id, rate_limit_enabled: true, bouncer_enabled: false })),
+      }),
+    )
     expect(Object.keys(hostSubroutes(config, 'host1.example.test')[0].handle[0].rate_limits)).toEqual(['host_1'])
     expect(Object.keys(hostSubroutes(config, 'host2.example.test')[0].handle[0].rate_limits)).toEqual(['host_2'])
   })
@@ -48,7 +58,9 @@ describe('buildRateLimitHandler — module and switch', () => {
   })
 
   it('without the ratelimit module: no handler and a warning', () => {
-    const r = buildProxyConfig(buildSnapshot({ modules: ['waf'], hosts: [buildHostSnapshot({ rate_limit_enabled: true, bouncer_enabled: false })] }))
+    const r = buildProxyConfig(
+      buildSnapshot({ modules: ['waf'], hosts: [buildHostSnapshot({ rate_limit_enabled: true, bouncer_enabled: false })] }),
+    )
     expect(JSON.stringify(r.config)).not.toContain('rate_limit')
     expect(r.warnings).toEqual(['host host1.example.test: the proxy has no ratelimit module; rate limit not applied'])
   })

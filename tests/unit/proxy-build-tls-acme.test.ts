@@ -8,15 +8,22 @@ const policiesOf = (snapshot: ReturnType<typeof buildSnapshot>) => (buildProxyCo
 
 describe('buildAcmePolicies — http-01', () => {
   it('disables tls-alpn only, and uses the host CA and email over the global ones', () => {
-    const [p] = policiesOf(buildSnapshot({
-      hosts: [autoHost({ tls_acme_ca_url: 'https://ca.example.test/dir', tls_email: 'me@example.test' })],
-      acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: '/roots.pem' },
-    }))
+    const [p] = policiesOf(
+      buildSnapshot({
+        hosts: [autoHost({ tls_acme_ca_url: 'https://ca.example.test/dir', tls_email: 'me@example.test' })],
+        acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: '/roots.pem' },
+      }),
+    )
     expect(p.subjects).toEqual(['host1.example.test', 'www.host1.example.test'])
-    expect(p.issuers).toEqual([{
-      module: 'acme', ca: 'https://ca.example.test/dir', email: 'me@example.test',
-      trusted_roots_pem_files: ['/roots.pem'], challenges: { 'tls-alpn': { disabled: true } },
-    }])
+    expect(p.issuers).toEqual([
+      {
+        module: 'acme',
+        ca: 'https://ca.example.test/dir',
+        email: 'me@example.test',
+        trusted_roots_pem_files: ['/roots.pem'],
+        challenges: { 'tls-alpn': { disabled: true } },
+      },
+    ])
   })
 
   it('omits ca, email and trusted roots when nothing gives them (the proxy default CA)', () => {
@@ -27,11 +34,15 @@ describe('buildAcmePolicies — http-01', () => {
 
 describe('buildAcmePolicies — tls-alpn-01', () => {
   it('disables http only, and falls back to the global CA and email', () => {
-    const [p] = policiesOf(buildSnapshot({
-      hosts: [autoHost({ tls_challenge: 'tls-alpn' })],
-      acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: null },
-    }))
-    expect(p.issuers).toEqual([{ module: 'acme', ca: 'https://global.example.test/dir', email: 'global@example.test', challenges: { http: { disabled: true } } }])
+    const [p] = policiesOf(
+      buildSnapshot({
+        hosts: [autoHost({ tls_challenge: 'tls-alpn' })],
+        acme: { email: 'global@example.test', caUrl: 'https://global.example.test/dir', trustedRootsPemFile: null },
+      }),
+    )
+    expect(p.issuers).toEqual([
+      { module: 'acme', ca: 'https://global.example.test/dir', email: 'global@example.test', challenges: { http: { disabled: true } } },
+    ])
   })
 })
 
@@ -39,39 +50,93 @@ describe('buildAcmePolicies — dns-01', () => {
   const dnsHost = (provider: string) => autoHost({ tls_challenge: 'dns', tls_dns_provider: provider })
 
   it('cloudflare: inlines the provider credentials, and DNS-01 is the only challenge', () => {
-    const [p] = policiesOf(buildSnapshot({
-      modules: ['dns'], hosts: [dnsHost('provider_a')],
-      dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 'cf-token' } } },
-    }))
-    expect(p.issuers[0].challenges).toEqual({ dns: { provider: { name: 'cloudflare', api_token: 'cf-token' } }, http: { disabled: true }, 'tls-alpn': { disabled: true } })
+    const [p] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [dnsHost('provider_a')],
+        dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 'cf-token' } } },
+      }),
+    )
+    expect(p.issuers[0].challenges).toEqual({
+      dns: { provider: { name: 'cloudflare', api_token: 'cf-token' } },
+      http: { disabled: true },
+      'tls-alpn': { disabled: true },
+    })
   })
 
   it('route53: adds region us-east-1 only when the credentials lack one', () => {
     const creds = { access_key_id: 'AKIA', secret_access_key: 's3cret' }
-    const [a] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_b')], dnsProviders: { provider_b: { module: 'route53', credentials: creds } } }))
+    const [a] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [dnsHost('provider_b')],
+        dnsProviders: { provider_b: { module: 'route53', credentials: creds } },
+      }),
+    )
     expect(a.issuers[0].challenges.dns.provider).toEqual({ name: 'route53', ...creds, region: 'us-east-1' })
-    const [b] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_b')], dnsProviders: { provider_b: { module: 'route53', credentials: { ...creds, region: 'eu-west-3' } } } }))
+    const [b] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [dnsHost('provider_b')],
+        dnsProviders: { provider_b: { module: 'route53', credentials: { ...creds, region: 'eu-west-3' } } },
+      }),
+    )
     expect(b.issuers[0].challenges.dns.provider.region).toBe('eu-west-3')
   })
 
-  it('rfc2136: the module gets server, key name, algorithm and secret (never the panel\'s zone), and the zone lookup and propagation check ask that server', () => {
-    const creds = { server: '192.0.2.53:53', key_name: 'acme-update', key_alg: 'hmac-sha256', key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh', zone: 'example.test' }
-    const [p] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_c')], dnsProviders: { provider_c: { module: 'rfc2136', credentials: creds } } }))
+  it("rfc2136: the module gets server, key name, algorithm and secret (never the panel's zone), and the zone lookup and propagation check ask that server", () => {
+    const creds = {
+      server: '192.0.2.53:53',
+      key_name: 'acme-update',
+      key_alg: 'hmac-sha256',
+      key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh',
+      zone: 'example.test',
+    }
+    const [p] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [dnsHost('provider_c')],
+        dnsProviders: { provider_c: { module: 'rfc2136', credentials: creds } },
+      }),
+    )
     expect(p.issuers[0].challenges).toEqual({
-      dns: { provider: { name: 'rfc2136', server: '192.0.2.53:53', key_name: 'acme-update', key_alg: 'hmac-sha256', key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh' }, resolvers: ['192.0.2.53:53'] },
-      http: { disabled: true }, 'tls-alpn': { disabled: true },
+      dns: {
+        provider: {
+          name: 'rfc2136',
+          server: '192.0.2.53:53',
+          key_name: 'acme-update',
+          key_alg: 'hmac-sha256',
+          key: 'c2VjcmV0LXNlY3JldC1zZWNyZXQh',
+        },
+        resolvers: ['192.0.2.53:53'],
+      },
+      http: { disabled: true },
+      'tls-alpn': { disabled: true },
     })
     const { zone: _zone, ...withoutZone } = creds
-    const [q] = policiesOf(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_c')], dnsProviders: { provider_c: { module: 'rfc2136', credentials: withoutZone } } }))
+    const [q] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [dnsHost('provider_c')],
+        dnsProviders: { provider_c: { module: 'rfc2136', credentials: withoutZone } },
+      }),
+    )
     expect(q.issuers[0].challenges.dns).toEqual(p.issuers[0].challenges.dns)
   })
 
   it('without the dns module or without credentials: no policy for that host, and a warning', () => {
-    const a = buildProxyConfig(buildSnapshot({ hosts: [dnsHost('provider_a')], dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } } }))
+    const a = buildProxyConfig(
+      buildSnapshot({
+        hosts: [dnsHost('provider_a')],
+        dnsProviders: { provider_a: { module: 'cloudflare', credentials: { api_token: 't' } } },
+      }),
+    )
     expect((a.config as any).apps.tls).toBeUndefined()
     expect(a.warnings.join()).toMatch(/PROXY_MODULES lacks dns/)
     expect(JSON.stringify(a.config)).not.toContain('cloudflare')
-    const b = buildProxyConfig(buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_a'), autoHost({ id: 2, domain: 'b.example.test', aliases: [] })] }))
+    const b = buildProxyConfig(
+      buildSnapshot({ modules: ['dns'], hosts: [dnsHost('provider_a'), autoHost({ id: 2, domain: 'b.example.test', aliases: [] })] }),
+    )
     expect(b.warnings.join()).toMatch(/provider_a has no credentials/)
     expect((b.config as any).apps.tls.automation.policies.map((p: any) => p.subjects)).toEqual([['b.example.test']])
   })
@@ -79,14 +144,21 @@ describe('buildAcmePolicies — dns-01', () => {
 
 describe('buildAcmePolicies — policy list', () => {
   it('one policy per auto host in host id order, never a catch-all, none for manual or none hosts', () => {
-    const hosts = [autoHost({ id: 3, domain: 'c.example.test', aliases: [] }), buildHostSnapshot({ id: 2, tls_mode: 'manual' }), autoHost({ id: 1, domain: 'a.example.test', aliases: [] }), buildHostSnapshot({ id: 4 })]
+    const hosts = [
+      autoHost({ id: 3, domain: 'c.example.test', aliases: [] }),
+      buildHostSnapshot({ id: 2, tls_mode: 'manual' }),
+      autoHost({ id: 1, domain: 'a.example.test', aliases: [] }),
+      buildHostSnapshot({ id: 4 }),
+    ]
     const policies = policiesOf(buildSnapshot({ hosts }))
     expect(policies.map((p: any) => p.subjects)).toEqual([['a.example.test'], ['c.example.test']])
     expect(policies.every((p: any) => p.subjects?.length)).toBe(true)
   })
 
   it('auto hosts go on the https server, tls_mode none on the plain one', () => {
-    const { config } = buildProxyConfig(buildSnapshot({ hosts: [autoHost({ id: 2, domain: 'b.example.test', aliases: [] }), buildHostSnapshot()] })) as any
+    const { config } = buildProxyConfig(
+      buildSnapshot({ hosts: [autoHost({ id: 2, domain: 'b.example.test', aliases: [] }), buildHostSnapshot()] }),
+    ) as any
     // Each list ends with the unknown-host refusal, which has no host matcher.
     expect(config.apps.http.servers.https.routes.map((r: any) => r.match?.[0].host)).toEqual([['b.example.test'], undefined])
     expect(config.apps.http.servers.http.routes.map((r: any) => r.match?.[0].host)).toEqual([['host1.example.test'], undefined])

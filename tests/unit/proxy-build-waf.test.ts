@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import {
-  WAF_BODY_LIMITS_RULE_ID, WAF_BODY_PASS_RULE_ID, WAF_BODY_REFUSE_RULE_ID, WAF_CONTENT_TYPES_RULE_ID, WAF_DETECTION_AUDIT_RULE_ID,
-  WAF_EXCLUSION_RULE_BASE, WAF_THRESHOLD_RULE_ID, buildWafHandler, resolveEffectiveWaf,
+  WAF_BODY_LIMITS_RULE_ID,
+  WAF_BODY_PASS_RULE_ID,
+  WAF_BODY_REFUSE_RULE_ID,
+  WAF_CONTENT_TYPES_RULE_ID,
+  WAF_DETECTION_AUDIT_RULE_ID,
+  WAF_EXCLUSION_RULE_BASE,
+  WAF_THRESHOLD_RULE_ID,
+  buildWafHandler,
+  resolveEffectiveWaf,
 } from '../../server/utils/proxy/build/waf'
 import { WAF_FAMILIES, WAF_PROFILE_DEFAULTS, WAF_VIRTUAL_PATCHES } from '../../server/utils/proxy/build/waf-rules'
 import type { HostSnapshot, WafExclusionSnapshot } from '../../server/utils/proxy/build/types'
@@ -12,7 +19,14 @@ const settings = { waf: { inboundThreshold: 10, outboundThreshold: 8 }, logDir: 
 const host = (o: Partial<HostSnapshot> = {}) => buildHostSnapshot({ waf_enabled: true, waf_mode: 'blocking', ...o })
 const linesOf = (o: Partial<HostSnapshot> = {}, exclusions: WafExclusionSnapshot[] = []) =>
   (buildWafHandler(host(o), settings, exclusions).directives as string).split('\n')
-const exclusion = (o: Partial<WafExclusionSnapshot>): WafExclusionSnapshot => ({ id: 1, host_id: 1, rule_id: 942100, path: null, argument: null, ...o })
+const exclusion = (o: Partial<WafExclusionSnapshot>): WafExclusionSnapshot => ({
+  id: 1,
+  host_id: 1,
+  rule_id: 942100,
+  path: null,
+  argument: null,
+  ...o,
+})
 const PATCHES = WAF_VIRTUAL_PATCHES.flatMap((p) => p.rule.split('\n'))
 const TAIL = ['SecAuditLogParts ABIJDEFHKZ', 'SecAuditLogType Serial', 'SecAuditLogFormat JSON', 'SecAuditLog /var/log/panel/waf-audit.log']
 const THRESHOLDS = `SecAction "id:${WAF_THRESHOLD_RULE_ID},phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=10,setvar:tx.outbound_anomaly_score_threshold=8"`
@@ -25,7 +39,7 @@ describe('buildWafHandler — full profile', () => {
     expect(h.include).toBeUndefined() // deprecated key
   })
 
-  it('blocking: the exact directive list, today\'s body limit (12.5 MiB, refused past it), thresholds before the CRS, engine On after the recommended file', () => {
+  it("blocking: the exact directive list, today's body limit (12.5 MiB, refused past it), thresholds before the CRS, engine On after the recommended file", () => {
     expect(linesOf()).toEqual([
       'Include @coraza.conf-recommended',
       'SecRequestBodyLimit 13107200',
@@ -67,13 +81,22 @@ describe('buildWafHandler — full profile', () => {
   })
 
   it('uses ids of its own, not CRS ones (900110 would be a duplicate id), all distinct', () => {
-    const ids = [WAF_THRESHOLD_RULE_ID, WAF_DETECTION_AUDIT_RULE_ID, WAF_CONTENT_TYPES_RULE_ID, WAF_BODY_LIMITS_RULE_ID, WAF_BODY_PASS_RULE_ID, WAF_BODY_REFUSE_RULE_ID, ...WAF_VIRTUAL_PATCHES.map((p) => p.id)]
+    const ids = [
+      WAF_THRESHOLD_RULE_ID,
+      WAF_DETECTION_AUDIT_RULE_ID,
+      WAF_CONTENT_TYPES_RULE_ID,
+      WAF_BODY_LIMITS_RULE_ID,
+      WAF_BODY_PASS_RULE_ID,
+      WAF_BODY_REFUSE_RULE_ID,
+      ...WAF_VIRTUAL_PATCHES.map((p) => p.id),
+    ]
     expect(new Set(ids).size).toBe(ids.length)
     for (const id of ids) expect(String(id)).toMatch(/^999\d{4}$/)
   })
 
   it('refuses a log directory that would break out of the directive', () => {
-    for (const logDir of ['/var/log/my logs', '/var/log/x\nSecRuleEngine Off', '/var/log/"x']) expect(() => buildWafHandler(host(), { ...settings, logDir })).toThrow(/unsafe path/)
+    for (const logDir of ['/var/log/my logs', '/var/log/x\nSecRuleEngine Off', '/var/log/"x'])
+      expect(() => buildWafHandler(host(), { ...settings, logDir })).toThrow(/unsafe path/)
   })
 })
 
@@ -96,7 +119,9 @@ describe('buildWafHandler — fast profile', () => {
 
   it('several rules of one file leave the gaps between them', () => {
     const removal = linesOf({ waf_profile: 'fast', waf_families: ['lfi'] }).find((l) => l.startsWith('SecRuleRemoveById'))
-    expect(removal).toBe('SecRuleRemoveById 920000-920419 920421-920999 930000-930099 930101-930109 930111-930119 930121-930129 930131-930999')
+    expect(removal).toBe(
+      'SecRuleRemoveById 920000-920419 920421-920999 930000-930099 930101-930109 930111-930119 930121-930129 930131-930999',
+    )
   })
 
   it('every family names CRS rules of a file the builder knows, and the same families in any order build the same text', () => {
@@ -105,12 +130,14 @@ describe('buildWafHandler — fast profile', () => {
     expect(linesOf({ waf_profile: 'fast', waf_families: all })).toEqual(linesOf({ waf_profile: 'fast', waf_families: [...all].reverse() }))
   })
 
-  it('bounds the body by default: 16 KiB inspected in part, 256 arguments, depth 16, handed to the proxy\'s body processors', () => {
+  it("bounds the body by default: 16 KiB inspected in part, 256 arguments, depth 16, handed to the proxy's body processors", () => {
     const lines = linesOf({ waf_profile: 'fast' })
     expect(lines).toContain('SecRequestBodyLimit 16384')
     expect(lines).toContain('SecRequestBodyInMemoryLimit 16384')
     expect(lines).toContain('SecRequestBodyLimitAction ProcessPartial')
-    expect(lines).toContain(`SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=256,setvar:tx.edge_json_max_depth=16,setvar:tx.edge_body_limit_action=partial"`)
+    expect(lines).toContain(
+      `SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=256,setvar:tx.edge_json_max_depth=16,setvar:tx.edge_body_limit_action=partial"`,
+    )
     expect(lines.join('\n')).not.toContain(String(WAF_BODY_REFUSE_RULE_ID))
   })
 
@@ -126,9 +153,22 @@ describe('buildWafHandler — fast profile', () => {
 
 describe('resolveEffectiveWaf — profile defaults and host overrides', () => {
   const cases: Array<{ o: Partial<HostSnapshot>; want: Partial<ReturnType<typeof resolveEffectiveWaf>> }> = [
-    { o: {}, want: { profile: 'full', bodyLimitBytes: WAF_PROFILE_DEFAULTS.full.bodyLimitKb * 1024, maxArgs: 0, jsonMaxDepth: 0, limitAction: 'refuse', contentTypes: null } },
+    {
+      o: {},
+      want: {
+        profile: 'full',
+        bodyLimitBytes: WAF_PROFILE_DEFAULTS.full.bodyLimitKb * 1024,
+        maxArgs: 0,
+        jsonMaxDepth: 0,
+        limitAction: 'refuse',
+        contentTypes: null,
+      },
+    },
     { o: { waf_profile: 'fast' }, want: { bodyLimitBytes: 16 * 1024, maxArgs: 256, jsonMaxDepth: 16, limitAction: 'partial' } },
-    { o: { waf_profile: 'fast', waf_body_limit_kb: 64, waf_body_max_args: 1000, waf_json_max_depth: 4, waf_body_limit_action: 'refuse' }, want: { bodyLimitBytes: 65536, maxArgs: 1000, jsonMaxDepth: 4, limitAction: 'refuse' } },
+    {
+      o: { waf_profile: 'fast', waf_body_limit_kb: 64, waf_body_max_args: 1000, waf_json_max_depth: 4, waf_body_limit_action: 'refuse' },
+      want: { bodyLimitBytes: 65536, maxArgs: 1000, jsonMaxDepth: 4, limitAction: 'refuse' },
+    },
     { o: { waf_families: ['rce', 'nonsense', 'sqli'] }, want: { families: ['sqli', 'rce'] } },
     { o: { waf_allowed_content_types: ['text/plain'] }, want: { contentTypes: ['text/plain'] } },
   ]
@@ -139,8 +179,12 @@ describe('buildWafHandler — body limit actions', () => {
   it('pass: a body declared larger than the limit is not read; limits handed over with action pass', () => {
     const lines = linesOf({ waf_body_limit_kb: 8, waf_body_max_args: 10, waf_body_limit_action: 'pass' })
     expect(lines).toContain('SecRequestBodyLimitAction ProcessPartial')
-    expect(lines).toContain(`SecRule REQUEST_HEADERS:Content-Length "@gt 8192" "id:${WAF_BODY_PASS_RULE_ID},phase:1,pass,nolog,ctl:requestBodyAccess=Off"`)
-    expect(lines).toContain(`SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=10,setvar:tx.edge_json_max_depth=0,setvar:tx.edge_body_limit_action=pass"`)
+    expect(lines).toContain(
+      `SecRule REQUEST_HEADERS:Content-Length "@gt 8192" "id:${WAF_BODY_PASS_RULE_ID},phase:1,pass,nolog,ctl:requestBodyAccess=Off"`,
+    )
+    expect(lines).toContain(
+      `SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=10,setvar:tx.edge_json_max_depth=0,setvar:tx.edge_body_limit_action=pass"`,
+    )
   })
 
   it('refuse: size refused by Coraza (413) in blocking mode, argument/depth refused by a scored rule (logged in detection mode)', () => {
@@ -154,13 +198,13 @@ describe('buildWafHandler — body limit actions', () => {
     expect(detection.some((l) => l.includes(`id:${WAF_BODY_REFUSE_RULE_ID},`))).toBe(true)
   })
 
-  it('no argument or depth limit: nothing handed to the body processors (Coraza\'s own behaviour)', () => {
+  it("no argument or depth limit: nothing handed to the body processors (Coraza's own behaviour)", () => {
     expect(linesOf().join('\n')).not.toContain('edge_body')
   })
 })
 
 describe('buildWafHandler — allowed content types', () => {
-  it('the host\'s list replaces the CRS default before CRS 901 reads it; none set: the CRS default', () => {
+  it("the host's list replaces the CRS default before CRS 901 reads it; none set: the CRS default", () => {
     const lines = linesOf({ waf_allowed_content_types: ['application/json', 'text/plain'] })
     const set = `SecAction "id:${WAF_CONTENT_TYPES_RULE_ID},phase:1,pass,nolog,setvar:'tx.allowed_request_content_type=|application/json| |text/plain|'"`
     expect(lines).toContain(set)
@@ -199,29 +243,39 @@ describe('buildWafHandler — rule exclusions', () => {
     expect(lines.join('\n')).not.toMatch(/^SecRuleRemoveById \d+$/m)
   })
 
-  it('another host\'s exclusions are not this host\'s', () => {
+  it("another host's exclusions are not this host's", () => {
     expect(linesOf({}, [exclusion({ host_id: 2, rule_id: 920420 })])).toEqual(linesOf())
   })
 
-  it('refuses values that would inject into SecLang, and the panel\'s control rules', () => {
+  it("refuses values that would inject into SecLang, and the panel's control rules", () => {
     for (const bad of [
-      exclusion({ path: '/a b' }), exclusion({ path: '/a"' }), exclusion({ path: '/%{tx.x}' }), exclusion({ argument: 'a;b' }),
-      exclusion({ argument: 'a,ctl:ruleEngine=Off' }), exclusion({ rule_id: WAF_THRESHOLD_RULE_ID }), exclusion({ rule_id: 0 }),
-    ]) expect(() => buildWafHandler(host(), settings, [bad])).toThrow(/unsafe WAF exclusion/)
+      exclusion({ path: '/a b' }),
+      exclusion({ path: '/a"' }),
+      exclusion({ path: '/%{tx.x}' }),
+      exclusion({ argument: 'a;b' }),
+      exclusion({ argument: 'a,ctl:ruleEngine=Off' }),
+      exclusion({ rule_id: WAF_THRESHOLD_RULE_ID }),
+      exclusion({ rule_id: 0 }),
+    ])
+      expect(() => buildWafHandler(host(), settings, [bad])).toThrow(/unsafe WAF exclusion/)
   })
 })
 
 describe('buildWafHandler — in the host chain', () => {
-  it('is emitted for waf_enabled hosts when the proxy has the waf module, with the snapshot\'s exclusions', () => {
+  it("is emitted for waf_enabled hosts when the proxy has the waf module, with the snapshot's exclusions", () => {
     const wafExclusions = [exclusion({ host_id: 1, rule_id: 920420, path: '/hook' })]
-    const { config } = buildProxyConfig(buildSnapshot({ modules: ['waf'], ...settings, wafExclusions, hosts: [host(), buildHostSnapshot({ id: 2 })] }))
+    const { config } = buildProxyConfig(
+      buildSnapshot({ modules: ['waf'], ...settings, wafExclusions, hosts: [host(), buildHostSnapshot({ id: 2 })] }),
+    )
     expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([buildWafHandler(host(), settings, wafExclusions)])
     expect(JSON.stringify(hostSubroutes(config, 'host1.example.test'))).toContain('ctl:ruleRemoveById=920420')
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('"waf"')
   })
 
   it('without the waf module: no handler and a warning', () => {
-    const r = buildProxyConfig(buildSnapshot({ modules: ['ratelimit'], hosts: [buildHostSnapshot({ waf_enabled: true, bouncer_enabled: false })] }))
+    const r = buildProxyConfig(
+      buildSnapshot({ modules: ['ratelimit'], hosts: [buildHostSnapshot({ waf_enabled: true, bouncer_enabled: false })] }),
+    )
     expect(JSON.stringify(r.config)).not.toContain('"waf"')
     expect(r.warnings).toEqual(['host host1.example.test: the proxy has no waf module; WAF not applied'])
   })

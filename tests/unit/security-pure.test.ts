@@ -18,17 +18,25 @@ describe('deleteDecisionsMatching — the unfiltered-DELETE guard', () => {
 })
 
 describe('parseGoDurationMs', () => {
-  it.each([['3h59m57.5s', (3 * 3600 + 59 * 60 + 57.5) * 1000], ['87599h51m50.53s', (87599 * 3600 + 51 * 60 + 50.53) * 1000], ['150ms', 150], ['-1h', -3600_000]] as const)(
-    '%s', (text, ms) => expect(parseGoDurationMs(text)).toBeCloseTo(ms, 3))
+  it.each([
+    ['3h59m57.5s', (3 * 3600 + 59 * 60 + 57.5) * 1000],
+    ['87599h51m50.53s', (87599 * 3600 + 51 * 60 + 50.53) * 1000],
+    ['150ms', 150],
+    ['-1h', -3600_000],
+  ] as const)('%s', (text, ms) => expect(parseGoDurationMs(text)).toBeCloseTo(ms, 3))
   it.each(['soon', '', '4h later'])('%j is not a duration', (text) => expect(parseGoDurationMs(text)).toBeNull())
 })
 
 describe('parseIpOrCidr', () => {
   it.each([
-    ['192.0.2.7', { value: '192.0.2.7', kind: 'ip' }], [' 2001:DB8::1 ', { value: '2001:db8::1', kind: 'ip' }],
-    ['198.51.100.0/24', { value: '198.51.100.0/24', kind: 'cidr' }], ['2001:db8::/32', { value: '2001:db8::/32', kind: 'cidr' }],
+    ['192.0.2.7', { value: '192.0.2.7', kind: 'ip' }],
+    [' 2001:DB8::1 ', { value: '2001:db8::1', kind: 'ip' }],
+    ['198.51.100.0/24', { value: '198.51.100.0/24', kind: 'cidr' }],
+    ['2001:db8::/32', { value: '2001:db8::/32', kind: 'cidr' }],
   ])('%s', (raw, expected) => expect(parseIpOrCidr(raw)).toEqual(expected))
-  it.each(['300.1.1.1', '10.0.0.0/33', '::/129', '10.0.0.0/8/1', 'a.b.c.d', '10.0.0.0/x'])('refuses %s', (raw) => expect(() => parseIpOrCidr(raw)).toThrow(/value:/))
+  it.each(['300.1.1.1', '10.0.0.0/33', '::/129', '10.0.0.0/8/1', 'a.b.c.d', '10.0.0.0/x'])('refuses %s', (raw) =>
+    expect(() => parseIpOrCidr(raw)).toThrow(/value:/),
+  )
 })
 
 describe('renderWhitelistFile — the engine parser format', () => {
@@ -58,14 +66,20 @@ describe('true_detect_mode profiles block', () => {
 })
 
 describe('stripPanelBlock — a hand-edited block still comes out whole (the drift detector rewrites it)', () => {
-  const block = renderTrueDetectProfiles([{ id: 4, names: ['a.example.test'] }, { id: 9, names: ['b.example.test'] }])
+  const block = renderTrueDetectProfiles([
+    { id: 4, names: ['a.example.test'] },
+    { id: 9, names: ['b.example.test'] },
+  ])
   const rest = 'name: default_ip_remediation\nfilters:\n - x\non_success: break\n---\nname: default_range_remediation\nfilters:\n - y\n'
   const [begin, end] = [block.split('\n')[0]!, block.trimEnd().split('\n').at(-1)!]
   it.each([
     ['the END marker deleted', (block + rest).replace(`${end}\n`, '')],
     ['the BEGIN marker deleted', (block + rest).replace(`${begin}\n`, '')],
-    ['both markers deleted, a filter edited', (block + rest).replace(`${begin}\n`, '').replace(`${end}\n`, '').replace('a.example.test', 'evil.example.test')],
-  ])('%s: the operator\'s profiles are left exactly', (_what, text) => {
+    [
+      'both markers deleted, a filter edited',
+      (block + rest).replace(`${begin}\n`, '').replace(`${end}\n`, '').replace('a.example.test', 'evil.example.test'),
+    ],
+  ])("%s: the operator's profiles are left exactly", (_what, text) => {
     expect(stripPanelBlock(text)).toBe(rest)
   })
   it('leaves a file without any panel profile untouched, byte for byte', () => {
@@ -79,7 +93,11 @@ describe('renderDisabledScenariosFile — the list the compose stack hands to DI
     const text = renderDisabledScenariosFile(['crowdsecurity/http-probing', 'crowdsecurity/http-bad-user-agent'])
     const lines = text.split('\n').filter((l) => l && !l.startsWith('#'))
     expect(lines).toEqual(['crowdsecurity/http-bad-user-agent', 'crowdsecurity/http-probing'])
-    expect(renderDisabledScenariosFile([]).split('\n').filter((l) => l && !l.startsWith('#'))).toEqual([])
+    expect(
+      renderDisabledScenariosFile([])
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#')),
+    ).toEqual([])
   })
 })
 
@@ -97,9 +115,12 @@ describe('small helpers', () => {
   })
   it('insideFolder refuses anything outside the folder', () => {
     expect(insideFolder('/etc/crowdsec', 'scenarios', 'x.yaml')).toBe('/etc/crowdsec/scenarios/x.yaml')
-    for (const bad of ['../passwd', '/etc/passwd', 'scenarios/../../x', '.']) expect(() => insideFolder('/etc/crowdsec', bad)).toThrow(/outside/)
+    for (const bad of ['../passwd', '/etc/passwd', 'scenarios/../../x', '.'])
+      expect(() => insideFolder('/etc/crowdsec', bad)).toThrow(/outside/)
   })
   it('renderAppsecPlugin sets both thresholds with the panel rule id', () => {
-    expect(renderAppsecPlugin(7, 3)).toContain('SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=7,setvar:tx.outbound_anomaly_score_threshold=3"')
+    expect(renderAppsecPlugin(7, 3)).toContain(
+      'SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=7,setvar:tx.outbound_anomaly_score_threshold=3"',
+    )
   })
 })

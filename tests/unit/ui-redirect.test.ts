@@ -16,8 +16,17 @@ describe('safeReturnTarget', () => {
     expect(safeReturnTarget('https://panel.example.com/logs', here)).toEqual({ internal: '/logs' })
   })
   it('refuses other sites and tricks', () => {
-    for (const bad of ['https://evil.test/', 'https://example.com.evil.test/', '//evil.test/x', '/\\evil.test', 'javascript:alert(1)',
-      'https://app.example.com\\@evil.test/', 'https://user:pw@app.example.com/', 'https://app.example.com/\nx', 'ftp://app.example.com/'])
+    for (const bad of [
+      'https://evil.test/',
+      'https://example.com.evil.test/',
+      '//evil.test/x',
+      '/\\evil.test',
+      'javascript:alert(1)',
+      'https://app.example.com\\@evil.test/',
+      'https://user:pw@app.example.com/',
+      'https://app.example.com/\nx',
+      'ftp://app.example.com/',
+    ])
       expect(safeReturnTarget(bad, here)).toEqual({ internal: '/' })
   })
   it('on a host without a parent domain only the same host passes', () => {

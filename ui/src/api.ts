@@ -1,11 +1,18 @@
 // The only way the UI talks to the panel: the public /api/* routes with the
 // session cookie. Every failure becomes an ApiError carrying the API's {error} text.
 export class ApiError extends Error {
-  constructor(public status: number, message: string) { super(message) }
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message)
+  }
 }
 
 let onUnauthorized: (() => void) | null = null
-export function setUnauthorizedHandler(fn: () => void) { onUnauthorized = fn }
+export function setUnauthorizedHandler(fn: () => void) {
+  onUnauthorized = fn
+}
 
 export type Query = Record<string, string | number | boolean | undefined | null | Array<string | number>>
 
@@ -38,7 +45,11 @@ export async function apiWithHeaders<T = any>(path: string, opts: ApiOptions = {
   if (res.status === 204) return { data: null as T, headers: res.headers }
   const text = await res.text()
   let json: any = null
-  try { json = text ? JSON.parse(text) : null } catch { /* not JSON */ }
+  try {
+    json = text ? JSON.parse(text) : null
+  } catch {
+    /* not JSON */
+  }
   if (!res.ok) {
     if (res.status === 401 && !path.startsWith('/api/auth/') && !path.startsWith('/api/setup')) onUnauthorized?.()
     throw new ApiError(res.status, json?.error ?? `request failed with HTTP ${res.status}`)
@@ -50,4 +61,4 @@ export async function api<T = any>(path: string, opts: ApiOptions = {}): Promise
   return (await apiWithHeaders<T>(path, opts)).data
 }
 
-export const errorText = (e: unknown) => e instanceof Error ? e.message : String(e)
+export const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e))

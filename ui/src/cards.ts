@@ -30,6 +30,9 @@ export function startCardLabels(root: HTMLElement) {
       if (table) pending.add(table)
       for (const n of Array.from(r.addedNodes)) if (n instanceof HTMLElement) n.querySelectorAll('table').forEach((t) => pending.add(t))
     }
-    if (pending.size && !scheduled) { scheduled = true; queueMicrotask(flush) }
+    if (pending.size && !scheduled) {
+      scheduled = true
+      queueMicrotask(flush)
+    }
   }).observe(root, { childList: true, subtree: true, characterData: true })
 }

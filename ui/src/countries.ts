@@ -6,7 +6,11 @@ import en from 'i18n-iso-countries/langs/en.json'
 // only with the screens that pick a country.
 countries.registerLocale(en)
 
-export interface Country { code: string; name: string; aliases: string[] }
+export interface Country {
+  code: string
+  name: string
+  aliases: string[]
+}
 
 export const COUNTRIES: Country[] = Object.entries(countries.getNames('en', { select: 'all' }))
   .map(([code, names]) => ({ code, name: names[0]!, aliases: names.slice(1) }))
@@ -15,7 +19,12 @@ export const COUNTRIES: Country[] = Object.entries(countries.getNames('en', { se
 /** What the picker shows and gives back: "Luxembourg (LU)". */
 export const countryOption = (c: Country) => `${c.name} (${c.code})`
 
-const norm = (s: string) => s.trim().toLowerCase().normalize('NFD').replace(/[\u0300-\u036f]/g, '')
+const norm = (s: string) =>
+  s
+    .trim()
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
 
 /**
  * The country a typed text means: an option as the list shows it ("Germany (DE)"),
@@ -27,6 +36,9 @@ export function resolveCountry(text: string): Country | null {
   if (!t) return null
   const byOption = /^(.*)\(([a-z]{2})\)$/.exec(t)
   if (byOption) return COUNTRIES.find((c) => c.code.toLowerCase() === byOption[2]) ?? null
-  return COUNTRIES.find((c) => norm(c.name) === t || c.aliases.some((a) => norm(a) === t))
-    ?? COUNTRIES.find((c) => c.code.toLowerCase() === t) ?? null
+  return (
+    COUNTRIES.find((c) => norm(c.name) === t || c.aliases.some((a) => norm(a) === t)) ??
+    COUNTRIES.find((c) => c.code.toLowerCase() === t) ??
+    null
+  )
 }

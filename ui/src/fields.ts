@@ -6,46 +6,104 @@ import { ApiError } from './api'
 // uses it, through useFieldErrors below. `*` stands for a list index (shown 1-based).
 const LABELS: Record<string, string | ((index: number) => string)> = {
   // Hosts
-  domain: 'Domain', aliases: 'Aliases', 'aliases.*': (i) => `Alias ${i + 1}`, target_group_id: 'Target group', tls_mode: 'TLS mode',
-  tls_challenge: 'ACME challenge', tls_email: 'ACME email', tls_dns_provider: 'DNS provider', tls_acme_ca_url: 'ACME directory URL',
-  rate_limit_rps: 'Requests per second', rate_limit_burst: 'Burst', waf_mode: 'WAF mode', waf_profile: 'WAF profile', waf_families: 'Attack families',
-  waf_body_limit_kb: 'Body limit', waf_body_max_args: 'Maximum arguments', waf_json_max_depth: 'Maximum JSON depth',
-  waf_body_limit_action: 'Over the limit', waf_allowed_content_types: 'Allowed content types',
+  domain: 'Domain',
+  aliases: 'Aliases',
+  'aliases.*': (i) => `Alias ${i + 1}`,
+  target_group_id: 'Target group',
+  tls_mode: 'TLS mode',
+  tls_challenge: 'ACME challenge',
+  tls_email: 'ACME email',
+  tls_dns_provider: 'DNS provider',
+  tls_acme_ca_url: 'ACME directory URL',
+  rate_limit_rps: 'Requests per second',
+  rate_limit_burst: 'Burst',
+  waf_mode: 'WAF mode',
+  waf_profile: 'WAF profile',
+  waf_families: 'Attack families',
+  waf_body_limit_kb: 'Body limit',
+  waf_body_max_args: 'Maximum arguments',
+  waf_json_max_depth: 'Maximum JSON depth',
+  waf_body_limit_action: 'Over the limit',
+  waf_allowed_content_types: 'Allowed content types',
   // Target groups
-  name: 'Name', scheme: 'Scheme', lb_policy: 'Load balancing', targets: 'Targets', 'targets.*': (i) => `Target ${i + 1}`,
-  'targets.*.address': (i) => `Target ${i + 1} address`, 'targets.*.weight': (i) => `Target ${i + 1} weight`,
-  health_check: 'Health check', 'health_check.path': 'Health check path', 'health_check.interval_seconds': 'Health check interval',
+  name: 'Name',
+  scheme: 'Scheme',
+  lb_policy: 'Load balancing',
+  targets: 'Targets',
+  'targets.*': (i) => `Target ${i + 1}`,
+  'targets.*.address': (i) => `Target ${i + 1} address`,
+  'targets.*.weight': (i) => `Target ${i + 1} weight`,
+  health_check: 'Health check',
+  'health_check.path': 'Health check path',
+  'health_check.interval_seconds': 'Health check interval',
   'health_check.expect_status': 'Expected status',
   // Certificates
-  cert_pem: 'Certificate PEM', key_pem: 'Private key PEM', chain_pem: 'Chain PEM',
+  cert_pem: 'Certificate PEM',
+  key_pem: 'Private key PEM',
+  chain_pem: 'Chain PEM',
   // Security
-  value: 'Address or range', duration: 'Duration', reason: 'Reason', ip: 'IP address', 'country code': 'Country code',
-  inbound_threshold: 'Inbound anomaly threshold', outbound_threshold: 'Outbound anomaly threshold',
+  value: 'Address or range',
+  duration: 'Duration',
+  reason: 'Reason',
+  ip: 'IP address',
+  'country code': 'Country code',
+  inbound_threshold: 'Inbound anomaly threshold',
+  outbound_threshold: 'Outbound anomaly threshold',
   // Users and account
-  email: 'Email', password: 'Password', role: 'Role', code: 'Code',
+  email: 'Email',
+  password: 'Password',
+  role: 'Role',
+  code: 'Code',
   // Settings (their units are in SETTING_UNITS)
-  'logs.retention_days': 'Keep log rows for', 'logs.max_entries': 'Most log rows kept', 'logs.waf_audit_max_bytes': 'WAF audit log size limit',
-  'backup.schedule': 'Backup schedule (cron, UTC)', 'backup.retention_days': 'Keep backups for',
+  'logs.retention_days': 'Keep log rows for',
+  'logs.max_entries': 'Most log rows kept',
+  'logs.waf_audit_max_bytes': 'WAF audit log size limit',
+  'backup.schedule': 'Backup schedule (cron, UTC)',
+  'backup.retention_days': 'Keep backups for',
   'security_engine.ticker_interval': 'Ban poll interval of the proxy',
-  'proxy.trusted_proxies': 'Trusted proxies in front (CDN, load balancer)', 'proxy.client_ip_headers': 'Client address headers',
-  'acme.email': 'Default ACME email', 'acme.ca_url': 'Default ACME directory URL',
-  'appsec.inbound_threshold': 'Inbound anomaly threshold', 'appsec.outbound_threshold': 'Outbound anomaly threshold',
-  'oidc.issuer': 'Issuer URL', 'oidc.client_id': 'Client id', 'oidc.client_secret': 'Client secret', 'oidc.allowed_emails': 'Allowed emails',
-  'oidc.require_email_verified': 'Require a verified email', 'oidc.display_name': 'Sign-in button label',
-  'smtp.host': 'SMTP server', 'smtp.port': 'SMTP port', 'smtp.username': 'SMTP user name', 'smtp.password': 'SMTP password', 'smtp.from': 'Sender address',
-  'geoip.country_url': 'Country database URL', 'geoip.asn_url': 'AS number database URL',
+  'proxy.trusted_proxies': 'Trusted proxies in front (CDN, load balancer)',
+  'proxy.client_ip_headers': 'Client address headers',
+  'acme.email': 'Default ACME email',
+  'acme.ca_url': 'Default ACME directory URL',
+  'appsec.inbound_threshold': 'Inbound anomaly threshold',
+  'appsec.outbound_threshold': 'Outbound anomaly threshold',
+  'oidc.issuer': 'Issuer URL',
+  'oidc.client_id': 'Client id',
+  'oidc.client_secret': 'Client secret',
+  'oidc.allowed_emails': 'Allowed emails',
+  'oidc.require_email_verified': 'Require a verified email',
+  'oidc.display_name': 'Sign-in button label',
+  'smtp.host': 'SMTP server',
+  'smtp.port': 'SMTP port',
+  'smtp.username': 'SMTP user name',
+  'smtp.password': 'SMTP password',
+  'smtp.from': 'Sender address',
+  'geoip.country_url': 'Country database URL',
+  'geoip.asn_url': 'AS number database URL',
 }
 
 /** The unit shown after a setting's field. */
 export const SETTING_UNITS: Record<string, string> = {
-  'logs.retention_days': 'days', 'logs.max_entries': 'rows', 'logs.waf_audit_max_bytes': 'bytes', 'backup.retention_days': 'days',
-  'security_engine.ticker_interval': 'Go duration: 10s, 1m', 'proxy.trusted_proxies': 'comma separated', 'proxy.client_ip_headers': 'comma separated',
+  'logs.retention_days': 'days',
+  'logs.max_entries': 'rows',
+  'logs.waf_audit_max_bytes': 'bytes',
+  'backup.retention_days': 'days',
+  'security_engine.ticker_interval': 'Go duration: 10s, 1m',
+  'proxy.trusted_proxies': 'comma separated',
+  'proxy.client_ip_headers': 'comma separated',
   'oidc.allowed_emails': 'comma separated',
 }
 /** Titles of the settings groups (the part of the key before the dot). */
 export const SETTING_GROUPS: Record<string, string> = {
-  logs: 'Logs', backup: 'Backups', security_engine: 'Security engine', proxy: 'Proxy', acme: 'Certificates (ACME)', appsec: 'AppSec',
-  oidc: 'Single sign-on (OIDC)', smtp: 'Email (SMTP)', geoip: 'Geolocation',
+  logs: 'Logs',
+  backup: 'Backups',
+  security_engine: 'Security engine',
+  proxy: 'Proxy',
+  acme: 'Certificates (ACME)',
+  appsec: 'AppSec',
+  oidc: 'Single sign-on (OIDC)',
+  smtp: 'Email (SMTP)',
+  geoip: 'Geolocation',
 }
 
 const PATH = /^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*|country code): (.+)$/s
@@ -53,10 +111,16 @@ const PATH = /^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*|country code): (.+)$/s
 /** The API path with its indexes as `*`, and the first index (for "Target 2 address"). */
 function pattern(path: string): { key: string; index: number } {
   let index = -1
-  const key = path.split('.').map((part) => {
-    if (/^\d+$/.test(part)) { if (index < 0) index = Number(part); return '*' }
-    return part
-  }).join('.')
+  const key = path
+    .split('.')
+    .map((part) => {
+      if (/^\d+$/.test(part)) {
+        if (index < 0) index = Number(part)
+        return '*'
+      }
+      return part
+    })
+    .join('.')
   return { key, index }
 }
 
@@ -98,9 +162,15 @@ export function useFieldErrors() {
   const control = (path: string) => formEl?.querySelector<HTMLElement>(`[name="${CSS.escape(path)}"]`) ?? null
   return {
     errors,
-    bind(el: unknown) { formEl = el instanceof HTMLElement ? el : null },
+    bind(el: unknown) {
+      formEl = el instanceof HTMLElement ? el : null
+    },
     attrs(path: string) {
-      return { name: path, 'aria-invalid': errors[path] ? 'true' : undefined, 'aria-describedby': errors[path] ? `${id}-${path}-error` : undefined }
+      return {
+        name: path,
+        'aria-invalid': errors[path] ? 'true' : undefined,
+        'aria-describedby': errors[path] ? `${id}-${path}-error` : undefined,
+      }
     },
     errorId: (path: string) => `${id}-${path}-error`,
     show(error: unknown): boolean {
@@ -115,7 +185,9 @@ export function useFieldErrors() {
       const name = (event.target as HTMLInputElement | null)?.name
       if (name && errors[name]) delete errors[name]
     },
-    reset() { for (const k of Object.keys(errors)) delete errors[k] },
+    reset() {
+      for (const k of Object.keys(errors)) delete errors[k]
+    },
   }
 }
 export type FieldErrors = ReturnType<typeof useFieldErrors>

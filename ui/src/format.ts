@@ -7,7 +7,10 @@ export function fmtBytes(n: number | null | undefined): string {
   if (n === null || n === undefined) return '—'
   const units = ['B', 'KiB', 'MiB', 'GiB']
   let i = 0
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++ }
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024
+    i++
+  }
   return `${n.toFixed(i ? 1 : 0)} ${units[i]}`
 }
 export function daysUntil(v: string | null | undefined): number | null {
@@ -18,5 +21,9 @@ const regionNames = typeof Intl !== 'undefined' && 'DisplayNames' in Intl ? new 
 export function countryName(cc: string | null | undefined): string {
   if (!cc) return '—'
   if (cc === 'LAN') return 'LAN'
-  try { return regionNames?.of(cc.toUpperCase()) ?? cc } catch { return cc }
+  try {
+    return regionNames?.of(cc.toUpperCase()) ?? cc
+  } catch {
+    return cc
+  }
 }

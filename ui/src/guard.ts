@@ -10,7 +10,9 @@ export const LEAVE_QUESTION = 'This form has unsaved changes. Leave and lose the
  */
 export function useUnsavedGuard(isDirty: () => boolean) {
   onBeforeRouteLeave(() => !isDirty() || confirm(LEAVE_QUESTION))
-  const onUnload = (e: BeforeUnloadEvent) => { if (isDirty()) e.preventDefault() }
+  const onUnload = (e: BeforeUnloadEvent) => {
+    if (isDirty()) e.preventDefault()
+  }
   onMounted(() => window.addEventListener('beforeunload', onUnload))
   onBeforeUnmount(() => window.removeEventListener('beforeunload', onUnload))
 }

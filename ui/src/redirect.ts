@@ -15,6 +15,8 @@ export function safeReturnTarget(target: string, here: { hostname: string; origi
       const path = u.pathname + u.search + u.hash
       return { internal: path.startsWith('/login') ? '/' : path }
     }
-  } catch { /* not a URL */ }
+  } catch {
+    /* not a URL */
+  }
   return { internal: '/' }
 }

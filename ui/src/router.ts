@@ -10,11 +10,31 @@ export const router = createRouter({
     { path: '/hosts', name: 'hosts', component: () => import('./views/HostsView.vue'), meta: { title: 'Hosts' } },
     { path: '/hosts/new', name: 'host-new', component: () => import('./views/HostEditView.vue'), meta: { title: 'New host' } },
     { path: '/hosts/:id(\\d+)', name: 'host-edit', component: () => import('./views/HostEditView.vue'), meta: { title: 'Host' } },
-    { path: '/target-groups', name: 'target-groups', component: () => import('./views/TargetGroupsView.vue'), meta: { title: 'Target groups' } },
-    { path: '/access-lists', name: 'access-lists', component: () => import('./views/AccessListsView.vue'), meta: { title: 'Access lists' } },
+    {
+      path: '/target-groups',
+      name: 'target-groups',
+      component: () => import('./views/TargetGroupsView.vue'),
+      meta: { title: 'Target groups' },
+    },
+    {
+      path: '/access-lists',
+      name: 'access-lists',
+      component: () => import('./views/AccessListsView.vue'),
+      meta: { title: 'Access lists' },
+    },
     { path: '/import', name: 'import', component: () => import('./views/ImportView.vue'), meta: { title: 'Import' } },
-    { path: '/certificates', name: 'certificates', component: () => import('./views/CertificatesView.vue'), meta: { title: 'Certificates' } },
-    { path: '/dns-providers', name: 'dns-providers', component: () => import('./views/DnsProvidersView.vue'), meta: { title: 'DNS providers' } },
+    {
+      path: '/certificates',
+      name: 'certificates',
+      component: () => import('./views/CertificatesView.vue'),
+      meta: { title: 'Certificates' },
+    },
+    {
+      path: '/dns-providers',
+      name: 'dns-providers',
+      component: () => import('./views/DnsProvidersView.vue'),
+      meta: { title: 'DNS providers' },
+    },
     { path: '/security', name: 'security', component: () => import('./views/SecurityView.vue'), meta: { title: 'Security' } },
     { path: '/logs', name: 'logs', component: () => import('./views/LogsView.vue'), meta: { title: 'Logs' } },
     { path: '/revisions', name: 'revisions', component: () => import('./views/RevisionsView.vue'), meta: { title: 'Revisions' } },
@@ -25,10 +45,15 @@ export const router = createRouter({
 })
 
 router.beforeEach(async (to) => {
-  if (!session.loaded) await loadSession().catch(() => { session.loaded = true })
+  if (!session.loaded)
+    await loadSession().catch(() => {
+      session.loaded = true
+    })
   if (to.meta.public) return true
   if (!session.user) return { name: 'login', query: to.fullPath !== '/' ? { rd: to.fullPath } : {} }
   return true
 })
 
-router.afterEach((to) => { document.title = `${(to.meta.title as string) ?? 'Panel'} · Edge panel` })
+router.afterEach((to) => {
+  document.title = `${(to.meta.title as string) ?? 'Panel'} · Edge panel`
+})

@@ -1,7 +1,14 @@
 import { computed, reactive } from 'vue'
 import { api, ApiError } from './api'
 
-export interface SessionUser { id: number; email: string; name: string; role: 'admin' | 'viewer'; provider: string; totp_enabled: boolean }
+export interface SessionUser {
+  id: number
+  email: string
+  name: string
+  role: 'admin' | 'viewer'
+  provider: string
+  totp_enabled: boolean
+}
 
 export const session = reactive<{ user: SessionUser | null; loaded: boolean }>({ user: null, loaded: false })
 export const isAdmin = computed(() => session.user?.role === 'admin')

@@ -30,7 +30,10 @@ export function useSort<T>(rows: Ref<T[]> | (() => T[]), columns: Record<string,
   })
   function toggle(key: string) {
     if (state.key === key) state.dir = state.dir === 'asc' ? 'desc' : 'asc'
-    else { state.key = key; state.dir = 'asc' }
+    else {
+      state.key = key
+      state.dir = 'asc'
+    }
   }
   return { state, sorted, toggle }
 }

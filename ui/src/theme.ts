@@ -11,7 +11,9 @@ function stored(): ThemeChoice {
   try {
     const v = localStorage.getItem(KEY)
     return v === 'light' || v === 'dark' ? v : 'system'
-  } catch { return 'system' }
+  } catch {
+    return 'system'
+  }
 }
 
 export const themeChoice = ref<ThemeChoice>(stored())
@@ -26,7 +28,12 @@ export function startTheme() {
   apply()
   systemDark?.addEventListener('change', apply)
   watch(themeChoice, (v) => {
-    try { if (v === 'system') localStorage.removeItem(KEY); else localStorage.setItem(KEY, v) } catch { /* private mode: the choice lasts this page */ }
+    try {
+      if (v === 'system') localStorage.removeItem(KEY)
+      else localStorage.setItem(KEY, v)
+    } catch {
+      /* private mode: the choice lasts this page */
+    }
     apply()
   })
 }

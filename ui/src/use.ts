@@ -41,7 +41,11 @@ export function useAction(fields?: FieldErrors) {
       const rec = (r as any)?.reconcile
       const text = typeof okText === 'function' ? okText(r) : okText
       const warnings: string[] = (rec?.warnings ?? []).filter((w: string) => !opts.about || w.split(/[\s,;:()]+/).includes(opts.about))
-      if (rec?.status === 'pending') msg.value = { kind: 'warn', text: `${text} The proxy could not be reached, so the change is pending and will be applied when it answers${rec.error ? `: ${rec.error}` : '.'}` }
+      if (rec?.status === 'pending')
+        msg.value = {
+          kind: 'warn',
+          text: `${text} The proxy could not be reached, so the change is pending and will be applied when it answers${rec.error ? `: ${rec.error}` : '.'}`,
+        }
       else msg.value = warnings.length ? { kind: 'warn', text: `${text} Warnings: ${warnings.join('; ')}` } : { kind: 'ok', text }
       return r
     } catch (e) {

@@ -6,7 +6,7 @@ export const LB_POLICY_WORDS: Record<string, string> = {
   random: 'Random target',
   first: 'First available (the others are spares)',
   ip_hash: 'Same client address, same target',
-  weighted_round_robin: 'Weighted round robin (by each target\'s weight)',
+  weighted_round_robin: "Weighted round robin (by each target's weight)",
 }
 
 export const EVENT_WORDS: Record<string, string> = {

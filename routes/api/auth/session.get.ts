@@ -5,7 +5,8 @@ import { requireSession } from '~/server/utils/auth/access'
 export default defineEventHandler((event) => {
   const { user, expiresAtMs, apiToken } = requireSession(event)
   return {
-    user, expires_at: Number.isFinite(expiresAtMs) ? new Date(expiresAtMs).toISOString() : null,
+    user,
+    expires_at: Number.isFinite(expiresAtMs) ? new Date(expiresAtMs).toISOString() : null,
     ...(apiToken ? { api_token: apiToken } : {}),
   }
 })

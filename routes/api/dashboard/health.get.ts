@@ -5,5 +5,8 @@ import { lastBackup } from '~/server/utils/ops/backups'
 import { readGeoStatus } from '~/server/utils/geo/refresh'
 
 export default defineEventHandler(async () => ({
-  proxy: await readProxyHealth(), security_engine: securityEngineHealth(), geoip: await readGeoStatus(), backups: lastBackup(),
+  proxy: await readProxyHealth(),
+  security_engine: securityEngineHealth(),
+  geoip: await readGeoStatus(),
+  backups: lastBackup(),
 }))

@@ -19,16 +19,25 @@ export default defineEventHandler((event) => {
     send(rows) {
       if (res.destroyed || pending > MAX_BACKLOG || res.writableLength > MAX_UNSENT_BYTES) return false
       pending += rows.length
-      stream.push(rows.map((row) => ({ event: 'log', id: String(row.id), data: JSON.stringify(row) })))
-        .finally(() => { pending -= rows.length })
+      stream.push(rows.map((row) => ({ event: 'log', id: String(row.id), data: JSON.stringify(row) }))).finally(() => {
+        pending -= rows.length
+      })
       return true
     },
-    drop() { res.destroy() }, // frees what is buffered; onClosed below cleans up
+    drop() {
+      res.destroy()
+    }, // frees what is buffered; onClosed below cleans up
   })
   writeSseComment(stream, 'connected') // sends the headers now, not at the first row
   const heartbeat = setInterval(() => writeSseComment(stream, 'heartbeat'), HEARTBEAT_MS)
-  const cleanup = () => { clearInterval(heartbeat); unsubscribe() }
+  const cleanup = () => {
+    clearInterval(heartbeat)
+    unsubscribe()
+  }
   res.on('close', cleanup)
-  stream.onClosed(async () => { cleanup(); await stream.close() })
+  stream.onClosed(async () => {
+    cleanup()
+    await stream.close()
+  })
   return stream.send()
 })

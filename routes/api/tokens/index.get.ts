@@ -9,6 +9,6 @@ import { forbidden } from '~/server/utils/core/errors'
 export default defineEventHandler(async (event) => {
   const { user } = requireSession(event)
   const { all } = parseWith(listApiTokensQuery, getQuery(event))
-  if (all === '1' && user.role !== 'admin') throw forbidden('all=1 lists every user\'s tokens: this needs the admin role')
+  if (all === '1' && user.role !== 'admin') throw forbidden("all=1 lists every user's tokens: this needs the admin role")
   return listApiTokens(all === '1' ? {} : { userId: user.id })
 })

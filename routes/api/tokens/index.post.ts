@@ -12,8 +12,11 @@ export default defineEventHandler(async (event) => {
   // A leaked token must not be able to mint successors that outlive its revocation.
   if (auth.apiToken) throw forbidden('API tokens are created from a browser session, not with another token')
   const body = await readValidatedJson(event, createApiTokenBody)
-  const expiresAtMs = body.expires_at ? Date.parse(body.expires_at)
-    : body.expires_in_days !== undefined ? Date.now() + body.expires_in_days * 86_400_000 : null
+  const expiresAtMs = body.expires_at
+    ? Date.parse(body.expires_at)
+    : body.expires_in_days !== undefined
+      ? Date.now() + body.expires_in_days * 86_400_000
+      : null
   const created = await createApiToken(auth.user, { name: body.name, scope: body.scope, expiresAtMs }, auditContextOf(event))
   setResponseStatus(event, 201)
   return created

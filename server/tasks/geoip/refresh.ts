@@ -8,7 +8,12 @@ export default defineRecordedTask({
   meta: { description: 'Downloads the country and ASN databases and swaps them in when they check out.' },
   async run() {
     const state = await refreshGeoDatabases(systemActor('geoip-refresh'))
-    if (state.last_refresh_status === 'failed') throw new Error(`geolocation refresh failed: ${Object.entries(state.errors).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
+    if (state.last_refresh_status === 'failed')
+      throw new Error(
+        `geolocation refresh failed: ${Object.entries(state.errors)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('; ')}`,
+      )
     return state.last_refresh_status
   },
 })

@@ -30,7 +30,11 @@ export function assertSameSiteOrigin(event: H3Event): void {
   const origin = getRequestHeader(event, 'origin')
   if (!origin) return
   let url: URL
-  try { url = new URL(origin) } catch { throw forbidden('cross-site request refused: bad Origin header') }
+  try {
+    url = new URL(origin)
+  } catch {
+    throw forbidden('cross-site request refused: bad Origin header')
+  }
   const host = getRequestHeader(event, 'host')?.toLowerCase()
   if (host && url.host.toLowerCase() === host) return
   if (isOnPanelDomain(url.hostname, getConfig().domain)) return

@@ -46,26 +46,47 @@ export function tokenStateOf(row: ApiTokenRow, nowMs = Date.now()): 'active' | '
 /** Everything about a token except its secret and hash. */
 export function presentApiToken(row: ApiTokenRow, owner: { email: string; role: Role }) {
   return {
-    id: row.id, name: row.name, scope: row.scope,
-    effective_scope: effectiveRoleOf(row.scope, owner.role) === 'admin' ? 'admin' as const : 'read' as const,
-    prefix: row.prefix, user_id: row.userId, user_email: owner.email, state: tokenStateOf(row),
-    created_at: _iso(row.createdAtMs)!, expires_at: _iso(row.expiresAtMs),
-    last_used_at: _iso(row.lastUsedAtMs), last_used_ip: row.lastUsedIp,
-    revoked_at: _iso(row.revokedAtMs), revoked_by: row.revokedBy,
+    id: row.id,
+    name: row.name,
+    scope: row.scope,
+    effective_scope: effectiveRoleOf(row.scope, owner.role) === 'admin' ? ('admin' as const) : ('read' as const),
+    prefix: row.prefix,
+    user_id: row.userId,
+    user_email: owner.email,
+    state: tokenStateOf(row),
+    created_at: _iso(row.createdAtMs)!,
+    expires_at: _iso(row.expiresAtMs),
+    last_used_at: _iso(row.lastUsedAtMs),
+    last_used_ip: row.lastUsedIp,
+    revoked_at: _iso(row.revokedAtMs),
+    revoked_by: row.revokedBy,
   }
 }
 
 /** Audit details of a token: never its secret, hash or prefix. */
-const _auditFields = (row: ApiTokenRow, ownerEmail: string) =>
-  ({ token_id: row.id, token_name: row.name, scope: row.scope, user_id: row.userId, user_email: ownerEmail })
+const _auditFields = (row: ApiTokenRow, ownerEmail: string) => ({
+  token_id: row.id,
+  token_name: row.name,
+  scope: row.scope,
+  user_id: row.userId,
+  user_email: ownerEmail,
+})
 
 export async function listApiTokens(filter: { userId?: number }) {
-  const rows = await getDb().select({ t: apiTokens, u: users }).from(apiTokens).innerJoin(users, eq(users.id, apiTokens.userId))
-    .where(filter.userId === undefined ? undefined : eq(apiTokens.userId, filter.userId)).orderBy(desc(apiTokens.id))
+  const rows = await getDb()
+    .select({ t: apiTokens, u: users })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .where(filter.userId === undefined ? undefined : eq(apiTokens.userId, filter.userId))
+    .orderBy(desc(apiTokens.id))
   return rows.map((r) => presentApiToken(r.t, r.u))
 }
 
-export interface NewApiToken { name: string; scope: TokenScope; expiresAtMs: number | null }
+export interface NewApiToken {
+  name: string
+  scope: TokenScope
+  expiresAtMs: number | null
+}
 
 /** Creates a token for `owner`; the answer is the only place the secret ever appears. */
 export async function createApiToken(owner: { id: number; email: string; role: Role }, input: NewApiToken, ctx: AuditContext) {
@@ -73,18 +94,31 @@ export async function createApiToken(owner: { id: number; email: string; role: R
     throw forbidden('scope: a viewer can create "read" tokens only (a token never exceeds its owner\'s role)')
   const secret = API_TOKEN_PREFIX + randomBytes(32).toString('base64url')
   const row = await writeTransaction(async (tx) => {
-    const clash = await tx.select({ id: apiTokens.id }).from(apiTokens)
-      .where(and(eq(apiTokens.userId, owner.id), eq(apiTokens.name, input.name), isNull(apiTokens.revokedAtMs))).get()
+    const clash = await tx
+      .select({ id: apiTokens.id })
+      .from(apiTokens)
+      .where(and(eq(apiTokens.userId, owner.id), eq(apiTokens.name, input.name), isNull(apiTokens.revokedAtMs)))
+      .get()
     if (clash) throw conflict(`name: you already have a token named "${input.name}"; pick another name or revoke that one`)
-    const inserted = (await tx.insert(apiTokens).values({
-      userId: owner.id, name: input.name, scope: input.scope, tokenHash: hashApiToken(secret),
-      prefix: secret.slice(0, _SHOWN_CHARS), createdAtMs: Date.now(), expiresAtMs: input.expiresAtMs,
-    }).returning().get())!
+    const inserted = (await tx
+      .insert(apiTokens)
+      .values({
+        userId: owner.id,
+        name: input.name,
+        scope: input.scope,
+        tokenHash: hashApiToken(secret),
+        prefix: secret.slice(0, _SHOWN_CHARS),
+        createdAtMs: Date.now(),
+        expiresAtMs: input.expiresAtMs,
+      })
+      .returning()
+      .get())!
     await writeAudit(ctx, 'api_token_create', { ..._auditFields(inserted, owner.email), expires_at: _iso(inserted.expiresAtMs) }, tx)
     return inserted
   })
   return {
-    token: presentApiToken(row, owner), secret,
+    token: presentApiToken(row, owner),
+    secret,
     ...(row.expiresAtMs === null ? { warning: NO_EXPIRY_WARNING } : {}),
   }
 }
@@ -95,8 +129,12 @@ export async function createApiToken(owner: { id: number; email: string; role: R
  */
 export async function revokeApiToken(id: number, actor: { id: number; role: Role }, ctx: AuditContext): Promise<void> {
   await writeTransaction(async (tx) => {
-    const found = await tx.select({ t: apiTokens, u: users }).from(apiTokens).innerJoin(users, eq(users.id, apiTokens.userId))
-      .where(eq(apiTokens.id, id)).get()
+    const found = await tx
+      .select({ t: apiTokens, u: users })
+      .from(apiTokens)
+      .innerJoin(users, eq(users.id, apiTokens.userId))
+      .where(eq(apiTokens.id, id))
+      .get()
     if (!found || (found.t.userId !== actor.id && actor.role !== 'admin')) throw notFound('API token', id)
     if (found.t.revokedAtMs !== null) return
     await tx.update(apiTokens).set({ revokedAtMs: Date.now(), revokedBy: ctx.actor }).where(eq(apiTokens.id, id))
@@ -110,18 +148,24 @@ export async function revokeApiToken(id: number, actor: { id: number; role: Role
  * tokens only (admin tokens narrow to read, and stay read if promoted again).
  */
 export async function revokeApiTokensOfUser(tx: Executor, userId: number, by: string): Promise<number> {
-  const r = await tx.update(apiTokens).set({ revokedAtMs: Date.now(), revokedBy: by })
+  const r = await tx
+    .update(apiTokens)
+    .set({ revokedAtMs: Date.now(), revokedBy: by })
     .where(and(eq(apiTokens.userId, userId), isNull(apiTokens.revokedAtMs)))
   return r.rowsAffected
 }
 
 export async function narrowApiTokensOfUser(tx: Executor, userId: number): Promise<number> {
-  const r = await tx.update(apiTokens).set({ scope: 'read' })
+  const r = await tx
+    .update(apiTokens)
+    .set({ scope: 'read' })
     .where(and(eq(apiTokens.userId, userId), eq(apiTokens.scope, 'admin'), isNull(apiTokens.revokedAtMs)))
   return r.rowsAffected
 }
 
-export interface TokenSession extends ResolvedSession { apiToken: { id: number; name: string; scope: TokenScope } }
+export interface TokenSession extends ResolvedSession {
+  apiToken: { id: number; name: string; scope: TokenScope }
+}
 
 async function _refuse(remoteIp: string | null, why: string): Promise<never> {
   await runWrite(() => recordApiTokenFailure(getDb(), remoteIp))
@@ -135,9 +179,14 @@ async function _refuse(remoteIp: string | null, why: string): Promise<never> {
  */
 export async function resolveApiToken(secret: string, remoteIp: string | null): Promise<TokenSession> {
   await assertApiTokenAllowed(remoteIp)
-  if (!_SECRET_PATTERN.test(secret)) return _refuse(remoteIp, 'invalid API token: send the whole secret shown at creation as Authorization: Bearer <token>')
-  const found = await getDb().select({ t: apiTokens, u: users }).from(apiTokens).innerJoin(users, eq(users.id, apiTokens.userId))
-    .where(eq(apiTokens.tokenHash, hashApiToken(secret))).get()
+  if (!_SECRET_PATTERN.test(secret))
+    return _refuse(remoteIp, 'invalid API token: send the whole secret shown at creation as Authorization: Bearer <token>')
+  const found = await getDb()
+    .select({ t: apiTokens, u: users })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .where(eq(apiTokens.tokenHash, hashApiToken(secret)))
+    .get()
   if (!found) return _refuse(remoteIp, 'invalid API token: it is unknown or its user was deleted; create a new one')
   const now = Date.now()
   const state = tokenStateOf(found.t, now)
@@ -145,8 +194,9 @@ export async function resolveApiToken(secret: string, remoteIp: string | null): 
   if (state === 'expired') return _refuse(remoteIp, `API token "${found.t.name}" expired at ${_iso(found.t.expiresAtMs)}: create a new one`)
   // Not awaited: a read with a token must not wait behind a long push in the write queue.
   if (found.t.lastUsedIp !== remoteIp || now - (found.t.lastUsedAtMs ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
-    void runWrite(() => getDb().update(apiTokens).set({ lastUsedAtMs: now, lastUsedIp: remoteIp }).where(eq(apiTokens.id, found.t.id)))
-      .catch((err) => logger.warn(`API token ${found.t.id}: last use not recorded: ${(err as Error).message}`))
+    void runWrite(() =>
+      getDb().update(apiTokens).set({ lastUsedAtMs: now, lastUsedIp: remoteIp }).where(eq(apiTokens.id, found.t.id)),
+    ).catch((err) => logger.warn(`API token ${found.t.id}: last use not recorded: ${(err as Error).message}`))
   }
   const user = presentSessionUser(found.u)
   return {
@@ -176,6 +226,8 @@ export function assertNoTokenInQuery(event: H3Event): void {
   for (const [name, value] of Object.entries(getQuery(event))) {
     const values = ([] as unknown[]).concat(value)
     if (_QUERY_TOKEN_NAMES.has(name.toLowerCase()) || values.some((v) => typeof v === 'string' && v.startsWith(API_TOKEN_PREFIX)))
-      throw unauthorized(`API tokens are not accepted in the query string (parameter "${name}"): send the header Authorization: Bearer <token>`)
+      throw unauthorized(
+        `API tokens are not accepted in the query string (parameter "${name}"): send the header Authorization: Bearer <token>`,
+      )
   }
 }

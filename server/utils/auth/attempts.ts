@@ -21,8 +21,11 @@ export async function recordTotpAttempt(exec: Executor, a: { userId: number; rem
 type _Table = typeof loginAttempts | typeof totpAttempts | typeof apiTokenAttempts
 
 async function _failuresSince(table: _Table, column: any, value: string | number, sinceMs: number) {
-  const r = await getDb().select({ n: count(), oldest: min(table.tsMs) }).from(table)
-    .where(and(eq(column, value), eq(table.success, false), gt(table.tsMs, sinceMs))).get()
+  const r = await getDb()
+    .select({ n: count(), oldest: min(table.tsMs) })
+    .from(table)
+    .where(and(eq(column, value), eq(table.success, false), gt(table.tsMs, sinceMs)))
+    .get()
   return { n: r?.n ?? 0, oldestMs: r?.oldest ?? Date.now() }
 }
 
@@ -31,11 +34,17 @@ async function _assertAllowed(table: _Table, accountColumn: any, account: string
   const since = now - LOGIN_WINDOW_MS
   const acc = await _failuresSince(table, accountColumn, account, since)
   if (acc.n >= MAX_FAILURES_PER_ACCOUNT)
-    throw tooManyRequests(`too many failed ${what} for this account: wait before trying again`, (acc.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+    throw tooManyRequests(
+      `too many failed ${what} for this account: wait before trying again`,
+      (acc.oldestMs + LOGIN_WINDOW_MS - now) / 1000,
+    )
   if (remoteIp) {
     const source = await _failuresSince(table, table.remoteIp, remoteIp, since)
     if (source.n >= MAX_FAILURES_PER_SOURCE)
-      throw tooManyRequests(`too many failed ${what} from this address: wait before trying again`, (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+      throw tooManyRequests(
+        `too many failed ${what} from this address: wait before trying again`,
+        (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000,
+      )
   }
 }
 
@@ -63,11 +72,17 @@ export async function assertApiTokenAllowed(remoteIp: string | null): Promise<vo
   const now = Date.now()
   const source = await _failuresSince(apiTokenAttempts, apiTokenAttempts.remoteIp, remoteIp, now - LOGIN_WINDOW_MS)
   if (source.n >= MAX_FAILURES_PER_SOURCE)
-    throw tooManyRequests('too many invalid API tokens from this address: wait before trying again', (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000)
+    throw tooManyRequests(
+      'too many invalid API tokens from this address: wait before trying again',
+      (source.oldestMs + LOGIN_WINDOW_MS - now) / 1000,
+    )
 }
 
 /** Retention: login, TOTP and API-token attempt rows older than the cutoff are dropped by the sweeps. */
-export async function deleteAttemptsOlderThan(exec: Executor, cutoffMs: number): Promise<{ login: number; totp: number; api_token: number }> {
+export async function deleteAttemptsOlderThan(
+  exec: Executor,
+  cutoffMs: number,
+): Promise<{ login: number; totp: number; api_token: number }> {
   const login = await exec.delete(loginAttempts).where(lt(loginAttempts.tsMs, cutoffMs))
   const totp = await exec.delete(totpAttempts).where(lt(totpAttempts.tsMs, cutoffMs))
   const apiToken = await exec.delete(apiTokenAttempts).where(lt(apiTokenAttempts.tsMs, cutoffMs))

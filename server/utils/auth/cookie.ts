@@ -6,7 +6,8 @@ const _IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
 
 /** The cookie Domain: the parent of the panel's domain, none for localhost or an IP. */
 export function cookieDomainFor(panelDomain: string): string | undefined {
-  if (panelDomain === 'localhost' || panelDomain.endsWith('.localhost') || _IPV4.test(panelDomain) || panelDomain.includes(':')) return undefined
+  if (panelDomain === 'localhost' || panelDomain.endsWith('.localhost') || _IPV4.test(panelDomain) || panelDomain.includes(':'))
+    return undefined
   const labels = panelDomain.split('.')
   return labels.length > 2 ? labels.slice(1).join('.') : panelDomain
 }
@@ -29,14 +30,22 @@ export function isSecureContextFor(event: H3Event): boolean {
 
 export function setSessionCookie(event: H3Event, token: string): void {
   setCookie(event, SESSION_COOKIE, token, {
-    domain: cookieDomainFor(getConfig().domain), path: '/', httpOnly: true, sameSite: 'lax',
-    secure: isSecureContextFor(event), maxAge: Math.floor(SESSION_LIFETIME_MS / 1000),
+    domain: cookieDomainFor(getConfig().domain),
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: isSecureContextFor(event),
+    maxAge: Math.floor(SESSION_LIFETIME_MS / 1000),
   })
 }
 
 export function clearSessionCookie(event: H3Event): void {
   deleteCookie(event, SESSION_COOKIE, {
-    domain: cookieDomainFor(getConfig().domain), path: '/', httpOnly: true, sameSite: 'lax', secure: isSecureContextFor(event),
+    domain: cookieDomainFor(getConfig().domain),
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: isSecureContextFor(event),
   })
 }
 
@@ -47,10 +56,19 @@ const _TOTP_PENDING_PATH = '/api/auth/login'
 
 export function setTotpPendingCookie(event: H3Event, token: string): void {
   setCookie(event, TOTP_PENDING_COOKIE, token, {
-    path: _TOTP_PENDING_PATH, httpOnly: true, sameSite: 'strict', secure: isSecureContextFor(event), maxAge: TOTP_PENDING_LIFETIME_MS / 1000,
+    path: _TOTP_PENDING_PATH,
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: isSecureContextFor(event),
+    maxAge: TOTP_PENDING_LIFETIME_MS / 1000,
   })
 }
 
 export function clearTotpPendingCookie(event: H3Event): void {
-  deleteCookie(event, TOTP_PENDING_COOKIE, { path: _TOTP_PENDING_PATH, httpOnly: true, sameSite: 'strict', secure: isSecureContextFor(event) })
+  deleteCookie(event, TOTP_PENDING_COOKIE, {
+    path: _TOTP_PENDING_PATH,
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: isSecureContextFor(event),
+  })
 }

@@ -8,7 +8,11 @@ import { createSession, presentSessionUser, type SessionUser } from './sessions'
 import { countUsers, findUserByEmail, insertUser, presentUser } from './users'
 import { startTotpPendingLogin } from './totp'
 
-export interface LoginResult { user: SessionUser; token: string; expiresAtMs: number }
+export interface LoginResult {
+  user: SessionUser
+  token: string
+  expiresAtMs: number
+}
 export type PasswordLoginResult = ({ totpPending: false } & LoginResult) | { totpPending: true; pendingToken: string }
 
 /**

@@ -30,18 +30,35 @@ const _DISCOVERY_CACHE_MS = 5 * 60_000
 const _CLOCK_TOLERANCE_SECONDS = 30
 
 export type OidcErrorCode =
-  | 'oidc_disabled' | 'provider_unreachable' | 'state_not_found' | 'provider_error' | 'exchange_failed'
-  | 'token_invalid' | 'email_missing' | 'account_conflict' | 'email_not_allowed' | 'email_not_verified'
+  | 'oidc_disabled'
+  | 'provider_unreachable'
+  | 'state_not_found'
+  | 'provider_error'
+  | 'exchange_failed'
+  | 'token_invalid'
+  | 'email_missing'
+  | 'account_conflict'
+  | 'email_not_allowed'
+  | 'email_not_verified'
   | 'internal_error'
 
 /** A refused login: `code` goes to the login page; `details` (no secrets, no tokens) to the audit row. */
 export class OidcFailure extends Error {
-  constructor(readonly code: OidcErrorCode, readonly details: Record<string, unknown> = {}) {
+  constructor(
+    readonly code: OidcErrorCode,
+    readonly details: Record<string, unknown> = {},
+  ) {
     super(`OIDC login refused: ${code}`)
   }
 }
 
-interface PendingLogin { nonce: string; codeVerifier: string; rd: string; issuer: string; clientId: string }
+interface PendingLogin {
+  nonce: string
+  codeVerifier: string
+  rd: string
+  issuer: string
+  clientId: string
+}
 
 export const oidcPendingStates = createPendingStore<PendingLogin>({ prefix: 'auth:oidc-pending', ttlMs: OIDC_PENDING_LIFETIME_MS })
 
@@ -54,8 +71,12 @@ export function loginPageWithError(code: OidcErrorCode): string {
 }
 
 interface _Discovery {
-  issuer: string; authorization_endpoint: string; token_endpoint: string; jwks_uri: string
-  token_endpoint_auth_methods_supported?: string[]; id_token_signing_alg_values_supported?: string[]
+  issuer: string
+  authorization_endpoint: string
+  token_endpoint: string
+  jwks_uri: string
+  token_endpoint_auth_methods_supported?: string[]
+  id_token_signing_alg_values_supported?: string[]
 }
 
 const _discoveryCache = new Map<string, { doc: _Discovery; fetchedAtMs: number }>()
@@ -63,7 +84,11 @@ const _jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>()
 
 function _isHttpUrl(v: unknown): v is string {
   if (typeof v !== 'string') return false
-  try { return ['http:', 'https:'].includes(new URL(v).protocol) } catch { return false }
+  try {
+    return ['http:', 'https:'].includes(new URL(v).protocol)
+  } catch {
+    return false
+  }
 }
 
 /** The provider's discovery document (cached 5 minutes); it must name the configured issuer. */
@@ -81,7 +106,14 @@ async function _discover(issuer: string): Promise<_Discovery> {
     throw new OidcFailure('provider_unreachable', { reason: `discovery failed: ${(err as Error).name}` })
   }
   const trim = (v: string) => v.replace(/\/+$/, '')
-  if (!doc || typeof doc.issuer !== 'string' || trim(doc.issuer) !== trim(issuer) || !_isHttpUrl(doc.authorization_endpoint) || !_isHttpUrl(doc.token_endpoint) || !_isHttpUrl(doc.jwks_uri))
+  if (
+    !doc ||
+    typeof doc.issuer !== 'string' ||
+    trim(doc.issuer) !== trim(issuer) ||
+    !_isHttpUrl(doc.authorization_endpoint) ||
+    !_isHttpUrl(doc.token_endpoint) ||
+    !_isHttpUrl(doc.jwks_uri)
+  )
     throw new OidcFailure('provider_unreachable', { reason: 'the discovery document does not match the issuer or lacks endpoints' })
   _discoveryCache.set(issuer, { doc, fetchedAtMs: Date.now() })
   return doc
@@ -117,7 +149,11 @@ export async function startOidcLogin(rd: string | undefined): Promise<string> {
   const nonce = _random()
   const codeVerifier = _random()
   await oidcPendingStates.put(state, {
-    nonce, codeVerifier, rd: sanitizeRedirectTarget(rd, getConfig().domain, '/'), issuer: discovery.issuer, clientId: s.clientId,
+    nonce,
+    codeVerifier,
+    rd: sanitizeRedirectTarget(rd, getConfig().domain, '/'),
+    issuer: discovery.issuer,
+    clientId: s.clientId,
   })
   const url = new URL(discovery.authorization_endpoint)
   url.searchParams.set('response_type', 'code')
@@ -133,7 +169,12 @@ export async function startOidcLogin(rd: string | undefined): Promise<string> {
 
 async function _exchangeCode(discovery: _Discovery, pending: PendingLogin, code: string): Promise<string> {
   const clientSecret = await getSetting<string>('oidc.client_secret') // decrypted only here
-  const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: oidcRedirectUri(), code_verifier: pending.codeVerifier })
+  const body = new URLSearchParams({
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: oidcRedirectUri(),
+    code_verifier: pending.codeVerifier,
+  })
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
   const methods = discovery.token_endpoint_auth_methods_supported ?? ['client_secret_basic']
   if (!clientSecret) {
@@ -153,7 +194,11 @@ async function _exchangeCode(discovery: _Discovery, pending: PendingLogin, code:
     throw new OidcFailure('exchange_failed', { reason: `token endpoint unreachable: ${(err as Error).name}` })
   }
   let json: any
-  try { json = await res.json() } catch { json = undefined }
+  try {
+    json = await res.json()
+  } catch {
+    json = undefined
+  }
   if (!res.ok) {
     const providerError = typeof json?.error === 'string' && /^[a-z_]{1,64}$/.test(json.error) ? json.error : undefined
     throw new OidcFailure('exchange_failed', { reason: `token endpoint answered ${res.status}`, provider_error: providerError })
@@ -164,10 +209,12 @@ async function _exchangeCode(discovery: _Discovery, pending: PendingLogin, code:
 
 function _reasonOf(err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'expired'
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return err.claim === 'aud' ? 'audience' : err.claim === 'iss' ? 'issuer' : `claim_${err.claim}`
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return err.claim === 'aud' ? 'audience' : err.claim === 'iss' ? 'issuer' : `claim_${err.claim}`
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'signature'
   if (err instanceof joseErrors.JWKSNoMatchingKey) return 'unknown_key'
-  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC') return 'jwks_unavailable'
+  if (err instanceof joseErrors.JWKSTimeout || (err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC'))
+    return 'jwks_unavailable'
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'algorithm'
   return 'malformed'
 }
@@ -181,15 +228,20 @@ function _sameSecret(a: string, b: string): boolean {
 async function _verifyIdToken(discovery: _Discovery, pending: PendingLogin, idToken: string): Promise<JWTPayload> {
   let payload: JWTPayload
   try {
-    ({ payload } = await jwtVerify(idToken, _jwksFor(discovery.jwks_uri), {
-      issuer: pending.issuer, audience: pending.clientId, currentDate: new Date(nowMs()), clockTolerance: _CLOCK_TOLERANCE_SECONDS,
+    ;({ payload } = await jwtVerify(idToken, _jwksFor(discovery.jwks_uri), {
+      issuer: pending.issuer,
+      audience: pending.clientId,
+      currentDate: new Date(nowMs()),
+      clockTolerance: _CLOCK_TOLERANCE_SECONDS,
       requiredClaims: ['sub', 'exp', 'iat'],
     }))
   } catch (err) {
     throw new OidcFailure('token_invalid', { reason: _reasonOf(err) })
   }
-  if (typeof payload.nonce !== 'string' || !_sameSecret(payload.nonce, pending.nonce)) throw new OidcFailure('token_invalid', { reason: 'nonce' })
-  if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== pending.clientId) throw new OidcFailure('token_invalid', { reason: 'azp' })
+  if (typeof payload.nonce !== 'string' || !_sameSecret(payload.nonce, pending.nonce))
+    throw new OidcFailure('token_invalid', { reason: 'nonce' })
+  if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== pending.clientId)
+    throw new OidcFailure('token_invalid', { reason: 'azp' })
   if (typeof payload.sub !== 'string' || !payload.sub || payload.sub.length > 255) throw new OidcFailure('token_invalid', { reason: 'sub' })
   return payload
 }
@@ -199,15 +251,35 @@ type UserRow = typeof users.$inferSelect
 /** Finds the user by (oidc, sub); creates it (role viewer) or refreshes its email and name. */
 async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Promise<{ row: UserRow; created: boolean }> {
   const now = new Date().toISOString()
-  const existing = await tx.select().from(users).where(and(eq(users.provider, 'oidc'), eq(users.externalId, sub))).get()
+  const existing = await tx
+    .select()
+    .from(users)
+    .where(and(eq(users.provider, 'oidc'), eq(users.externalId, sub)))
+    .get()
   try {
     if (existing) {
-      const row = await tx.update(users).set({ email, name: name || existing.name, updatedAt: now }).where(eq(users.id, existing.id)).returning().get()
+      const row = await tx
+        .update(users)
+        .set({ email, name: name || existing.name, updatedAt: now })
+        .where(eq(users.id, existing.id))
+        .returning()
+        .get()
       return { row: row!, created: false }
     }
-    const row = await tx.insert(users).values({
-      email, name, role: 'viewer', passwordHash: null, provider: 'oidc', externalId: sub, createdAt: now, updatedAt: now,
-    }).returning().get()
+    const row = await tx
+      .insert(users)
+      .values({
+        email,
+        name,
+        role: 'viewer',
+        passwordHash: null,
+        provider: 'oidc',
+        externalId: sub,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning()
+      .get()
     return { row, created: true }
   } catch (err) {
     if (isUniqueViolation(err)) throw new OidcFailure('account_conflict', { sub, email })
@@ -217,13 +289,21 @@ async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Pr
 
 const _claimText = (v: unknown, max: number) => (typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, max) : '')
 
-export interface OidcLoginResult { token: string; expiresAtMs: number; rd: string; userId: number }
+export interface OidcLoginResult {
+  token: string
+  expiresAtMs: number
+  rd: string
+  userId: number
+}
 
 /**
  * GET /api/auth/oidc/callback. Throws OidcFailure for every refusal; the caller
  * audits it (auditOidcFailure) and redirects to the login page with the code.
  */
-export async function completeOidcLogin(query: { code?: string; state?: string; error?: string }, ctx: AuditContext): Promise<OidcLoginResult> {
+export async function completeOidcLogin(
+  query: { code?: string; state?: string; error?: string },
+  ctx: AuditContext,
+): Promise<OidcLoginResult> {
   const pending = query.state ? await oidcPendingStates.take(query.state) : null
   if (!pending) throw new OidcFailure('state_not_found')
   if (query.error) throw new OidcFailure('provider_error', { provider_error: /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'unknown' })
@@ -239,10 +319,12 @@ export async function completeOidcLogin(query: { code?: string; state?: string; 
   const s = await _settings()
   const { row, created } = await writeTransaction(async (tx) => {
     const result = await _upsertUser(tx, sub, email, name)
-    if (result.created) await writeAudit({ ...ctx, actor: email }, 'oidc_user_create', { user_id: result.row.id, email, sub, role: result.row.role }, tx)
+    if (result.created)
+      await writeAudit({ ...ctx, actor: email }, 'oidc_user_create', { user_id: result.row.id, email, sub, role: result.row.role }, tx)
     return result
   })
-  if (s.allowedEmails.length && !s.allowedEmails.includes(email)) throw new OidcFailure('email_not_allowed', { sub, email, user_id: row.id })
+  if (s.allowedEmails.length && !s.allowedEmails.includes(email))
+    throw new OidcFailure('email_not_allowed', { sub, email, user_id: row.id })
   if (s.requireEmailVerified && claims.email_verified !== true) throw new OidcFailure('email_not_verified', { sub, email, user_id: row.id })
   return writeTransaction(async (tx) => {
     const session = await createSession(tx, row.id, ctx)

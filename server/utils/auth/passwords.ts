@@ -9,7 +9,11 @@ export function hashPassword(password: string): Promise<string> {
 
 export async function verifyPassword(storedHash: string | null, password: string): Promise<boolean> {
   if (!storedHash) return false
-  try { return await verify(storedHash, password) } catch { return false }
+  try {
+    return await verify(storedHash, password)
+  } catch {
+    return false
+  }
 }
 
 // Verifying against a fixed hash when the account does not exist keeps the

@@ -8,7 +8,10 @@ import { nowMs } from '../core/clock'
 // replicas can later share them through another driver. Keys are the SHA-256
 // of the token: the lookup never compares the secret itself.
 
-interface _Entry<T> { value: T; expiresAtMs: number }
+interface _Entry<T> {
+  value: T
+  expiresAtMs: number
+}
 
 export interface PendingStore<T> {
   put(token: string, value: T): Promise<void>
@@ -33,7 +36,10 @@ export function createPendingStore<T>(opts: { storage?: Storage; prefix: string;
   const read = async (key: string): Promise<T | null> => {
     const entry = await storage.getItem<_Entry<T>>(key)
     if (!entry) return null
-    if (entry.expiresAtMs <= now()) { await storage.removeItem(key); return null }
+    if (entry.expiresAtMs <= now()) {
+      await storage.removeItem(key)
+      return null
+    }
     return entry.value
   }
 

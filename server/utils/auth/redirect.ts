@@ -10,7 +10,11 @@ export function sanitizeRedirectTarget(target: string | null | undefined, panelD
   if (target.includes('\\') || /[\u0000-\u001f\u007f]/.test(target)) return fallback
   if (target.startsWith('/') && !target.startsWith('//')) return target
   let url: URL
-  try { url = new URL(target) } catch { return fallback }
+  try {
+    url = new URL(target)
+  } catch {
+    return fallback
+  }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return fallback
   if (url.username || url.password) return fallback
   return isOnPanelDomain(url.hostname, panelDomain) ? url.toString() : fallback

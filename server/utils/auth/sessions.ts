@@ -10,10 +10,17 @@ export const SESSION_CACHE_TTL_MS = 30_000
 export const LAST_SEEN_THROTTLE_MS = 5 * 60_000
 
 export interface SessionUser {
-  id: number; email: string; name: string; role: 'admin' | 'viewer'; provider: string; totp_enabled: boolean
+  id: number
+  email: string
+  name: string
+  role: 'admin' | 'viewer'
+  provider: string
+  totp_enabled: boolean
 }
 export interface ResolvedSession {
-  user: SessionUser; sessionId: number; expiresAtMs: number
+  user: SessionUser
+  sessionId: number
+  expiresAtMs: number
   /** Present when an API token authenticated the request (server/utils/auth/api-tokens.ts). */
   apiToken?: { id: number; name: string; scope: 'read' | 'admin' }
 }
@@ -30,14 +37,21 @@ export function presentSessionUser(row: typeof users.$inferSelect): SessionUser 
 }
 
 export async function createSession(
-  exec: Executor, userId: number, client: { remoteIp?: string | null; userAgent?: string | null },
+  exec: Executor,
+  userId: number,
+  client: { remoteIp?: string | null; userAgent?: string | null },
 ): Promise<{ token: string; expiresAtMs: number }> {
   const token = randomBytes(32).toString('base64url')
   const now = Date.now()
   const expiresAtMs = now + SESSION_LIFETIME_MS
   await exec.insert(sessions).values({
-    tokenHash: hashSessionToken(token), userId, createdAtMs: now, expiresAtMs, lastSeenAtMs: now,
-    remoteIp: client.remoteIp ?? null, userAgent: client.userAgent?.slice(0, 512) ?? null,
+    tokenHash: hashSessionToken(token),
+    userId,
+    createdAtMs: now,
+    expiresAtMs,
+    lastSeenAtMs: now,
+    remoteIp: client.remoteIp ?? null,
+    userAgent: client.userAgent?.slice(0, 512) ?? null,
   })
   return { token, expiresAtMs }
 }
@@ -55,8 +69,12 @@ export async function resolveSession(token: string | undefined): Promise<Resolve
     if (cached && cached.expiresAtMs <= Date.now()) return null
     return cached
   }
-  const row = await getDb().select({ s: sessions, u: users }).from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenHash, tokenHash)).get()
+  const row = await getDb()
+    .select({ s: sessions, u: users })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(eq(sessions.tokenHash, tokenHash))
+    .get()
   const now = Date.now()
   let resolved: ResolvedSession | null = null
   if (row && row.s.expiresAtMs > now) {

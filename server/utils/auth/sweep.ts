@@ -6,7 +6,12 @@ import { sweepExpiredOidcStates } from './oidc'
 import { totpPendingLogins } from './totp'
 
 export interface AuthSweepResult {
-  expired_sessions: number; expired_oidc_states: number; expired_totp_pending: number; login_attempts: number; totp_attempts: number; api_token_attempts: number
+  expired_sessions: number
+  expired_oidc_states: number
+  expired_totp_pending: number
+  login_attempts: number
+  totp_attempts: number
+  api_token_attempts: number
 }
 
 /**
@@ -21,8 +26,11 @@ export async function sweepAuthState(nowMs = Date.now()): Promise<AuthSweepResul
     expired_sessions,
     expired_oidc_states: await sweepExpiredOidcStates(),
     expired_totp_pending: await totpPendingLogins.sweepExpired(),
-    login_attempts: attempts.login, totp_attempts: attempts.totp, api_token_attempts: attempts.api_token,
+    login_attempts: attempts.login,
+    totp_attempts: attempts.totp,
+    api_token_attempts: attempts.api_token,
   }
-  if (expired_sessions || attempts.login || attempts.totp || attempts.api_token) await writeAudit(systemActor('auth-sweep'), 'auth_sweep', { ...result })
+  if (expired_sessions || attempts.login || attempts.totp || attempts.api_token)
+    await writeAudit(systemActor('auth-sweep'), 'auth_sweep', { ...result })
   return result
 }

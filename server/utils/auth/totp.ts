@@ -54,7 +54,9 @@ export function generateRecoveryCodes(count = RECOVERY_CODE_COUNT): string[] {
 
 /** Bound to the user: the same code of another account hashes differently. 80 bits need no slow hash. */
 export function hashRecoveryCode(userId: number, code: string): string {
-  return createHash('sha256').update(`${userId}:${code.toLowerCase().replace(/[\s-]/g, '')}`).digest('hex')
+  return createHash('sha256')
+    .update(`${userId}:${code.toLowerCase().replace(/[\s-]/g, '')}`)
+    .digest('hex')
 }
 
 /** Password logins waiting for their TOTP code: the pending cookie's token -> user. */
@@ -91,12 +93,23 @@ async function _consumeSecondFactor(tx: Tx, row: UserRow, code: string, allowRec
     const step = matchTotpStep(key, input, nowMs(), row.totpLastStep)
     if (step === null) return null
     // Conditional, so that two requests with the same code cannot both pass.
-    const r = await tx.update(users).set({ totpLastStep: step }).where(and(eq(users.id, row.id), eq(users.totpLastStep, row.totpLastStep)))
+    const r = await tx
+      .update(users)
+      .set({ totpLastStep: step })
+      .where(and(eq(users.id, row.id), eq(users.totpLastStep, row.totpLastStep)))
     return r.rowsAffected === 1 ? 'totp' : null
   }
   if (!allowRecovery || input.length > 64) return null
-  const r = await tx.update(totpRecoveryCodes).set({ usedAtMs: Date.now() }).where(and(
-    eq(totpRecoveryCodes.userId, row.id), eq(totpRecoveryCodes.codeHash, hashRecoveryCode(row.id, input)), isNull(totpRecoveryCodes.usedAtMs)))
+  const r = await tx
+    .update(totpRecoveryCodes)
+    .set({ usedAtMs: Date.now() })
+    .where(
+      and(
+        eq(totpRecoveryCodes.userId, row.id),
+        eq(totpRecoveryCodes.codeHash, hashRecoveryCode(row.id, input)),
+        isNull(totpRecoveryCodes.usedAtMs),
+      ),
+    )
   return r.rowsAffected === 1 ? 'recovery_code' : null
 }
 
@@ -108,7 +121,11 @@ type _Outcome<R> = { ok: true; value: R } | { ok: false }
  * audit. A wrong code commits its attempt and audit row, then throws `onFailure`.
  */
 async function _withCode<R>(opts: {
-  userId: number; code: string; ctx: AuditContext; allowRecovery: boolean; failureAction: AuditAction
+  userId: number
+  code: string
+  ctx: AuditContext
+  allowRecovery: boolean
+  failureAction: AuditAction
   precondition: (row: UserRow) => void
   onSuccess: (tx: Tx, row: UserRow, kind: 'totp' | 'recovery_code') => Promise<R>
   onFailure: () => Error
@@ -141,19 +158,28 @@ export async function beginTotpSetup(userId: number, ctx: AuditContext): Promise
     if (row.totpEnabled) throw conflict('TOTP is already enabled: disable it first to enrol another device')
     const key = new Uint8Array(randomBytes(20))
     const secret = encodeBase32NoPadding(key)
-    await tx.update(users).set({ totpSecret: getSecretsBox().seal(secret, _secretOwner(userId)), totpLastStep: 0, updatedAt: new Date().toISOString() })
+    await tx
+      .update(users)
+      .set({ totpSecret: getSecretsBox().seal(secret, _secretOwner(userId)), totpLastStep: 0, updatedAt: new Date().toISOString() })
       .where(eq(users.id, userId))
     await writeAudit(ctx, 'totp_setup', { user_id: userId }, tx)
     return { secret, otpauth_uri: createTOTPKeyURI(_ISSUER, row.email, key, TOTP_PERIOD_SECONDS, TOTP_DIGITS) }
   })
 }
 
-export interface TotpChange { recovery_codes?: string[]; session: { token: string; expiresAtMs: number } }
+export interface TotpChange {
+  recovery_codes?: string[]
+  session: { token: string; expiresAtMs: number }
+}
 
 /** Step 2: a valid code turns TOTP on, issues recovery codes and rotates the user's sessions. */
 export async function enableTotp(userId: number, code: string, ctx: AuditContext): Promise<TotpChange> {
   return _withCode({
-    userId, code, ctx, allowRecovery: false, failureAction: 'totp_enable_failed',
+    userId,
+    code,
+    ctx,
+    allowRecovery: false,
+    failureAction: 'totp_enable_failed',
     precondition: (row) => {
       if (row.totpEnabled) throw conflict('TOTP is already enabled')
       if (!row.totpSecret) throw conflict('no TOTP secret yet: call POST /api/auth/totp/setup first')
@@ -173,10 +199,19 @@ export async function enableTotp(userId: number, code: string, ctx: AuditContext
 /** A TOTP code or an unused recovery code turns TOTP off; the user's sessions rotate. */
 export async function disableTotp(userId: number, code: string, ctx: AuditContext): Promise<TotpChange> {
   return _withCode({
-    userId, code, ctx, allowRecovery: true, failureAction: 'totp_disable_failed',
-    precondition: (row) => { if (!row.totpEnabled) throw conflict('TOTP is not enabled') },
+    userId,
+    code,
+    ctx,
+    allowRecovery: true,
+    failureAction: 'totp_disable_failed',
+    precondition: (row) => {
+      if (!row.totpEnabled) throw conflict('TOTP is not enabled')
+    },
     onSuccess: async (tx, row, kind) => {
-      await tx.update(users).set({ totpEnabled: false, totpSecret: null, totpLastStep: 0, updatedAt: new Date().toISOString() }).where(eq(users.id, row.id))
+      await tx
+        .update(users)
+        .set({ totpEnabled: false, totpSecret: null, totpLastStep: 0, updatedAt: new Date().toISOString() })
+        .where(eq(users.id, row.id))
       await tx.delete(totpRecoveryCodes).where(eq(totpRecoveryCodes.userId, row.id))
       await deleteSessionsOfUser(tx, row.id)
       const session = await createSession(tx, row.id, ctx)
@@ -190,8 +225,14 @@ export async function disableTotp(userId: number, code: string, ctx: AuditContex
 /** A fresh set of recovery codes (the old ones stop working); needs a code from the device. */
 export async function regenerateRecoveryCodes(userId: number, code: string, ctx: AuditContext): Promise<string[]> {
   return _withCode({
-    userId, code, ctx, allowRecovery: false, failureAction: 'totp_recovery_codes_failed',
-    precondition: (row) => { if (!row.totpEnabled) throw conflict('TOTP is not enabled') },
+    userId,
+    code,
+    ctx,
+    allowRecovery: false,
+    failureAction: 'totp_recovery_codes_failed',
+    precondition: (row) => {
+      if (!row.totpEnabled) throw conflict('TOTP is not enabled')
+    },
     onSuccess: async (tx, row) => {
       const codes = await _replaceRecoveryCodes(tx, row.id)
       await writeAudit(ctx, 'totp_recovery_codes_regenerate', { user_id: row.id, recovery_codes: codes.length }, tx)
@@ -204,13 +245,22 @@ export async function regenerateRecoveryCodes(userId: number, code: string, ctx:
 const _pendingGone = () => unauthorized('the TOTP step has expired or was already used: log in with your password again')
 
 /** Second step of a password login: the pending cookie's token plus a TOTP or recovery code. */
-export async function completeTotpLogin(pendingToken: string | undefined, code: string, ctx: AuditContext):
-  Promise<{ user: SessionUser; token: string; expiresAtMs: number }> {
+export async function completeTotpLogin(
+  pendingToken: string | undefined,
+  code: string,
+  ctx: AuditContext,
+): Promise<{ user: SessionUser; token: string; expiresAtMs: number }> {
   const pending = pendingToken ? await totpPendingLogins.peek(pendingToken) : null
   if (!pending) throw _pendingGone()
   return _withCode({
-    userId: pending.userId, code, ctx, allowRecovery: true, failureAction: 'login_totp_failed',
-    precondition: (row) => { if (!row.totpEnabled) throw _pendingGone() },
+    userId: pending.userId,
+    code,
+    ctx,
+    allowRecovery: true,
+    failureAction: 'login_totp_failed',
+    precondition: (row) => {
+      if (!row.totpEnabled) throw _pendingGone()
+    },
     onSuccess: async (tx, row, kind) => {
       // Single use: a second request racing with the same pending cookie gets nothing.
       if (!(await totpPendingLogins.take(pendingToken!))) throw _pendingGone()

@@ -12,8 +12,14 @@ export type UserRow = typeof users.$inferSelect
 
 export function presentUser(row: UserRow) {
   return {
-    id: row.id, email: row.email, name: row.name, role: row.role, provider: row.provider,
-    totp_enabled: row.totpEnabled, created_at: row.createdAt, updated_at: row.updatedAt,
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    provider: row.provider,
+    totp_enabled: row.totpEnabled,
+    created_at: row.createdAt,
+    updated_at: row.updatedAt,
   }
 }
 
@@ -35,16 +41,30 @@ export async function getUser(id: number) {
   return presentUser(row)
 }
 
-export interface NewUser { email: string; password: string; name?: string; role: Role }
+export interface NewUser {
+  email: string
+  password: string
+  name?: string
+  role: Role
+}
 
 /** Inserts a local user; a duplicate email is a 409. Runs inside the caller's transaction. */
 export async function insertUser(tx: Executor, input: NewUser): Promise<UserRow> {
   const now = new Date().toISOString()
   try {
-    return (await tx.insert(users).values({
-      email: input.email, name: input.name ?? '', role: input.role, passwordHash: await hashPassword(input.password),
-      provider: 'local', createdAt: now, updatedAt: now,
-    }).returning().get())
+    return await tx
+      .insert(users)
+      .values({
+        email: input.email,
+        name: input.name ?? '',
+        role: input.role,
+        passwordHash: await hashPassword(input.password),
+        provider: 'local',
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning()
+      .get()
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`email: a user with ${input.email} already exists`)
     throw err
@@ -60,10 +80,23 @@ export async function createUser(input: NewUser, ctx: AuditContext) {
 }
 
 async function _otherAdminCount(tx: Executor, excludingId: number): Promise<number> {
-  return (await tx.select({ n: count() }).from(users).where(and(eq(users.role, 'admin'), ne(users.id, excludingId))).get())?.n ?? 0
+  return (
+    (
+      await tx
+        .select({ n: count() })
+        .from(users)
+        .where(and(eq(users.role, 'admin'), ne(users.id, excludingId)))
+        .get()
+    )?.n ?? 0
+  )
 }
 
-export interface UserUpdate { email: string; name: string; role: Role; password?: string }
+export interface UserUpdate {
+  email: string
+  name: string
+  role: Role
+  password?: string
+}
 
 /**
  * A role or password change is a privilege change: every session of that user
@@ -95,10 +128,19 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
     }
     // A demoted user's admin tokens narrow to read at once (issue 17).
     const tokensNarrowed = row.role === 'admin' && input.role !== 'admin' ? await narrowApiTokensOfUser(tx, id) : 0
-    await writeAudit(ctx, 'user_update', {
-      user_id: id, email: updated.email, role: updated.role, password_changed: input.password !== undefined, sessions_ended: privilegeChanged,
-      ...(tokensNarrowed ? { api_tokens_narrowed: tokensNarrowed } : {}),
-    }, tx)
+    await writeAudit(
+      ctx,
+      'user_update',
+      {
+        user_id: id,
+        email: updated.email,
+        role: updated.role,
+        password_changed: input.password !== undefined,
+        sessions_ended: privilegeChanged,
+        ...(tokensNarrowed ? { api_tokens_narrowed: tokensNarrowed } : {}),
+      },
+      tx,
+    )
     return { user: presentUser(updated), session }
   })
 }

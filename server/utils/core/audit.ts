@@ -6,7 +6,9 @@ import type { AuditAction } from './audit-actions'
 
 /** Who did something, from where. Background work uses actor `system:<task>`. */
 export interface AuditContext {
-  actor: string; remoteIp?: string | null; userAgent?: string | null
+  actor: string
+  remoteIp?: string | null
+  userAgent?: string | null
   /** The API token the actor used (issue 17): every row it causes names it, never its secret. */
   apiToken?: { id: number; name: string }
 }
@@ -30,15 +32,33 @@ export const systemActor = (task: string): AuditContext => ({ actor: `system:${t
  * Pass the open transaction when the mutation runs in one, so both commit together.
  */
 export async function writeAudit(
-  ctx: AuditContext, action: AuditAction, details: Record<string, unknown> = {}, exec?: Executor,
+  ctx: AuditContext,
+  action: AuditAction,
+  details: Record<string, unknown> = {},
+  exec?: Executor,
 ): Promise<void> {
   const row = {
-    tsMs: Date.now(), source: 'audit' as const, actor: ctx.actor, message: action,
-    remoteIp: ctx.remoteIp ?? null, userAgent: ctx.userAgent ?? null, level: 'info',
-    raw: JSON.stringify({ actor: ctx.actor, ...(ctx.apiToken ? { api_token_id: ctx.apiToken.id, api_token_name: ctx.apiToken.name } : {}), action, ...details }),
+    tsMs: Date.now(),
+    source: 'audit' as const,
+    actor: ctx.actor,
+    message: action,
+    remoteIp: ctx.remoteIp ?? null,
+    userAgent: ctx.userAgent ?? null,
+    level: 'info',
+    raw: JSON.stringify({
+      actor: ctx.actor,
+      ...(ctx.apiToken ? { api_token_id: ctx.apiToken.id, api_token_name: ctx.apiToken.name } : {}),
+      action,
+      ...details,
+    }),
   }
-  const inserted = exec ? await exec.insert(logs).values(row).returning().get() : await runWrite(() => getDb().insert(logs).values(row).returning().get())
-  if (inserted && _listeners.length) afterCommit(() => { for (const l of _listeners) l(inserted) })
+  const inserted = exec
+    ? await exec.insert(logs).values(row).returning().get()
+    : await runWrite(() => getDb().insert(logs).values(row).returning().get())
+  if (inserted && _listeners.length)
+    afterCommit(() => {
+      for (const l of _listeners) l(inserted)
+    })
 }
 
 type AuditRow = typeof logs.$inferSelect

@@ -9,7 +9,12 @@ import { recordRunEnd, recordRunStart, type BackgroundKind } from './runtime-sta
 // import here: modules that unit tests load (the proxy loop) import this file.
 
 /** Runs `run` and records its start, end, duration and outcome under `name`; rethrows its error. */
-export async function recordRun<T>(name: string, kind: BackgroundKind, run: () => Promise<T>, summarize: (result: T) => unknown = () => null): Promise<T> {
+export async function recordRun<T>(
+  name: string,
+  kind: BackgroundKind,
+  run: () => Promise<T>,
+  summarize: (result: T) => unknown = () => null,
+): Promise<T> {
   const startedAtMs = Date.now()
   recordRunStart(name, kind, startedAtMs)
   try {
@@ -35,13 +40,16 @@ export interface Loop {
  * `nextDelayMs` gets the run's duration and whether it failed (for start-to-start
  * intervals and back-off).
  */
-export function startLoop(name: string, opts: {
-  run: () => Promise<unknown>
-  nextDelayMs: (ran: { durationMs: number; failed: boolean }) => number
-  firstDelayMs?: number
-  /** How a failed run is reported besides its record (default: an error line naming the loop). */
-  onFailure?: (err: unknown) => unknown
-}): Loop {
+export function startLoop(
+  name: string,
+  opts: {
+    run: () => Promise<unknown>
+    nextDelayMs: (ran: { durationMs: number; failed: boolean }) => number
+    firstDelayMs?: number
+    /** How a failed run is reported besides its record (default: an error line naming the loop). */
+    onFailure?: (err: unknown) => unknown
+  },
+): Loop {
   const onFailure = opts.onFailure ?? ((err: unknown) => logger.error(`${name}: ${(err as Error)?.message ?? err}`))
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
@@ -50,7 +58,10 @@ export function startLoop(name: string, opts: {
     const startedAtMs = Date.now()
     let failed = false
     running = recordRun(name, 'loop', opts.run)
-      .catch(async (err) => { failed = true; await onFailure(err) })
+      .catch(async (err) => {
+        failed = true
+        await onFailure(err)
+      })
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, opts.nextDelayMs({ durationMs: Date.now() - startedAtMs, failed }))
       })

@@ -3,13 +3,25 @@
 
 let _resolve!: () => void
 let _reject!: (err: Error) => void
-const _ready = new Promise<void>((res, rej) => { _resolve = res; _reject = rej })
+const _ready = new Promise<void>((res, rej) => {
+  _resolve = res
+  _reject = rej
+})
 _ready.catch(() => {})
 let _failure: Error | undefined
 
 export const bootStartedAtMs = Date.now()
 
-export function markBootReady(): void { _resolve() }
-export function markBootFailed(err: Error): void { _failure = err; _reject(err) }
-export function whenBootReady(): Promise<void> { return _ready }
-export function bootFailure(): Error | undefined { return _failure }
+export function markBootReady(): void {
+  _resolve()
+}
+export function markBootFailed(err: Error): void {
+  _failure = err
+  _reject(err)
+}
+export function whenBootReady(): Promise<void> {
+  return _ready
+}
+export function bootFailure(): Error | undefined {
+  return _failure
+}

@@ -9,7 +9,11 @@ import type { Duplex } from 'node:stream'
 // first listens (the one server this process has).
 
 const _ANSWERS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request line and headers are over 16 KiB: shorten the query string or the cookies'],
+  HPE_HEADER_OVERFLOW: [
+    431,
+    'Request Header Fields Too Large',
+    'request line and headers are over 16 KiB: shorten the query string or the cookies',
+  ],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'chunk extensions are too large'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request was not received in time'],
 }
@@ -22,7 +26,10 @@ export function clientErrorResponse(code: string | undefined): string {
 }
 
 function _onClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return }
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
   socket.end(clientErrorResponse(err.code))
 }
 

@@ -10,6 +10,10 @@ export function nowMs(): number {
   const file = getConfig().testClockOffsetFile
   if (!file) return Date.now()
   let offset = 0
-  try { offset = Number(readFileSync(file, 'utf8').trim()) || 0 } catch { /* no file yet: no offset */ }
+  try {
+    offset = Number(readFileSync(file, 'utf8').trim()) || 0
+  } catch {
+    /* no file yet: no offset */
+  }
   return Date.now() + offset
 }

@@ -58,7 +58,15 @@ export interface PanelConfig {
    * mirror and every decision read; unset = reads use bouncerKey, the proxy's (docs/security-engine.md).
    * pullSeconds: the mirror's stream interval.
    */
-  lapi: { url: string; machineId?: string; machinePassword?: string; bouncerKey?: string; panelBouncerKey?: string; pullSeconds: number; appsecUrl?: string }
+  lapi: {
+    url: string
+    machineId?: string
+    machinePassword?: string
+    bouncerKey?: string
+    panelBouncerKey?: string
+    pullSeconds: number
+    appsecUrl?: string
+  }
   crowdsecConfigDir?: string
   /** The engine's hub folder (index + items); default <config dir>/hub. */
   crowdsecHubDir?: string
@@ -84,7 +92,8 @@ export interface PanelConfig {
 
 type Env = Record<string, string | undefined>
 
-const _DEFAULT_GEOIP_COUNTRY_URL = 'https://raw.githubusercontent.com/sapics/ip-location-db/main/geolite2-country-mmdb/geolite2-country.mmdb'
+const _DEFAULT_GEOIP_COUNTRY_URL =
+  'https://raw.githubusercontent.com/sapics/ip-location-db/main/geolite2-country-mmdb/geolite2-country.mmdb'
 const _DEFAULT_GEOIP_ASN_URL = 'https://raw.githubusercontent.com/sapics/ip-location-db/main/asn-mmdb/asn.mmdb'
 
 function _opt(env: Env, name: string): string | undefined {
@@ -98,7 +107,11 @@ function _portOf(listen: string): number | undefined {
 }
 
 function _isUrl(v: string, protocols: string[]): boolean {
-  try { return protocols.includes(new URL(v).protocol) } catch { return false }
+  try {
+    return protocols.includes(new URL(v).protocol)
+  } catch {
+    return false
+  }
 }
 
 /** Pure: parses an environment into a config plus every problem found. */
@@ -122,9 +135,15 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const publicUrl = (_opt(env, 'PANEL_PUBLIC_URL') ?? `https://${domain}`).replace(/\/+$/, '')
   if (!_isUrl(publicUrl, ['http:', 'https:'])) errors.push('PANEL_PUBLIC_URL must be an http(s) URL such as https://panel.example.com')
   const internalHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
-  const internalUrl = (_opt(env, 'PANEL_INTERNAL_URL') ?? `http://${internalHost.includes(':') ? `[${internalHost}]` : internalHost}:${port}`).replace(/\/+$/, '')
-  if (Number.isInteger(port) && !_isUrl(internalUrl, ['http:', 'https:'])) errors.push('PANEL_INTERNAL_URL must be an http(s) URL such as http://panel:3000')
-  const trustedProxies = (_opt(env, 'PANEL_TRUSTED_PROXIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  const internalUrl = (
+    _opt(env, 'PANEL_INTERNAL_URL') ?? `http://${internalHost.includes(':') ? `[${internalHost}]` : internalHost}:${port}`
+  ).replace(/\/+$/, '')
+  if (Number.isInteger(port) && !_isUrl(internalUrl, ['http:', 'https:']))
+    errors.push('PANEL_INTERNAL_URL must be an http(s) URL such as http://panel:3000')
+  const trustedProxies = (_opt(env, 'PANEL_TRUSTED_PROXIES') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   for (const t of trustedProxies) {
     const [addr, bits, extra] = t.split('/')
     const family = isIP(addr ?? '')
@@ -136,7 +155,11 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if ((adminEmail === undefined) !== (adminPassword === undefined))
     errors.push('PANEL_ADMIN_EMAIL and PANEL_ADMIN_PASSWORD must be set together')
   if (adminPassword !== undefined && adminPassword.length < 12) errors.push('PANEL_ADMIN_PASSWORD must be at least 12 characters')
-  if (adminPassword !== undefined && adminEmail !== undefined && [adminEmail.toLowerCase(), adminEmail.toLowerCase().split('@')[0]].includes(adminPassword.trim().toLowerCase()))
+  if (
+    adminPassword !== undefined &&
+    adminEmail !== undefined &&
+    [adminEmail.toLowerCase(), adminEmail.toLowerCase().split('@')[0]].includes(adminPassword.trim().toLowerCase())
+  )
     errors.push('PANEL_ADMIN_PASSWORD must not be the email address')
 
   const proxyAdminUrl = (_opt(env, 'PROXY_ADMIN_URL') ?? 'http://127.0.0.1:2019').replace(/\/+$/, '')
@@ -144,13 +167,22 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns').toLowerCase()
   const modules: ProxyModuleName[] = []
   if (modulesRaw !== 'none') {
-    for (const m of modulesRaw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const m of modulesRaw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       if ((PROXY_MODULE_NAMES as readonly string[]).includes(m)) modules.push(m as ProxyModuleName)
       else errors.push(`PROXY_MODULES: unknown module "${m}"; use "none" or a comma list of ${PROXY_MODULE_NAMES.join(', ')}`)
     }
   }
-  const httpListen = (_opt(env, 'PROXY_HTTP_LISTEN') ?? ':80').split(',').map((s) => s.trim()).filter(Boolean)
-  const httpsListen = (_opt(env, 'PROXY_HTTPS_LISTEN') ?? ':443').split(',').map((s) => s.trim()).filter(Boolean)
+  const httpListen = (_opt(env, 'PROXY_HTTP_LISTEN') ?? ':80')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+  const httpsListen = (_opt(env, 'PROXY_HTTPS_LISTEN') ?? ':443')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   const httpPort = _portOf(httpListen[0] ?? '')
   const httpsPort = _portOf(httpsListen[0] ?? '')
   if (httpPort === undefined || httpListen.some((l) => _portOf(l) !== httpPort))
@@ -161,16 +193,24 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const lapiUrl = (_opt(env, 'LAPI_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
   if (!_isUrl(lapiUrl, ['http:', 'https:'])) errors.push('LAPI_URL must be an http(s) URL such as http://127.0.0.1:8080')
   const appsecUrl = _opt(env, 'LAPI_APPSEC_URL')?.replace(/\/+$/, '')
-  if (appsecUrl !== undefined && !_isUrl(appsecUrl, ['http:', 'https:'])) errors.push('LAPI_APPSEC_URL must be an http(s) URL such as http://crowdsec:7422 (the engine\'s AppSec listener as the proxy reaches it), or unset')
+  if (appsecUrl !== undefined && !_isUrl(appsecUrl, ['http:', 'https:']))
+    errors.push(
+      "LAPI_APPSEC_URL must be an http(s) URL such as http://crowdsec:7422 (the engine's AppSec listener as the proxy reaches it), or unset",
+    )
   const panelBouncerKey = _opt(env, 'LAPI_PANEL_BOUNCER_KEY')
   if (panelBouncerKey !== undefined && panelBouncerKey === _opt(env, 'LAPI_BOUNCER_KEY'))
-    errors.push("LAPI_PANEL_BOUNCER_KEY must differ from LAPI_BOUNCER_KEY: with the proxy's key the panel's reads would move the proxy bouncer's last pull")
+    errors.push(
+      "LAPI_PANEL_BOUNCER_KEY must differ from LAPI_BOUNCER_KEY: with the proxy's key the panel's reads would move the proxy bouncer's last pull",
+    )
   const pullSeconds = Number(_opt(env, 'LAPI_PANEL_PULL_SECONDS') ?? '5')
   if (!Number.isInteger(pullSeconds) || pullSeconds < 1 || pullSeconds > 60)
     errors.push('LAPI_PANEL_PULL_SECONDS must be an integer from 1 to 60')
   const geoCountry = _opt(env, 'GEOIP_COUNTRY_URL') ?? _DEFAULT_GEOIP_COUNTRY_URL
   const geoAsn = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
-  for (const [name, v] of [['GEOIP_COUNTRY_URL', geoCountry], ['GEOIP_ASN_URL', geoAsn]] as const)
+  for (const [name, v] of [
+    ['GEOIP_COUNTRY_URL', geoCountry],
+    ['GEOIP_ASN_URL', geoAsn],
+  ] as const)
     if (!_isUrl(v, ['http:', 'https:', 'file:'])) errors.push(`${name} must be an http(s) or file: URL`)
   const driftIntervalSeconds = Number(_opt(env, 'PANEL_DRIFT_INTERVAL_SECONDS') ?? '60')
   if (!Number.isInteger(driftIntervalSeconds) || driftIntervalSeconds < 1 || driftIntervalSeconds > 3600)
@@ -188,15 +228,29 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
 
   const config: PanelConfig = {
-    port, host, dataDir, databaseUrl,
+    port,
+    host,
+    dataDir,
+    databaseUrl,
     databaseAuthToken: _opt(env, 'PANEL_DATABASE_AUTH_TOKEN'),
-    masterKey, domain, mode: mode as PanelConfig['mode'], publicUrl, internalUrl, trustedProxies, adminEmail, adminPassword,
+    masterKey,
+    domain,
+    mode: mode as PanelConfig['mode'],
+    publicUrl,
+    internalUrl,
+    trustedProxies,
+    adminEmail,
+    adminPassword,
     caddyBin: _opt(env, 'PANEL_CADDY_BIN') ?? 'caddy',
     proxy: {
-      adminUrl: proxyAdminUrl, modules,
+      adminUrl: proxyAdminUrl,
+      modules,
       logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),
       dataDir: _opt(env, 'PROXY_DATA_DIR'),
-      httpListen, httpsListen, httpPort: httpPort ?? 80, httpsPort: httpsPort ?? 443,
+      httpListen,
+      httpsListen,
+      httpPort: httpPort ?? 80,
+      httpsPort: httpsPort ?? 443,
       acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
       certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
     },
@@ -206,13 +260,18 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       machineId: _opt(env, 'LAPI_MACHINE_ID'),
       machinePassword: env.LAPI_MACHINE_PASSWORD || undefined,
       bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
-      panelBouncerKey, pullSeconds,
+      panelBouncerKey,
+      pullSeconds,
       appsecUrl,
     },
     crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
-    crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
+    crowdsecHubDir:
+      _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
     crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
-    driftIntervalSeconds, engineProbeSeconds, countryReconcileSeconds, notificationQueueCapacity,
+    driftIntervalSeconds,
+    engineProbeSeconds,
+    countryReconcileSeconds,
+    notificationQueueCapacity,
     geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],

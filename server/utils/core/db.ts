@@ -11,7 +11,13 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 /** Anything a query can run on: the database, or an open write transaction. */
 export type Executor = Db | Tx
 
-interface _Open { client: Client; db: Db; url: string; authToken?: string; migrations: Migration[] }
+interface _Open {
+  client: Client
+  db: Db
+  url: string
+  authToken?: string
+  migrations: Migration[]
+}
 let _open: _Open | undefined
 
 export function isFileUrl(url: string): boolean {
@@ -83,7 +89,10 @@ let _waiting = 0
 export function runWrite<T>(fn: () => Promise<T>): Promise<T> {
   if (_insideWrite.getStore()) return fn()
   _waiting++
-  const run = _tail.then(() => { _waiting--; return _insideWrite.run(true, fn) })
+  const run = _tail.then(() => {
+    _waiting--
+    return _insideWrite.run(true, fn)
+  })
   _tail = run.catch(() => {})
   return run
 }
@@ -108,7 +117,13 @@ export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       return r
     }
     const result = await _afterCommit.run(callbacks, () => getDb().transaction(body, { behavior: 'immediate' }))
-    for (const cb of callbacks) { try { cb() } catch { /* a listener's failure is not the writer's */ } }
+    for (const cb of callbacks) {
+      try {
+        cb()
+      } catch {
+        /* a listener's failure is not the writer's */
+      }
+    }
     return result
   })
 }
@@ -116,7 +131,8 @@ export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
 /** Runs `cb` once the surrounding write transaction has committed (at once outside one). */
 export function afterCommit(cb: () => void): void {
   const pending = _afterCommit.getStore()
-  if (pending) pending.push(cb); else cb()
+  if (pending) pending.push(cb)
+  else cb()
 }
 
 export function writeQueueDepth(): number {

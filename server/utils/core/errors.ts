@@ -8,11 +8,24 @@ function _httpError(statusCode: number, message: string, data?: Record<string, u
 }
 
 function _reasonPhrase(status: number): string {
-  return ({
-    400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-    409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests',
-    500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
-  } as Record<number, string>)[status] ?? 'Error'
+  return (
+    (
+      {
+        400: 'Bad Request',
+        401: 'Unauthorized',
+        403: 'Forbidden',
+        404: 'Not Found',
+        405: 'Method Not Allowed',
+        409: 'Conflict',
+        413: 'Payload Too Large',
+        415: 'Unsupported Media Type',
+        429: 'Too Many Requests',
+        500: 'Internal Server Error',
+        502: 'Bad Gateway',
+        503: 'Service Unavailable',
+      } as Record<number, string>
+    )[status] ?? 'Error'
+  )
 }
 
 export const badRequest = (whatToFix: string) => _httpError(400, whatToFix)
@@ -26,17 +39,14 @@ export const noRoute = (method: string, path: string) => _httpError(404, `no rou
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   _httpError(405, `method ${method} is not allowed on ${path}; this path serves ${allow}`, { allow })
 export const conflict = (why: string) => _httpError(409, why)
-export const payloadTooLarge = (limitBytes: number) =>
-  _httpError(413, `request body too large: the limit is ${limitBytes} bytes`)
-export const tooManyRequests = (why: string, retryAfterSeconds: number) =>
-  _httpError(429, why, { retryAfterSeconds })
+export const payloadTooLarge = (limitBytes: number) => _httpError(413, `request body too large: the limit is ${limitBytes} bytes`)
+export const tooManyRequests = (why: string, retryAfterSeconds: number) => _httpError(429, why, { retryAfterSeconds })
 export const proxyRejected = (proxyText: string) => _httpError(502, `proxy rejected configuration: ${proxyText}`)
 /** A component answered, but with an error (its text already redacted by the caller). */
 export const upstreamFailed = (what: string) => _httpError(502, what)
 /** An operation of the panel's own failed (a backup that could not be written); the message says which and why. */
 export const operationFailed = (what: string) => _httpError(500, what)
-export const upstreamUnavailable = (component: string, detail: string) =>
-  _httpError(503, `${component} unavailable: ${detail}`)
+export const upstreamUnavailable = (component: string, detail: string) => _httpError(503, `${component} unavailable: ${detail}`)
 
 /** libSQL constraint errors arrive wrapped by drizzle; this finds the driver's code wherever it sits. */
 export function sqliteErrorCode(err: unknown): string | undefined {

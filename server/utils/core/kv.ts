@@ -16,7 +16,10 @@ export function getKv(): Storage {
   return _storage
 }
 
-interface _Entry<T> { value: T; expiresAtMs: number }
+interface _Entry<T> {
+  value: T
+  expiresAtMs: number
+}
 
 export async function kvGetFresh<T>(key: string): Promise<T | undefined> {
   const entry = _local.get(key) as _Entry<T> | undefined

@@ -5,7 +5,12 @@ import type { Client } from '@libsql/client'
 // Numbered migrations, each an up and a down SQL file, applied one transaction
 // each. Relative imports only: scripts/db-migrate.mjs loads this file directly.
 
-export interface Migration { version: number; name: string; up: string; down: string }
+export interface Migration {
+  version: number
+  name: string
+  up: string
+  down: string
+}
 
 const _FILE_NAME = /^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$/
 
@@ -76,10 +81,15 @@ export async function migrateUp(client: Client, migrations: Migration[], target 
   const applied: number[] = []
   for (const m of migrations) {
     if (m.version <= current || m.version > target) continue
-    await _apply(client, m.up, {
-      sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-      args: [m.version, m.name, new Date().toISOString()],
-    }, `${m.version} (${m.name}) up`)
+    await _apply(
+      client,
+      m.up,
+      {
+        sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+        args: [m.version, m.name, new Date().toISOString()],
+      },
+      `${m.version} (${m.name}) up`,
+    )
     applied.push(m.version)
   }
   return applied
@@ -91,8 +101,12 @@ export async function migrateDown(client: Client, migrations: Migration[], targe
   const reverted: number[] = []
   for (const m of [...migrations].reverse()) {
     if (m.version > current || m.version <= target) continue
-    await _apply(client, m.down, { sql: 'DELETE FROM schema_migrations WHERE version = ?', args: [m.version] },
-      `${m.version} (${m.name}) down`)
+    await _apply(
+      client,
+      m.down,
+      { sql: 'DELETE FROM schema_migrations WHERE version = ?', args: [m.version] },
+      `${m.version} (${m.name}) down`,
+    )
     reverted.push(m.version)
   }
   return reverted

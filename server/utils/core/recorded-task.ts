@@ -10,6 +10,11 @@ export function defineRecordedTask<R>(def: { meta: TaskMeta; run: (event: TaskEv
   return defineTask<R>({
     meta: def.meta,
     run: (event: TaskEvent): Promise<TaskResult<R>> =>
-      recordRun(event.name, 'task', async () => ({ result: await def.run(event) }), (r) => r.result),
+      recordRun(
+        event.name,
+        'task',
+        async () => ({ result: await def.run(event) }),
+        (r) => r.result,
+      ),
   })
 }

@@ -55,21 +55,45 @@ export function redactJson<T>(value: T, redact: (text: string) => string): T | {
   const text = JSON.stringify(value)
   const clean = redact(text)
   if (clean === text) return value
-  try { return JSON.parse(clean) as T } catch { return { redacted: clean } }
+  try {
+    return JSON.parse(clean) as T
+  } catch {
+    return { redacted: clean }
+  }
 }
 
 /** Every secret value the panel knows now: environment, secret settings, registered stores. */
 export async function knownSecrets(exec?: Executor): Promise<string[]> {
   const cfg = getConfig()
-  const out = [cfg.masterKey, cfg.databaseAuthToken, cfg.adminPassword, cfg.lapi.bouncerKey, cfg.lapi.panelBouncerKey, cfg.lapi.machinePassword, cfg.providerAApiToken]
+  const out = [
+    cfg.masterKey,
+    cfg.databaseAuthToken,
+    cfg.adminPassword,
+    cfg.lapi.bouncerKey,
+    cfg.lapi.panelBouncerKey,
+    cfg.lapi.machinePassword,
+    cfg.providerAApiToken,
+  ]
   let db: Executor | undefined = exec
-  try { db ??= getDb() } catch { /* before the database opens: the environment's secrets only */ }
+  try {
+    db ??= getDb()
+  } catch {
+    /* before the database opens: the environment's secrets only */
+  }
   if (db) {
     for (const def of SETTINGS_CATALOGUE.filter((d) => d.secret)) {
-      try { out.push(await getSetting<string>(def.key, db)) } catch { /* unreadable: nothing to hide from it */ }
+      try {
+        out.push(await getSetting<string>(def.key, db))
+      } catch {
+        /* unreadable: nothing to hide from it */
+      }
     }
     for (const source of _sources) {
-      try { out.push(...await source(db)) } catch { /* idem */ }
+      try {
+        out.push(...(await source(db)))
+      } catch {
+        /* idem */
+      }
     }
   }
   return out.filter((s): s is string => typeof s === 'string' && s.length > 0)
@@ -79,8 +103,11 @@ export async function knownSecrets(exec?: Executor): Promise<string[]> {
  * Redacts text from the proxy or the engine. Pass the open transaction when there
  * is one: a value being saved (and rejected by the proxy) is only visible there.
  */
-export async function redactSecrets(text: string, opts: { exec?: Executor; extra?: Array<string | null | undefined> } = {}): Promise<string> {
+export async function redactSecrets(
+  text: string,
+  opts: { exec?: Executor; extra?: Array<string | null | undefined> } = {},
+): Promise<string> {
   if (!text) return text
   const extra = (opts.extra ?? []).filter((s): s is string => !!s)
-  return redactText(text, [...await knownSecrets(opts.exec), ...extra])
+  return redactText(text, [...(await knownSecrets(opts.exec)), ...extra])
 }

@@ -16,7 +16,9 @@ function _isTrusted(addr: string, nets: Net[]): boolean {
   try {
     const { family, value } = ipToBigInt(addr)
     return nets.some((n) => netContains(n, family, value))
-  } catch { return false }
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -32,11 +34,19 @@ export function clientIpOf(event: H3Event): string | null {
   const nets = _trustedNets()
   if (!nets.length || !_isTrusted(peer, nets)) return peer
   const header = event.node.req.headers['x-forwarded-for']
-  const hops = (Array.isArray(header) ? header.join(',') : header ?? '').split(',').map((h) => _unmapped(h.trim())).filter(Boolean)
+  const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((h) => _unmapped(h.trim()))
+    .filter(Boolean)
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!
     if (!_isTrusted(hop, nets)) {
-      try { ipToBigInt(hop); return hop } catch { return peer }
+      try {
+        ipToBigInt(hop)
+        return hop
+      } catch {
+        return peer
+      }
     }
   }
   return hops[0] ?? peer

@@ -10,7 +10,9 @@ export async function readRuntimeState<T>(key: string, exec: Executor = getDb())
 
 export async function writeRuntimeState(exec: Executor, key: string, value: unknown): Promise<void> {
   const now = new Date().toISOString()
-  await exec.insert(runtimeState).values({ key, value: JSON.stringify(value), updatedAt: now })
+  await exec
+    .insert(runtimeState)
+    .values({ key, value: JSON.stringify(value), updatedAt: now })
     .onConflictDoUpdate({ target: runtimeState.key, set: { value: JSON.stringify(value), updatedAt: now } })
 }
 
@@ -41,7 +43,17 @@ const _runs = new Map<string, BackgroundRun>()
 function _runOf(name: string, kind: BackgroundKind): BackgroundRun {
   let run = _runs.get(name)
   if (!run) {
-    run = { kind, last_status: 'never', last_start_at: null, last_end_at: null, last_duration_ms: null, last_error: null, last_result: null, runs: 0, failures: 0 }
+    run = {
+      kind,
+      last_status: 'never',
+      last_start_at: null,
+      last_end_at: null,
+      last_duration_ms: null,
+      last_error: null,
+      last_result: null,
+      runs: 0,
+      failures: 0,
+    }
     _runs.set(name, run)
   }
   return run
@@ -58,7 +70,12 @@ export function recordRunStart(name: string, kind: BackgroundKind, startedAtMs: 
   run.last_start_at = new Date(startedAtMs).toISOString()
 }
 
-export function recordRunEnd(name: string, kind: BackgroundKind, startedAtMs: number, outcome: { error: string } | { result: unknown }): void {
+export function recordRunEnd(
+  name: string,
+  kind: BackgroundKind,
+  startedAtMs: number,
+  outcome: { error: string } | { result: unknown },
+): void {
   const run = _runOf(name, kind)
   const endedAtMs = Date.now()
   run.runs++

@@ -19,7 +19,8 @@ export const SECRET_SET = '__SET__'
 const _goDuration = z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 15s, 1m or 2h30m')
 // The bouncer refuses 0s at start ("lapi update interval must be positive") and
 // takes 1ms as 1000 pulls a second; above 10 minutes a ban waits too long to bite.
-const _TICKER_MIN_MS = 1_000, _TICKER_MAX_MS = 600_000
+const _TICKER_MIN_MS = 1_000,
+  _TICKER_MAX_MS = 600_000
 const _tickerInterval = _goDuration.refine((v) => {
   const ms = parseGoDurationMs(v)
   return ms !== null && ms >= _TICKER_MIN_MS && ms <= _TICKER_MAX_MS
@@ -27,17 +28,36 @@ const _tickerInterval = _goDuration.refine((v) => {
 const _optionalUrl = z.union([z.literal(''), urlSchema()], { message: 'must be an http or https URL, or empty' })
 // The pattern (five or six fields) is what the document can say; croner checks each field.
 const _CRON_PROBLEM = 'must be a 5-field cron expression such as "0 2 * * *" (a leading seconds field is accepted)'
-const _cron = z.string().trim().max(100).regex(/^\s*\S+(\s+\S+){4,5}\s*$/, _CRON_PROBLEM).refine((v) => {
-  try { new Cron(v, { paused: true }); return [5, 6].includes(v.split(/\s+/).length) } catch { return false }
-}, _CRON_PROBLEM)
+const _cron = z
+  .string()
+  .trim()
+  .max(100)
+  .regex(/^\s*\S+(\s+\S+){4,5}\s*$/, _CRON_PROBLEM)
+  .refine((v) => {
+    try {
+      new Cron(v, { paused: true })
+      return [5, 6].includes(v.split(/\s+/).length)
+    } catch {
+      return false
+    }
+  }, _CRON_PROBLEM)
 const _text = (max: number) => safeText(max)
-const _cidr = z.string().trim().toLowerCase().max(64).refine((v) => {
-  const [addr, bits, extra] = v.split('/')
-  const family = isIP(addr ?? '')
-  return !!family && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)))
-}, 'must be an IP address or a CIDR such as 192.0.2.0/24')
-const _headerName = z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/, 'must be an HTTP header name such as X-Forwarded-For')
-const _int = (min: number, max: number) => z.number().int('must be an integer').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)
+const _cidr = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(64)
+  .refine((v) => {
+    const [addr, bits, extra] = v.split('/')
+    const family = isIP(addr ?? '')
+    return !!family && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)))
+  }, 'must be an IP address or a CIDR such as 192.0.2.0/24')
+const _headerName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/, 'must be an HTTP header name such as X-Forwarded-For')
+const _int = (min: number, max: number) =>
+  z.number().int('must be an integer').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)
 
 interface SettingDef<T = unknown> {
   key: string
@@ -53,34 +73,114 @@ const _def = <T>(d: SettingDef<T>) => d as SettingDef<unknown>
 
 export const SETTINGS_CATALOGUE: SettingDef[] = [
   _def({ key: 'logs.retention_days', schema: _int(1, 3650), default: () => 30, description: 'days log rows are kept' }),
-  _def({ key: 'logs.max_entries', schema: _int(1000, 100_000_000), default: () => 500_000, description: 'most log rows kept (audit rows included)' }),
-  _def({ key: 'logs.waf_audit_max_bytes', schema: _int(65_536, 10 * 1024 ** 3), default: () => 64 * 1024 ** 2,
-    description: "size past which the WAF audit log's already-ingested part is cut from the file" }),
+  _def({
+    key: 'logs.max_entries',
+    schema: _int(1000, 100_000_000),
+    default: () => 500_000,
+    description: 'most log rows kept (audit rows included)',
+  }),
+  _def({
+    key: 'logs.waf_audit_max_bytes',
+    schema: _int(65_536, 10 * 1024 ** 3),
+    default: () => 64 * 1024 ** 2,
+    description: "size past which the WAF audit log's already-ingested part is cut from the file",
+  }),
   _def({ key: 'backup.schedule', schema: _cron, default: () => '0 2 * * *', description: 'cron (UTC) of scheduled backups' }),
   _def({ key: 'backup.retention_days', schema: _int(1, 3650), default: () => 14, description: 'days backups are kept' }),
-  _def({ key: 'security_engine.ticker_interval', schema: _tickerInterval, default: () => '15s', affectsProxy: true, description: "the bouncer's decision poll period (1s to 10m)" }),
-  _def({ key: 'proxy.trusted_proxies', schema: z.array(_cidr).max(100, 'must list at most 100 ranges'), default: () => [] as string[], affectsProxy: true,
-    description: 'addresses of the CDN or load balancer in front of the proxy; only from these is the client-address header believed (empty: none, every request is judged by its connection address)' }),
-  _def({ key: 'proxy.client_ip_headers', schema: z.array(_headerName).min(1, 'must name at least one header').max(4, 'must name at most 4 headers'), default: () => ['X-Forwarded-For'], affectsProxy: true,
-    description: 'headers a trusted proxy puts the client address in, first found wins (X-Forwarded-For, CF-Connecting-IP, X-Real-IP ...)' }),
-  _def({ key: 'acme.email', schema: z.union([z.literal(''), emailSchema]), default: () => '', affectsProxy: true, description: 'default ACME account email' }),
-  _def({ key: 'acme.ca_url', schema: _optionalUrl, default: () => '', affectsProxy: true, description: 'default ACME directory URL (empty: the proxy default)' }),
-  _def({ key: 'appsec.inbound_threshold', schema: _int(1, 10_000), default: () => 5, affectsProxy: true, description: 'CRS inbound anomaly threshold (engine AppSec and proxy WAF)' }),
-  _def({ key: 'appsec.outbound_threshold', schema: _int(1, 10_000), default: () => 4, affectsProxy: true, description: 'CRS outbound anomaly threshold (engine AppSec and proxy WAF)' }),
-  _def({ key: 'revisions.retention_count', schema: _int(2, 10_000), default: () => 100, description: 'how many revisions of the proxy configuration are kept (the oldest go first)' }),
+  _def({
+    key: 'security_engine.ticker_interval',
+    schema: _tickerInterval,
+    default: () => '15s',
+    affectsProxy: true,
+    description: "the bouncer's decision poll period (1s to 10m)",
+  }),
+  _def({
+    key: 'proxy.trusted_proxies',
+    schema: z.array(_cidr).max(100, 'must list at most 100 ranges'),
+    default: () => [] as string[],
+    affectsProxy: true,
+    description:
+      'addresses of the CDN or load balancer in front of the proxy; only from these is the client-address header believed (empty: none, every request is judged by its connection address)',
+  }),
+  _def({
+    key: 'proxy.client_ip_headers',
+    schema: z.array(_headerName).min(1, 'must name at least one header').max(4, 'must name at most 4 headers'),
+    default: () => ['X-Forwarded-For'],
+    affectsProxy: true,
+    description: 'headers a trusted proxy puts the client address in, first found wins (X-Forwarded-For, CF-Connecting-IP, X-Real-IP ...)',
+  }),
+  _def({
+    key: 'acme.email',
+    schema: z.union([z.literal(''), emailSchema]),
+    default: () => '',
+    affectsProxy: true,
+    description: 'default ACME account email',
+  }),
+  _def({
+    key: 'acme.ca_url',
+    schema: _optionalUrl,
+    default: () => '',
+    affectsProxy: true,
+    description: 'default ACME directory URL (empty: the proxy default)',
+  }),
+  _def({
+    key: 'appsec.inbound_threshold',
+    schema: _int(1, 10_000),
+    default: () => 5,
+    affectsProxy: true,
+    description: 'CRS inbound anomaly threshold (engine AppSec and proxy WAF)',
+  }),
+  _def({
+    key: 'appsec.outbound_threshold',
+    schema: _int(1, 10_000),
+    default: () => 4,
+    affectsProxy: true,
+    description: 'CRS outbound anomaly threshold (engine AppSec and proxy WAF)',
+  }),
+  _def({
+    key: 'revisions.retention_count',
+    schema: _int(2, 10_000),
+    default: () => 100,
+    description: 'how many revisions of the proxy configuration are kept (the oldest go first)',
+  }),
   _def({ key: 'oidc.issuer', schema: _optionalUrl, default: () => '', description: 'OIDC issuer URL (empty: OIDC off)' }),
   _def({ key: 'oidc.client_id', schema: _text(256), default: () => '', description: 'OIDC client id' }),
   _def({ key: 'oidc.client_secret', schema: _text(1024), default: () => '', secret: true, description: 'OIDC client secret' }),
-  _def({ key: 'oidc.allowed_emails', schema: z.array(emailSchema).max(1000), default: () => [] as string[], description: 'emails allowed to log in with OIDC (empty: any)' }),
-  _def({ key: 'oidc.require_email_verified', schema: z.boolean(), default: () => true, description: 'refuse OIDC users whose email is not verified' }),
+  _def({
+    key: 'oidc.allowed_emails',
+    schema: z.array(emailSchema).max(1000),
+    default: () => [] as string[],
+    description: 'emails allowed to log in with OIDC (empty: any)',
+  }),
+  _def({
+    key: 'oidc.require_email_verified',
+    schema: z.boolean(),
+    default: () => true,
+    description: 'refuse OIDC users whose email is not verified',
+  }),
   _def({ key: 'oidc.display_name', schema: _text(64), default: () => 'Single sign-on', description: 'label of the OIDC login button' }),
   _def({ key: 'smtp.host', schema: _text(253), default: () => '', description: 'SMTP server host' }),
   _def({ key: 'smtp.port', schema: _int(1, 65535), default: () => 587, description: 'SMTP server port' }),
   _def({ key: 'smtp.username', schema: _text(256), default: () => '', description: 'SMTP user name' }),
   _def({ key: 'smtp.password', schema: _text(1024), default: () => '', secret: true, description: 'SMTP password' }),
-  _def({ key: 'smtp.from', schema: z.union([z.literal(''), emailSchema]), default: () => '', description: 'sender address of notification mail' }),
-  _def({ key: 'geoip.country_url', schema: _optionalUrl, default: () => getConfig().geoip.countryUrl, description: 'where country.mmdb is downloaded from' }),
-  _def({ key: 'geoip.asn_url', schema: _optionalUrl, default: () => getConfig().geoip.asnUrl, description: 'where asn.mmdb is downloaded from' }),
+  _def({
+    key: 'smtp.from',
+    schema: z.union([z.literal(''), emailSchema]),
+    default: () => '',
+    description: 'sender address of notification mail',
+  }),
+  _def({
+    key: 'geoip.country_url',
+    schema: _optionalUrl,
+    default: () => getConfig().geoip.countryUrl,
+    description: 'where country.mmdb is downloaded from',
+  }),
+  _def({
+    key: 'geoip.asn_url',
+    schema: _optionalUrl,
+    default: () => getConfig().geoip.asnUrl,
+    description: 'where asn.mmdb is downloaded from',
+  }),
 ]
 
 const _byKey = new Map(SETTINGS_CATALOGUE.map((d) => [d.key, d]))
@@ -89,8 +189,14 @@ const _byKey = new Map(SETTINGS_CATALOGUE.map((d) => [d.key, d]))
  * PUT /api/settings: any subset of the catalogue's keys, each with its own
  * schema (a secret also takes "__UNCHANGED__"); the route and the document use it.
  */
-export const settingsPatchBody = z.strictObject(Object.fromEntries(SETTINGS_CATALOGUE.map((d) => [d.key,
-  (d.secret ? z.union([z.literal(UNCHANGED), d.schema]) : d.schema).optional().describe(d.description)])))
+export const settingsPatchBody = z.strictObject(
+  Object.fromEntries(
+    SETTINGS_CATALOGUE.map((d) => [
+      d.key,
+      (d.secret ? z.union([z.literal(UNCHANGED), d.schema]) : d.schema).optional().describe(d.description),
+    ]),
+  ),
+)
 const _owner = (key: string) => `settings/${key}`
 
 type CommitHook = (tx: Tx, changedKeys: string[], ctx: AuditContext) => Promise<void>
@@ -151,7 +257,9 @@ export async function updateSettings(patch: unknown, ctx: AuditContext): Promise
       for (const key of keys) {
         const def = _byKey.get(key)!
         const value = def.secret && clean[key] !== '' ? getSecretsBox().seal(clean[key] as string, _owner(key)) : clean[key]
-        await tx.insert(settings).values({ key, value: JSON.stringify(value), updatedAt: now })
+        await tx
+          .insert(settings)
+          .values({ key, value: JSON.stringify(value), updatedAt: now })
           .onConflictDoUpdate({ target: settings.key, set: { value: JSON.stringify(value), updatedAt: now } })
       }
       await writeAudit(ctx, 'settings_update', { keys }, tx)

@@ -38,10 +38,14 @@ function _where(path: Array<string | number>, root: string): string {
  */
 export function assertCleanJson(value: unknown, path: Array<string | number> = [], root = 'body'): void {
   if (typeof value === 'string') {
-    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value)) throw badRequest(`${_where(path, root)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
+    if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value))
+      throw badRequest(`${_where(path, root)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
     return
   }
-  if (Array.isArray(value)) { value.forEach((item, i) => assertCleanJson(item, [...path, i], root)); return }
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => assertCleanJson(item, [...path, i], root))
+    return
+  }
   if (!value || typeof value !== 'object') return
   for (const [key, item] of Object.entries(value)) {
     if (_PROTOTYPE_KEYS.has(key)) throw badRequest(`${_where(path, root)}: the key "${key}" is not allowed`)
@@ -54,14 +58,22 @@ const _utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** Bytes as UTF-8 text: invalid bytes are a 400 naming `what`, never replaced by U+FFFD and stored. */
 export function decodeUtf8(raw: Uint8Array, what: string): string {
-  try { return _utf8.decode(raw) } catch { throw badRequest(`${what} is not valid UTF-8: send it encoded as UTF-8`) }
+  try {
+    return _utf8.decode(raw)
+  } catch {
+    throw badRequest(`${what} is not valid UTF-8: send it encoded as UTF-8`)
+  }
 }
 
 /** Decodes and parses a JSON body, then refuses prototype keys and control characters (assertCleanJson). */
 export function decodeJsonBody(raw: Uint8Array): unknown {
   const text = decodeUtf8(raw, 'request body')
   let value: unknown
-  try { value = JSON.parse(text) } catch { throw badRequest('request body is not valid JSON') }
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw badRequest('request body is not valid JSON')
+  }
   assertCleanJson(value)
   return value
 }
@@ -100,19 +112,32 @@ const _NO_CONTROL_EXCEPT_TAB_NEWLINE = /^[^\u0000-\u0008\u000b-\u001f\u007f]*$/
  */
 export const safeText = (max: number, options: { multiline?: boolean; min?: number } = {}) => {
   const base = z.string().max(max, `must be at most ${max} characters`)
-  const bounded = options.min ? base.min(options.min, options.min === 1 ? 'must not be empty' : `must be at least ${options.min} characters`) : base
+  const bounded = options.min
+    ? base.min(options.min, options.min === 1 ? 'must not be empty' : `must be at least ${options.min} characters`)
+    : base
   return options.multiline
     ? bounded.regex(_NO_CONTROL_EXCEPT_TAB_NEWLINE, 'must not contain control characters (tab and newline are allowed)')
     : bounded.regex(_NO_CONTROL, 'must not contain control characters')
 }
 
 /** One email rule: lower-cased, no spaces, quotes, angle brackets, backslashes or control characters, a dot in the domain. */
-export const emailSchema = z.string().trim().toLowerCase().max(254, 'must be at most 254 characters')
-  .regex(/^[^\s@"'<>\\\u0000-\u001f\u007f]+@[^\s@"'<>\\\u0000-\u001f\u007f]+\.[^\s@"'<>\\\u0000-\u001f\u007f]+$/, 'must be a valid email address')
+export const emailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254, 'must be at most 254 characters')
+  .regex(
+    /^[^\s@"'<>\\\u0000-\u001f\u007f]+@[^\s@"'<>\\\u0000-\u001f\u007f]+\.[^\s@"'<>\\\u0000-\u001f\u007f]+$/,
+    'must be a valid email address',
+  )
   .meta({ format: 'email' })
 
 function _parsesAs(value: string, schemes: readonly string[]): boolean {
-  try { return schemes.includes(new URL(value).protocol.slice(0, -1)) } catch { return false }
+  try {
+    return schemes.includes(new URL(value).protocol.slice(0, -1))
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -123,7 +148,10 @@ function _parsesAs(value: string, schemes: readonly string[]): boolean {
 export const urlSchema = (options: { schemes?: readonly ['http' | 'https', ...Array<'http' | 'https'>]; max?: number } = {}) => {
   const schemes = options.schemes ?? ['http', 'https']
   const words = schemes.length === 1 ? `an ${schemes[0]}:// URL` : 'an http(s) URL'
-  return z.string().trim().max(options.max ?? 2048, `must be at most ${options.max ?? 2048} characters`)
+  return z
+    .string()
+    .trim()
+    .max(options.max ?? 2048, `must be at most ${options.max ?? 2048} characters`)
     .regex(new RegExp(`^(${schemes.join('|')})://[^\\s"'<>\\\\{}\\u0000-\\u001f\\u007f]+$`), `must be ${words}`)
     .refine((v) => _parsesAs(v, schemes), `must be ${words}`)
     .meta({ format: 'uri' })
@@ -134,10 +162,16 @@ export const urlSchema = (options: { schemes?: readonly ['http' | 'https', ...Ar
  * the domain parses the value itself (node:net) and names what is wrong.
  */
 export const ipOrCidrText = (options: { cidr?: boolean } = { cidr: true }) =>
-  z.string().trim().max(64, 'must be at most 64 characters').regex(options.cidr ? /^[0-9A-Fa-f:.]{2,45}(\/\d{1,3})?$/ : /^[0-9A-Fa-f:.]{2,45}$/,
-    options.cidr ? 'must be an IP address or a CIDR such as 192.0.2.0/24' : 'must be an IPv4 or IPv6 address')
+  z
+    .string()
+    .trim()
+    .max(64, 'must be at most 64 characters')
+    .regex(
+      options.cidr ? /^[0-9A-Fa-f:.]{2,45}(\/\d{1,3})?$/ : /^[0-9A-Fa-f:.]{2,45}$/,
+      options.cidr ? 'must be an IP address or a CIDR such as 192.0.2.0/24' : 'must be an IPv4 or IPv6 address',
+    )
 
-const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const _GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
 /**
  * A Go duration ("15s", "1m30s", "1.5h", or "-2s" as the local API words an
@@ -148,6 +182,7 @@ export function parseGoDurationMs(text: string): number | null {
   const body = sign < 0 ? text.slice(1) : text
   if (!/^(\d+(\.\d+)?(ns|us|µs|μs|ms|s|m|h))+$/.test(body)) return null
   let total = 0
-  for (const [, value, unit] of body.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(value) * _GO_DURATION_UNITS_MS[unit!]!
+  for (const [, value, unit] of body.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g))
+    total += Number(value) * _GO_DURATION_UNITS_MS[unit!]!
   return sign * total
 }

@@ -3,7 +3,11 @@ import { isIP } from 'node:net'
 // IP arithmetic on BigInt, shared by the walker, the roll-up and the LAN check.
 
 export type Family = 4 | 6
-export interface Net { family: Family; start: bigint; prefix: number }
+export interface Net {
+  family: Family
+  start: bigint
+  prefix: number
+}
 
 export const bitsOf = (f: Family) => (f === 4 ? 32 : 128)
 
@@ -13,9 +17,13 @@ export function ipToBigInt(ip: string): { family: Family; value: bigint } {
   if (family === 6) {
     let text = ip
     const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
-    if (v4) { const n = ipToBigInt(v4[1]!).value; text = text.replace(v4[1]!, `${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`) }
+    if (v4) {
+      const n = ipToBigInt(v4[1]!).value
+      text = text.replace(v4[1]!, `${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`)
+    }
     const [head, tail = ''] = text.split('::')
-    const h = head ? head.split(':') : [], t = text.includes('::') ? (tail ? tail.split(':') : []) : []
+    const h = head ? head.split(':') : [],
+      t = text.includes('::') ? (tail ? tail.split(':') : []) : []
     const groups = text.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h
     return { family, value: groups.reduce((n, g) => (n << 16n) | BigInt(parseInt(g, 16)), 0n) }
   }
@@ -25,8 +33,17 @@ export function ipToBigInt(ip: string): { family: Family; value: bigint } {
 export function bigIntToIp(value: bigint, family: Family): string {
   if (family === 4) return [24n, 16n, 8n, 0n].map((s) => Number((value >> s) & 255n)).join('.')
   const g = Array.from({ length: 8 }, (_, i) => Number((value >> BigInt(112 - 16 * i)) & 0xffffn))
-  let best = -1, bestLen = 1
-  for (let i = 0; i < 8;) { let j = i; while (j < 8 && g[j] === 0) j++; if (j - i > bestLen) { best = i; bestLen = j - i } i = j === i ? i + 1 : j }
+  let best = -1,
+    bestLen = 1
+  for (let i = 0; i < 8; ) {
+    let j = i
+    while (j < 8 && g[j] === 0) j++
+    if (j - i > bestLen) {
+      best = i
+      bestLen = j - i
+    }
+    i = j === i ? i + 1 : j
+  }
   const hex = g.map((x) => x.toString(16))
   return best < 0 ? hex.join(':') : `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`
 }
@@ -41,7 +58,10 @@ export function parseCidr(cidr: string): Net {
 // Masks and sizes per family and prefix, computed once: the roll-up asks for them
 // hundreds of thousands of times per country.
 const _table = (bits: number, at: (p: number) => bigint) => Array.from({ length: bits + 1 }, (_, p) => at(p))
-const _MASKS = { 4: _table(32, (p) => ((1n << 32n) - 1n) ^ ((1n << BigInt(32 - p)) - 1n)), 6: _table(128, (p) => ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - p)) - 1n)) }
+const _MASKS = {
+  4: _table(32, (p) => ((1n << 32n) - 1n) ^ ((1n << BigInt(32 - p)) - 1n)),
+  6: _table(128, (p) => ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - p)) - 1n)),
+}
 const _SIZES = { 4: _table(32, (p) => 1n << BigInt(32 - p)), 6: _table(128, (p) => 1n << BigInt(128 - p)) }
 
 export const mask = (family: Family, prefix: number) => _MASKS[family][prefix]!

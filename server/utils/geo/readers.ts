@@ -11,7 +11,13 @@ import { ipOrCidrText } from '../core/validate'
 // renames a new file into place; the reader notices the new inode or mtime).
 
 export type GeoKind = 'country' | 'asn'
-interface _Open { reader: Reader<any>; ino: number; mtimeMs: number; size: number; checkedAtMs: number }
+interface _Open {
+  reader: Reader<any>
+  ino: number
+  mtimeMs: number
+  size: number
+  checkedAtMs: number
+}
 const _open: Partial<Record<GeoKind, _Open>> = {}
 const _RECHECK_MS = 5_000
 
@@ -23,9 +29,15 @@ export function openGeoReader(kind: GeoKind, force = false): Reader<any> | null 
   const path = geoFilePath(kind)
   const cur = _open[kind]
   if (cur && !force && Date.now() - cur.checkedAtMs < _RECHECK_MS) return cur.reader
-  if (!existsSync(path)) { delete _open[kind]; return null }
+  if (!existsSync(path)) {
+    delete _open[kind]
+    return null
+  }
   const st = statSync(path)
-  if (cur && cur.ino === st.ino && cur.mtimeMs === st.mtimeMs) { cur.checkedAtMs = Date.now(); return cur.reader }
+  if (cur && cur.ino === st.ino && cur.mtimeMs === st.mtimeMs) {
+    cur.checkedAtMs = Date.now()
+    return cur.reader
+  }
   try {
     _open[kind] = { reader: new Reader<any>(readFileSync(path)), ino: st.ino, mtimeMs: st.mtimeMs, size: st.size, checkedAtMs: Date.now() }
   } catch {
@@ -44,8 +56,19 @@ export function geoVersion(reader: Reader<any>): string {
 export function geoFileStatus(kind: GeoKind) {
   const reader = openGeoReader(kind)
   const o = _open[kind]
-  if (!reader || !o) return { loaded: false, version: null, build_epoch: null, size_bytes: existsSync(geoFilePath(kind)) ? statSync(geoFilePath(kind)).size : null }
-  return { loaded: true, version: geoVersion(reader), build_epoch: Math.floor(new Date(geoVersion(reader)).getTime() / 1000), size_bytes: o.size }
+  if (!reader || !o)
+    return {
+      loaded: false,
+      version: null,
+      build_epoch: null,
+      size_bytes: existsSync(geoFilePath(kind)) ? statSync(geoFilePath(kind)).size : null,
+    }
+  return {
+    loaded: true,
+    version: geoVersion(reader),
+    build_epoch: Math.floor(new Date(geoVersion(reader)).getTime() / 1000),
+    size_bytes: o.size,
+  }
 }
 
 /** Country and ASN of an address; LAN addresses answer LAN / 0; unknown parts are null. */
@@ -57,7 +80,8 @@ export function lookupIp(ip: string): { ip: string; country: string | null; as_n
   const country = openGeoReader('country')?.get(ip)
   const asn = openGeoReader('asn')?.get(ip) as any
   return {
-    ip, country: countryOfRecord(country) ?? null,
+    ip,
+    country: countryOfRecord(country) ?? null,
     as_number: asn?.autonomous_system_number ?? null,
     as_organization: asn?.autonomous_system_organization ?? null,
   }

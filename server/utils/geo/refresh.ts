@@ -20,7 +20,11 @@ const _MAX_BYTES = 256 * 1024 * 1024
 const _TIMEOUT_MS = 120_000
 const _KINDS: GeoKind[] = ['country', 'asn']
 
-interface RefreshState { last_refresh_at: string | null; last_refresh_status: 'ok' | 'failed' | 'never'; errors: Partial<Record<GeoKind, string>> }
+interface RefreshState {
+  last_refresh_at: string | null
+  last_refresh_status: 'ok' | 'failed' | 'never'
+  errors: Partial<Record<GeoKind, string>>
+}
 
 async function _download(url: string): Promise<Buffer> {
   if (url.startsWith('file:')) return readFileSync(fileURLToPath(url))
@@ -35,13 +39,20 @@ async function _download(url: string): Promise<Buffer> {
 export function checkMmdb(bytes: Buffer): Buffer {
   const data = bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes
   let reader: Reader<any>
-  try { reader = new Reader<any>(data) } catch (err) { throw new Error(`not a MaxMind database: ${(err as Error).message}`) }
+  try {
+    reader = new Reader<any>(data)
+  } catch (err) {
+    throw new Error(`not a MaxMind database: ${(err as Error).message}`)
+  }
   reader.get('1.1.1.1') // throws on a corrupt tree
   return data
 }
 
 export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshState> {
-  const urls: Record<GeoKind, string> = { country: await getSetting<string>('geoip.country_url'), asn: await getSetting<string>('geoip.asn_url') }
+  const urls: Record<GeoKind, string> = {
+    country: await getSetting<string>('geoip.country_url'),
+    asn: await getSetting<string>('geoip.asn_url'),
+  }
   const errors: Partial<Record<GeoKind, string>> = {}
   for (const kind of _KINDS) {
     try {
@@ -55,20 +66,34 @@ export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshSta
       logger.warn(`geolocation refresh of ${kind}.mmdb failed (the old file stays): ${errors[kind]}`)
     }
   }
-  const state: RefreshState = { last_refresh_at: new Date().toISOString(), last_refresh_status: Object.keys(errors).length ? 'failed' : 'ok', errors }
+  const state: RefreshState = {
+    last_refresh_at: new Date().toISOString(),
+    last_refresh_status: Object.keys(errors).length ? 'failed' : 'ok',
+    errors,
+  }
   await runWrite(async () => {
     await writeRuntimeState(getDb(), _STATE, state)
     await writeAudit(ctx, 'geoip_refresh', { status: state.last_refresh_status, failed: Object.keys(errors) })
   })
   if (Object.keys(errors).length && ctx.actor !== 'system:geoip-refresh') {
-    throw upstreamFailed(`geolocation refresh failed: ${Object.entries(errors).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
+    throw upstreamFailed(
+      `geolocation refresh failed: ${Object.entries(errors)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ')}`,
+    )
   }
   return state
 }
 
 export async function readGeoStatus() {
   const state = (await readRuntimeState<RefreshState>(_STATE)) ?? { last_refresh_at: null, last_refresh_status: 'never', errors: {} }
-  return { country: geoFileStatus('country'), asn: geoFileStatus('asn'), last_refresh_at: state.last_refresh_at, last_refresh_status: state.last_refresh_status, last_refresh_errors: state.errors }
+  return {
+    country: geoFileStatus('country'),
+    asn: geoFileStatus('asn'),
+    last_refresh_at: state.last_refresh_at,
+    last_refresh_status: state.last_refresh_status,
+    last_refresh_errors: state.errors,
+  }
 }
 
 export function geoFileMissing(): boolean {

@@ -14,7 +14,11 @@ export const FLOOR = { 4: 16, 6: 28 } as const
 /** At most this share of a supernet may lie outside the country. */
 export const MAX_FOREIGN_SHARE = 0.5
 
-export interface RollUpResult { cidrs: string[]; inputAddresses: { v4: bigint; v6: bigint }; addedAddresses: { v4: bigint; v6: bigint } }
+export interface RollUpResult {
+  cidrs: string[]
+  inputAddresses: { v4: bigint; v6: bigint }
+  addedAddresses: { v4: bigint; v6: bigint }
+}
 
 /**
  * Networks wider than the floor as floor-sized pieces: a country database holds
@@ -24,7 +28,10 @@ export function splitToFloor(nets: Net[]): Net[] {
   const out: Net[] = []
   for (const n of nets) {
     const floor = FLOOR[n.family]
-    if (n.prefix >= floor) { out.push(n); continue }
+    if (n.prefix >= floor) {
+      out.push(n)
+      continue
+    }
     const step = sizeOf({ family: n.family, start: 0n, prefix: floor })
     for (let start = n.start; start <= endOf(n); start += step) out.push({ family: n.family, start, prefix: floor })
   }
@@ -40,7 +47,8 @@ function _exactMerge(nets: Net[]): Net[] {
     out.push(n)
     // Collapse sibling pairs upwards: [a/p, b/p] with a aligned to /p-1 -> a/p-1.
     while (out.length >= 2) {
-      const b = out[out.length - 1]!, a = out[out.length - 2]!
+      const b = out[out.length - 1]!,
+        a = out[out.length - 2]!
       // Exact, but never wider than the floor either.
       if (a.prefix !== b.prefix || a.prefix <= FLOOR[a.family]) break
       const parent = a.prefix - 1
@@ -59,38 +67,80 @@ function _commonSupernet(a: Net, b: Net): Net | null {
   return { family: a.family, start: a.start & mask(a.family, p), prefix: p }
 }
 
-interface _Node { net: Net; covered: bigint; prev: _Node | null; next: _Node | null; alive: boolean; id: number }
-interface _Candidate { a: _Node; b: _Node; cost: bigint; order: number }
+interface _Node {
+  net: Net
+  covered: bigint
+  prev: _Node | null
+  next: _Node | null
+  alive: boolean
+  id: number
+}
+interface _Candidate {
+  a: _Node
+  b: _Node
+  cost: bigint
+  order: number
+}
 
 /** A binary min-heap of merge candidates, cheapest first (ties: leftmost first, for determinism). */
 class _Heap {
   private items: _Candidate[] = []
-  get size() { return this.items.length }
-  private less(x: _Candidate, y: _Candidate) { return x.cost < y.cost || (x.cost === y.cost && x.order < y.order) }
+  get size() {
+    return this.items.length
+  }
+  private less(x: _Candidate, y: _Candidate) {
+    return x.cost < y.cost || (x.cost === y.cost && x.order < y.order)
+  }
   push(c: _Candidate) {
-    const a = this.items; a.push(c)
-    for (let i = a.length - 1; i > 0;) { const p = (i - 1) >> 1; if (!this.less(a[i]!, a[p]!)) break; [a[i], a[p]] = [a[p]!, a[i]!]; i = p }
+    const a = this.items
+    a.push(c)
+    for (let i = a.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1
+      if (!this.less(a[i]!, a[p]!)) break
+      ;[a[i], a[p]] = [a[p]!, a[i]!]
+      i = p
+    }
   }
   pop(): _Candidate | undefined {
-    const a = this.items; const top = a[0]; const last = a.pop()
+    const a = this.items
+    const top = a[0]
+    const last = a.pop()
     if (a.length && last) {
       a[0] = last
-      for (let i = 0; ;) { const l = 2 * i + 1, r = l + 1; let m = i
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1,
+          r = l + 1
+        let m = i
         if (l < a.length && this.less(a[l]!, a[m]!)) m = l
         if (r < a.length && this.less(a[r]!, a[m]!)) m = r
-        if (m === i) break; [a[i], a[m]] = [a[m]!, a[i]!]; i = m }
+        if (m === i) break
+        ;[a[i], a[m]] = [a[m]!, a[i]!]
+        i = m
+      }
     }
     return top
   }
 }
 
 /** What merging a and its neighbour b would produce: the supernet, the nodes it swallows, the cost. */
-function _candidate(a: _Node, b: _Node, maxForeignShare: number): { sup: Net; first: _Node; last: _Node; covered: bigint; cost: bigint } | null {
+function _candidate(
+  a: _Node,
+  b: _Node,
+  maxForeignShare: number,
+): { sup: Net; first: _Node; last: _Node; covered: bigint; cost: bigint } | null {
   const sup = _commonSupernet(a.net, b.net)
   if (!sup) return null
-  let first = a, last = b, covered = a.covered + b.covered
-  while (first.prev && first.prev.net.start >= sup.start) { first = first.prev; covered += first.covered }
-  while (last.next && endOf(last.next.net) <= endOf(sup)) { last = last.next; covered += last.covered }
+  let first = a,
+    last = b,
+    covered = a.covered + b.covered
+  while (first.prev && first.prev.net.start >= sup.start) {
+    first = first.prev
+    covered += first.covered
+  }
+  while (last.next && endOf(last.next.net) <= endOf(sup)) {
+    last = last.next
+    covered += last.covered
+  }
   const cost = sizeOf(sup) - covered
   if (Number(cost) > maxForeignShare * Number(sizeOf(sup))) return null
   return { sup, first, last, covered, cost }
@@ -101,7 +151,10 @@ function _rollFamily(nets: Net[], target: number, maxForeignShare: number): { ne
   const input = merged.reduce((s, n) => s + sizeOf(n), 0n)
   let ids = 0
   const nodes: _Node[] = merged.map((net) => ({ net, covered: sizeOf(net), prev: null, next: null, alive: true, id: ids++ }))
-  nodes.forEach((n, i) => { n.prev = nodes[i - 1] ?? null; n.next = nodes[i + 1] ?? null })
+  nodes.forEach((n, i) => {
+    n.prev = nodes[i - 1] ?? null
+    n.next = nodes[i + 1] ?? null
+  })
   let head: _Node | null = nodes[0] ?? null
   let count = nodes.length
   const heap = new _Heap()
@@ -116,11 +169,18 @@ function _rollFamily(nets: Net[], target: number, maxForeignShare: number): { ne
     const top = heap.pop()!
     if (!top.a.alive || !top.b.alive || top.a.next !== top.b) continue // stale
     const c = _candidate(top.a, top.b, maxForeignShare)
-    if (!c || c.cost !== top.cost) { if (c) heap.push({ ...top, cost: c.cost, order: order++ }); continue }
+    if (!c || c.cost !== top.cost) {
+      if (c) heap.push({ ...top, cost: c.cost, order: order++ })
+      continue
+    }
     const node: _Node = { net: c.sup, covered: c.covered, prev: c.first.prev, next: c.last.next, alive: true, id: ids++ }
-    for (let n: _Node | null = c.first; n && n !== c.last.next; n = n.next) { n.alive = false; count-- }
+    for (let n: _Node | null = c.first; n && n !== c.last.next; n = n.next) {
+      n.alive = false
+      count--
+    }
     count++
-    if (node.prev) node.prev.next = node; else head = node
+    if (node.prev) node.prev.next = node
+    else head = node
     if (node.next) node.next.prev = node
     offer(node.prev)
     offer(node)
@@ -139,7 +199,8 @@ export function rollUpNetworks(cidrs: string[], target = TARGET_SUPERNETS, maxFo
 /** Rolls networks up; the IPv4 and IPv6 shares of the target follow their network counts. */
 export function rollUpNets(nets: Net[], target = TARGET_SUPERNETS, maxForeignShare = MAX_FOREIGN_SHARE): RollUpResult {
   const byFamily = (f: Family) => nets.filter((n) => n.family === f)
-  const v4 = byFamily(4), v6 = byFamily(6)
+  const v4 = byFamily(4),
+    v6 = byFamily(6)
   const t4 = v6.length ? Math.max(1, Math.round((target * v4.length) / (v4.length + v6.length))) : target
   const r4 = _rollFamily(v4, t4, maxForeignShare)
   const r6 = _rollFamily(v6, Math.max(1, target - t4), maxForeignShare)

@@ -6,13 +6,17 @@ import { bigIntToIp, formatNet, type Net } from './ip'
 // records (left = bit 0, right = bit 1); a record below nodeCount is a child
 // node, equal to it is "no data", above it points into the data section.
 
-export interface WalkedNetwork<T> { cidr: string; family: 4 | 6; data: T }
+export interface WalkedNetwork<T> {
+  cidr: string
+  family: 4 | 6
+  data: T
+}
 
 function _recordReader(db: Buffer, recordSize: number) {
   if (recordSize === 24) return (off: number, right: boolean) => db.readUIntBE(right ? off + 3 : off, 3)
-  if (recordSize === 28) return (off: number, right: boolean) => right
-    ? ((db[off + 3]! & 0x0f) << 24) | db.readUIntBE(off + 4, 3)
-    : ((db[off + 3]! & 0xf0) << 20) | db.readUIntBE(off, 3)
+  if (recordSize === 28)
+    return (off: number, right: boolean) =>
+      right ? ((db[off + 3]! & 0x0f) << 24) | db.readUIntBE(off + 4, 3) : ((db[off + 3]! & 0xf0) << 20) | db.readUIntBE(off, 3)
   if (recordSize === 32) return (off: number, right: boolean) => db.readUInt32BE(right ? off + 4 : off)
   throw new Error(`unsupported mmdb record size ${recordSize}`)
 }
@@ -31,7 +35,10 @@ export function* walkMmdb<T>(reader: Reader<any>): Generator<WalkedNetwork<T>> {
     const [node, depth, prefix] = stack.pop()!
     if (node < 0) {
       let data = cache.get(-node)
-      if (data === undefined) { data = internal.resolveDataPointer(-node) as T; cache.set(-node, data) }
+      if (data === undefined) {
+        data = internal.resolveDataPointer(-node) as T
+        cache.set(-node, data)
+      }
       const v4 = ipVersion === 4 || (depth >= 96 && prefix >> 32n === 0n)
       yield v4
         ? { cidr: `${bigIntToIp(prefix & 0xffffffffn, 4)}/${ipVersion === 4 ? depth : depth - 96}`, family: 4, data }
@@ -78,11 +85,16 @@ export function listCountryNets(reader: Reader<any>, cc: string): Net[] {
   // Flat stack of (node or -pointer, depth, bit taken to get here); right pushed first so output ascends.
   const stack: number[] = [0, 0, 0]
   while (stack.length) {
-    const bit = stack.pop()!, depth = stack.pop()!, node = stack.pop()!
+    const bit = stack.pop()!,
+      depth = stack.pop()!,
+      node = stack.pop()!
     if (depth > 0) path[depth - 1] = bit
     if (node < 0) {
       let match = matches.get(-node)
-      if (match === undefined) { match = countryOfRecord(internal.resolveDataPointer(-node)) === cc; matches.set(-node, match) }
+      if (match === undefined) {
+        match = countryOfRecord(internal.resolveDataPointer(-node)) === cc
+        matches.set(-node, match)
+      }
       if (match) out.push(_netFromPath(path, depth, ipVersion))
       continue
     }

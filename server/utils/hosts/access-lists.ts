@@ -21,16 +21,25 @@ type ListRow = typeof accessLists.$inferSelect
 
 /** What the stored row becomes, whoever wrote it (the API or an import). */
 export interface AccessListValues {
-  name: string; realm: string; default_action: 'allow' | 'deny'; ip_rules: AccessListIpRule[]; users: AccessListUser[]
+  name: string
+  realm: string
+  default_action: 'allow' | 'deny'
+  ip_rules: AccessListIpRule[]
+  users: AccessListUser[]
 }
 
 export function presentAccessList(row: ListRow, hostIds: number[]) {
   return {
-    id: row.id, name: row.name, realm: row.realm, default_action: row.defaultAction,
+    id: row.id,
+    name: row.name,
+    realm: row.realm,
+    default_action: row.defaultAction,
     ip_rules: row.ipRules.map((r) => ({ action: r.action, source: r.source })),
     // Usernames only: the hash never leaves the database except into the proxy configuration.
     users: row.users.map((u) => ({ username: u.username })),
-    host_ids: hostIds, created_at: row.createdAt, updated_at: row.updatedAt,
+    host_ids: hostIds,
+    created_at: row.createdAt,
+    updated_at: row.updatedAt,
   }
 }
 
@@ -56,14 +65,16 @@ export async function getAccessList(id: number) {
  */
 async function _resolveUsers(input: AccessListInput['users'], stored: AccessListUser[]): Promise<AccessListUser[]> {
   const storedByName = new Map(stored.map((u) => [u.username, u.hash]))
-  return Promise.all(input.map(async (u) => {
-    if (u.password === undefined || u.password === UNCHANGED) {
-      const kept = storedByName.get(u.username)
-      if (!kept) throw badRequest(`users: "${u.username}" is a new user and needs a password`)
-      return { username: u.username, hash: kept }
-    }
-    return { username: u.username, hash: await bcryptHash(u.password, BCRYPT_COST) }
-  }))
+  return Promise.all(
+    input.map(async (u) => {
+      if (u.password === undefined || u.password === UNCHANGED) {
+        const kept = storedByName.get(u.username)
+        if (!kept) throw badRequest(`users: "${u.username}" is a new user and needs a password`)
+        return { username: u.username, hash: kept }
+      }
+      return { username: u.username, hash: await bcryptHash(u.password, BCRYPT_COST) }
+    }),
+  )
 }
 
 function _columns(v: AccessListValues) {
@@ -72,7 +83,13 @@ function _columns(v: AccessListValues) {
 }
 
 function _auditFields(row: ListRow) {
-  return { access_list_id: row.id, name: row.name, users: row.users.length, ip_rules: row.ipRules.length, default_action: row.defaultAction }
+  return {
+    access_list_id: row.id,
+    name: row.name,
+    users: row.users.length,
+    ip_rules: row.ipRules.length,
+    default_action: row.defaultAction,
+  }
 }
 
 function _duplicateName(err: unknown, name: string): never {
@@ -83,7 +100,11 @@ function _duplicateName(err: unknown, name: string): never {
 /** Inside the caller's transaction (the API below, and the importers): insert and audit, no reconcile. */
 export async function insertAccessList(tx: Tx, values: AccessListValues, ctx: AuditContext): Promise<ListRow> {
   const now = new Date().toISOString()
-  const row = (await tx.insert(accessLists).values({ ..._columns(values), createdAt: now, updatedAt: now }).returning().get()
+  const row = (await tx
+    .insert(accessLists)
+    .values({ ..._columns(values), createdAt: now, updatedAt: now })
+    .returning()
+    .get()
     .catch((err) => _duplicateName(err, values.name)))!
   await writeAudit(ctx, 'access_list_create', _auditFields(row), tx)
   return row
@@ -114,8 +135,13 @@ export async function updateAccessList(id: number, input: AccessListInput, ctx: 
     const now = await tx.select({ updatedAt: accessLists.updatedAt }).from(accessLists).where(eq(accessLists.id, id)).get()
     if (!now) throw notFound('access list', id)
     if (now.updatedAt !== current.updatedAt) throw conflict(`access list ${id} changed while this request was processed; send it again`)
-    const row = (await tx.update(accessLists).set({ ..._columns({ ...input, users }), updatedAt: new Date().toISOString() })
-      .where(eq(accessLists.id, id)).returning().get().catch((err) => _duplicateName(err, input.name)))!
+    const row = (await tx
+      .update(accessLists)
+      .set({ ..._columns({ ...input, users }), updatedAt: new Date().toISOString() })
+      .where(eq(accessLists.id, id))
+      .returning()
+      .get()
+      .catch((err) => _duplicateName(err, input.name)))!
     await writeAudit(ctx, 'access_list_update', _auditFields(row), tx)
     const outcome = await reconcileInTransaction(tx, ctx, `access list ${row.name} updated`)
     return { ...(await _present(tx, row)), reconcile: presentReconcile(outcome) }
@@ -127,7 +153,10 @@ export async function deleteAccessList(id: number, ctx: AuditContext): Promise<v
     const current = await tx.select().from(accessLists).where(eq(accessLists.id, id)).get()
     if (!current) throw notFound('access list', id)
     const used = (await hostIdsByAccessList(tx, [id])).get(id)
-    if (used?.length) throw conflict(`access list ${id} is used by host ${used[0]}${used.length > 1 ? ` and ${used.length - 1} more` : ''}; detach it first (PUT /api/hosts/{id}/access-list)`)
+    if (used?.length)
+      throw conflict(
+        `access list ${id} is used by host ${used[0]}${used.length > 1 ? ` and ${used.length - 1} more` : ''}; detach it first (PUT /api/hosts/{id}/access-list)`,
+      )
     await tx.delete(hostAccessLists).where(eq(hostAccessLists.accessListId, id))
     await tx.delete(accessLists).where(eq(accessLists.id, id))
     await writeAudit(ctx, 'access_list_delete', { access_list_id: id, name: current.name }, tx)

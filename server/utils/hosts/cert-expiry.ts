@@ -12,7 +12,12 @@ import { lastAcmeFailures, type AcmeFailure } from './acme-outcomes'
 // metadata, ACME ones read (read-only) from the proxy's storage folder.
 
 /** `last_failure`: the proxy's last attempt for one of the host's names failed (ACME only; null once one succeeds). */
-export interface CertificateSummary { source: 'acme' | 'manual'; not_after: string | null; issuer: string | null; last_failure: AcmeFailure | null }
+export interface CertificateSummary {
+  source: 'acme' | 'manual'
+  not_after: string | null
+  issuer: string | null
+  last_failure: AcmeFailure | null
+}
 type HostRow = typeof hosts.$inferSelect
 
 const _SCAN_EVERY_MS = 10_000
@@ -25,7 +30,11 @@ export function scanAcmeCertificates(storageRoot: string): Map<string, { not_aft
   if (!existsSync(root)) return byName
   for (const issuerDir of readdirSync(root)) {
     let names: string[]
-    try { names = readdirSync(join(root, issuerDir)) } catch { continue }
+    try {
+      names = readdirSync(join(root, issuerDir))
+    } catch {
+      continue
+    }
     for (const name of names) {
       try {
         const meta = describeCertificate(new X509Certificate(readFileSync(join(root, issuerDir, name, `${name}.crt`))))
@@ -33,7 +42,9 @@ export function scanAcmeCertificates(storageRoot: string): Map<string, { not_aft
         const served = name.replace(/^wildcard_/, '*')
         const known = byName.get(served)
         if (!known || known.not_after < meta.not_after) byName.set(served, { not_after: meta.not_after, issuer: meta.issuer })
-      } catch { /* a half-written or foreign file: skip */ }
+      } catch {
+        /* a half-written or foreign file: skip */
+      }
     }
   }
   return byName
@@ -49,16 +60,33 @@ function _acme(): Map<string, { not_after: string; issuer: string }> {
 export async function certificateSummaries(rows: HostRow[], exec: Executor = getDb()): Promise<Map<number, CertificateSummary | null>> {
   const out = new Map<number, CertificateSummary | null>()
   const manualIds = rows.filter((r) => r.tlsMode === 'manual').map((r) => r.id)
-  const manual = new Map(manualIds.length
-    ? (await exec.select({ hostId: manualCerts.hostId, notAfter: manualCerts.notAfter, issuer: manualCerts.issuer }).from(manualCerts).where(inArray(manualCerts.hostId, manualIds))).map((m) => [m.hostId, m])
-    : [])
+  const manual = new Map(
+    manualIds.length
+      ? (
+          await exec
+            .select({ hostId: manualCerts.hostId, notAfter: manualCerts.notAfter, issuer: manualCerts.issuer })
+            .from(manualCerts)
+            .where(inArray(manualCerts.hostId, manualIds))
+        ).map((m) => [m.hostId, m])
+      : [],
+  )
   const anyAcme = rows.some((r) => r.tlsMode === 'auto')
   const acme = anyAcme ? _acme() : new Map()
   const failureOf = anyAcme ? await lastAcmeFailures(exec) : () => null
   for (const r of rows) {
     if (r.tlsMode === 'none') out.set(r.id, null)
-    else if (r.tlsMode === 'manual') { const m = manual.get(r.id); out.set(r.id, { source: 'manual', not_after: m?.notAfter ?? null, issuer: m?.issuer ?? null, last_failure: null }) }
-    else { const a = acme.get(r.domain); out.set(r.id, { source: 'acme', not_after: a?.not_after ?? null, issuer: a?.issuer ?? null, last_failure: failureOf([r.domain, ...r.aliases]) }) }
+    else if (r.tlsMode === 'manual') {
+      const m = manual.get(r.id)
+      out.set(r.id, { source: 'manual', not_after: m?.notAfter ?? null, issuer: m?.issuer ?? null, last_failure: null })
+    } else {
+      const a = acme.get(r.domain)
+      out.set(r.id, {
+        source: 'acme',
+        not_after: a?.not_after ?? null,
+        issuer: a?.issuer ?? null,
+        last_failure: failureOf([r.domain, ...r.aliases]),
+      })
+    }
   }
   return out
 }
@@ -67,5 +95,8 @@ export async function certificateSummaries(rows: HostRow[], exec: Executor = get
 export async function listCertificateExpiries(): Promise<Array<{ host_id: number; domain: string } & CertificateSummary>> {
   const rows = await getDb().select().from(hosts)
   const summaries = await certificateSummaries(rows)
-  return rows.flatMap((r) => { const s = summaries.get(r.id); return s ? [{ host_id: r.id, domain: r.domain, ...s }] : [] })
+  return rows.flatMap((r) => {
+    const s = summaries.get(r.id)
+    return s ? [{ host_id: r.id, domain: r.domain, ...s }] : []
+  })
 }

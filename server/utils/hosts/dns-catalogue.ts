@@ -5,13 +5,24 @@ import { isIP } from 'node:net'
 // here plus a migration widening the CHECK on dns_providers.name.
 
 /** `options`: the only values the field takes (the UI offers them as a choice). */
-export interface DnsFieldDescriptor { key: string; label: string; required: boolean; placeholder?: string; secret?: boolean; options?: string[] }
+export interface DnsFieldDescriptor {
+  key: string
+  label: string
+  required: boolean
+  placeholder?: string
+  secret?: boolean
+  options?: string[]
+}
 /**
  * A format a credential must have before it is stored: what the proxy's module
  * checks at provision (a value it refuses fails the whole /load and is quoted in
  * its error), or what the provider issues. `rule` is shown in the 400; the value never is.
  */
-export interface DnsCredentialRule { field: string; test: (value: string) => boolean; rule: string }
+export interface DnsCredentialRule {
+  field: string
+  test: (value: string) => boolean
+  rule: string
+}
 export type DnsModuleName = 'cloudflare' | 'route53' | 'rfc2136'
 export interface DnsProviderDefinition {
   name: 'provider_a' | 'provider_b' | 'provider_c'
@@ -73,17 +84,34 @@ export function isDnsName(v: string): boolean {
 
 export const DNS_PROVIDER_CATALOGUE: DnsProviderDefinition[] = [
   {
-    name: 'provider_a', display_name: 'Cloudflare', proxy_module: 'dns.providers.cloudflare', module: 'cloudflare',
+    name: 'provider_a',
+    display_name: 'Cloudflare',
+    proxy_module: 'dns.providers.cloudflare',
+    module: 'cloudflare',
     docs_url: 'https://developers.cloudflare.com/fundamentals/api/get-started/create-token/',
-    fields: [{ key: 'api_token', label: 'API token (Zone:Read and DNS:Edit)', required: true, placeholder: '40-character API token', secret: true }],
-    rules: [{
-      field: 'api_token', test: (v) => _CLOUDFLARE_LEGACY.test(v) || _CLOUDFLARE_NEW.test(v),
-      rule: 'must be a Cloudflare API token as the proxy\'s cloudflare module accepts it: 35 to 50 characters of A-Z a-z 0-9 _ -, or "cfut_"/"cfat_" followed by 32 to 256 of them (no quotes, braces or spaces); paste it exactly as Cloudflare shows it',
-    }],
+    fields: [
+      {
+        key: 'api_token',
+        label: 'API token (Zone:Read and DNS:Edit)',
+        required: true,
+        placeholder: '40-character API token',
+        secret: true,
+      },
+    ],
+    rules: [
+      {
+        field: 'api_token',
+        test: (v) => _CLOUDFLARE_LEGACY.test(v) || _CLOUDFLARE_NEW.test(v),
+        rule: 'must be a Cloudflare API token as the proxy\'s cloudflare module accepts it: 35 to 50 characters of A-Z a-z 0-9 _ -, or "cfut_"/"cfat_" followed by 32 to 256 of them (no quotes, braces or spaces); paste it exactly as Cloudflare shows it',
+      },
+    ],
     public_fields: [],
   },
   {
-    name: 'provider_b', display_name: 'Amazon Route 53', proxy_module: 'dns.providers.route53', module: 'route53',
+    name: 'provider_b',
+    display_name: 'Amazon Route 53',
+    proxy_module: 'dns.providers.route53',
+    module: 'route53',
     docs_url: 'https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/access-control-overview.html',
     fields: [
       { key: 'access_key_id', label: 'Access key ID', required: true, placeholder: 'AKIA…' },
@@ -91,14 +119,25 @@ export const DNS_PROVIDER_CATALOGUE: DnsProviderDefinition[] = [
       { key: 'region', label: 'Region', required: false, placeholder: 'us-east-1' },
     ],
     rules: [
-      { field: 'access_key_id', test: (v) => _AWS_ACCESS_KEY_ID.test(v), rule: 'must be an AWS access key ID: 16 to 128 letters, digits or _ (such as AKIA followed by 16 capitals and digits)' },
-      { field: 'secret_access_key', test: (v) => _AWS_SECRET_ACCESS_KEY.test(v), rule: 'must be an AWS secret access key: 16 to 128 characters of A-Z a-z 0-9 / + = (40 as AWS issues them; no quotes, braces or spaces)' },
+      {
+        field: 'access_key_id',
+        test: (v) => _AWS_ACCESS_KEY_ID.test(v),
+        rule: 'must be an AWS access key ID: 16 to 128 letters, digits or _ (such as AKIA followed by 16 capitals and digits)',
+      },
+      {
+        field: 'secret_access_key',
+        test: (v) => _AWS_SECRET_ACCESS_KEY.test(v),
+        rule: 'must be an AWS secret access key: 16 to 128 characters of A-Z a-z 0-9 / + = (40 as AWS issues them; no quotes, braces or spaces)',
+      },
       { field: 'region', test: (v) => _AWS_REGION.test(v), rule: 'must be an AWS region such as us-east-1 or eu-west-3' },
     ],
     public_fields: ['region'],
   },
   {
-    name: 'provider_c', display_name: 'RFC 2136 dynamic update (BIND, Knot, PowerDNS)', proxy_module: 'dns.providers.rfc2136', module: 'rfc2136',
+    name: 'provider_c',
+    display_name: 'RFC 2136 dynamic update (BIND, Knot, PowerDNS)',
+    proxy_module: 'dns.providers.rfc2136',
+    module: 'rfc2136',
     docs_url: 'https://bind9.readthedocs.io/en/stable/manpages.html#tsig-keygen-tsig-key-generation-tool',
     fields: [
       { key: 'server', label: 'Primary server accepting updates (host:port)', required: true, placeholder: 'ns1.example.com:53' },
@@ -108,10 +147,26 @@ export const DNS_PROVIDER_CATALOGUE: DnsProviderDefinition[] = [
       { key: 'zone', label: 'Zone the key may update (hosts must lie inside it)', required: false, placeholder: 'example.com' },
     ],
     rules: [
-      { field: 'server', test: isDnsServerAddress, rule: 'must be host:port of the DNS server that accepts the updates, such as ns1.example.com:53, 192.0.2.53:53 or [2001:db8::53]:53 (the proxy dials exactly this; the port is required)' },
-      { field: 'key_name', test: isDnsName, rule: 'must be the TSIG key name as the DNS server knows it: a DNS name of letters, digits, - and _ (such as acme-update or acme.example.com)' },
-      { field: 'key_alg', test: _isTsigAlgorithm, rule: `must be one of ${TSIG_ALGORITHMS.join(', ')} (what the proxy's rfc2136 module can sign with; hmac-md5 is not supported)` },
-      { field: 'key', test: _isTsigSecret, rule: `must be the TSIG secret in base64 as tsig-keygen prints it (A-Z a-z 0-9 + / with = padding), at least ${_TSIG_MIN_BYTES} bytes once decoded` },
+      {
+        field: 'server',
+        test: isDnsServerAddress,
+        rule: 'must be host:port of the DNS server that accepts the updates, such as ns1.example.com:53, 192.0.2.53:53 or [2001:db8::53]:53 (the proxy dials exactly this; the port is required)',
+      },
+      {
+        field: 'key_name',
+        test: isDnsName,
+        rule: 'must be the TSIG key name as the DNS server knows it: a DNS name of letters, digits, - and _ (such as acme-update or acme.example.com)',
+      },
+      {
+        field: 'key_alg',
+        test: _isTsigAlgorithm,
+        rule: `must be one of ${TSIG_ALGORITHMS.join(', ')} (what the proxy's rfc2136 module can sign with; hmac-md5 is not supported)`,
+      },
+      {
+        field: 'key',
+        test: _isTsigSecret,
+        rule: `must be the TSIG secret in base64 as tsig-keygen prints it (A-Z a-z 0-9 + / with = padding), at least ${_TSIG_MIN_BYTES} bytes once decoded`,
+      },
       { field: 'zone', test: isDnsName, rule: 'must be a DNS zone name such as example.com' },
     ],
     public_fields: ['server', 'key_name', 'key_alg', 'zone'],
@@ -136,7 +191,9 @@ export function credentialRuleViolation(def: DnsProviderDefinition, credentials:
 
 /** The values of a provider's credentials that must never be shown (for redaction). */
 export function secretCredentialValues(def: DnsProviderDefinition, credentials: Record<string, string>): string[] {
-  return Object.entries(credentials).filter(([k]) => !def.public_fields.includes(k)).map(([, v]) => v)
+  return Object.entries(credentials)
+    .filter(([k]) => !def.public_fields.includes(k))
+    .map(([, v]) => v)
 }
 
 /** Whether `name` (a host name, possibly `*.`) lies in `zone` or is its apex. Case and a final dot do not matter. */

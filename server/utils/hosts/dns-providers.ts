@@ -9,7 +9,14 @@ import { UNCHANGED } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
 import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
-import { DNS_PROVIDER_CATALOGUE, credentialRuleViolation, findDnsProvider, nameInZone, secretCredentialValues, type DnsProviderDefinition } from './dns-catalogue'
+import {
+  DNS_PROVIDER_CATALOGUE,
+  credentialRuleViolation,
+  findDnsProvider,
+  nameInZone,
+  secretCredentialValues,
+  type DnsProviderDefinition,
+} from './dns-catalogue'
 
 type Row = typeof dnsProviders.$inferSelect
 const CREDENTIALS_LIMIT_BYTES = 4096
@@ -23,8 +30,13 @@ function _definition(name: string): DnsProviderDefinition {
 /** A catalogue entry joined with its stored state; never a credential. */
 export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefined) {
   return {
-    name: def.name, display_name: def.display_name, enabled: row?.enabled ?? false, configured: !!row?.credentials,
-    fields: def.fields.map((f) => ({ ...f })), proxy_module: def.proxy_module, docs_url: def.docs_url,
+    name: def.name,
+    display_name: def.display_name,
+    enabled: row?.enabled ?? false,
+    configured: !!row?.credentials,
+    fields: def.fields.map((f) => ({ ...f })),
+    proxy_module: def.proxy_module,
+    docs_url: def.docs_url,
   }
 }
 
@@ -44,9 +56,14 @@ export const dnsProviderBody = z.strictObject({
 })
 
 /** Applies the PUT rules of the spec to the stored credentials; throws 400 naming what to fix. */
-export function mergeCredentials(def: DnsProviderDefinition, stored: Record<string, string> | null, given: Record<string, string> | undefined): Record<string, string> | null {
+export function mergeCredentials(
+  def: DnsProviderDefinition,
+  stored: Record<string, string> | null,
+  given: Record<string, string> | undefined,
+): Record<string, string> | null {
   if (given === undefined) return stored
-  if (Buffer.byteLength(JSON.stringify(given)) > CREDENTIALS_LIMIT_BYTES) throw badRequest(`credentials: must be at most ${CREDENTIALS_LIMIT_BYTES} bytes`)
+  if (Buffer.byteLength(JSON.stringify(given)) > CREDENTIALS_LIMIT_BYTES)
+    throw badRequest(`credentials: must be at most ${CREDENTIALS_LIMIT_BYTES} bytes`)
   const known = new Set(def.fields.map((f) => f.key))
   for (const key of Object.keys(given)) {
     if (!known.has(key)) throw badRequest(`credentials.${key}: unknown field for ${def.name}; its fields are ${[...known].join(', ')}`)
@@ -73,11 +90,16 @@ export function mergeCredentials(def: DnsProviderDefinition, stored: Record<stri
 
 /** A zone given to a provider must still hold every name of the DNS-01 hosts that use it. */
 async function _assertHostsInZone(exec: Executor, name: string, zone: string): Promise<void> {
-  const users = await exec.select({ id: hosts.id, domain: hosts.domain, aliases: hosts.aliases }).from(hosts)
+  const users = await exec
+    .select({ id: hosts.id, domain: hosts.domain, aliases: hosts.aliases })
+    .from(hosts)
     .where(and(eq(hosts.tlsDnsProvider, name), eq(hosts.tlsMode, 'auto'), eq(hosts.tlsChallenge, 'dns')))
   for (const h of users) {
     const outside = [h.domain, ...h.aliases].find((n) => !nameInZone(n, zone))
-    if (outside) throw badRequest(`credentials.zone: host ${h.id} uses ${name} for ${outside}, which is outside ${zone}; change that host first or give a zone that holds it`)
+    if (outside)
+      throw badRequest(
+        `credentials.zone: host ${h.id} uses ${name} for ${outside}, which is outside ${zone}; change that host first or give a zone that holds it`,
+      )
   }
 }
 
@@ -86,20 +108,34 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
   return writeTransaction(async (tx) => {
     const row = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
     const credentials = mergeCredentials(def, openDnsCredentials(row), body.credentials)
-    if (body.enabled && !credentials) throw badRequest(`credentials: ${name} has none stored; send ${def.fields.filter((f) => f.required).map((f) => f.key).join(', ')}`)
+    if (body.enabled && !credentials)
+      throw badRequest(
+        `credentials: ${name} has none stored; send ${def.fields
+          .filter((f) => f.required)
+          .map((f) => f.key)
+          .join(', ')}`,
+      )
     // Stored before the formats were checked (or imported from PROVIDER_A_API_TOKEN): enabling needs a valid one.
     const storedViolation = body.enabled && credentials && body.credentials === undefined ? credentialRuleViolation(def, credentials) : null
     if (storedViolation) throw badRequest(`${storedViolation}; the stored value does not, so send a new one`)
     // Untouched credentials keep their stored ciphertext; only new values are sealed.
-    const sealed = body.credentials === undefined ? (row?.credentials ?? null)
-      : credentials ? sealDnsCredentials(name, credentials) : null
+    const sealed = body.credentials === undefined ? (row?.credentials ?? null) : credentials ? sealDnsCredentials(name, credentials) : null
     if (body.enabled && credentials?.zone) await _assertHostsInZone(tx, name, credentials.zone)
     const now = new Date().toISOString()
-    await tx.insert(dnsProviders).values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
+    await tx
+      .insert(dnsProviders)
+      .values({ name, enabled: body.enabled, credentials: sealed, updatedAt: now })
       .onConflictDoUpdate({ target: dnsProviders.name, set: { enabled: body.enabled, credentials: sealed, updatedAt: now } })
-    await writeAudit(ctx, 'dns_provider_update', {
-      name, enabled: body.enabled, fields_sent: Object.keys(body.credentials ?? {}).sort(),
-    }, tx)
+    await writeAudit(
+      ctx,
+      'dns_provider_update',
+      {
+        name,
+        enabled: body.enabled,
+        fields_sent: Object.keys(body.credentials ?? {}).sort(),
+      },
+      tx,
+    )
     const outcome = await reconcileInTransaction(tx, ctx, `DNS provider ${name} updated`)
     const stored = await tx.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
     return { ...presentDnsProvider(def, stored), reconcile: presentReconcile(outcome) }
@@ -114,16 +150,22 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
  */
 export async function assertDnsProviderUsable(exec: Executor, name: string | null, hostNames: string[] = []): Promise<void> {
   if (!name) throw badRequest('tls_dns_provider: is required when tls_challenge is "dns"')
-  if (!findDnsProvider(name)) throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
+  if (!findDnsProvider(name))
+    throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
   const row = await exec.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
   if (row?.enabled && row.credentials) {
     const zone = openDnsCredentials(row)?.zone
     const outside = zone ? hostNames.find((n) => !nameInZone(n, zone)) : undefined
-    if (outside) throw badRequest(`domain: ${outside} is outside the zone ${zone} that ${name} may update; use another provider or widen its zone under DNS providers`)
+    if (outside)
+      throw badRequest(
+        `domain: ${outside} is outside the zone ${zone} that ${name} may update; use another provider or widen its zone under DNS providers`,
+      )
     return
   }
   if (name === 'provider_a' && getConfig().providerAApiToken && !row) return
-  throw badRequest(`tls_dns_provider: ${name} is ${row && !row.enabled ? 'disabled' : 'not configured'}; configure it under DNS providers first`)
+  throw badRequest(
+    `tls_dns_provider: ${name} is ${row && !row.enabled ? 'disabled' : 'not configured'}; configure it under DNS providers first`,
+  )
 }
 
 /** Legacy import: PROVIDER_A_API_TOKEN is stored (sealed) once when provider_a has no credentials. */
@@ -135,13 +177,20 @@ export async function importLegacyProviderAToken(): Promise<void> {
     if (row?.credentials) return
     const sealed = sealDnsCredentials('provider_a', { api_token: token })
     const now = new Date().toISOString()
-    await tx.insert(dnsProviders).values({ name: 'provider_a', enabled: true, credentials: sealed, updatedAt: now })
+    await tx
+      .insert(dnsProviders)
+      .values({ name: 'provider_a', enabled: true, credentials: sealed, updatedAt: now })
       .onConflictDoUpdate({ target: dnsProviders.name, set: { credentials: sealed, updatedAt: now } })
     await writeAudit(systemActor('legacy-import'), 'dns_provider_import', { name: 'provider_a', from: 'PROVIDER_A_API_TOKEN' }, tx)
-    logger.info('imported PROVIDER_A_API_TOKEN into the stored provider_a credentials (the variable is deprecated and will be removed in the next minor release)')
+    logger.info(
+      'imported PROVIDER_A_API_TOKEN into the stored provider_a credentials (the variable is deprecated and will be removed in the next minor release)',
+    )
     // Imported as it was (it worked for this deployment or never did), but the operator is told.
     const violation = credentialRuleViolation(findDnsProvider('provider_a')!, { api_token: token })
-    if (violation) logger.warn(`PROVIDER_A_API_TOKEN ${violation.replace(/^credentials\.api_token: /, '')}: the proxy will refuse any host using provider_a until a valid token is saved under DNS providers`)
+    if (violation)
+      logger.warn(
+        `PROVIDER_A_API_TOKEN ${violation.replace(/^credentials\.api_token: /, '')}: the proxy will refuse any host using provider_a until a valid token is saved under DNS providers`,
+      )
   })
 }
 

@@ -39,8 +39,12 @@ export async function getHost(id: number) {
 }
 
 async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number): Promise<void> {
-  const taken = await tx.select().from(hostNames)
-    .where(exceptHostId === undefined ? inArray(hostNames.name, names) : and(inArray(hostNames.name, names), ne(hostNames.hostId, exceptHostId)))
+  const taken = await tx
+    .select()
+    .from(hostNames)
+    .where(
+      exceptHostId === undefined ? inArray(hostNames.name, names) : and(inArray(hostNames.name, names), ne(hostNames.hostId, exceptHostId)),
+    )
   if (taken.length) throw conflict(`domain: ${taken[0]!.name} is already used by host ${taken[0]!.hostId}`)
 }
 
@@ -82,54 +86,76 @@ export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): P
   await _validateReferences(tx, input)
   await _assertNamesFree(tx, [input.domain, ...input.aliases])
   const now = new Date().toISOString()
-  const row = (await tx.insert(hosts).values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now }).returning().get())!
+  const row = (await tx
+    .insert(hosts)
+    .values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now })
+    .returning()
+    .get())!
   await _writeNames(tx, row.id, input)
   await writeAudit(ctx, 'host_create', { host_id: row.id, domain: row.domain }, tx)
   return row
 }
 
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(() => writeTransaction(async (tx) => {
-    const row = await insertHost(tx, input, ctx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
-  }))
+  return _afterHostChange(() =>
+    writeTransaction(async (tx) => {
+      const row = await insertHost(tx, input, ctx)
+      return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
+    }),
+  )
 }
 
 /** Full replace; optional fields (booleans, WAF settings) left out keep their stored values. */
 export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(() => writeTransaction(async (tx) => {
-    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
-    if (!current) throw notFound('host', id)
-    await _validateReferences(tx, input, current.tlsMode)
-    await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
-    // Fields left out of the request keep their stored values.
-    const fields = resolveHostFields(input, hostFromRow(current))
-    const row = (await tx.update(hosts).set({ ...hostToRow(fields), updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
-    await _writeNames(tx, id, input)
-    await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)
-  }))
+  return _afterHostChange(() =>
+    writeTransaction(async (tx) => {
+      const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+      if (!current) throw notFound('host', id)
+      await _validateReferences(tx, input, current.tlsMode)
+      await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
+      // Fields left out of the request keep their stored values.
+      const fields = resolveHostFields(input, hostFromRow(current))
+      const row = (await tx
+        .update(hosts)
+        .set({ ...hostToRow(fields), updatedAt: new Date().toISOString() })
+        .where(eq(hosts.id, id))
+        .returning()
+        .get())!
+      await _writeNames(tx, id, input)
+      await writeAudit(ctx, 'host_update', { host_id: id, domain: row.domain }, tx)
+      return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)
+    }),
+  )
 }
 
 export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(() => writeTransaction(async (tx) => {
-    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
-    if (!current) throw notFound('host', id)
-    const row = (await tx.update(hosts).set({ enabled: !current.enabled, updatedAt: new Date().toISOString() }).where(eq(hosts.id, id)).returning().get())!
-    await writeAudit(ctx, 'host_toggle', { host_id: id, domain: row.domain, enabled: row.enabled }, tx)
-    return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`), tx)
-  }))
+  return _afterHostChange(() =>
+    writeTransaction(async (tx) => {
+      const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+      if (!current) throw notFound('host', id)
+      const row = (await tx
+        .update(hosts)
+        .set({ enabled: !current.enabled, updatedAt: new Date().toISOString() })
+        .where(eq(hosts.id, id))
+        .returning()
+        .get())!
+      await writeAudit(ctx, 'host_toggle', { host_id: id, domain: row.domain, enabled: row.enabled }, tx)
+      return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} ${row.enabled ? 'enabled' : 'disabled'}`), tx)
+    }),
+  )
 }
 
 export async function deleteHost(id: number, ctx: AuditContext): Promise<ReconcileOutcome> {
-  return _afterHostChange(() => writeTransaction(async (tx) => {
-    const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
-    if (!current) throw notFound('host', id)
-    await tx.delete(hosts).where(eq(hosts.id, id))
-    // The schema says ON DELETE CASCADE, but SQLite enforces it only with foreign_keys on.
-    await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
-    await detachDeletedHost(tx, id)
-    await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
-    return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
-  }))
+  return _afterHostChange(() =>
+    writeTransaction(async (tx) => {
+      const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
+      if (!current) throw notFound('host', id)
+      await tx.delete(hosts).where(eq(hosts.id, id))
+      // The schema says ON DELETE CASCADE, but SQLite enforces it only with foreign_keys on.
+      await tx.delete(wafExclusions).where(eq(wafExclusions.hostId, id))
+      await detachDeletedHost(tx, id)
+      await writeAudit(ctx, 'host_delete', { host_id: id, domain: current.domain }, tx)
+      return reconcileInTransaction(tx, ctx, `host ${current.domain} deleted`)
+    }),
+  )
 }

@@ -6,7 +6,11 @@ import { getConfig } from '../core/config'
 // Where uploaded certificates live on disk, and what the proxy snapshot reads of them.
 // Imports nothing from proxy/: the snapshot depends on hosts/, never the reverse.
 
-export interface ManualCertPaths { hostId: number; certFile: string; keyFile: string }
+export interface ManualCertPaths {
+  hostId: number
+  certFile: string
+  keyFile: string
+}
 
 /** Leaf+chain and key file names of one host, in the panel's and the proxy's view of the folder. */
 export const manualCertFileNames = (hostId: number) => ({ cert: `host-${hostId}.crt`, key: `host-${hostId}.key` })

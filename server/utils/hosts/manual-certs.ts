@@ -19,9 +19,17 @@ const _keyOwner = (hostId: number) => `manual_certs/${hostId}/key`
 
 export function presentManualCert(row: Row, domain: string) {
   return {
-    host_id: row.hostId, domain, subject: row.subject, issuer: row.issuer, sans: row.sans, not_before: row.notBefore,
-    not_after: row.notAfter, fingerprint_sha256: row.fingerprintSha256, has_chain: !!row.chainPem,
-    uploaded_at: row.uploadedAt, uploaded_by: row.uploadedBy,
+    host_id: row.hostId,
+    domain,
+    subject: row.subject,
+    issuer: row.issuer,
+    sans: row.sans,
+    not_before: row.notBefore,
+    not_after: row.notAfter,
+    fingerprint_sha256: row.fingerprintSha256,
+    has_chain: !!row.chainPem,
+    uploaded_at: row.uploadedAt,
+    uploaded_by: row.uploadedBy,
   }
 }
 
@@ -52,7 +60,11 @@ async function _hostOf(exec: Executor, hostId: number) {
 }
 
 export async function listManualCerts() {
-  const rows = await getDb().select({ c: manualCerts, domain: hosts.domain }).from(manualCerts).innerJoin(hosts, eq(hosts.id, manualCerts.hostId)).orderBy(manualCerts.hostId)
+  const rows = await getDb()
+    .select({ c: manualCerts, domain: hosts.domain })
+    .from(manualCerts)
+    .innerJoin(hosts, eq(hosts.id, manualCerts.hostId))
+    .orderBy(manualCerts.hostId)
   return rows.map((r) => presentManualCert(r.c, r.domain))
 }
 
@@ -77,24 +89,52 @@ export async function readManualCertPem(hostId: number): Promise<{ domain: strin
  * the push, which reads them). Returns the row and what puts the previous files
  * back should the transaction roll back.
  */
-export async function installManualCertInTransaction(tx: Tx, host: { id: number; domain: string }, valid: ValidatedUpload, ctx: AuditContext): Promise<{ row: Row; undoFiles: () => void }> {
+export async function installManualCertInTransaction(
+  tx: Tx,
+  host: { id: number; domain: string },
+  valid: ValidatedUpload,
+  ctx: AuditContext,
+): Promise<{ row: Row; undoFiles: () => void }> {
   const hostId = host.id
   const previous = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
   const now = new Date().toISOString()
   const row: Row = {
-    hostId, subject: valid.metadata.subject, issuer: valid.metadata.issuer, sans: valid.metadata.sans,
-    notBefore: valid.metadata.not_before, notAfter: valid.metadata.not_after, fingerprintSha256: valid.metadata.fingerprint_sha256,
-    certPem: valid.leafPem, chainPem: valid.chainPem, keySealed: getSecretsBox().seal(valid.keyPem, _keyOwner(hostId)),
-    uploadedAt: now, uploadedBy: ctx.actor,
+    hostId,
+    subject: valid.metadata.subject,
+    issuer: valid.metadata.issuer,
+    sans: valid.metadata.sans,
+    notBefore: valid.metadata.not_before,
+    notAfter: valid.metadata.not_after,
+    fingerprintSha256: valid.metadata.fingerprint_sha256,
+    certPem: valid.leafPem,
+    chainPem: valid.chainPem,
+    keySealed: getSecretsBox().seal(valid.keyPem, _keyOwner(hostId)),
+    uploadedAt: now,
+    uploadedBy: ctx.actor,
   }
   await tx.insert(manualCerts).values(row).onConflictDoUpdate({ target: manualCerts.hostId, set: row })
   await tx.update(hosts).set({ tlsMode: 'manual', updatedAt: now }).where(eq(hosts.id, hostId))
-  await writeAudit(ctx, 'manual_cert_upload', { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter }, tx)
+  await writeAudit(
+    ctx,
+    'manual_cert_upload',
+    { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter },
+    tx,
+  )
   _writeFiles(row)
-  return { row, undoFiles: () => { if (previous) _writeFiles(previous); else _removeFiles(hostId) } }
+  return {
+    row,
+    undoFiles: () => {
+      if (previous) _writeFiles(previous)
+      else _removeFiles(hostId)
+    },
+  }
 }
 
-export async function uploadManualCert(hostId: number, parts: { certPem: string; keyPem: string; chainPem?: string | null }, ctx: AuditContext) {
+export async function uploadManualCert(
+  hostId: number,
+  parts: { certPem: string; keyPem: string; chainPem?: string | null },
+  ctx: AuditContext,
+) {
   const host = await _hostOf(getDb(), hostId)
   const valid = validateCertificateUpload(parts, [host.domain, ...host.aliases])
   return writeTransaction(async (tx) => {
@@ -136,5 +176,6 @@ export async function syncManualCertFiles(): Promise<void> {
 }
 
 /** DELETE /api/manual-certs/{host_id}: the TLS mode the host takes afterwards. */
-export const manualCertDeleteQuery = z.strictObject({ revert: z.enum(['auto', 'none'], { message: 'must be "auto" or "none"' }).default('auto').describe('TLS mode afterwards') })
-
+export const manualCertDeleteQuery = z.strictObject({
+  revert: z.enum(['auto', 'none'], { message: 'must be "auto" or "none"' }).default('auto').describe('TLS mode afterwards'),
+})

@@ -86,7 +86,10 @@ export async function hostIdAndDomain(exec: Executor, hostId: number): Promise<{
 
 /** An access list as the proxy needs it: IP rules (first match wins), then basic-auth users (bcrypt hashes only). */
 export interface AccessListRecord {
-  id: number; name: string; realm: string; default_action: 'allow' | 'deny'
+  id: number
+  name: string
+  realm: string
+  default_action: 'allow' | 'deny'
   ip_rules: { action: 'allow' | 'deny'; source: string }[]
   users: { username: string; hash: string }[]
   host_ids: number[]
@@ -94,7 +97,9 @@ export interface AccessListRecord {
 
 /** The hosts each access list is attached to; an attachment of a deleted host is not one. */
 export async function hostIdsByAccessList(exec: Executor, listIds?: number[]): Promise<Map<number, number[]>> {
-  const q = exec.select({ hostId: hostAccessLists.hostId, listId: hostAccessLists.accessListId }).from(hostAccessLists)
+  const q = exec
+    .select({ hostId: hostAccessLists.hostId, listId: hostAccessLists.accessListId })
+    .from(hostAccessLists)
     .innerJoin(hosts, eq(hosts.id, hostAccessLists.hostId))
   const rows = listIds ? await q.where(inArray(hostAccessLists.accessListId, listIds)) : await q
   const byList = new Map<number, number[]>()
@@ -106,8 +111,12 @@ export async function readAccessLists(exec: Executor): Promise<AccessListRecord[
   const rows = await exec.select().from(accessLists).orderBy(accessLists.id)
   const hostIds = await hostIdsByAccessList(exec)
   return rows.map((r) => ({
-    id: r.id, name: r.name, realm: r.realm, default_action: r.defaultAction,
+    id: r.id,
+    name: r.name,
+    realm: r.realm,
+    default_action: r.defaultAction,
     ip_rules: r.ipRules.map((x) => ({ action: x.action, source: x.source })),
-    users: r.users.map((u) => ({ username: u.username, hash: u.hash })), host_ids: hostIds.get(r.id) ?? [],
+    users: r.users.map((u) => ({ username: u.username, hash: u.hash })),
+    host_ids: hostIds.get(r.id) ?? [],
   }))
 }

@@ -35,7 +35,11 @@ export async function listRulesOfHost(hostId: number) {
 export async function insertRule(tx: Tx, hostId: number, input: RuleInput, ctx: AuditContext) {
   await _assertGroup(tx, input)
   const now = new Date().toISOString()
-  const row = (await tx.insert(rules).values({ hostId, ..._columns(input), createdAt: now, updatedAt: now }).returning().get())!
+  const row = (await tx
+    .insert(rules)
+    .values({ hostId, ..._columns(input), createdAt: now, updatedAt: now })
+    .returning()
+    .get())!
   await writeAudit(ctx, 'rule_create', { rule_id: row.id, host_id: hostId, path: row.path, action: row.action }, tx)
   return row
 }
@@ -54,7 +58,12 @@ export async function updateRule(id: number, input: RuleInput, ctx: AuditContext
     const current = await tx.select().from(rules).where(eq(rules.id, id)).get()
     if (!current) throw notFound('rule', id)
     await _assertGroup(tx, input)
-    const row = (await tx.update(rules).set({ ..._columns(input), updatedAt: new Date().toISOString() }).where(eq(rules.id, id)).returning().get())!
+    const row = (await tx
+      .update(rules)
+      .set({ ..._columns(input), updatedAt: new Date().toISOString() })
+      .where(eq(rules.id, id))
+      .returning()
+      .get())!
     await writeAudit(ctx, 'rule_update', { rule_id: id, host_id: row.hostId, path: row.path, action: row.action }, tx)
     const o = await reconcileInTransaction(tx, ctx, `rule ${id} updated`)
     return { ...presentRule(row), reconcile: presentReconcile(o) }

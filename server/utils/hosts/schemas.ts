@@ -3,7 +3,15 @@ import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
 import {
-  CONTENT_TYPE_PATTERN, WAF_CONTROL_RULE_RANGE, WAF_DEFAULT_FAMILIES, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILY_IDS, WAF_LIMIT_ACTIONS, WAF_LIMIT_BOUNDS, WAF_PROFILES,
+  CONTENT_TYPE_PATTERN,
+  WAF_CONTROL_RULE_RANGE,
+  WAF_DEFAULT_FAMILIES,
+  WAF_EXCLUSION_ARGUMENT,
+  WAF_EXCLUSION_PATH,
+  WAF_FAMILY_IDS,
+  WAF_LIMIT_ACTIONS,
+  WAF_LIMIT_BOUNDS,
+  WAF_PROFILES,
 } from '../proxy/build/waf-rules'
 
 // Request shapes for hosts, target groups and rules. Anything that would be
@@ -26,32 +34,59 @@ export function isValidHostPattern(name: string): boolean {
 const _LABEL_ANY_CASE = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
 const _HOST_PATTERN = new RegExp(`^(?:\\*\\.)?(?=.{1,253}$)${_LABEL_ANY_CASE}(?:\\.${_LABEL_ANY_CASE})*$`)
 
-export const hostnameSchema = z.string().trim().toLowerCase().max(255, 'must be at most 255 characters')
+export const hostnameSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(255, 'must be at most 255 characters')
   .regex(_HOST_PATTERN, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
   .refine(isValidHostPattern, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
 
 /** A DNS provider of the catalogue (GET /api/dns-providers); the path parameter of /api/dns-providers/{name} too. */
-export const dnsProviderNameSchema = z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]],
-  { message: `is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}` })
+export const dnsProviderNameSchema = z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]], {
+  message: `is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`,
+})
 
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
 
 const _limit = (name: keyof typeof WAF_LIMIT_BOUNDS, unit: string) => {
   const [min, max] = WAF_LIMIT_BOUNDS[name]
-  return z.number().int(`must be an integer (${unit})`).min(min, `must be at least ${min} (${unit}), or null for the profile's default`).max(max, `must be at most ${max} (${unit})`).nullable().optional()
+  return z
+    .number()
+    .int(`must be an integer (${unit})`)
+    .min(min, `must be at least ${min} (${unit}), or null for the profile's default`)
+    .max(max, `must be at most ${max} (${unit})`)
+    .nullable()
+    .optional()
 }
 
 /** Left out of a PUT: the stored value stays (like the optional booleans); on create: the default. */
 const _wafFields = {
   waf_profile: z.enum(WAF_PROFILES, { message: 'must be "fast" or "full"' }).optional(),
-  waf_families: z.array(z.enum(WAF_FAMILY_IDS as [string, ...string[]], { message: `must be one of ${WAF_FAMILY_IDS.join(', ')}` }))
-    .max(WAF_FAMILY_IDS.length).refine((a) => new Set(a).size === a.length, 'must not repeat a family').optional(),
+  waf_families: z
+    .array(z.enum(WAF_FAMILY_IDS as [string, ...string[]], { message: `must be one of ${WAF_FAMILY_IDS.join(', ')}` }))
+    .max(WAF_FAMILY_IDS.length)
+    .refine((a) => new Set(a).size === a.length, 'must not repeat a family')
+    .optional(),
   waf_body_limit_kb: _limit('bodyLimitKb', 'KiB'),
   waf_body_max_args: _limit('maxArgs', 'arguments'),
   waf_json_max_depth: _limit('jsonMaxDepth', 'levels'),
-  waf_body_limit_action: z.enum(WAF_LIMIT_ACTIONS, { message: 'must be "partial", "pass" or "refuse", or null for the profile\'s default' }).nullable().optional(),
-  waf_allowed_content_types: z.array(z.string().trim().toLowerCase().regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/plain or application/json (no parameters, spaces or |)'))
-    .max(50, 'at most 50 content types').refine((a) => new Set(a).size === a.length, 'must not repeat a content type').nullable().optional(),
+  waf_body_limit_action: z
+    .enum(WAF_LIMIT_ACTIONS, { message: 'must be "partial", "pass" or "refuse", or null for the profile\'s default' })
+    .nullable()
+    .optional(),
+  waf_allowed_content_types: z
+    .array(
+      z
+        .string()
+        .trim()
+        .toLowerCase()
+        .regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/plain or application/json (no parameters, spaces or |)'),
+    )
+    .max(50, 'at most 50 content types')
+    .refine((a) => new Set(a).size === a.length, 'must not repeat a content type')
+    .nullable()
+    .optional(),
 }
 export type WafFieldsInput = { [K in keyof typeof _wafFields]: z.infer<(typeof _wafFields)[K]> }
 
@@ -64,7 +99,10 @@ export const hostBody = z.strictObject({
   // nullable() rather than a union with null: zod then names the inner problem, not "Invalid input".
   tls_email: emailSchema.nullable().default(null),
   tls_dns_provider: dnsProviderNameSchema.nullable().default(null),
-  tls_acme_ca_url: urlSchema({ schemes: ['https'] }).describe('ACME directory URL').nullable().default(null),
+  tls_acme_ca_url: urlSchema({ schemes: ['https'] })
+    .describe('ACME directory URL')
+    .nullable()
+    .default(null),
   enabled: _optionalBool,
   lan_only: _optionalBool,
   true_detect_mode: _optionalBool,
@@ -89,10 +127,21 @@ export type HostFields = Omit<Host, 'id'>
 type _OptionalHostField = { [K in keyof HostInput]-?: undefined extends HostInput[K] ? K : never }[keyof HostInput]
 /** The value a create gives each field a request may leave out; an update keeps the stored value instead. */
 export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
-  enabled: true, lan_only: false, true_detect_mode: false, engine_down_refuse: false, auth_required: false,
-  waf_enabled: false, rate_limit_enabled: false, bouncer_enabled: true,
-  waf_profile: 'full', waf_families: WAF_DEFAULT_FAMILIES, waf_body_limit_kb: null, waf_body_max_args: null, waf_json_max_depth: null,
-  waf_body_limit_action: null, waf_allowed_content_types: null,
+  enabled: true,
+  lan_only: false,
+  true_detect_mode: false,
+  engine_down_refuse: false,
+  auth_required: false,
+  waf_enabled: false,
+  rate_limit_enabled: false,
+  bouncer_enabled: true,
+  waf_profile: 'full',
+  waf_families: WAF_DEFAULT_FAMILIES,
+  waf_body_limit_kb: null,
+  waf_body_max_args: null,
+  waf_json_max_depth: null,
+  waf_body_limit_action: null,
+  waf_allowed_content_types: null,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */
@@ -110,25 +159,45 @@ function _isValidUpstreamHost(host: string): boolean {
   return isIP(host) === 4 || isValidHostname(host)
 }
 
-export const targetAddressSchema = z.string().trim().max(300).refine((a) => {
-  const m = /^(.+):(\d{1,5})$/.exec(a)
-  return !!m && _isValidUpstreamHost(m[1]!.toLowerCase()) && Number(m[2]) >= 1 && Number(m[2]) <= 65535
-}, 'must be host:port with a port from 1 to 65535, such as 10.0.0.5:8080 or app:3000')
+export const targetAddressSchema = z
+  .string()
+  .trim()
+  .max(300)
+  .refine((a) => {
+    const m = /^(.+):(\d{1,5})$/.exec(a)
+    return !!m && _isValidUpstreamHost(m[1]!.toLowerCase()) && Number(m[2]) >= 1 && Number(m[2]) <= 65535
+  }, 'must be host:port with a port from 1 to 65535, such as 10.0.0.5:8080 or app:3000')
 
 export const targetGroupBody = z.strictObject({
   name: safeText(100).trim().min(1, 'must not be empty'),
-  targets: z.array(z.strictObject({
-    address: targetAddressSchema,
-    weight: z.number().int('must be an integer').min(1, 'must be at least 1').max(1000, 'must be at most 1000').default(1),
-  })).min(1, 'needs at least one target').max(100, 'at most 100 targets'),
+  targets: z
+    .array(
+      z.strictObject({
+        address: targetAddressSchema,
+        weight: z.number().int('must be an integer').min(1, 'must be at least 1').max(1000, 'must be at most 1000').default(1),
+      }),
+    )
+    .min(1, 'needs at least one target')
+    .max(100, 'at most 100 targets'),
   scheme: z.enum(['http', 'https'], { message: 'must be "http" or "https"' }).default('http'),
-  lb_policy: z.enum(['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'],
-    { message: 'must be one of round_robin, least_conn, random, first, ip_hash, weighted_round_robin' }).default('round_robin'),
-  health_check: z.union([z.strictObject({
-    path: z.string().max(512).regex(/^\/[A-Za-z0-9\-._~\/%?=&]*$/, 'must be a path such as /healthz'),
-    interval_seconds: z.number().int().min(1, 'must be at least 1').max(3600, 'must be at most 3600').default(10),
-    expect_status: z.number().int().min(100).max(599).default(200),
-  }), z.null()]).default(null),
+  lb_policy: z
+    .enum(['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'], {
+      message: 'must be one of round_robin, least_conn, random, first, ip_hash, weighted_round_robin',
+    })
+    .default('round_robin'),
+  health_check: z
+    .union([
+      z.strictObject({
+        path: z
+          .string()
+          .max(512)
+          .regex(/^\/[A-Za-z0-9\-._~\/%?=&]*$/, 'must be a path such as /healthz'),
+        interval_seconds: z.number().int().min(1, 'must be at least 1').max(3600, 'must be at most 3600').default(10),
+        expect_status: z.number().int().min(100).max(599).default(200),
+      }),
+      z.null(),
+    ])
+    .default(null),
   tls_skip_verify: z.boolean().default(false),
 })
 export type TargetGroupInput = z.infer<typeof targetGroupBody>
@@ -139,31 +208,65 @@ const _METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as
 
 const _ruleFields = z.strictObject({
   priority: z.number().int().min(0).max(10_000).default(100),
-  path: z.string().max(512).regex(/^\/[A-Za-z0-9\-._~\/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
-  methods: z.array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` })).max(7).default([]),
+  path: z
+    .string()
+    .max(512)
+    .regex(/^\/[A-Za-z0-9\-._~\/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
+  methods: z
+    .array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` }))
+    .max(7)
+    .default([]),
   action: z.enum(['proxy', 'redirect', 'respond'], { message: 'must be "proxy", "redirect" or "respond"' }),
   target_group_id: z.union([z.number().int().positive(), z.null()]).default(null),
-  redirect_url: z.union([urlSchema(), z.string().max(2048).regex(/^\/[^\s"'<>\\{}\u0000-\u001f\u007f]*$/, 'must be a path starting with /')],
-    { message: 'must be an http(s) URL or a path starting with / (no spaces, quotes, angle brackets, backslashes or braces)' }).nullable().default(null),
+  redirect_url: z
+    .union(
+      [
+        urlSchema(),
+        z
+          .string()
+          .max(2048)
+          .regex(/^\/[^\s"'<>\\{}\u0000-\u001f\u007f]*$/, 'must be a path starting with /'),
+      ],
+      { message: 'must be an http(s) URL or a path starting with / (no spaces, quotes, angle brackets, backslashes or braces)' },
+    )
+    .nullable()
+    .default(null),
   redirect_status: z.union([z.literal(301), z.literal(302), z.literal(303), z.literal(307), z.literal(308), z.null()]).default(null),
   respond_status: z.union([z.number().int().min(100).max(599), z.null()]).default(null),
-  respond_body: safeText(65_536, { multiline: true }).regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)').nullable().default(null),
+  respond_body: safeText(65_536, { multiline: true })
+    .regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)')
+    .nullable()
+    .default(null),
 })
 export const ruleBody = _ruleFields.superRefine((r, ctx) => {
-  if (r.action === 'redirect' && !r.redirect_url) ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
+  if (r.action === 'redirect' && !r.redirect_url)
+    ctx.addIssue({ code: 'custom', path: ['redirect_url'], message: 'is required when action is "redirect"' })
 })
 export type RuleInput = z.infer<typeof ruleBody>
 export const ruleRecord = _ruleFields.extend({ id: z.number().int(), host_id: z.number().int() })
 export type Rule = z.output<typeof ruleRecord>
 
-
-const _ruleId = z.number().int('must be an integer').min(1, 'must be a rule id such as 942100').max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
-  .refine((id) => id < WAF_CONTROL_RULE_RANGE[0] || id > WAF_CONTROL_RULE_RANGE[1], `must not be one of the panel's control rules (${WAF_CONTROL_RULE_RANGE[0]}-${WAF_CONTROL_RULE_RANGE[1]})`)
-const _exclusionPath = z.string().max(512, 'must be at most 512 characters')
+const _ruleId = z
+  .number()
+  .int('must be an integer')
+  .min(1, 'must be a rule id such as 942100')
+  .max(9_999_999, 'must be a rule id such as 942100 (at most 7 digits)')
+  .refine(
+    (id) => id < WAF_CONTROL_RULE_RANGE[0] || id > WAF_CONTROL_RULE_RANGE[1],
+    `must not be one of the panel's control rules (${WAF_CONTROL_RULE_RANGE[0]}-${WAF_CONTROL_RULE_RANGE[1]})`,
+  )
+const _exclusionPath = z
+  .string()
+  .max(512, 'must be at most 512 characters')
   .regex(WAF_EXCLUSION_PATH, 'must be a path such as /api/hooks or a prefix such as /api/* (no spaces, quotes or backslashes)')
-  .refine((p) => !p.includes('%{'), 'must not contain %{ (a rule macro)').nullable().default(null)
-const _exclusionArgument = z.string()
-  .regex(WAF_EXCLUSION_ARGUMENT, 'must be an argument name such as q or json.items.0.name (letters, digits, _ . - [ ])').nullable().default(null)
+  .refine((p) => !p.includes('%{'), 'must not contain %{ (a rule macro)')
+  .nullable()
+  .default(null)
+const _exclusionArgument = z
+  .string()
+  .regex(WAF_EXCLUSION_ARGUMENT, 'must be an argument name such as q or json.items.0.name (letters, digits, _ . - [ ])')
+  .nullable()
+  .default(null)
 
 export const wafExclusionBody = z.strictObject({
   rule_id: _ruleId,
@@ -172,12 +275,18 @@ export const wafExclusionBody = z.strictObject({
   note: safeText(200).nullable().default(null),
 })
 export type WafExclusionInput = z.infer<typeof wafExclusionBody>
-export const wafExclusionRecord = wafExclusionBody.extend({ id: z.number().int(), host_id: z.number().int(), source_log_id: z.number().int().nullable() })
+export const wafExclusionRecord = wafExclusionBody.extend({
+  id: z.number().int(),
+  host_id: z.number().int(),
+  source_log_id: z.number().int().nullable(),
+})
 export type WafExclusion = z.output<typeof wafExclusionRecord>
 
 /** One click from a waf_audit row: its host and rule; `path` scope (default) or the whole host. */
 export const wafExclusionFromLogBody = z.strictObject({
-  scope: z.enum(['path', 'host'], { message: 'must be "path" (this rule under the row\'s path) or "host" (this rule everywhere on the host)' }).default('path'),
+  scope: z
+    .enum(['path', 'host'], { message: 'must be "path" (this rule under the row\'s path) or "host" (this rule everywhere on the host)' })
+    .default('path'),
   argument: _exclusionArgument,
   note: safeText(200).nullable().default(null),
 })

@@ -8,7 +8,6 @@ import type { TargetGroupInput } from './schemas'
 import { presentTargetGroup } from './present'
 import { targetGroupToRow } from './records'
 
-
 function _duplicateName(err: unknown, name: string): never {
   if (isUniqueViolation(err)) throw conflict(`name: a target group named "${name}" already exists`)
   throw err
@@ -27,7 +26,11 @@ export async function getTargetGroup(id: number) {
 /** Inside the caller's transaction: inserted and audited; the caller reconciles. */
 export async function insertTargetGroup(tx: Tx, input: TargetGroupInput, ctx: AuditContext) {
   const now = new Date().toISOString()
-  const row = (await tx.insert(targetGroups).values({ ...targetGroupToRow(input), createdAt: now, updatedAt: now }).returning().get()
+  const row = (await tx
+    .insert(targetGroups)
+    .values({ ...targetGroupToRow(input), createdAt: now, updatedAt: now })
+    .returning()
+    .get()
     .catch((err) => _duplicateName(err, input.name)))!
   await writeAudit(ctx, 'target_group_create', { target_group_id: row.id, name: row.name }, tx)
   return row
@@ -37,7 +40,10 @@ export async function createTargetGroup(input: TargetGroupInput, ctx: AuditConte
   return writeTransaction(async (tx) => {
     const row = await insertTargetGroup(tx, input, ctx)
     // An unused group changes nothing in the proxy; the builder output stays the same.
-    return { ...presentTargetGroup(row), reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} created`)) }
+    return {
+      ...presentTargetGroup(row),
+      reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} created`)),
+    }
   })
 }
 
@@ -45,10 +51,18 @@ export async function updateTargetGroup(id: number, input: TargetGroupInput, ctx
   return writeTransaction(async (tx) => {
     const current = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, id)).get()
     if (!current) throw notFound('target group', id)
-    const row = (await tx.update(targetGroups).set({ ...targetGroupToRow(input), updatedAt: new Date().toISOString() }).where(eq(targetGroups.id, id)).returning().get()
+    const row = (await tx
+      .update(targetGroups)
+      .set({ ...targetGroupToRow(input), updatedAt: new Date().toISOString() })
+      .where(eq(targetGroups.id, id))
+      .returning()
+      .get()
       .catch((err) => _duplicateName(err, input.name)))!
     await writeAudit(ctx, 'target_group_update', { target_group_id: id, name: row.name }, tx)
-    return { ...presentTargetGroup(row), reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} updated`)) }
+    return {
+      ...presentTargetGroup(row),
+      reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `target group ${row.name} updated`)),
+    }
   })
 }
 

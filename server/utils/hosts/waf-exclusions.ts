@@ -14,23 +14,48 @@ import type { WafExclusionFromLogInput, WafExclusionInput } from './schemas'
 
 export async function listWafExclusions(hostId: number) {
   await hostIdAndDomain(getDb(), hostId)
-  return (await getDb().select().from(wafExclusions).where(eq(wafExclusions.hostId, hostId)).orderBy(asc(wafExclusions.id))).map(presentWafExclusion)
+  return (await getDb().select().from(wafExclusions).where(eq(wafExclusions.hostId, hostId)).orderBy(asc(wafExclusions.id))).map(
+    presentWafExclusion,
+  )
 }
 
 async function _insert(tx: Tx, hostId: number, input: WafExclusionInput, sourceLogId: number | null, ctx: AuditContext) {
   const host = await hostIdAndDomain(tx, hostId)
   let row: typeof wafExclusions.$inferSelect
   try {
-    row = (await tx.insert(wafExclusions).values({
-      hostId, ruleId: input.rule_id, path: input.path, argument: input.argument, note: input.note, sourceLogId, createdAt: new Date().toISOString(),
-    }).returning().get())!
+    row = (await tx
+      .insert(wafExclusions)
+      .values({
+        hostId,
+        ruleId: input.rule_id,
+        path: input.path,
+        argument: input.argument,
+        note: input.note,
+        sourceLogId,
+        createdAt: new Date().toISOString(),
+      })
+      .returning()
+      .get())!
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(`rule ${input.rule_id} is already excluded on host ${hostId} for ${input.path ?? 'every path'}${input.argument ? ` and argument ${input.argument}` : ''}`)
+    if (isUniqueViolation(err))
+      throw conflict(
+        `rule ${input.rule_id} is already excluded on host ${hostId} for ${input.path ?? 'every path'}${input.argument ? ` and argument ${input.argument}` : ''}`,
+      )
     throw err
   }
-  await writeAudit(ctx, 'waf_exclusion_create', {
-    exclusion_id: row.id, host_id: hostId, rule_id: row.ruleId, path: row.path, argument: row.argument, source_log_id: sourceLogId,
-  }, tx)
+  await writeAudit(
+    ctx,
+    'waf_exclusion_create',
+    {
+      exclusion_id: row.id,
+      host_id: hostId,
+      rule_id: row.ruleId,
+      path: row.path,
+      argument: row.argument,
+      source_log_id: sourceLogId,
+    },
+    tx,
+  )
   const o = await reconcileInTransaction(tx, ctx, `WAF rule ${row.ruleId} excluded on ${host.domain}`)
   return { ...presentWafExclusion(row), reconcile: presentReconcile(o) }
 }
@@ -42,7 +67,11 @@ export async function createWafExclusion(hostId: number, input: WafExclusionInpu
 /** The path as Coraza's REQUEST_FILENAME holds it: the URI without its query, percent-decoded. */
 export function exclusionPathOfUri(uri: string): string {
   const path = uri.split(/[?#]/, 1)[0]!
-  try { return decodeURIComponent(path) } catch { return path }
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    return path
+  }
 }
 
 /** One click from a waf_audit row: the row's host and rule, under the row's path unless scope is "host". */
@@ -51,13 +80,18 @@ export async function createWafExclusionFromLog(logId: number, input: WafExclusi
     const row = await tx.select().from(logs).where(eq(logs.id, logId)).get()
     if (!row) throw notFound('log row', logId)
     if (row.source !== 'waf_audit') throw badRequest(`log row ${logId} is a ${row.source} row: exclusions are made from waf_audit rows`)
-    if (row.hostId === null) throw badRequest(`log row ${logId} names no known host (${row.hostDomain ?? 'no host'}): create the exclusion on the host with POST /api/hosts/{id}/waf-exclusions`)
+    if (row.hostId === null)
+      throw badRequest(
+        `log row ${logId} names no known host (${row.hostDomain ?? 'no host'}): create the exclusion on the host with POST /api/hosts/{id}/waf-exclusions`,
+      )
     if (row.wafRuleId === null) throw badRequest(`log row ${logId} names no WAF rule: create the exclusion with an explicit rule_id`)
     let path: string | null = null
     if (input.scope === 'path') {
       path = exclusionPathOfUri(row.path ?? '/')
       if (!WAF_EXCLUSION_PATH.test(path) || path.includes('%{') || path.endsWith('*'))
-        throw badRequest(`log row ${logId}: its path ${JSON.stringify(path)} cannot be matched safely; use scope "host" or create the exclusion with a path of your own`)
+        throw badRequest(
+          `log row ${logId}: its path ${JSON.stringify(path)} cannot be matched safely; use scope "host" or create the exclusion with a path of your own`,
+        )
     }
     return _insert(tx, row.hostId, { rule_id: row.wafRuleId, path, argument: input.argument, note: input.note }, logId, ctx)
   })
@@ -68,7 +102,12 @@ export async function deleteWafExclusion(id: number, ctx: AuditContext): Promise
     const current = await tx.select().from(wafExclusions).where(eq(wafExclusions.id, id)).get()
     if (!current) throw notFound('WAF exclusion', id)
     await tx.delete(wafExclusions).where(eq(wafExclusions.id, id))
-    await writeAudit(ctx, 'waf_exclusion_delete', { exclusion_id: id, host_id: current.hostId, rule_id: current.ruleId, path: current.path, argument: current.argument }, tx)
+    await writeAudit(
+      ctx,
+      'waf_exclusion_delete',
+      { exclusion_id: id, host_id: current.hostId, rule_id: current.ruleId, path: current.path, argument: current.argument },
+      tx,
+    )
     await reconcileInTransaction(tx, ctx, `WAF exclusion ${id} (rule ${current.ruleId}) removed`)
   })
 }

@@ -5,8 +5,17 @@
 // a comment at the start of a token; `{` ending a line opens a block and `}` on
 // its own closes it; `<<MARKER` opens a heredoc up to MARKER.
 
-export interface ScannedDirective { name: string; args: string[]; line: number; children: ScannedDirective[] }
-export interface ScannedBlock { header: string[]; line: number; directives: ScannedDirective[] }
+export interface ScannedDirective {
+  name: string
+  args: string[]
+  line: number
+  children: ScannedDirective[]
+}
+export interface ScannedBlock {
+  header: string[]
+  line: number
+  directives: ScannedDirective[]
+}
 export interface ScannedCaddyfile {
   /** The global options block, if any (a block with no address, first in the file). */
   global: ScannedBlock | null
@@ -16,7 +25,11 @@ export interface ScannedCaddyfile {
   topImports: Array<{ line: number; target: string }>
 }
 
-interface _Token { text: string; line: number; quoted: boolean }
+interface _Token {
+  text: string
+  line: number
+  quoted: boolean
+}
 
 function _lex(text: string): _Token[][] {
   const lines: _Token[][] = []
@@ -24,19 +37,41 @@ function _lex(text: string): _Token[][] {
   let lineNo = 1
   let i = 0
   const push = (t: _Token) => current.push(t)
-  const endLine = () => { if (current.length) lines.push(current); current = [] }
+  const endLine = () => {
+    if (current.length) lines.push(current)
+    current = []
+  }
   while (i < text.length) {
     const c = text[i]!
-    if (c === '\n') { endLine(); lineNo++; i++; continue }
-    if (c === ' ' || c === '\t' || c === '\r') { i++; continue }
-    if (c === '\\' && text[i + 1] === '\n') { lineNo++; i += 2; continue }
-    if (c === '#') { while (i < text.length && text[i] !== '\n') i++; continue }
+    if (c === '\n') {
+      endLine()
+      lineNo++
+      i++
+      continue
+    }
+    if (c === ' ' || c === '\t' || c === '\r') {
+      i++
+      continue
+    }
+    if (c === '\\' && text[i + 1] === '\n') {
+      lineNo++
+      i += 2
+      continue
+    }
+    if (c === '#') {
+      while (i < text.length && text[i] !== '\n') i++
+      continue
+    }
     const start = lineNo
     if (c === '"' || c === '`') {
       let value = ''
       i++
       while (i < text.length && text[i] !== c) {
-        if (c === '"' && text[i] === '\\' && i + 1 < text.length) { value += text[i + 1]; i += 2; continue }
+        if (c === '"' && text[i] === '\\' && i + 1 < text.length) {
+          value += text[i + 1]
+          i += 2
+          continue
+        }
         if (text[i] === '\n') lineNo++
         value += text[i++]
       }
@@ -78,7 +113,11 @@ export function scanCaddyfile(text: string): ScannedCaddyfile {
     const words = (opens ? tokens.slice(0, -1) : tokens).map((t) => t.text)
     if (!block) {
       if (closes) continue
-      if (!opens && words[0] === 'import') { result.topImports.push({ line: tokens[0]!.line, target: words[1] ?? '' }); first = false; continue }
+      if (!opens && words[0] === 'import') {
+        result.topImports.push({ line: tokens[0]!.line, target: words[1] ?? '' })
+        first = false
+        continue
+      }
       // A block opening, or a site address without braces (the file's only site: every later line is its).
       block = { header: words, line: tokens[0]!.line, directives: [] }
       if (!words.length && first) result.global = block
@@ -106,7 +145,10 @@ export function flattenDirectives(site: ScannedBlock, snippets: Map<string, Scan
   const walk = (list: ScannedDirective[], depth: number) => {
     for (const d of list) {
       if (d.name === 'import' && snippets.has(d.args[0] ?? '') && depth < 10) walk(snippets.get(d.args[0]!)!.directives, depth + 1)
-      else { out.push(d); walk(d.children, depth) }
+      else {
+        out.push(d)
+        walk(d.children, depth)
+      }
     }
   }
   walk(site.directives, 0)

@@ -9,7 +9,18 @@ import { isValidHostname } from '../hosts/schemas'
 import type { RuleInput, TargetGroupInput } from '../hosts/schemas'
 import { fileImports, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
 import type { AuditContext } from '../core/audit'
-import { PLACEHOLDER_GROUP, addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedRule } from './plan'
+import {
+  PLACEHOLDER_GROUP,
+  addPlannedGroup,
+  addPlannedHost,
+  applyImportPlan,
+  dryRunImportPlan,
+  emptyPlan,
+  refusalOf,
+  type ImportPlan,
+  type ImportReport,
+  type PlannedRule,
+} from './plan'
 
 // Caddyfile import (docs/import.md): the real `caddy adapt` turns the file into
 // Caddy's JSON; each site route whose handlers have a panel equivalent becomes
@@ -25,8 +36,17 @@ type Json = Record<string, any>
 
 /** The error line caddy logs on stderr, with the file name made a line reference. */
 function _adaptError(stderr: string): string {
-  const messages = stderr.split('\n').map((l) => { try { return JSON.parse(l) } catch { return null } })
-    .filter((j): j is Json => !!j && j.level === 'error' && typeof j.msg === 'string').map((j) => j.msg as string)
+  const messages = stderr
+    .split('\n')
+    .map((l) => {
+      try {
+        return JSON.parse(l)
+      } catch {
+        return null
+      }
+    })
+    .filter((j): j is Json => !!j && j.level === 'error' && typeof j.msg === 'string')
+    .map((j) => j.msg as string)
   const text = messages.at(-1) ?? stderr.trim().split('\n').at(-1) ?? 'no message'
   return text.replace(/^Caddyfile:(\d+): /, 'line $1: ').slice(0, 1000)
 }
@@ -42,13 +62,20 @@ export async function adaptCaddyfile(text: string): Promise<Json> {
   try {
     await writeFile(join(dir, 'Caddyfile'), text, { mode: 0o600 })
     const out = await new Promise<string>((resolve, reject) => {
-      execFile(bin, ['adapt', '--adapter', 'caddyfile', '--config', 'Caddyfile'], { cwd: dir, env: { HOME: dir }, timeout: _ADAPT_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 },
+      execFile(
+        bin,
+        ['adapt', '--adapter', 'caddyfile', '--config', 'Caddyfile'],
+        { cwd: dir, env: { HOME: dir }, timeout: _ADAPT_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 },
         (err, stdout, stderr) => {
           if (!err) return resolve(stdout)
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(upstreamUnavailable('caddy adapt', `the caddy binary "${bin}" was not found: set PANEL_CADDY_BIN (docs/configuration.md)`))
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+            return reject(
+              upstreamUnavailable('caddy adapt', `the caddy binary "${bin}" was not found: set PANEL_CADDY_BIN (docs/configuration.md)`),
+            )
           if (err.killed) return reject(upstreamUnavailable('caddy adapt', `no answer within ${_ADAPT_TIMEOUT_MS / 1000} s`))
           reject(badRequest(`Caddyfile does not adapt: ${_adaptError(stderr)}`))
-        })
+        },
+      )
     })
     return JSON.parse(out) as Json
   } finally {
@@ -58,19 +85,36 @@ export async function adaptCaddyfile(text: string): Promise<Json> {
 
 /** The names a site block's addresses serve: scheme, port and commas dropped. */
 function _siteNames(block: ScannedBlock): string[] {
-  return block.header.flatMap((a) => a.split(',')).map((a) => a.trim().toLowerCase().replace(/^[a-z]+:\/\//, '').replace(/:\d+$/, '').replace(/\/.*$/, '')).filter(Boolean)
+  return block.header
+    .flatMap((a) => a.split(','))
+    .map((a) =>
+      a
+        .trim()
+        .toLowerCase()
+        .replace(/^[a-z]+:\/\//, '')
+        .replace(/:\d+$/, '')
+        .replace(/\/.*$/, ''),
+    )
+    .filter(Boolean)
 }
 
 /** Which directives a handler comes from, to name the line of something not imported. */
 const _HANDLER_DIRECTIVES: Record<string, string[]> = {
-  headers: ['header', 'request_header'], rewrite: ['rewrite', 'uri', 'handle_path', 'try_files', 'php_fastcgi'], vars: ['vars', 'root', 'map'],
-  reverse_proxy: ['reverse_proxy', 'php_fastcgi', 'forward_auth'], static_response: ['respond', 'redir', 'error', 'abort'], authentication: ['basic_auth', 'basicauth'],
+  headers: ['header', 'request_header'],
+  rewrite: ['rewrite', 'uri', 'handle_path', 'try_files', 'php_fastcgi'],
+  vars: ['vars', 'root', 'map'],
+  reverse_proxy: ['reverse_proxy', 'php_fastcgi', 'forward_auth'],
+  static_response: ['respond', 'redir', 'error', 'abort'],
+  authentication: ['basic_auth', 'basicauth'],
 }
 const _LB_POLICIES = new Set(['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'])
 const _REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 const _PROXY_KEYS = new Set(['handler', 'upstreams', 'load_balancing', 'health_checks', 'transport'])
 
-interface _Match { paths: string[] | null; methods: string[] | null }
+interface _Match {
+  paths: string[] | null
+  methods: string[] | null
+}
 
 class _SiteMapper {
   readonly domain: string
@@ -81,7 +125,12 @@ class _SiteMapper {
   accessList: string | null = null
   private priority = 0
 
-  constructor(private plan: ImportPlan, readonly names: string[], site: ScannedBlock | null, scan: ScannedCaddyfile) {
+  constructor(
+    private plan: ImportPlan,
+    readonly names: string[],
+    site: ScannedBlock | null,
+    scan: ScannedCaddyfile,
+  ) {
     this.domain = names[0]!
     this.source = site ? `Caddyfile line ${site.line}` : 'Caddyfile'
     this.directives = site ? flattenDirectives(site, scan.snippets) : []
@@ -89,7 +138,7 @@ class _SiteMapper {
 
   /** The line of the first directive that can have made this handler. */
   lineOf(handler: string, prefer?: string): string {
-    const names = prefer ? [prefer] : _HANDLER_DIRECTIVES[handler] ?? [handler]
+    const names = prefer ? [prefer] : (_HANDLER_DIRECTIVES[handler] ?? [handler])
     const d = this.directives.find((x) => names.includes(x.name))
     return d ? `Caddyfile line ${d.line}` : this.source
   }
@@ -98,7 +147,8 @@ class _SiteMapper {
     const notes = list === 'imperfect' ? this.plan.imperfect : this.plan.notImportable
     const full = `${this.domain}: ${why}`
     // One note per thing: a snippet imported twice, or a handler seen on two routes, is said once.
-    if (!notes.some((n) => n.name === name && n.source === source && n.why === full)) notes.push({ kind: list === 'imperfect' ? 'host' : 'directive', name, source, why: full })
+    if (!notes.some((n) => n.name === name && n.source === source && n.why === full))
+      notes.push({ kind: list === 'imperfect' ? 'host' : 'directive', name, source, why: full })
   }
 
   walk(routes: Json[], inherited: _Match) {
@@ -115,9 +165,10 @@ class _SiteMapper {
    * or try_files), or the first named matcher.
    */
   private matcherLine(keys: string[]): string {
-    const d = this.directives.find((x) => x.name.startsWith('@') && keys.some((k) => x.args[0] === k || x.children.some((c) => c.name === k)))
-      ?? (keys.includes('file') ? this.directives.find((x) => x.name === 'php_fastcgi' || x.name === 'try_files') : undefined)
-      ?? this.directives.find((x) => x.name.startsWith('@'))
+    const d =
+      this.directives.find((x) => x.name.startsWith('@') && keys.some((k) => x.args[0] === k || x.children.some((c) => c.name === k))) ??
+      (keys.includes('file') ? this.directives.find((x) => x.name === 'php_fastcgi' || x.name === 'try_files') : undefined) ??
+      this.directives.find((x) => x.name.startsWith('@'))
     return d ? `Caddyfile line ${d.line}` : this.source
   }
 
@@ -127,8 +178,12 @@ class _SiteMapper {
     const unsupported = sets.flatMap((s) => Object.keys(s)).filter((k) => k !== 'path' && k !== 'method')
     const handlers = (route.handle ?? []).map((h: Json) => h.handler).join(', ')
     if (unsupported.length || (sets.length > 1 && sets.some((s) => s.method))) {
-      this.note('notImportable', `matcher ${[...new Set(unsupported)].join(', ') || 'method (several sets)'}`, this.matcherLine(unsupported),
-        `the routes behind a ${[...new Set(unsupported)].join('/') || 'several-set'} matcher (${handlers}) are not imported: rules match by path and method only`)
+      this.note(
+        'notImportable',
+        `matcher ${[...new Set(unsupported)].join(', ') || 'method (several sets)'}`,
+        this.matcherLine(unsupported),
+        `the routes behind a ${[...new Set(unsupported)].join('/') || 'several-set'} matcher (${handlers}) are not imported: rules match by path and method only`,
+      )
       return null
     }
     const paths = sets.flatMap((s) => s.path ?? [])
@@ -138,25 +193,43 @@ class _SiteMapper {
 
   private handler(h: Json, m: _Match) {
     switch (h.handler) {
-      case 'subroute': return this.walk(h.routes ?? [], m)
-      case 'reverse_proxy': return this.proxy(h, m)
-      case 'static_response': return this.respond(h, m)
-      case 'authentication': return this.basicAuth(h, m)
+      case 'subroute':
+        return this.walk(h.routes ?? [], m)
+      case 'reverse_proxy':
+        return this.proxy(h, m)
+      case 'static_response':
+        return this.respond(h, m)
+      case 'authentication':
+        return this.basicAuth(h, m)
       // `root` sets a variable for file_server, which is reported itself.
-      case 'vars': return
+      case 'vars':
+        return
       default: {
         const directive = this.directives.find((d) => (_HANDLER_DIRECTIVES[h.handler] ?? [h.handler]).includes(d.name))
-        this.note('notImportable', directive?.name ?? h.handler, this.lineOf(h.handler), `${directive?.name ?? h.handler} has no equivalent in the panel; not imported`)
+        this.note(
+          'notImportable',
+          directive?.name ?? h.handler,
+          this.lineOf(h.handler),
+          `${directive?.name ?? h.handler} has no equivalent in the panel; not imported`,
+        )
       }
     }
   }
 
-  private ruleFor(m: _Match, source: string, input: Omit<RuleInput, 'target_group_id' | 'priority' | 'path' | 'methods'>, group: string | null) {
+  private ruleFor(
+    m: _Match,
+    source: string,
+    input: Omit<RuleInput, 'target_group_id' | 'priority' | 'path' | 'methods'>,
+    group: string | null,
+  ) {
     for (const path of m.paths ?? ['/*']) {
       this.priority += 10
       const rule = { ...input, priority: this.priority, path, methods: m.methods ?? [] }
       const refused = refusalOf('rule', { ...rule, target_group_id: null })
-      if (refused) { this.note('notImportable', `${input.action} ${path}`, source, `rule not imported: ${refused}`); continue }
+      if (refused) {
+        this.note('notImportable', `${input.action} ${path}`, source, `rule not imported: ${refused}`)
+        continue
+      }
       this.rules.push({ input: rule as PlannedRule['input'], group, source })
     }
   }
@@ -164,36 +237,68 @@ class _SiteMapper {
   private proxy(h: Json, m: _Match) {
     // The reverse_proxy line naming these upstreams (a site may have several).
     const dialsOf = (h.upstreams ?? []).map((u: Json) => String(u.dial ?? ''))
-    const written = this.directives.find((d) => d.name === 'reverse_proxy' && dialsOf.length > 0 && dialsOf.every((dial: string) => d.args.some((a) => a.endsWith(dial))))
-    const source = written ? `Caddyfile line ${written.line}` : this.lineOf('reverse_proxy', h.transport?.protocol === 'fastcgi' ? 'php_fastcgi' : h.handle_response ? 'forward_auth' : undefined)
-    const childLine = (name: string) => { const c = written?.children.find((x) => x.name === name); return c ? `Caddyfile line ${c.line}` : source }
-    if (h.transport?.protocol === 'fastcgi') return this.note('notImportable', 'php_fastcgi', source, 'FastCGI upstreams have no equivalent; not imported')
-    if (h.handle_response || h.rewrite) return this.note('notImportable', 'forward_auth', source, 'a reverse_proxy that handles responses or rewrites the request (forward_auth) has no equivalent; use the host\'s ForwardAuth to the panel instead')
-    if (h.dynamic_upstreams) return this.note('notImportable', 'dynamic upstreams', source, 'dynamic upstreams have no equivalent; not imported')
+    const written = this.directives.find(
+      (d) => d.name === 'reverse_proxy' && dialsOf.length > 0 && dialsOf.every((dial: string) => d.args.some((a) => a.endsWith(dial))),
+    )
+    const source = written
+      ? `Caddyfile line ${written.line}`
+      : this.lineOf('reverse_proxy', h.transport?.protocol === 'fastcgi' ? 'php_fastcgi' : h.handle_response ? 'forward_auth' : undefined)
+    const childLine = (name: string) => {
+      const c = written?.children.find((x) => x.name === name)
+      return c ? `Caddyfile line ${c.line}` : source
+    }
+    if (h.transport?.protocol === 'fastcgi')
+      return this.note('notImportable', 'php_fastcgi', source, 'FastCGI upstreams have no equivalent; not imported')
+    if (h.handle_response || h.rewrite)
+      return this.note(
+        'notImportable',
+        'forward_auth',
+        source,
+        "a reverse_proxy that handles responses or rewrites the request (forward_auth) has no equivalent; use the host's ForwardAuth to the panel instead",
+      )
+    if (h.dynamic_upstreams)
+      return this.note('notImportable', 'dynamic upstreams', source, 'dynamic upstreams have no equivalent; not imported')
     const dials: string[] = (h.upstreams ?? []).map((u: Json) => String(u.dial ?? ''))
-    if (!dials.length || dials.some((d) => /[{}]/.test(d))) return this.note('notImportable', 'reverse_proxy', source, 'upstreams given by placeholders have no equivalent; not imported')
+    if (!dials.length || dials.some((d) => /[{}]/.test(d)))
+      return this.note('notImportable', 'reverse_proxy', source, 'upstreams given by placeholders have no equivalent; not imported')
     const selection = h.load_balancing?.selection_policy ?? {}
     let policy = selection.policy ?? 'random'
-    if (!_LB_POLICIES.has(policy)) { this.note('imperfect', 'lb_policy', childLine('lb_policy'), `lb_policy ${policy} has no equivalent; round_robin instead`); policy = 'round_robin' }
+    if (!_LB_POLICIES.has(policy)) {
+      this.note('imperfect', 'lb_policy', childLine('lb_policy'), `lb_policy ${policy} has no equivalent; round_robin instead`)
+      policy = 'round_robin'
+    }
     const weights: number[] = selection.weights ?? []
     const active = h.health_checks?.active
     const extra = Object.keys(h).filter((k) => !_PROXY_KEYS.has(k))
     if (extra.length) this.note('imperfect', 'reverse_proxy', source, `reverse_proxy settings not carried over: ${extra.join(', ')}`)
     if (h.health_checks?.passive) this.note('imperfect', 'reverse_proxy', source, 'passive health checks not carried over')
     const transportExtra = Object.keys(h.transport ?? {}).filter((k) => k !== 'protocol' && k !== 'tls')
-    if (transportExtra.length) this.note('imperfect', 'reverse_proxy', source, `transport settings not carried over: ${transportExtra.join(', ')}`)
+    if (transportExtra.length)
+      this.note('imperfect', 'reverse_proxy', source, `transport settings not carried over: ${transportExtra.join(', ')}`)
     const input: TargetGroupInput = {
       name: (m.paths || m.methods ? `${this.domain} ${[...(m.methods ?? []), ...(m.paths ?? [])].join(' ')}` : this.domain).slice(0, 100),
       targets: dials.map((address, i) => ({ address, weight: weights[i] ?? 1 })),
-      scheme: h.transport?.tls ? 'https' : 'http', lb_policy: policy, tls_skip_verify: !!h.transport?.tls?.insecure_skip_verify,
-      health_check: active ? {
-        path: active.uri ?? active.path ?? '/', interval_seconds: Math.min(3600, Math.max(1, Math.round((active.interval ?? 30e9) / 1e9))), expect_status: Number(active.expect_status) || 200,
-      } : null,
+      scheme: h.transport?.tls ? 'https' : 'http',
+      lb_policy: policy,
+      tls_skip_verify: !!h.transport?.tls?.insecure_skip_verify,
+      health_check: active
+        ? {
+            path: active.uri ?? active.path ?? '/',
+            interval_seconds: Math.min(3600, Math.max(1, Math.round((active.interval ?? 30e9) / 1e9))),
+            expect_status: Number(active.expect_status) || 200,
+          }
+        : null,
     }
     const group = addPlannedGroup(this.plan, { name: input.name, input, source })
     if (!group) return
     if (!m.paths && !m.methods) {
-      if (this.defaultGroup) return this.note('imperfect', 'reverse_proxy', source, 'a second reverse_proxy for every path is never reached (Caddy stops at the first); not imported')
+      if (this.defaultGroup)
+        return this.note(
+          'imperfect',
+          'reverse_proxy',
+          source,
+          'a second reverse_proxy for every path is never reached (Caddy stops at the first); not imported',
+        )
       this.defaultGroup = group
       return
     }
@@ -205,41 +310,97 @@ class _SiteMapper {
     const source = this.lineOf('static_response', location ? 'redir' : 'respond')
     if (h.close || h.abort) return this.note('notImportable', 'abort', source, 'closing the connection has no equivalent; not imported')
     const status = Number(h.status_code ?? 200)
-    if (!Number.isInteger(status)) return this.note('notImportable', location ? 'redir' : 'respond', source, `status ${h.status_code} given by a placeholder has no equivalent; not imported`)
+    if (!Number.isInteger(status))
+      return this.note(
+        'notImportable',
+        location ? 'redir' : 'respond',
+        source,
+        `status ${h.status_code} given by a placeholder has no equivalent; not imported`,
+      )
     if (location) {
       let url = location
       if (url.endsWith('{http.request.uri}')) {
         url = url.slice(0, -'{http.request.uri}'.length) || '/'
-        this.note('imperfect', 'redir', source, `redirect to ${location}: the request's path is not appended (rules redirect to a fixed URL: ${url})`)
+        this.note(
+          'imperfect',
+          'redir',
+          source,
+          `redirect to ${location}: the request's path is not appended (rules redirect to a fixed URL: ${url})`,
+        )
       }
-      if (/[{}]/.test(url)) return this.note('notImportable', 'redir', source, `redirect target ${location} uses placeholders; rules redirect to a fixed URL`)
+      if (/[{}]/.test(url))
+        return this.note('notImportable', 'redir', source, `redirect target ${location} uses placeholders; rules redirect to a fixed URL`)
       let redirectStatus = status
-      if (!_REDIRECT_STATUSES.has(status)) { this.note('imperfect', 'redir', source, `redirect status ${status} has no equivalent; 302 instead`); redirectStatus = 302 }
-      return this.ruleFor(m, source, { action: 'redirect', redirect_url: url, redirect_status: redirectStatus as 302, respond_status: null, respond_body: null }, null)
+      if (!_REDIRECT_STATUSES.has(status)) {
+        this.note('imperfect', 'redir', source, `redirect status ${status} has no equivalent; 302 instead`)
+        redirectStatus = 302
+      }
+      return this.ruleFor(
+        m,
+        source,
+        { action: 'redirect', redirect_url: url, redirect_status: redirectStatus as 302, respond_status: null, respond_body: null },
+        null,
+      )
     }
     const body = typeof h.body === 'string' ? h.body : ''
-    if (/[{}]/.test(body)) return this.note('notImportable', 'respond', source, 'a response body with placeholders has no equivalent; not imported')
-    this.ruleFor(m, source, { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body }, null)
+    if (/[{}]/.test(body))
+      return this.note('notImportable', 'respond', source, 'a response body with placeholders has no equivalent; not imported')
+    this.ruleFor(
+      m,
+      source,
+      { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body },
+      null,
+    )
   }
 
   private basicAuth(h: Json, m: _Match) {
     const source = this.lineOf('authentication')
     const basic = h.providers?.http_basic
-    if (!basic) return this.note('notImportable', 'authentication', source, 'only http_basic authentication has an equivalent; not imported')
-    if ((basic.hash?.algorithm ?? 'bcrypt') !== 'bcrypt') return this.note('notImportable', 'basic_auth', source, `${basic.hash.algorithm} hashes have no equivalent (access lists take bcrypt); not imported`)
-    if (this.accessList) return this.note('imperfect', 'basic_auth', source, 'a host takes one access list: a second basic_auth is not imported')
+    if (!basic)
+      return this.note('notImportable', 'authentication', source, 'only http_basic authentication has an equivalent; not imported')
+    if ((basic.hash?.algorithm ?? 'bcrypt') !== 'bcrypt')
+      return this.note(
+        'notImportable',
+        'basic_auth',
+        source,
+        `${basic.hash.algorithm} hashes have no equivalent (access lists take bcrypt); not imported`,
+      )
+    if (this.accessList)
+      return this.note('imperfect', 'basic_auth', source, 'a host takes one access list: a second basic_auth is not imported')
     const users: Array<{ username: string; hash: string }> = []
     for (const a of basic.accounts ?? []) {
       const raw = String(a.password ?? '')
       const hash = raw.startsWith('$') ? raw : Buffer.from(raw, 'base64').toString('utf8')
       // The username only: the hash is a secret and never goes into a note.
-      if (!BASIC_AUTH_USERNAME.test(String(a.username)) || !BCRYPT_HASH.test(hash)) { this.note('notImportable', 'basic_auth user', source, `user ${String(a.username).slice(0, 64)}: not a bcrypt hash or not a valid username; not imported`); continue }
+      if (!BASIC_AUTH_USERNAME.test(String(a.username)) || !BCRYPT_HASH.test(hash)) {
+        this.note(
+          'notImportable',
+          'basic_auth user',
+          source,
+          `user ${String(a.username).slice(0, 64)}: not a bcrypt hash or not a valid username; not imported`,
+        )
+        continue
+      }
       users.push({ username: a.username, hash })
     }
     if (!users.length) return
     let realm = basic.realm ?? _DEFAULT_REALM
-    if (!/^[A-Za-z0-9 ._-]{1,64}$/.test(realm)) { this.note('imperfect', 'basic_auth', source, `realm ${JSON.stringify(String(realm).slice(0, 64))} has characters access lists refuse; "${_DEFAULT_REALM}" instead`); realm = _DEFAULT_REALM }
-    if (m.paths || m.methods) this.note('imperfect', 'basic_auth', source, `basic_auth for ${[...(m.methods ?? []), ...(m.paths ?? [])].join(' ')} only: an access list protects the whole host`)
+    if (!/^[A-Za-z0-9 ._-]{1,64}$/.test(realm)) {
+      this.note(
+        'imperfect',
+        'basic_auth',
+        source,
+        `realm ${JSON.stringify(String(realm).slice(0, 64))} has characters access lists refuse; "${_DEFAULT_REALM}" instead`,
+      )
+      realm = _DEFAULT_REALM
+    }
+    if (m.paths || m.methods)
+      this.note(
+        'imperfect',
+        'basic_auth',
+        source,
+        `basic_auth for ${[...(m.methods ?? []), ...(m.paths ?? [])].join(' ')} only: an access list protects the whole host`,
+      )
     const name = `${this.domain} basic auth`.slice(0, 100)
     if (!this.plan.accessLists.some((l) => l.name === name))
       this.plan.accessLists.push({ name, source, values: { name, realm, default_action: 'allow', ip_rules: [], users } })
@@ -251,7 +412,10 @@ function _tlsOf(json: Json, names: string[]): { email: string | null; internal: 
   const policies: Json[] = json.apps?.tls?.automation?.policies ?? []
   const policy = policies.find((p) => (p.subjects ?? []).some((s: string) => names.includes(s))) ?? policies.find((p) => !p.subjects)
   const issuers: Json[] = policy?.issuers ?? (policy?.issuer ? [policy.issuer] : [])
-  return { email: issuers.find((i) => i.module === 'acme' && i.email)?.email ?? null, internal: issuers.some((i) => i.module === 'internal') }
+  return {
+    email: issuers.find((i) => i.module === 'acme' && i.email)?.email ?? null,
+    internal: issuers.some((i) => i.module === 'internal'),
+  }
 }
 
 /** Reads, adapts and maps a Caddyfile into an import plan; 400 for one that does not adapt or imports files. */
@@ -260,11 +424,20 @@ export async function planCaddyfileImport(text: string): Promise<ImportPlan> {
   if (!text.trim()) throw badRequest('caddyfile: is empty')
   const scan = scanCaddyfile(text)
   const imported = fileImports(scan)
-  if (imported.length) throw badRequest(`caddyfile: line ${imported[0]!.line} imports ${imported[0]!.target || 'a file'}: importing files is not supported; paste their contents into the Caddyfile (snippets defined in it are fine)`)
+  if (imported.length)
+    throw badRequest(
+      `caddyfile: line ${imported[0]!.line} imports ${imported[0]!.target || 'a file'}: importing files is not supported; paste their contents into the Caddyfile (snippets defined in it are fine)`,
+    )
   const json = await adaptCaddyfile(text)
   const plan = emptyPlan()
   for (const d of scan.global?.directives ?? []) {
-    if (d.name !== 'email') plan.notImportable.push({ kind: 'global option', name: d.name, source: `Caddyfile line ${d.line}`, why: 'global options are not imported: the panel has its own settings (acme.email is taken from `email`)' })
+    if (d.name !== 'email')
+      plan.notImportable.push({
+        kind: 'global option',
+        name: d.name,
+        source: `Caddyfile line ${d.line}`,
+        why: 'global options are not imported: the panel has its own settings (acme.email is taken from `email`)',
+      })
   }
   const servers: Record<string, Json> = json.apps?.http?.servers ?? {}
   for (const server of Object.values(servers)) {
@@ -272,40 +445,102 @@ export async function planCaddyfileImport(text: string): Promise<ImportPlan> {
     for (const route of server.routes ?? []) {
       const hostNames: string[] = (route.match ?? []).flatMap((m: Json) => m.host ?? []).map((n: string) => n.toLowerCase())
       const listen: string[] = server.listen ?? []
-      const site = scan.sites.find((s) => hostNames.length ? _siteNames(s).includes(hostNames[0]!) : s.header.some((a) => listen.some((l) => a.replace(/,$/, '').endsWith(l)))) ?? null
+      const site =
+        scan.sites.find((s) =>
+          hostNames.length
+            ? _siteNames(s).includes(hostNames[0]!)
+            : s.header.some((a) => listen.some((l) => a.replace(/,$/, '').endsWith(l))),
+        ) ?? null
       if (!hostNames.length) {
-        plan.notImportable.push({ kind: 'site', name: (server.listen ?? []).join(' '), source: site ? `Caddyfile line ${site.line}` : 'Caddyfile', why: 'a site without a host name (an address or port only) has no equivalent: hosts are matched by name' })
+        plan.notImportable.push({
+          kind: 'site',
+          name: (server.listen ?? []).join(' '),
+          source: site ? `Caddyfile line ${site.line}` : 'Caddyfile',
+          why: 'a site without a host name (an address or port only) has no equivalent: hosts are matched by name',
+        })
         continue
       }
       const mapper = new _SiteMapper(plan, hostNames, site, scan)
       const badName = hostNames.find((n) => !isValidHostname(n))
       if (badName) {
-        plan.notImportable.push({ kind: 'site', name: hostNames.join(' '), source: mapper.source, why: badName.startsWith('*.')
-          ? `${badName} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"` : `${badName} is not a host name the panel serves` })
+        plan.notImportable.push({
+          kind: 'site',
+          name: hostNames.join(' '),
+          source: mapper.source,
+          why: badName.startsWith('*.')
+            ? `${badName} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"`
+            : `${badName} is not a host name the panel serves`,
+        })
         continue
       }
-      const routes: Json[] = route.handle?.length === 1 && route.handle[0].handler === 'subroute' ? route.handle[0].routes ?? [] : [{ handle: route.handle ?? [] }]
+      const routes: Json[] =
+        route.handle?.length === 1 && route.handle[0].handler === 'subroute'
+          ? (route.handle[0].routes ?? [])
+          : [{ handle: route.handle ?? [] }]
       mapper.walk(routes, { paths: null, methods: null })
       for (const d of site ? flattenDirectives(site, scan.snippets) : []) {
-        if (d.name === 'log' || d.name === 'bind') plan.notImportable.push({ kind: 'directive', name: d.name, source: `Caddyfile line ${d.line}`, why: `${mapper.domain}: ${d.name} is the panel's own (access logs and listeners); not imported` })
+        if (d.name === 'log' || d.name === 'bind')
+          plan.notImportable.push({
+            kind: 'directive',
+            name: d.name,
+            source: `Caddyfile line ${d.line}`,
+            why: `${mapper.domain}: ${d.name} is the panel's own (access logs and listeners); not imported`,
+          })
       }
       const tls = plain ? { email: null, internal: false } : _tlsOf(json, hostNames)
       for (const d of plain || !site ? [] : flattenDirectives(site, scan.snippets).filter((x) => x.name === 'tls')) {
         const files = d.args.length === 2 && !d.args.some((a) => a.includes('@') || a === 'internal')
         const dns = d.children.find((c) => c.name === 'dns')
-        if (files) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: `Caddyfile line ${d.line}`, why: `${mapper.domain}: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)` })
-        if (dns) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: `Caddyfile line ${dns.line}`, why: `${mapper.domain}: the DNS challenge (${dns.args[0] ?? 'provider'}) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch` })
+        if (files)
+          plan.imperfect.push({
+            kind: 'host',
+            name: mapper.domain,
+            source: `Caddyfile line ${d.line}`,
+            why: `${mapper.domain}: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)`,
+          })
+        if (dns)
+          plan.imperfect.push({
+            kind: 'host',
+            name: mapper.domain,
+            source: `Caddyfile line ${dns.line}`,
+            why: `${mapper.domain}: the DNS challenge (${dns.args[0] ?? 'provider'}) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch`,
+          })
       }
-      if (tls.internal) plan.imperfect.push({ kind: 'host', name: mapper.domain, source: mapper.lineOf('', 'tls'), why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one` })
+      if (tls.internal)
+        plan.imperfect.push({
+          kind: 'host',
+          name: mapper.domain,
+          source: mapper.lineOf('', 'tls'),
+          why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one`,
+        })
       let group = mapper.defaultGroup
       if (!group) {
         group = addPlannedGroup(plan, { ...PLACEHOLDER_GROUP, source: mapper.source })!
         const catchAll = mapper.rules.some((r) => r.input.path === '/*' && !r.input.methods.length)
-        plan.imperfect.push({ kind: 'host', name: mapper.domain, source: mapper.source, why: `${mapper.domain}: no reverse_proxy for every path; the host's default route goes to the group "${PLACEHOLDER_GROUP.name}" (nothing listens)${catchAll ? ', which a rule for /* answers before' : ': requests no rule matches get 502'}` })
+        plan.imperfect.push({
+          kind: 'host',
+          name: mapper.domain,
+          source: mapper.source,
+          why: `${mapper.domain}: no reverse_proxy for every path; the host's default route goes to the group "${PLACEHOLDER_GROUP.name}" (nothing listens)${catchAll ? ', which a rule for /* answers before' : ': requests no rule matches get 502'}`,
+        })
       }
       addPlannedHost(plan, {
-        input: { domain: hostNames[0]!, aliases: hostNames.slice(1), tls_mode: plain ? 'none' : 'auto', tls_challenge: 'http', tls_email: tls.email, tls_dns_provider: null, tls_acme_ca_url: null, waf_mode: 'detection', rate_limit_rps: 50, rate_limit_burst: 100 },
-        group, rules: mapper.rules, accessList: mapper.accessList, source: mapper.source,
+        input: {
+          domain: hostNames[0]!,
+          aliases: hostNames.slice(1),
+          tls_mode: plain ? 'none' : 'auto',
+          tls_challenge: 'http',
+          tls_email: tls.email,
+          tls_dns_provider: null,
+          tls_acme_ca_url: null,
+          waf_mode: 'detection',
+          rate_limit_rps: 50,
+          rate_limit_burst: 100,
+        },
+        group,
+        rules: mapper.rules,
+        accessList: mapper.accessList,
+        source: mapper.source,
       })
     }
   }

@@ -10,7 +10,19 @@ import { BCRYPT_COST } from '../hosts/access-lists'
 import { validateCertificateUpload } from '../hosts/cert-validation'
 import { installManualCertInTransaction } from '../hosts/manual-certs'
 import { isValidHostname, type TargetGroupInput } from '../hosts/schemas'
-import { PLACEHOLDER_GROUP, addPlannedGroup, addPlannedHost, applyImportPlan, dryRunImportPlan, emptyPlan, refusalOf, type ImportPlan, type ImportReport, type PlannedHost, type PlannedRule } from './plan'
+import {
+  PLACEHOLDER_GROUP,
+  addPlannedGroup,
+  addPlannedHost,
+  applyImportPlan,
+  dryRunImportPlan,
+  emptyPlan,
+  refusalOf,
+  type ImportPlan,
+  type ImportReport,
+  type PlannedHost,
+  type PlannedRule,
+} from './plan'
 
 // nginx-proxy-manager import (docs/import.md): its SQLite database, read with the
 // schema its own migrations (backend/migrations/*.js) leave: proxy_host (with
@@ -21,14 +33,27 @@ import { PLACEHOLDER_GROUP, addPlannedGroup, addPlannedHost, applyImportPlan, dr
 // what its UI deleted and are ignored.
 
 type Row = Record<string, any>
-const _TABLES = ['proxy_host', 'redirection_host', 'dead_host', 'stream', 'access_list', 'access_list_auth', 'access_list_client', 'certificate'] as const
+const _TABLES = [
+  'proxy_host',
+  'redirection_host',
+  'dead_host',
+  'stream',
+  'access_list',
+  'access_list_auth',
+  'access_list_client',
+  'certificate',
+] as const
 const _REDIRECT_CODES = new Set([301, 302, 303, 307, 308])
 /** nginx-proxy-manager's auth_basic realm. */
 const _REALM = 'Authorization required'
 
 function _json<T>(value: unknown, fallback: T): T {
   if (typeof value !== 'string') return (value as T) ?? fallback
-  try { return JSON.parse(value) as T } catch { return fallback }
+  try {
+    return JSON.parse(value) as T
+  } catch {
+    return fallback
+  }
 }
 const _flag = (v: unknown) => Number(v) === 1
 
@@ -47,7 +72,8 @@ async function _readAll(client: Client): Promise<Record<(typeof _TABLES)[number]
 /** Opens the uploaded bytes as SQLite in a private temporary folder; 400 for anything that is not a readable database. */
 async function _withDatabase<T>(bytes: Buffer, read: (client: Client) => Promise<T>): Promise<T> {
   if (!bytes.length) throw badRequest('database: the file is empty')
-  if (!bytes.subarray(0, 16).equals(Buffer.from('SQLite format 3\u0000', 'latin1'))) throw badRequest('database: not an SQLite database file (nginx-proxy-manager keeps its database in data/database.sqlite)')
+  if (!bytes.subarray(0, 16).equals(Buffer.from('SQLite format 3\u0000', 'latin1')))
+    throw badRequest('database: not an SQLite database file (nginx-proxy-manager keeps its database in data/database.sqlite)')
   const dir = await mkdtemp(join(tmpdir(), 'panel-npm-'))
   const file = join(dir, 'database.sqlite')
   await writeFile(file, bytes, { mode: 0o600 })
@@ -56,7 +82,11 @@ async function _withDatabase<T>(bytes: Buffer, read: (client: Client) => Promise
     return await read(client)
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode) throw err
-    throw badRequest(`database: cannot be read as an nginx-proxy-manager database (${String((err as Error).message).split('\n')[0]!.slice(0, 200)})`)
+    throw badRequest(
+      `database: cannot be read as an nginx-proxy-manager database (${String((err as Error).message)
+        .split('\n')[0]!
+        .slice(0, 200)})`,
+    )
   } finally {
     client.close()
     await rm(dir, { recursive: true, force: true })
@@ -78,55 +108,128 @@ async function _planAccessLists(plan: ImportPlan, db: Record<string, Row[]>): Pr
   const names = new Map<number, string>()
   for (const list of db.access_list!) {
     const source = `access_list ${list.id}`
-    const name = String(list.name ?? '').trim().slice(0, 100) || `access list ${list.id}`
+    const name =
+      String(list.name ?? '')
+        .trim()
+        .slice(0, 100) || `access list ${list.id}`
     const users: Array<{ username: string; hash: string }> = []
     for (const u of db.access_list_auth!.filter((x) => Number(x.access_list_id) === Number(list.id))) {
       const password = String(u.password ?? '')
       // A note names the user, never the password.
-      if (!BASIC_AUTH_USERNAME.test(String(u.username))) { plan.notImportable.push({ kind: 'access_list user', name: String(u.username).slice(0, 64), source, why: `${name}: the username has characters basic auth refuses` }); continue }
-      if (!password || Buffer.byteLength(password) > BASIC_AUTH_PASSWORD_MAX_BYTES) { plan.notImportable.push({ kind: 'access_list user', name: String(u.username), source, why: `${name}: the stored password is empty or longer than ${BASIC_AUTH_PASSWORD_MAX_BYTES} bytes` }); continue }
+      if (!BASIC_AUTH_USERNAME.test(String(u.username))) {
+        plan.notImportable.push({
+          kind: 'access_list user',
+          name: String(u.username).slice(0, 64),
+          source,
+          why: `${name}: the username has characters basic auth refuses`,
+        })
+        continue
+      }
+      if (!password || Buffer.byteLength(password) > BASIC_AUTH_PASSWORD_MAX_BYTES) {
+        plan.notImportable.push({
+          kind: 'access_list user',
+          name: String(u.username),
+          source,
+          why: `${name}: the stored password is empty or longer than ${BASIC_AUTH_PASSWORD_MAX_BYTES} bytes`,
+        })
+        continue
+      }
       users.push({ username: String(u.username), hash: await bcryptHash(password, BCRYPT_COST) })
     }
     const ipRules: Array<{ action: 'allow' | 'deny'; source: string }> = []
     const clients = db.access_list_client!.filter((x) => Number(x.access_list_id) === Number(list.id))
     for (const c of clients) {
       const action = c.directive === 'deny' ? 'deny' : 'allow'
-      const address = String(c.address ?? '').trim().toLowerCase()
-      if (address === 'all') { ipRules.push({ action, source: '0.0.0.0/0' }, { action, source: '::/0' }); continue }
-      if (!isIpOrCidr(address)) { plan.notImportable.push({ kind: 'access_list rule', name: `${action} ${address.slice(0, 100)}`, source, why: `${name}: not an IP address or CIDR range` }); continue }
+      const address = String(c.address ?? '')
+        .trim()
+        .toLowerCase()
+      if (address === 'all') {
+        ipRules.push({ action, source: '0.0.0.0/0' }, { action, source: '::/0' })
+        continue
+      }
+      if (!isIpOrCidr(address)) {
+        plan.notImportable.push({
+          kind: 'access_list rule',
+          name: `${action} ${address.slice(0, 100)}`,
+          source,
+          why: `${name}: not an IP address or CIDR range`,
+        })
+        continue
+      }
       ipRules.push({ action, source: address })
     }
     if (_flag(list.satisfy_any) && users.length && clients.length)
-      plan.imperfect.push({ kind: 'access_list', name, source, why: `${name}: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both` })
+      plan.imperfect.push({
+        kind: 'access_list',
+        name,
+        source,
+        why: `${name}: "satisfy any" (an allowed address OR a password) has no equivalent: the panel asks both`,
+      })
     if (!_flag(list.pass_auth ?? 1) && users.length)
-      plan.imperfect.push({ kind: 'access_list', name, source, why: `${name}: the upstream now receives the Authorization header (nginx-proxy-manager removed it)` })
+      plan.imperfect.push({
+        kind: 'access_list',
+        name,
+        source,
+        why: `${name}: the upstream now receives the Authorization header (nginx-proxy-manager removed it)`,
+      })
     // Its rules end with "deny all" as soon as there is one.
-    plan.accessLists.push({ name, source, standalone: true, values: { name, realm: _REALM, default_action: clients.length ? 'deny' : 'allow', ip_rules: ipRules, users } })
+    plan.accessLists.push({
+      name,
+      source,
+      standalone: true,
+      values: { name, realm: _REALM, default_action: clients.length ? 'deny' : 'allow', ip_rules: ipRules, users },
+    })
     names.set(Number(list.id), name)
   }
   return names
 }
 
-interface _Tls { input: Pick<PlannedHost['input'], 'tls_mode' | 'tls_email'>; after?: PlannedHost['after']; extraItems?: PlannedHost['extraItems'] }
+interface _Tls {
+  input: Pick<PlannedHost['input'], 'tls_mode' | 'tls_email'>
+  after?: PlannedHost['after']
+  extraItems?: PlannedHost['extraItems']
+}
 
 function _tlsOf(plan: ImportPlan, row: Row, certs: Map<number, Row>, names: string[], source: string, domain: string): _Tls {
   const id = Number(row.certificate_id)
   if (!id) return { input: { tls_mode: 'none', tls_email: null } }
   const cert = certs.get(id)
   if (!cert) {
-    plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: its certificate ${id} is deleted; the host gets an ACME certificate instead` })
+    plan.imperfect.push({
+      kind: 'host',
+      name: domain,
+      source,
+      why: `${domain}: its certificate ${id} is deleted; the host gets an ACME certificate instead`,
+    })
     return { input: { tls_mode: 'auto', tls_email: null } }
   }
   const meta = _json<Row>(cert.meta, {})
   if (cert.provider === 'letsencrypt') {
     // The DNS provider's credentials are secrets of the other panel: never copied, never named.
     if (_flag(meta.dns_challenge) || meta.dns_challenge === true)
-      plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: its Let's Encrypt certificate used a DNS challenge (${String(meta.dns_provider ?? 'provider').slice(0, 40)}); the host uses HTTP-01: set up a DNS provider to switch` })
-    return { input: { tls_mode: 'auto', tls_email: typeof meta.letsencrypt_email === 'string' && meta.letsencrypt_email ? meta.letsencrypt_email.toLowerCase() : null } }
+      plan.imperfect.push({
+        kind: 'host',
+        name: domain,
+        source,
+        why: `${domain}: its Let's Encrypt certificate used a DNS challenge (${String(meta.dns_provider ?? 'provider').slice(0, 40)}); the host uses HTTP-01: set up a DNS provider to switch`,
+      })
+    return {
+      input: {
+        tls_mode: 'auto',
+        tls_email: typeof meta.letsencrypt_email === 'string' && meta.letsencrypt_email ? meta.letsencrypt_email.toLowerCase() : null,
+      },
+    }
   }
   const certName = String(cert.nice_name || `certificate ${id}`).slice(0, 100)
   try {
-    const valid = validateCertificateUpload({ certPem: String(meta.certificate ?? ''), keyPem: String(meta.certificate_key ?? ''), chainPem: meta.intermediate_certificate ? String(meta.intermediate_certificate) : null }, names)
+    const valid = validateCertificateUpload(
+      {
+        certPem: String(meta.certificate ?? ''),
+        keyPem: String(meta.certificate_key ?? ''),
+        chainPem: meta.intermediate_certificate ? String(meta.intermediate_certificate) : null,
+      },
+      names,
+    )
     return {
       // Uploaded after the host exists (tls_mode becomes manual then); until then ACME would be asked.
       input: { tls_mode: 'none', tls_email: null },
@@ -134,7 +237,12 @@ function _tlsOf(plan: ImportPlan, row: Row, certs: Map<number, Row>, names: stri
       extraItems: [{ kind: 'certificate', name: `${certName} for ${domain}`, source: `certificate ${id}` }],
     }
   } catch (err) {
-    plan.imperfect.push({ kind: 'certificate', name: certName, source: `certificate ${id}`, why: `${domain}: the custom certificate is not usable (${(err as Error).message}); the host gets an ACME certificate instead` })
+    plan.imperfect.push({
+      kind: 'certificate',
+      name: certName,
+      source: `certificate ${id}`,
+      why: `${domain}: the custom certificate is not usable (${(err as Error).message}); the host gets an ACME certificate instead`,
+    })
     return { input: { tls_mode: 'auto', tls_email: null } }
   }
 }
@@ -143,27 +251,64 @@ function _names(plan: ImportPlan, row: Row, kind: string, source: string): strin
   const names = _json<string[]>(row.domain_names, []).map((n) => String(n).trim().toLowerCase())
   const bad = names.find((n) => !isValidHostname(n))
   if (!names.length || bad) {
-    plan.notImportable.push({ kind, name: names.join(' ') || `${kind} ${row.id}`, source, why: bad?.startsWith('*.') ? `${bad} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"` : `${bad ?? 'no name'} is not a host name the panel serves` })
+    plan.notImportable.push({
+      kind,
+      name: names.join(' ') || `${kind} ${row.id}`,
+      source,
+      why: bad?.startsWith('*.')
+        ? `${bad} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"`
+        : `${bad ?? 'no name'} is not a host name the panel serves`,
+    })
     return null
   }
   return names
 }
 
 function _commonNotes(plan: ImportPlan, row: Row, domain: string, source: string) {
-  if (String(row.advanced_config ?? '').trim()) plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: its custom nginx configuration is not carried over` })
-  if (_flag(row.block_exploits)) plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: "block common exploits" is not carried over; enable the host's WAF instead` })
-  if (_flag(row.caching_enabled)) plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: asset caching is not carried over` })
+  if (String(row.advanced_config ?? '').trim())
+    plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: its custom nginx configuration is not carried over` })
+  if (_flag(row.block_exploits))
+    plan.imperfect.push({
+      kind: 'host',
+      name: domain,
+      source,
+      why: `${domain}: "block common exploits" is not carried over; enable the host's WAF instead`,
+    })
+  if (_flag(row.caching_enabled))
+    plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: asset caching is not carried over` })
 }
 
 function _baseInput(names: string[], row: Row, tls: _Tls) {
-  return { domain: names[0]!, aliases: names.slice(1), enabled: _flag(row.enabled ?? 1), tls_challenge: 'http' as const, tls_dns_provider: null, tls_acme_ca_url: null, waf_mode: 'detection' as const, rate_limit_rps: 50, rate_limit_burst: 100, ...tls.input }
+  return {
+    domain: names[0]!,
+    aliases: names.slice(1),
+    enabled: _flag(row.enabled ?? 1),
+    tls_challenge: 'http' as const,
+    tls_dns_provider: null,
+    tls_acme_ca_url: null,
+    waf_mode: 'detection' as const,
+    rate_limit_rps: 50,
+    rate_limit_burst: 100,
+    ...tls.input,
+  }
 }
 
 function _staticHost(plan: ImportPlan, names: string[], row: Row, tls: _Tls, source: string, rule: PlannedRule['input']) {
   const group = addPlannedGroup(plan, { ...PLACEHOLDER_GROUP, source })!
   const refused = refusalOf('rule', { ...rule, target_group_id: null })
-  if (refused) { plan.notImportable.push({ kind: 'host', name: names[0]!, source, why: refused }); return }
-  addPlannedHost(plan, { input: _baseInput(names, row, tls), group, rules: [{ input: rule, group: null, source }], accessList: null, source, after: tls.after, extraItems: tls.extraItems })
+  if (refused) {
+    plan.notImportable.push({ kind: 'host', name: names[0]!, source, why: refused })
+    return
+  }
+  addPlannedHost(plan, {
+    input: _baseInput(names, row, tls),
+    group,
+    rules: [{ input: rule, group: null, source }],
+    accessList: null,
+    source,
+    after: tls.after,
+    extraItems: tls.extraItems,
+  })
 }
 
 /** What every kind of host row starts with: its source, names, TLS and the notes all kinds share; null when it cannot be imported. */
@@ -190,7 +335,14 @@ export async function planNpmImport(bytes: Buffer): Promise<ImportPlan> {
       if (!head) continue
       const { source, names, domain, tls } = head
       const groupOf = (name: string, scheme: unknown, host: unknown, port: unknown, from: string): string | null => {
-        const input: TargetGroupInput = { name: name.slice(0, 100), targets: [{ address: _address(host, port), weight: 1 }], scheme: scheme === 'https' ? 'https' : 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false }
+        const input: TargetGroupInput = {
+          name: name.slice(0, 100),
+          targets: [{ address: _address(host, port), weight: 1 }],
+          scheme: scheme === 'https' ? 'https' : 'http',
+          lb_policy: 'round_robin',
+          health_check: null,
+          tls_skip_verify: false,
+        }
         return addPlannedGroup(plan, { name: input.name, input, source: from })
       }
       const group = groupOf(domain, row.forward_scheme, row.forward_host, row.forward_port, source)
@@ -199,20 +351,66 @@ export async function planNpmImport(bytes: Buffer): Promise<ImportPlan> {
       _json<Row[]>(row.locations, []).forEach((loc, i) => {
         const path = _locationPath(String(loc.path ?? ''))
         const where = `${source} location ${i + 1}`
-        if (!path) { plan.notImportable.push({ kind: 'location', name: `${domain} ${String(loc.path).slice(0, 100)}`, source: where, why: 'only prefix locations (/path) map to rules; regular-expression locations do not' }); return }
-        if (String(loc.forward_path ?? '').trim()) plan.imperfect.push({ kind: 'rule', name: `${domain} ${path}`, source: where, why: `${domain}: the location forwarded to the path ${String(loc.forward_path).slice(0, 100)}; the rule forwards the request's own path` })
-        if (String(loc.advanced_config ?? '').trim()) plan.imperfect.push({ kind: 'rule', name: `${domain} ${path}`, source: where, why: `${domain}: the location's custom nginx configuration is not carried over` })
+        if (!path) {
+          plan.notImportable.push({
+            kind: 'location',
+            name: `${domain} ${String(loc.path).slice(0, 100)}`,
+            source: where,
+            why: 'only prefix locations (/path) map to rules; regular-expression locations do not',
+          })
+          return
+        }
+        if (String(loc.forward_path ?? '').trim())
+          plan.imperfect.push({
+            kind: 'rule',
+            name: `${domain} ${path}`,
+            source: where,
+            why: `${domain}: the location forwarded to the path ${String(loc.forward_path).slice(0, 100)}; the rule forwards the request's own path`,
+          })
+        if (String(loc.advanced_config ?? '').trim())
+          plan.imperfect.push({
+            kind: 'rule',
+            name: `${domain} ${path}`,
+            source: where,
+            why: `${domain}: the location's custom nginx configuration is not carried over`,
+          })
         const locGroup = groupOf(`${domain} ${path}`, loc.forward_scheme, loc.forward_host, loc.forward_port, where)
         if (!locGroup) return
-        const rule = { priority: 10 * (i + 1), path, methods: [], action: 'proxy' as const, redirect_url: null, redirect_status: null, respond_status: null, respond_body: null }
+        const rule = {
+          priority: 10 * (i + 1),
+          path,
+          methods: [],
+          action: 'proxy' as const,
+          redirect_url: null,
+          redirect_status: null,
+          respond_status: null,
+          respond_body: null,
+        }
         const refused = refusalOf('rule', { ...rule, target_group_id: null })
-        if (refused) { plan.notImportable.push({ kind: 'location', name: `${domain} ${path}`, source: where, why: refused }); return }
+        if (refused) {
+          plan.notImportable.push({ kind: 'location', name: `${domain} ${path}`, source: where, why: refused })
+          return
+        }
         rules.push({ input: rule, group: locGroup, source: where })
       })
       const listId = Number(row.access_list_id)
-      const accessList = listId ? lists.get(listId) ?? null : null
-      if (listId && !accessList) plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: its access list ${listId} is deleted; the host is imported without one` })
-      addPlannedHost(plan, { input: _baseInput(names, row, tls), group, rules, accessList, source, after: tls.after, extraItems: tls.extraItems })
+      const accessList = listId ? (lists.get(listId) ?? null) : null
+      if (listId && !accessList)
+        plan.imperfect.push({
+          kind: 'host',
+          name: domain,
+          source,
+          why: `${domain}: its access list ${listId} is deleted; the host is imported without one`,
+        })
+      addPlannedHost(plan, {
+        input: _baseInput(names, row, tls),
+        group,
+        rules,
+        accessList,
+        source,
+        after: tls.after,
+        extraItems: tls.extraItems,
+      })
     }
 
     for (const row of db.redirection_host) {
@@ -220,21 +418,66 @@ export async function planNpmImport(bytes: Buffer): Promise<ImportPlan> {
       if (!head) continue
       const { source, names, domain, tls } = head
       let scheme = String(row.forward_scheme ?? 'auto')
-      if (scheme !== 'http' && scheme !== 'https') { plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: the redirect kept the request's scheme; it now always goes to https` }); scheme = 'https' }
-      if (_flag(row.preserve_path)) plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: the redirect kept the request's path; rules redirect to a fixed URL` })
+      if (scheme !== 'http' && scheme !== 'https') {
+        plan.imperfect.push({
+          kind: 'host',
+          name: domain,
+          source,
+          why: `${domain}: the redirect kept the request's scheme; it now always goes to https`,
+        })
+        scheme = 'https'
+      }
+      if (_flag(row.preserve_path))
+        plan.imperfect.push({
+          kind: 'host',
+          name: domain,
+          source,
+          why: `${domain}: the redirect kept the request's path; rules redirect to a fixed URL`,
+        })
       let status = Number(row.forward_http_code ?? 302)
-      if (!_REDIRECT_CODES.has(status)) { plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: redirect status ${status} has no equivalent; 302 instead` }); status = 302 }
-      _staticHost(plan, names, row, tls, source, { priority: 10, path: '/*', methods: [], action: 'redirect', redirect_url: `${scheme}://${String(row.forward_domain_name ?? '').trim()}`, redirect_status: status as 302, respond_status: null, respond_body: null })
+      if (!_REDIRECT_CODES.has(status)) {
+        plan.imperfect.push({
+          kind: 'host',
+          name: domain,
+          source,
+          why: `${domain}: redirect status ${status} has no equivalent; 302 instead`,
+        })
+        status = 302
+      }
+      _staticHost(plan, names, row, tls, source, {
+        priority: 10,
+        path: '/*',
+        methods: [],
+        action: 'redirect',
+        redirect_url: `${scheme}://${String(row.forward_domain_name ?? '').trim()}`,
+        redirect_status: status as 302,
+        respond_status: null,
+        respond_body: null,
+      })
     }
 
     for (const row of db.dead_host) {
       const head = _hostHead(plan, row, 'dead_host', certs)
       if (!head) continue
-      _staticHost(plan, head.names, row, head.tls, head.source, { priority: 10, path: '/*', methods: [], action: 'respond', redirect_url: null, redirect_status: null, respond_status: 404, respond_body: 'Not Found\n' })
+      _staticHost(plan, head.names, row, head.tls, head.source, {
+        priority: 10,
+        path: '/*',
+        methods: [],
+        action: 'respond',
+        redirect_url: null,
+        redirect_status: null,
+        respond_status: 404,
+        respond_body: 'Not Found\n',
+      })
     }
 
     for (const row of db.stream)
-      plan.notImportable.push({ kind: 'stream', name: `port ${row.incoming_port} -> ${_address(row.forwarding_host, row.forwarding_port)}`, source: `stream ${row.id}`, why: 'TCP/UDP streams have no equivalent: the panel proxies HTTP hosts' })
+      plan.notImportable.push({
+        kind: 'stream',
+        name: `port ${row.incoming_port} -> ${_address(row.forwarding_host, row.forwarding_port)}`,
+        source: `stream ${row.id}`,
+        why: 'TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
+      })
     return plan
   })
 }

@@ -19,35 +19,75 @@ import { hostBody, ruleBody, targetGroupBody, type HostInput, type RuleInput, ty
 /** Where an object came from, in the operator's terms ("Caddyfile line 12", "proxy_host 3"). */
 export type ImportSource = string
 
-export interface PlannedGroup { name: string; input: TargetGroupInput; source: ImportSource }
+export interface PlannedGroup {
+  name: string
+  input: TargetGroupInput
+  source: ImportSource
+}
 /** `standalone`: created even when no new host uses it (a list of its own in the source, not a host's basic auth). */
-export interface PlannedAccessList { name: string; values: AccessListValues; source: ImportSource; standalone?: boolean }
-export interface PlannedRule { input: Omit<RuleInput, 'target_group_id'>; group: string | null; source: ImportSource }
+export interface PlannedAccessList {
+  name: string
+  values: AccessListValues
+  source: ImportSource
+  standalone?: boolean
+}
+export interface PlannedRule {
+  input: Omit<RuleInput, 'target_group_id'>
+  group: string | null
+  source: ImportSource
+}
 export interface PlannedHost {
-  input: Omit<HostInput, 'target_group_id'>; group: string; rules: PlannedRule[]; accessList: string | null; source: ImportSource
+  input: Omit<HostInput, 'target_group_id'>
+  group: string
+  rules: PlannedRule[]
+  accessList: string | null
+  source: ImportSource
   /** Extra work once the host exists (an uploaded certificate), inside the same transaction. */
   after?: (tx: Tx, host: { id: number; domain: string }, ctx: AuditContext) => Promise<{ undo: () => void } | void>
   /** What `after` creates, for the report. */
   extraItems?: Array<{ kind: 'certificate'; name: string; source: ImportSource }>
 }
-export interface ImportNote { kind: string; name: string; source: ImportSource; why: string }
+export interface ImportNote {
+  kind: string
+  name: string
+  source: ImportSource
+  why: string
+}
 
 export interface ImportPlan {
-  groups: PlannedGroup[]; accessLists: PlannedAccessList[]; hosts: PlannedHost[]
-  imperfect: ImportNote[]; notImportable: ImportNote[]
+  groups: PlannedGroup[]
+  accessLists: PlannedAccessList[]
+  hosts: PlannedHost[]
+  imperfect: ImportNote[]
+  notImportable: ImportNote[]
 }
 
 export type ImportOutcome = 'create' | 'exists'
 export interface ImportReport {
   applied: boolean
-  items: Array<{ kind: 'target_group' | 'access_list' | 'host' | 'rule' | 'certificate'; name: string; source: ImportSource; outcome: ImportOutcome }>
+  items: Array<{
+    kind: 'target_group' | 'access_list' | 'host' | 'rule' | 'certificate'
+    name: string
+    source: ImportSource
+    outcome: ImportOutcome
+  }>
   imperfect: ImportNote[]
   not_importable: ImportNote[]
   reconcile?: ReturnType<typeof presentReconcile>
 }
 
 /** A group for hosts whose every request a rule answers (redirect-only, 404 hosts): nothing listens on the discard port. */
-export const PLACEHOLDER_GROUP = { name: 'import: no upstream', input: { name: 'import: no upstream', targets: [{ address: '127.0.0.1:9', weight: 1 }], scheme: 'http', lb_policy: 'round_robin', health_check: null, tls_skip_verify: false } satisfies TargetGroupInput }
+export const PLACEHOLDER_GROUP = {
+  name: 'import: no upstream',
+  input: {
+    name: 'import: no upstream',
+    targets: [{ address: '127.0.0.1:9', weight: 1 }],
+    scheme: 'http',
+    lb_policy: 'round_robin',
+    health_check: null,
+    tls_skip_verify: false,
+  } satisfies TargetGroupInput,
+}
 
 export function emptyPlan(): ImportPlan {
   return { groups: [], accessLists: [], hosts: [], imperfect: [], notImportable: [] }
@@ -56,7 +96,12 @@ export function emptyPlan(): ImportPlan {
 /** The zod message of a planned object that the API would refuse, or null when it would pass. */
 export function refusalOf(kind: 'host' | 'target_group' | 'rule', value: unknown): string | null {
   const schema = kind === 'host' ? hostBody : kind === 'rule' ? ruleBody : targetGroupBody
-  try { parseWith(schema as never, value); return null } catch (err) { return (err as Error).message }
+  try {
+    parseWith(schema as never, value)
+    return null
+  } catch (err) {
+    return (err as Error).message
+  }
 }
 
 /** Adds a host unless another host of the plan already claims one of its names. */
@@ -64,11 +109,19 @@ export function addPlannedHost(plan: ImportPlan, host: PlannedHost): boolean {
   const names = new Set([host.input.domain, ...host.input.aliases])
   const clash = plan.hosts.find((h) => [h.input.domain, ...h.input.aliases].some((n) => names.has(n)))
   if (clash) {
-    plan.notImportable.push({ kind: 'host', name: host.input.domain, source: host.source, why: `its names repeat ${clash.input.domain} (${clash.source})` })
+    plan.notImportable.push({
+      kind: 'host',
+      name: host.input.domain,
+      source: host.source,
+      why: `its names repeat ${clash.input.domain} (${clash.source})`,
+    })
     return false
   }
   const refused = refusalOf('host', { ...host.input, target_group_id: 1 })
-  if (refused) { plan.notImportable.push({ kind: 'host', name: host.input.domain, source: host.source, why: refused }); return false }
+  if (refused) {
+    plan.notImportable.push({ kind: 'host', name: host.input.domain, source: host.source, why: refused })
+    return false
+  }
   plan.hosts.push(host)
   return true
 }
@@ -76,7 +129,10 @@ export function addPlannedHost(plan: ImportPlan, host: PlannedHost): boolean {
 /** A group of this name once, whoever asks for it first. */
 export function addPlannedGroup(plan: ImportPlan, group: PlannedGroup): string | null {
   const refused = refusalOf('target_group', group.input)
-  if (refused) { plan.notImportable.push({ kind: 'target_group', name: group.name, source: group.source, why: refused }); return null }
+  if (refused) {
+    plan.notImportable.push({ kind: 'target_group', name: group.name, source: group.source, why: refused })
+    return null
+  }
   if (!plan.groups.some((g) => g.name === group.name)) plan.groups.push(group)
   return group.name
 }
@@ -94,17 +150,33 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
   const items: ImportReport['items'] = []
   const notImportable = [...plan.notImportable]
   const allNames = plan.hosts.flatMap((h) => [h.input.domain, ...h.input.aliases])
-  const taken = new Map((allNames.length ? await exec.select().from(hostNames).where(inArray(hostNames.name, allNames)) : []).map((r) => [r.name, r.hostId]))
+  const taken = new Map(
+    (allNames.length ? await exec.select().from(hostNames).where(inArray(hostNames.name, allNames)) : []).map((r) => [r.name, r.hostId]),
+  )
   const hostsToCreate: PlannedHost[] = []
   for (const host of plan.hosts) {
-    if (taken.has(host.input.domain)) { items.push({ kind: 'host', name: host.input.domain, source: host.source, outcome: 'exists' }); continue }
+    if (taken.has(host.input.domain)) {
+      items.push({ kind: 'host', name: host.input.domain, source: host.source, outcome: 'exists' })
+      continue
+    }
     const alias = host.input.aliases.find((a) => taken.has(a))
-    if (alias) { notImportable.push({ kind: 'host', name: host.input.domain, source: host.source, why: `alias ${alias} is already used by host ${taken.get(alias)}` }); continue }
+    if (alias) {
+      notImportable.push({
+        kind: 'host',
+        name: host.input.domain,
+        source: host.source,
+        why: `alias ${alias} is already used by host ${taken.get(alias)}`,
+      })
+      continue
+    }
     hostsToCreate.push(host)
   }
   // Only what the new hosts use; an existing name is reused as it is.
   const groupNames = new Set(hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group).filter((g): g is string => !!g)]))
-  const listNames = new Set([...hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l), ...plan.accessLists.filter((l) => l.standalone).map((l) => l.name)])
+  const listNames = new Set([
+    ...hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l),
+    ...plan.accessLists.filter((l) => l.standalone).map((l) => l.name),
+  ])
   const groupIds = await _idsByName(exec, targetGroups, [...groupNames])
   const listIds = await _idsByName(exec, accessLists, [...listNames])
   for (const g of plan.groups.filter((x) => groupNames.has(x.name))) {
@@ -119,13 +191,17 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
   }
   for (const h of hostsToCreate) {
     items.push({ kind: 'host', name: h.input.domain, source: h.source, outcome: 'create' })
-    for (const r of h.rules) items.push({ kind: 'rule', name: `${h.input.domain} ${r.input.path} (${r.input.action})`, source: r.source, outcome: 'create' })
+    for (const r of h.rules)
+      items.push({ kind: 'rule', name: `${h.input.domain} ${r.input.path} (${r.input.action})`, source: r.source, outcome: 'create' })
     for (const x of h.extraItems ?? []) items.push({ ...x, outcome: 'create' })
     if (!tx) continue
     const row = await insertHost(tx, { ...h.input, target_group_id: groupIds.get(h.group)! }, ctx)
     for (const r of h.rules) await insertRule(tx, row.id, { ...r.input, target_group_id: r.group ? groupIds.get(r.group)! : null }, ctx)
     if (h.accessList) await setHostAccessListInTransaction(tx, row.id, listIds.get(h.accessList)!, ctx)
-    if (h.after) { const done = await h.after(tx, row, ctx); if (done) undo.push(done.undo) }
+    if (h.after) {
+      const done = await h.after(tx, row, ctx)
+      if (done) undo.push(done.undo)
+    }
   }
   return { applied: !!tx, items, imperfect: plan.imperfect, not_importable: notImportable }
 }
@@ -142,13 +218,28 @@ export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: strin
     const report = await _run(tx, plan, ctx, tx, undo)
     const created = report.items.filter((i) => i.outcome === 'create')
     const count = (kind: string) => created.filter((i) => i.kind === kind).length
-    await writeAudit(ctx, 'import_apply', {
-      source: what, hosts: count('host'), target_groups: count('target_group'), rules: count('rule'), access_lists: count('access_list'),
-      certificates: count('certificate'), existing: report.items.length - created.length, imperfect: report.imperfect.length, not_importable: report.not_importable.length,
-    }, tx)
+    await writeAudit(
+      ctx,
+      'import_apply',
+      {
+        source: what,
+        hosts: count('host'),
+        target_groups: count('target_group'),
+        rules: count('rule'),
+        access_lists: count('access_list'),
+        certificates: count('certificate'),
+        existing: report.items.length - created.length,
+        imperfect: report.imperfect.length,
+        not_importable: report.not_importable.length,
+      },
+      tx,
+    )
     if (!created.length) return report
     // force: certificate files were written, which the configuration's JSON alone does not show.
-    return { ...report, reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`, { force: undo.length > 0 })) }
+    return {
+      ...report,
+      reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`, { force: undo.length > 0 })),
+    }
   }).catch((err) => {
     for (const u of undo) u()
     throw err

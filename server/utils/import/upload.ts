@@ -5,7 +5,10 @@ import { NPM_DATABASE_LIMIT_BYTES } from './npm-limits'
 /** The multipart upload of POST /api/import/npm: `database` (the file) and `apply` ("true" or "false", default false). */
 export async function readNpmUpload(event: H3Event): Promise<{ database: Buffer; apply: boolean }> {
   const parts = await readMultipartFormData(event).catch(() => null)
-  if (!parts?.length) throw badRequest('send multipart/form-data with the part database (nginx-proxy-manager\'s data/database.sqlite) and optionally apply=true')
+  if (!parts?.length)
+    throw badRequest(
+      "send multipart/form-data with the part database (nginx-proxy-manager's data/database.sqlite) and optionally apply=true",
+    )
   let database: Buffer | null = null
   let apply = false
   for (const part of parts) {

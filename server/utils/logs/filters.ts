@@ -12,10 +12,37 @@ import { compileSafeRegex, requiredLiteral } from './regex'
 // prefix of the network) so that JS sees few rows.
 
 export const SOURCES = ['caddy_access', 'caddy_error', 'audit', 'waf_audit'] as const
-export type Dim = 'source' | 'host' | 'rule_id' | 'status' | 'method' | 'path' | 'remote_ip' | 'level' | 'query' | 'waf_rule_id' | 'waf_severity'
+export type Dim =
+  | 'source'
+  | 'host'
+  | 'rule_id'
+  | 'status'
+  | 'method'
+  | 'path'
+  | 'remote_ip'
+  | 'level'
+  | 'query'
+  | 'waf_rule_id'
+  | 'waf_severity'
 
 /** A row as the API presents it (see present.ts); what the tail and the JS predicate see. */
-export interface FilterableRow { ts: string; source: string; host_id: number | null; host_domain: string | null; rule_id: number | null; status: number | null; method: string | null; path: string | null; remote_ip: string | null; user_agent: string | null; level: string | null; message: string | null; raw: string | null; waf_rule_id: number | null; waf_severity: string | null }
+export interface FilterableRow {
+  ts: string
+  source: string
+  host_id: number | null
+  host_domain: string | null
+  rule_id: number | null
+  status: number | null
+  method: string | null
+  path: string | null
+  remote_ip: string | null
+  user_agent: string | null
+  level: string | null
+  message: string | null
+  raw: string | null
+  waf_rule_id: number | null
+  waf_severity: string | null
+}
 
 export interface CompiledFilter {
   /** Which filters are present (time aside). */
@@ -39,11 +66,17 @@ const _col = (name: string) => sql`${sql.identifier(name)}`
 const _list = (v: unknown): string[] => {
   if (v === undefined || v === null || v === '') return []
   const parts = Array.isArray(v) ? v.map(String) : [String(v)]
-  return parts.flatMap((p) => p.split(',')).map((s) => s.trim()).filter(Boolean)
+  return parts
+    .flatMap((p) => p.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean)
 }
 const _one = (v: unknown): string | undefined => {
   if (v === undefined || v === null || v === '') return undefined
-  if (Array.isArray(v)) { if (v.length > 1) throw badRequest('a filter other than the lists (source, host_id, …) may be given only once'); return v[0] === '' ? undefined : String(v[0]) }
+  if (Array.isArray(v)) {
+    if (v.length > 1) throw badRequest('a filter other than the lists (source, host_id, …) may be given only once')
+    return v[0] === '' ? undefined : String(v[0])
+  }
   return String(v)
 }
 function _ids(v: unknown, name: string): number[] {
@@ -56,8 +89,13 @@ function _ids(v: unknown, name: string): number[] {
 export function parseTime(v: unknown, name: string): number | undefined {
   const s = _one(v)
   if (s === undefined) return undefined
-  const ms = /^\d{1,15}$/.test(s) ? Number(s) : /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.test(s) ? Date.parse(s) : Number.NaN
-  if (!Number.isFinite(ms) || ms < 0 || ms > 8.64e15) throw badRequest(`${name}: must be an RFC 3339 time (2026-11-20T10:00:00Z) or epoch milliseconds`)
+  const ms = /^\d{1,15}$/.test(s)
+    ? Number(s)
+    : /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.test(s)
+      ? Date.parse(s)
+      : Number.NaN
+  if (!Number.isFinite(ms) || ms < 0 || ms > 8.64e15)
+    throw badRequest(`${name}: must be an RFC 3339 time (2026-11-20T10:00:00Z) or epoch milliseconds`)
   return ms
 }
 
@@ -104,19 +142,33 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   const tail: Array<(r: FilterableRow) => boolean> = []
 
   const sources = _list(q.source)
-  for (const s of sources) if (!(SOURCES as readonly string[]).includes(s)) throw badRequest(`source: "${s}" is not one of ${SOURCES.join(', ')}`)
-  if (sources.length) { dims.add('source'); conds.push(inArray(_col('source'), sources)); tail.push((r) => sources.includes(r.source)) }
+  for (const s of sources)
+    if (!(SOURCES as readonly string[]).includes(s)) throw badRequest(`source: "${s}" is not one of ${SOURCES.join(', ')}`)
+  if (sources.length) {
+    dims.add('source')
+    conds.push(inArray(_col('source'), sources))
+    tail.push((r) => sources.includes(r.source))
+  }
 
   const hostIds = _ids(q.host_id, 'host_id')
   const domains = _list(q.host_domain).map((d) => d.toLowerCase())
   if (hostIds.length || domains.length) {
     dims.add('host')
-    conds.push(or(hostIds.length ? inArray(_col('host_id'), hostIds) : undefined, domains.length ? inArray(_col('host_domain'), domains) : undefined)!)
+    conds.push(
+      or(
+        hostIds.length ? inArray(_col('host_id'), hostIds) : undefined,
+        domains.length ? inArray(_col('host_domain'), domains) : undefined,
+      )!,
+    )
     tail.push((r) => (r.host_id !== null && hostIds.includes(r.host_id)) || (r.host_domain !== null && domains.includes(r.host_domain)))
   }
 
   const ruleIds = _ids(q.rule_id, 'rule_id')
-  if (ruleIds.length) { dims.add('rule_id'); conds.push(inArray(_col('rule_id'), ruleIds)); tail.push((r) => r.rule_id !== null && ruleIds.includes(r.rule_id)) }
+  if (ruleIds.length) {
+    dims.add('rule_id')
+    conds.push(inArray(_col('rule_id'), ruleIds))
+    tail.push((r) => r.rule_id !== null && ruleIds.includes(r.rule_id))
+  }
 
   const statuses = parseStatusExpression(q.status)
   if (statuses.length) {
@@ -127,7 +179,11 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
 
   const methods = _list(q.method).map((m) => m.toUpperCase())
   for (const m of methods) if (!/^[A-Z]{1,16}$/.test(m)) throw badRequest(`method: "${m}" is not an HTTP method`)
-  if (methods.length) { dims.add('method'); conds.push(inArray(_col('method'), methods)); tail.push((r) => r.method !== null && methods.includes(r.method)) }
+  if (methods.length) {
+    dims.add('method')
+    conds.push(inArray(_col('method'), methods))
+    tail.push((r) => r.method !== null && methods.includes(r.method))
+  }
 
   const path = _one(q.path)
   let pathSubstring: string | undefined
@@ -150,15 +206,25 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     dims.add('remote_ip')
     if (ip.includes('/')) {
       let net: Net
-      try { net = parseCidr(ip) } catch { throw badRequest(`remote_ip: "${ip}" is not a valid CIDR such as 10.0.0.0/8 or 2001:db8::/32`) }
+      try {
+        net = parseCidr(ip)
+      } catch {
+        throw badRequest(`remote_ip: "${ip}" is not a valid CIDR such as 10.0.0.0/8 or 2001:db8::/32`)
+      }
       const prefixText = ip.split('/')[1] ?? ''
-      if (!/^\d{1,3}$/.test(prefixText) || net.prefix > (net.family === 4 ? 32 : 128)) throw badRequest(`remote_ip: "${ip}" has an invalid prefix length`)
+      if (!/^\d{1,3}$/.test(prefixText) || net.prefix > (net.family === 4 ? 32 : 128))
+        throw badRequest(`remote_ip: "${ip}" has an invalid prefix length`)
       const range = cidrTextRange(net)
       if (range) conds.push(sql`${_col('remote_ip')} >= ${range[0]} AND ${_col('remote_ip')} < ${range[1]}`)
       const end = endOf(net)
       jsChecks.push((r) => {
         if (!r.remote_ip) return false
-        try { const a = ipToBigInt(r.remote_ip); return a.family === net.family && a.value >= net.start && a.value <= end } catch { return false }
+        try {
+          const a = ipToBigInt(r.remote_ip)
+          return a.family === net.family && a.value >= net.start && a.value <= end
+        } catch {
+          return false
+        }
       })
     } else {
       conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
@@ -167,31 +233,57 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   }
 
   const levels = _list(q.level).map((l) => l.toLowerCase())
-  if (levels.length) { dims.add('level'); conds.push(inArray(_col('level'), levels)); tail.push((r) => r.level !== null && levels.includes(r.level)) }
+  if (levels.length) {
+    dims.add('level')
+    conds.push(inArray(_col('level'), levels))
+    tail.push((r) => r.level !== null && levels.includes(r.level))
+  }
 
   const text = _one(q.query)
   if (text !== undefined) {
     dims.add('query')
-    conds.push(sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`)
+    conds.push(
+      sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`,
+    )
     tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f !== null && f.includes(text)))
   }
 
   const wafRuleIds = _ids(q.waf_rule_id, 'waf_rule_id')
-  if (wafRuleIds.length) { dims.add('waf_rule_id'); conds.push(inArray(_col('waf_rule_id'), wafRuleIds)); tail.push((r) => r.waf_rule_id !== null && wafRuleIds.includes(r.waf_rule_id)) }
+  if (wafRuleIds.length) {
+    dims.add('waf_rule_id')
+    conds.push(inArray(_col('waf_rule_id'), wafRuleIds))
+    tail.push((r) => r.waf_rule_id !== null && wafRuleIds.includes(r.waf_rule_id))
+  }
 
   const severities = _list(q.waf_severity).map((s) => s.toUpperCase())
   for (const s of severities) if (!/^[A-Z]{1,16}$/.test(s)) throw badRequest(`waf_severity: "${s}" is not a severity name such as CRITICAL`)
-  if (severities.length) { dims.add('waf_severity'); conds.push(inArray(_col('waf_severity'), severities)); tail.push((r) => r.waf_severity !== null && severities.includes(r.waf_severity)) }
+  if (severities.length) {
+    dims.add('waf_severity')
+    conds.push(inArray(_col('waf_severity'), severities))
+    tail.push((r) => r.waf_severity !== null && severities.includes(r.waf_severity))
+  }
 
-  const fromMs = parseTime(q.from, 'from'), toMs = parseTime(q.to, 'to')
+  const fromMs = parseTime(q.from, 'from'),
+    toMs = parseTime(q.to, 'to')
   if (fromMs !== undefined && toMs !== undefined && fromMs > toMs) throw badRequest('from: must not be after to')
-  const timeConds = [fromMs !== undefined ? sql`${_col('ts_ms')} >= ${fromMs}` : undefined, toMs !== undefined ? sql`${_col('ts_ms')} <= ${toMs}` : undefined].filter((c): c is SQL => !!c)
-  if (fromMs !== undefined || toMs !== undefined) tail.push((r) => { const t = Date.parse(r.ts); return (fromMs === undefined || t >= fromMs) && (toMs === undefined || t <= toMs) })
+  const timeConds = [
+    fromMs !== undefined ? sql`${_col('ts_ms')} >= ${fromMs}` : undefined,
+    toMs !== undefined ? sql`${_col('ts_ms')} <= ${toMs}` : undefined,
+  ].filter((c): c is SQL => !!c)
+  if (fromMs !== undefined || toMs !== undefined)
+    tail.push((r) => {
+      const t = Date.parse(r.ts)
+      return (fromMs === undefined || t >= fromMs) && (toMs === undefined || t <= toMs)
+    })
 
   const predicate = jsChecks.length ? (r: FilterableRow) => jsChecks.every((c) => c(r)) : null
   const all = [...tail, ...jsChecks]
   return {
-    dims, fromMs, toMs, predicate, pathSubstring,
+    dims,
+    fromMs,
+    toMs,
+    predicate,
+    pathSubstring,
     dimWhere: conds.length ? and(...conds) : undefined,
     where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,
     matches: (r) => all.every((c) => c(r)),

@@ -5,7 +5,11 @@ import type { FilterableRow } from './filters'
 // keep up is dropped rather than allowed to grow the panel's memory.
 
 export type PresentedLog = FilterableRow & { id: number }
-export interface LogSubscriber { matches(row: PresentedLog): boolean; send(rows: PresentedLog[]): boolean; drop(): void }
+export interface LogSubscriber {
+  matches(row: PresentedLog): boolean
+  send(rows: PresentedLog[]): boolean
+  drop(): void
+}
 
 /** Rows written to a subscriber's stream but not yet taken by its socket: over this, it is dropped. */
 export const MAX_BACKLOG = 1000
@@ -13,14 +17,23 @@ const _subscribers = new Set<LogSubscriber>()
 
 export function subscribeToLogs(sub: LogSubscriber): () => void {
   _subscribers.add(sub)
-  return () => { _subscribers.delete(sub) }
+  return () => {
+    _subscribers.delete(sub)
+  }
 }
 
 export function publishLogRows(rows: PresentedLog[]): void {
   for (const sub of _subscribers) {
     let mine: PresentedLog[]
-    try { mine = rows.filter((r) => sub.matches(r)) } catch { mine = [] }
-    if (mine.length && !sub.send(mine)) { _subscribers.delete(sub); sub.drop() }
+    try {
+      mine = rows.filter((r) => sub.matches(r))
+    } catch {
+      mine = []
+    }
+    if (mine.length && !sub.send(mine)) {
+      _subscribers.delete(sub)
+      sub.drop()
+    }
   }
 }
 

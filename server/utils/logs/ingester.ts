@@ -66,14 +66,21 @@ let _countriesAtMs = Date.now()
 function _countryOf(ip: string): string | null {
   let c = _countries.get(ip)
   if (c === undefined) {
-    try { c = isLanAddress(ip) ? 'LAN' : (countryOfRecord(_geo?.get(ip)) ?? null) } catch { c = null }
+    try {
+      c = isLanAddress(ip) ? 'LAN' : (countryOfRecord(_geo?.get(ip)) ?? null)
+    } catch {
+      c = null
+    }
     _countries.set(ip, c)
   }
   return c
 }
 function _refreshGeo(): void {
   _geo = openGeoReader('country')
-  if (Date.now() - _countriesAtMs > 60_000 || _countries.size > 50_000) { _countries = new Map(); _countriesAtMs = Date.now() }
+  if (Date.now() - _countriesAtMs > 60_000 || _countries.size > 50_000) {
+    _countries = new Map()
+    _countriesAtMs = Date.now()
+  }
 }
 
 const _context: ParseContext = { hostIdOf: (domain) => _hosts.byName.get(domain) ?? null, countryOf: _countryOf }
@@ -121,8 +128,24 @@ async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<Log
   if (!live) return []
   const ids = results.slice(0, -1).flatMap((rs) => rs.rows.map((r) => Number(r.id)))
   return rows.map((r, i) => ({
-    id: ids[i]!, hostId: null, hostDomain: null, ruleId: null, status: null, method: null, path: null, remoteIp: null, userAgent: null,
-    level: null, message: null, raw: null, durationMs: null, wafRuleId: null, wafSeverity: null, wafAnomalyScore: null, country: null, actor: null,
+    id: ids[i]!,
+    hostId: null,
+    hostDomain: null,
+    ruleId: null,
+    status: null,
+    method: null,
+    path: null,
+    remoteIp: null,
+    userAgent: null,
+    level: null,
+    message: null,
+    raw: null,
+    durationMs: null,
+    wafRuleId: null,
+    wafSeverity: null,
+    wafAnomalyScore: null,
+    country: null,
+    actor: null,
     ...r,
   }))
 }
@@ -130,7 +153,10 @@ async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<Log
 async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Promise<number> {
   let total = 0
   let groups = 0
-  if (plan.reason !== 'append') logger.info(`log ingestion: ${path}: ${plan.reason === 'rotated-rest' ? `reading the rest of the rotated ${plan.file}` : plan.reason === 'truncated' ? 'truncated or replaced, reading from the start' : 'new file'}`)
+  if (plan.reason !== 'append')
+    logger.info(
+      `log ingestion: ${path}: ${plan.reason === 'rotated-rest' ? `reading the rest of the rotated ${plan.file}` : plan.reason === 'truncated' ? 'truncated or replaced, reading from the start' : 'new file'}`,
+    )
   for (const group of readLines(plan, COMMIT_ROWS)) {
     groups++
     const texts = group.map((l) => l.text).filter((t): t is string => t !== null && t.trim() !== '')
@@ -138,11 +164,13 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Pro
     const end = group.at(-1)!.end
     const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows)
     if (stored.length) publishLogRows(stored.map(presentLog))
-    if (rows.length) await checkIngestedBatch(source, rows).catch((err) => logger.warn(`events from ingested ${source} rows: ${(err as Error).message}`))
+    if (rows.length)
+      await checkIngestedBatch(source, rows).catch((err) => logger.warn(`events from ingested ${source} rows: ${(err as Error).message}`))
     total += rows.length
   }
   // A new or truncated file without a complete line yet: remember that it is the one being followed.
-  if (!groups && plan.reason !== 'append' && plan.reason !== 'rotated-rest') await runWrite(() => getClient().batch([_savePosition(path, { inode: plan.inode, offset: 0, head: '' })], 'write'))
+  if (!groups && plan.reason !== 'append' && plan.reason !== 'rotated-rest')
+    await runWrite(() => getClient().batch([_savePosition(path, { inode: plan.inode, offset: 0, head: '' })], 'write'))
   return total
 }
 
@@ -162,7 +190,11 @@ export async function collapseIngestedPrefix(path: string, maxBytes: number): Pr
   if (_collapseUnsupported) return null
   const pos = await _readPosition(path)
   let st: Stats
-  try { st = statSync(path) } catch { return null }
+  try {
+    st = statSync(path)
+  } catch {
+    return null
+  }
   if (!pos || st.ino !== pos.inode || pos.offset < maxBytes) return null
   const block = st.blksize || 4096
   const cut = Math.floor(pos.offset / block) * block
@@ -173,12 +205,16 @@ export async function collapseIngestedPrefix(path: string, maxBytes: number): Pr
   try {
     headAfter = Buffer.alloc(Math.min(HEAD_BYTES, pos.offset - cut))
     readSync(fd, headAfter, 0, headAfter.length, cut)
-  } finally { closeSync(fd) }
+  } finally {
+    closeSync(fd)
+  }
   try {
     await _execFileAsync('fallocate', ['--collapse-range', '--offset', '0', '--length', String(cut), path])
   } catch (err) {
     _collapseUnsupported = ((err as { stderr?: string }).stderr || (err as Error).message).trim()
-    logger.warn(`WAF audit log: cannot cut the ingested part of ${path} on this filesystem (${_collapseUnsupported}); it grows until rotated by hand`)
+    logger.warn(
+      `WAF audit log: cannot cut the ingested part of ${path} on this filesystem (${_collapseUnsupported}); it grows until rotated by hand`,
+    )
     return null
   }
   const next: Position = { inode: pos.inode, offset: pos.offset - cut, head: headFor(headAfter, pos.offset - cut) }
@@ -217,7 +253,13 @@ let _nextLeaseCheckMs = 0
 let _lastRollupMs = 0
 let _rollupBehind = false
 const _lastErrorAuditMs = new Map<string, number>()
-const _status = { last_tick_at: null as string | null, last_error: null as string | null, last_error_at: null as string | null, rows_ingested: 0, leader: false }
+const _status = {
+  last_tick_at: null as string | null,
+  last_error: null as string | null,
+  last_error_at: null as string | null,
+  rows_ingested: 0,
+  leader: false,
+}
 
 /** The ingester's state, for health views. */
 export function ingesterStatus() {
@@ -242,18 +284,27 @@ async function _tick(dir: string): Promise<void> {
     try {
       _status.leader = await acquireLease(_LEASE, _LEASE_TTL_MS, _holder())
       _nextLeaseCheckMs = Date.now() + (_status.leader ? _LEASE_TTL_MS / 2 : 5_000)
-    } catch (err) { await _reportError('lease', err); return }
+    } catch (err) {
+      await _reportError('lease', err)
+      return
+    }
   }
   if (!_status.leader) return
   let ingested = 0
   for (const { file, source } of LOG_FILES) {
     if (_stopped) return
-    try { ingested += await ingestFile(join(dir, file), source) } catch (err) { await _reportError(file, err) }
+    try {
+      ingested += await ingestFile(join(dir, file), source)
+    } catch (err) {
+      await _reportError(file, err)
+    }
   }
   try {
     const wafAudit = LOG_FILES.find((f) => f.source === 'waf_audit')!.file
     await collapseIngestedPrefix(join(dir, wafAudit), await getSetting<number>('logs.waf_audit_max_bytes'))
-  } catch (err) { await _reportError('waf-audit bound', err) }
+  } catch (err) {
+    await _reportError('waf-audit bound', err)
+  }
   _status.rows_ingested += ingested
   // Roll up when ingestion is idle, every 10 s, or when the backlog would make queries slow
   // (queries add the rows not rolled up yet, so waiting costs them time, never correctness).
@@ -267,7 +318,9 @@ async function _tick(dir: string): Promise<void> {
       _rollupBehind = covered < backlog
       _lastRollupMs = Date.now()
     }
-  } catch (err) { await _reportError('roll-up', err) }
+  } catch (err) {
+    await _reportError('roll-up', err)
+  }
   _status.last_tick_at = new Date().toISOString()
 }
 

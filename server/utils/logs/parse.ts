@@ -7,7 +7,10 @@ import type { logs } from '../../../db/schema'
 
 export type LogRow = typeof logs.$inferInsert
 export type LogSource = 'caddy_access' | 'caddy_error' | 'waf_audit'
-export interface ParseContext { hostIdOf(domain: string): number | null; countryOf(ip: string): string | null }
+export interface ParseContext {
+  hostIdOf(domain: string): number | null
+  countryOf(ip: string): string | null
+}
 
 /** `raw` keeps at most this many characters of a line. */
 export const RAW_LIMIT_CHARS = 64 * 1024
@@ -35,8 +38,9 @@ const _str = (v: unknown, max: number): string | null => {
   return v.length > max ? v.slice(0, max) : v
 }
 const _int = (v: unknown, min: number, max: number): number | null =>
-  (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null)
-const _obj = (v: unknown): Record<string, any> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : undefined)
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null
+const _obj = (v: unknown): Record<string, any> | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : undefined
 
 function _tsMs(ms: unknown, fallback: number): number {
   return typeof ms === 'number' && ms >= _MIN_TS_MS && ms <= _MAX_TS_MS ? Math.round(ms) : fallback
@@ -50,7 +54,10 @@ function _durationMs(seconds: unknown): number | null {
 export function domainOf(host: unknown): string | null {
   const h = _str(host, 300)
   if (!h) return null
-  const d = h.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase()
+  const d = h
+    .replace(/:\d+$/, '')
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
   return d && d.length <= FIELD_LIMITS.domain ? d : null
 }
 function _header(h: unknown, name: string): string | null {
@@ -75,15 +82,22 @@ function _requestFields(request: unknown, ctx: ParseContext) {
   const req = _obj(request) ?? {}
   const remoteIp = _str(req.client_ip, FIELD_LIMITS.ip) ?? _str(req.remote_ip, FIELD_LIMITS.ip)
   return {
-    hostDomain: domainOf(req.host), method: _str(req.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
-    path: _str(req.uri, FIELD_LIMITS.path), remoteIp, userAgent: _str(_header(req.headers, 'User-Agent'), FIELD_LIMITS.userAgent),
+    hostDomain: domainOf(req.host),
+    method: _str(req.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
+    path: _str(req.uri, FIELD_LIMITS.path),
+    remoteIp,
+    userAgent: _str(_header(req.headers, 'User-Agent'), FIELD_LIMITS.userAgent),
     country: remoteIp ? ctx.countryOf(remoteIp) : null,
   }
 }
 
 function _parseJson(line: string): Record<string, any> | string {
   let e: unknown
-  try { e = JSON.parse(line) } catch { return 'not JSON' }
+  try {
+    e = JSON.parse(line)
+  } catch {
+    return 'not JSON'
+  }
   return _obj(e) ?? 'not a JSON object'
 }
 
@@ -95,11 +109,16 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
   const req = _requestFields(e.request, ctx)
   const ruleTag = _header(e.resp_headers, 'X-Panel-Rule-Id')
   return {
-    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs), source: 'caddy_access',
-    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null), ...req,
+    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs),
+    source: 'caddy_access',
+    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null),
+    ...req,
     ruleId: ruleTag && /^[1-9]\d{0,9}$/.test(ruleTag) && Number(ruleTag) < 2 ** 31 ? Number(ruleTag) : null,
-    status: _int(e.status, 0, 999), level: _level(e.level, 'info'), message: _str(e.msg, FIELD_LIMITS.message),
-    raw: truncateRaw(line), durationMs: _durationMs(e.duration),
+    status: _int(e.status, 0, 999),
+    level: _level(e.level, 'info'),
+    message: _str(e.msg, FIELD_LIMITS.message),
+    raw: truncateRaw(line),
+    durationMs: _durationMs(e.duration),
   }
 }
 
@@ -113,14 +132,24 @@ export function parseErrorLine(line: string, ctx: ParseContext, nowMs = Date.now
   const req = _requestFields(e.request, ctx)
   if (!req.hostDomain && typeof e.logger === 'string' && e.logger.startsWith('tls.')) req.hostDomain = domainOf(e.identifier)
   return {
-    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs), source: 'caddy_error',
-    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null), ...req,
-    status: _int(e.status, 0, 999), level: _level(e.level, 'error'), message: _str(e.msg, FIELD_LIMITS.message),
-    raw: truncateRaw(line), durationMs: _durationMs(e.duration),
+    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs),
+    source: 'caddy_error',
+    hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null),
+    ...req,
+    status: _int(e.status, 0, 999),
+    level: _level(e.level, 'error'),
+    message: _str(e.msg, FIELD_LIMITS.message),
+    raw: truncateRaw(line),
+    durationMs: _durationMs(e.duration),
   }
 }
 
-interface _WafMatch { id: number; severity: number; msg: string | null; raw: string }
+interface _WafMatch {
+  id: number
+  severity: number
+  msg: string | null
+  raw: string
+}
 
 /**
  * A matched rule of a Coraza audit entry: from `data` (audit log part K) or,
@@ -132,7 +161,12 @@ function _wafMatch(m: unknown): _WafMatch | null {
   const data = _obj(o.data)
   if (data && _int(data.id, 1, 2 ** 31) !== null) {
     const sev = _int(data.severity, -1, 7) ?? -1
-    return { id: data.id, severity: sev, msg: _str(data.msg, FIELD_LIMITS.message) ?? _str(o.message, FIELD_LIMITS.message), raw: typeof data.raw === 'string' ? data.raw : '' }
+    return {
+      id: data.id,
+      severity: sev,
+      msg: _str(data.msg, FIELD_LIMITS.message) ?? _str(o.message, FIELD_LIMITS.message),
+      raw: typeof data.raw === 'string' ? data.raw : '',
+    }
   }
   const text = typeof o.error_message === 'string' ? o.error_message : ''
   const id = /\[id "(\d{1,10})"\]/.exec(text)
@@ -153,7 +187,10 @@ function _wafMatch(m: unknown): _WafMatch | null {
 function _interruptionStatus(matches: _WafMatch[]): number {
   // The rule's action list: its last double-quoted argument, with 'quoted' values (msg, tag) blanked.
   const actions = (raw: string) => (/"([^"]*)"\s*$/.exec(raw)?.[1] ?? '').replace(/'[^']*'/g, "''")
-  const deny = matches.map((m) => actions(m.raw)).filter((a) => /(?:^|,)\s*deny\s*(?:,|$)/.test(a)).at(-1)
+  const deny = matches
+    .map((m) => actions(m.raw))
+    .filter((a) => /(?:^|,)\s*deny\s*(?:,|$)/.test(a))
+    .at(-1)
   const status = deny ? /(?:^|,)\s*status:([1-5]\d\d)\s*(?:,|$)/.exec(deny) : null
   return status ? Number(status[1]) : _DENY_DEFAULT_STATUS
 }
@@ -171,7 +208,10 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
   // the scoring rules only when nothing else matched.
   const rank = (m: _WafMatch) => (m.severity < 0 ? 99 : m.severity) + (_SCORE_RULES.has(m.id) ? 1000 : 0)
   const top = matches.reduce<_WafMatch | null>((best, m) => (!best || rank(m) < rank(best) ? m : best), null)
-  const texts = messages.map((m) => { const o = _obj(m); return `${o?.message ?? ''} ${_obj(o?.data)?.msg ?? ''} ${o?.error_message ?? ''}` })
+  const texts = messages.map((m) => {
+    const o = _obj(m)
+    return `${o?.message ?? ''} ${_obj(o?.data)?.msg ?? ''} ${o?.error_message ?? ''}`
+  })
   const score = texts.map((t) => /Total Score: (\d{1,9})/.exec(t)).find(Boolean)
   const remoteIp = _str(tx.client_ip, FIELD_LIMITS.ip)
   const hostDomain = domainOf(tx.server_id) ?? domainOf(_header(request.headers, 'host'))
@@ -180,12 +220,18 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
   // (200 in detection mode, where nothing is interrupted).
   const status = interrupted ? _interruptionStatus(matches) : _int(_obj(tx.response)?.status, 0, 999)
   return {
-    tsMs: _tsMs(typeof tx.unix_timestamp === 'number' ? tx.unix_timestamp / 1e6 : undefined, nowMs), source: 'waf_audit',
-    hostId: hostDomain ? ctx.hostIdOf(hostDomain) : null, hostDomain,
-    status, method: _str(request.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
-    path: _str(request.uri, FIELD_LIMITS.path), remoteIp, userAgent: _str(_header(request.headers, 'user-agent'), FIELD_LIMITS.userAgent),
+    tsMs: _tsMs(typeof tx.unix_timestamp === 'number' ? tx.unix_timestamp / 1e6 : undefined, nowMs),
+    source: 'waf_audit',
+    hostId: hostDomain ? ctx.hostIdOf(hostDomain) : null,
+    hostDomain,
+    status,
+    method: _str(request.method, FIELD_LIMITS.method)?.toUpperCase() ?? null,
+    path: _str(request.uri, FIELD_LIMITS.path),
+    remoteIp,
+    userAgent: _str(_header(request.headers, 'user-agent'), FIELD_LIMITS.userAgent),
     level: interrupted ? 'warn' : 'info',
-    message: top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched'), raw: truncateRaw(line),
+    message: top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched'),
+    raw: truncateRaw(line),
     wafRuleId: top?.id ?? null,
     wafSeverity: top && top.severity >= 0 ? WAF_SEVERITIES[top.severity]! : null,
     wafAnomalyScore: score ? Number(score[1]) : null,
@@ -194,10 +240,14 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
 }
 
 export const PARSERS: Record<LogSource, (line: string, ctx: ParseContext, nowMs?: number) => LogRow> = {
-  caddy_access: parseAccessLine, caddy_error: parseErrorLine, waf_audit: parseWafLine,
+  caddy_access: parseAccessLine,
+  caddy_error: parseErrorLine,
+  waf_audit: parseWafLine,
 }
 
 /** The files the generated proxy configuration writes into PROXY_LOG_DIR, and what each holds. */
 export const LOG_FILES: ReadonlyArray<{ file: string; source: LogSource }> = [
-  { file: 'access.log', source: 'caddy_access' }, { file: 'error.log', source: 'caddy_error' }, { file: 'waf-audit.log', source: 'waf_audit' },
+  { file: 'access.log', source: 'caddy_access' },
+  { file: 'error.log', source: 'caddy_error' },
+  { file: 'waf-audit.log', source: 'waf_audit' },
 ]

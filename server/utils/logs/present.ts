@@ -6,10 +6,26 @@ export type LogRecord = typeof logs.$inferSelect
 /** A row as the API shows it: snake_case, ts as RFC 3339, duration in ms. */
 export function presentLog(r: LogRecord) {
   return {
-    id: r.id, ts: new Date(r.tsMs).toISOString(), source: r.source, host_id: r.hostId, host_domain: r.hostDomain, rule_id: r.ruleId,
-    status: r.status, method: r.method, path: r.path, remote_ip: r.remoteIp, user_agent: r.userAgent, level: r.level,
-    message: r.message, raw: r.raw, duration: r.durationMs, waf_rule_id: r.wafRuleId, waf_severity: r.wafSeverity,
-    waf_anomaly_score: r.wafAnomalyScore, country: r.country, actor: r.actor,
+    id: r.id,
+    ts: new Date(r.tsMs).toISOString(),
+    source: r.source,
+    host_id: r.hostId,
+    host_domain: r.hostDomain,
+    rule_id: r.ruleId,
+    status: r.status,
+    method: r.method,
+    path: r.path,
+    remote_ip: r.remoteIp,
+    user_agent: r.userAgent,
+    level: r.level,
+    message: r.message,
+    raw: r.raw,
+    duration: r.durationMs,
+    waf_rule_id: r.wafRuleId,
+    waf_severity: r.wafSeverity,
+    waf_anomaly_score: r.wafAnomalyScore,
+    country: r.country,
+    actor: r.actor,
   }
 }
 
@@ -19,9 +35,25 @@ const _text = (v: unknown) => (v === null || v === undefined ? null : String(v))
 /** A `SELECT * FROM logs` row of the libSQL client as a record. */
 export function recordOf(r: Row): LogRecord {
   return {
-    id: Number(r.id), tsMs: Number(r.ts_ms), source: String(r.source) as LogRecord['source'], hostId: _num(r.host_id), hostDomain: _text(r.host_domain),
-    ruleId: _num(r.rule_id), status: _num(r.status), method: _text(r.method), path: _text(r.path), remoteIp: _text(r.remote_ip),
-    userAgent: _text(r.user_agent), level: _text(r.level), message: _text(r.message), raw: _text(r.raw), durationMs: _num(r.duration_ms),
-    wafRuleId: _num(r.waf_rule_id), wafSeverity: _text(r.waf_severity), wafAnomalyScore: _num(r.waf_anomaly_score), country: _text(r.country), actor: _text(r.actor),
+    id: Number(r.id),
+    tsMs: Number(r.ts_ms),
+    source: String(r.source) as LogRecord['source'],
+    hostId: _num(r.host_id),
+    hostDomain: _text(r.host_domain),
+    ruleId: _num(r.rule_id),
+    status: _num(r.status),
+    method: _text(r.method),
+    path: _text(r.path),
+    remoteIp: _text(r.remote_ip),
+    userAgent: _text(r.user_agent),
+    level: _text(r.level),
+    message: _text(r.message),
+    raw: _text(r.raw),
+    durationMs: _num(r.duration_ms),
+    wafRuleId: _num(r.waf_rule_id),
+    wafSeverity: _text(r.waf_severity),
+    wafAnomalyScore: _num(r.waf_anomaly_score),
+    country: _text(r.country),
+    actor: _text(r.actor),
   }
 }

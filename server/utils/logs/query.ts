@@ -30,7 +30,10 @@ export async function listLogs(q: Record<string, unknown>): Promise<{ rows: Retu
   }
   const scan = scanLogs(f, beforeId)
   const out = []
-  for await (const r of scan.rows) { out.push(presentLog(r)); if (out.length >= limit) break }
+  for await (const r of scan.rows) {
+    out.push(presentLog(r))
+    if (out.length >= limit) break
+  }
   return { rows: out, scanLimited: out.length < limit && scan.limited() }
 }
 

@@ -33,7 +33,9 @@ async function _maxId(): Promise<number> {
 
 /** The rows of `where` with ids in [low, high), newest first, at most `limit`: rowid order, no index. */
 export function selectIdWindow(where: SQL | undefined, low: number, high: number, limit: number): Promise<LogRecord[]> {
-  return _select(sql`SELECT * FROM logs NOT INDEXED WHERE ${and(where, sql`${_c('id')} >= ${low}`, sql`${_c('id')} < ${high}`)} ORDER BY id DESC LIMIT ${limit}`)
+  return _select(
+    sql`SELECT * FROM logs NOT INDEXED WHERE ${and(where, sql`${_c('id')} >= ${low}`, sql`${_c('id')} < ${high}`)} ORDER BY id DESC LIMIT ${limit}`,
+  )
 }
 
 /** The newest `limit` rows matching `where` below `beforeId`. */
@@ -42,11 +44,19 @@ export async function selectNewest(where: SQL | undefined, limit: number, before
   const low = Math.max(0, top - PROBE_IDS)
   const probe = await selectIdWindow(where, low, top, limit)
   if (probe.length >= limit || low === 0) return probe
-  const rest = await getDb().select().from(logs).where(and(where, lt(logs.id, low))).orderBy(desc(logs.id)).limit(limit - probe.length)
+  const rest = await getDb()
+    .select()
+    .from(logs)
+    .where(and(where, lt(logs.id, low)))
+    .orderBy(desc(logs.id))
+    .limit(limit - probe.length)
   return [...probe, ...rest]
 }
 
-export interface Scan { rows: AsyncGenerator<LogRecord>; limited(): boolean }
+export interface Scan {
+  rows: AsyncGenerator<LogRecord>
+  limited(): boolean
+}
 
 /**
  * Rows matching the SQL part and then the JS predicate, newest first, walking
@@ -67,7 +77,10 @@ export function scanLogs(f: CompiledFilter, beforeId?: number): Scan {
       examined += page.length
       high = low
       window = Math.min(window * 2, 200_000)
-      if (high > 1 && (examined >= SCAN_LIMIT_ROWS || Date.now() > deadline)) { limited = true; return }
+      if (high > 1 && (examined >= SCAN_LIMIT_ROWS || Date.now() > deadline)) {
+        limited = true
+        return
+      }
     }
   }
   return { rows: rows(), limited: () => limited }

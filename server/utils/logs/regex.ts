@@ -33,9 +33,23 @@ export function looksCatastrophic(pattern: string): boolean {
   const inner: boolean[] = []
   for (let i = 0; i < pattern.length; i++) {
     const ch = pattern[i]!
-    if (ch === '\\') { if (/[1-9k]/.test(pattern[i + 1] ?? '')) return true; i++; continue }
-    if (ch === '[') { while (i < pattern.length && pattern[i] !== ']') { if (pattern[i] === '\\') i++; i++ } continue }
-    if (ch === '(') { depth++; inner[depth] = false; continue }
+    if (ch === '\\') {
+      if (/[1-9k]/.test(pattern[i + 1] ?? '')) return true
+      i++
+      continue
+    }
+    if (ch === '[') {
+      while (i < pattern.length && pattern[i] !== ']') {
+        if (pattern[i] === '\\') i++
+        i++
+      }
+      continue
+    }
+    if (ch === '(') {
+      depth++
+      inner[depth] = false
+      continue
+    }
     if (ch === ')') {
       const had = inner[depth] ?? false
       depth = Math.max(0, depth - 1)
@@ -53,14 +67,22 @@ export function compileSafeRegex(pattern: string, field = 'path'): RegExp {
   if (pattern.length === 0) throw badRequest(`${field}: the regular expression after "re:" is empty`)
   if (pattern.length > REGEX_MAX_CHARS) throw badRequest(`${field}: the regular expression must be at most ${REGEX_MAX_CHARS} characters`)
   if (linearEngineAvailable()) {
-    try { return new RegExp(pattern, 'l') } catch (err) {
+    try {
+      return new RegExp(pattern, 'l')
+    } catch (err) {
       const why = (err as Error).message
-      if (/linear time/.test(why)) throw badRequest(`${field}: the regular expression cannot be run in linear time (back-references and look-ahead are not supported)`)
+      if (/linear time/.test(why))
+        throw badRequest(`${field}: the regular expression cannot be run in linear time (back-references and look-ahead are not supported)`)
       throw badRequest(`${field}: invalid regular expression: ${why}`)
     }
   }
-  if (looksCatastrophic(pattern)) throw badRequest(`${field}: nested quantifiers and back-references are refused (they can take exponential time)`)
-  try { return new RegExp(pattern) } catch (err) { throw badRequest(`${field}: invalid regular expression: ${(err as Error).message}`) }
+  if (looksCatastrophic(pattern))
+    throw badRequest(`${field}: nested quantifiers and back-references are refused (they can take exponential time)`)
+  try {
+    return new RegExp(pattern)
+  } catch (err) {
+    throw badRequest(`${field}: invalid regular expression: ${(err as Error).message}`)
+  }
 }
 
 /**
@@ -70,8 +92,12 @@ export function compileSafeRegex(pattern: string, field = 'path'): RegExp {
  * or anything unusual, gives ''.
  */
 export function requiredLiteral(pattern: string): string {
-  let best = '', run = ''
-  const close = () => { if (run.length > best.length) best = run; run = '' }
+  let best = '',
+    run = ''
+  const close = () => {
+    if (run.length > best.length) best = run
+    run = ''
+  }
   for (let i = 0; i < pattern.length; i++) {
     const ch = pattern[i]!
     if (ch === '|') return ''
@@ -79,7 +105,18 @@ export function requiredLiteral(pattern: string): string {
       const next = pattern[i + 1]
       if (next === undefined) return ''
       i++
-      if (/[^A-Za-z0-9]/.test(next)) { run += next; i = _afterQuantifier(pattern, i, () => { run = run.slice(0, -1) }, close); continue }
+      if (/[^A-Za-z0-9]/.test(next)) {
+        run += next
+        i = _afterQuantifier(
+          pattern,
+          i,
+          () => {
+            run = run.slice(0, -1)
+          },
+          close,
+        )
+        continue
+      }
       close()
       if (next === 'x') i += 2
       else if (next === 'u') i = pattern[i + 1] === '{' ? pattern.indexOf('}', i) : i + 4
@@ -87,7 +124,12 @@ export function requiredLiteral(pattern: string): string {
       else if (next === 'p' || next === 'P') i = pattern.indexOf('}', i)
       else if (next === 'k') i = pattern.indexOf('>', i)
       if (i < 0) return ''
-      i = _afterQuantifier(pattern, i, () => {}, () => {})
+      i = _afterQuantifier(
+        pattern,
+        i,
+        () => {},
+        () => {},
+      )
       continue
     }
     if (ch === '[') {
@@ -95,9 +137,17 @@ export function requiredLiteral(pattern: string): string {
       i++
       if (pattern[i] === '^') i++
       if (pattern[i] === ']') i++
-      while (i < pattern.length && pattern[i] !== ']') { if (pattern[i] === '\\') i++; i++ }
+      while (i < pattern.length && pattern[i] !== ']') {
+        if (pattern[i] === '\\') i++
+        i++
+      }
       if (i >= pattern.length) return ''
-      i = _afterQuantifier(pattern, i, () => {}, () => {})
+      i = _afterQuantifier(
+        pattern,
+        i,
+        () => {},
+        () => {},
+      )
       continue
     }
     if (ch === '(') {
@@ -105,20 +155,50 @@ export function requiredLiteral(pattern: string): string {
       let depth = 0
       for (; i < pattern.length; i++) {
         const c = pattern[i]
-        if (c === '\\') { i++; continue }
-        if (c === '[') { while (i < pattern.length && pattern[i] !== ']') { if (pattern[i] === '\\') i++; i++ } continue }
+        if (c === '\\') {
+          i++
+          continue
+        }
+        if (c === '[') {
+          while (i < pattern.length && pattern[i] !== ']') {
+            if (pattern[i] === '\\') i++
+            i++
+          }
+          continue
+        }
         if (c === '(') depth++
         if (c === ')' && --depth === 0) break
       }
       if (i >= pattern.length) return ''
-      i = _afterQuantifier(pattern, i, () => {}, () => {})
+      i = _afterQuantifier(
+        pattern,
+        i,
+        () => {},
+        () => {},
+      )
       continue
     }
-    if ('.^$'.includes(ch)) { close(); i = _afterQuantifier(pattern, i, () => {}, () => {}); continue }
+    if ('.^$'.includes(ch)) {
+      close()
+      i = _afterQuantifier(
+        pattern,
+        i,
+        () => {},
+        () => {},
+      )
+      continue
+    }
     if ('*+?{'.includes(ch)) return '' // a quantifier with nothing before it: leave it to the engine
     if (')]}'.includes(ch)) return ''
     run += ch
-    i = _afterQuantifier(pattern, i, () => { run = run.slice(0, -1) }, close)
+    i = _afterQuantifier(
+      pattern,
+      i,
+      () => {
+        run = run.slice(0, -1)
+      },
+      close,
+    )
   }
   close()
   return best
@@ -131,9 +211,14 @@ export function requiredLiteral(pattern: string): string {
  */
 function _afterQuantifier(p: string, i: number, dropAtom: () => void, endRun: () => void): number {
   const q = p[i + 1]
-  if (q === '*' || q === '?') { dropAtom(); endRun(); i++ }
-  else if (q === '+') { endRun(); i++ }
-  else if (q === '{') {
+  if (q === '*' || q === '?') {
+    dropAtom()
+    endRun()
+    i++
+  } else if (q === '+') {
+    endRun()
+    i++
+  } else if (q === '{') {
     const m = /^\{(\d*)(,\d*)?\}/.exec(p.slice(i + 1))
     if (!m) return i
     if (!m[1] || Number(m[1]) === 0) dropAtom()

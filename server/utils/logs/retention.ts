@@ -15,7 +15,11 @@ const _PAUSE_MS = 5
 const _DAY_MS = 86_400_000
 
 export interface PruneResult {
-  removed_by_age: number; removed_by_count: number; login_attempts_cutoff: string; removed_login_attempts: number; removed_totp_attempts: number
+  removed_by_age: number
+  removed_by_count: number
+  login_attempts_cutoff: string
+  removed_login_attempts: number
+  removed_totp_attempts: number
 }
 
 async function _deleteBatch(condition: string, args: Array<string | number>): Promise<number> {
@@ -24,12 +28,15 @@ async function _deleteBatch(condition: string, args: Array<string | number>): Pr
     if (!found.rows.length) return 0
     const ids = JSON.stringify(found.rows.map((r) => Number(r.id)))
     const inBatch = 'id IN (SELECT value FROM json_each(?))'
-    await getClient().batch([
-      // Only rows already rolled up are subtracted from the roll-ups.
-      ...rollupStatements(`${inBatch} AND id <= (SELECT last_id FROM logs_rollup_state WHERE id = 1)`, [ids], -1),
-      ...rollupCleanupStatements(inBatch, [ids]),
-      { sql: `DELETE FROM logs WHERE ${inBatch}`, args: [ids] },
-    ], 'write')
+    await getClient().batch(
+      [
+        // Only rows already rolled up are subtracted from the roll-ups.
+        ...rollupStatements(`${inBatch} AND id <= (SELECT last_id FROM logs_rollup_state WHERE id = 1)`, [ids], -1),
+        ...rollupCleanupStatements(inBatch, [ids]),
+        { sql: `DELETE FROM logs WHERE ${inBatch}`, args: [ids] },
+      ],
+      'write',
+    )
     return found.rows.length
   })
 }
@@ -58,8 +65,11 @@ export async function pruneLogs(nowMs = Date.now()): Promise<PruneResult> {
     const attemptsCutoffMs = nowMs - ATTEMPT_RETENTION_MS
     const attempts = await runWrite(() => deleteAttemptsOlderThan(getDb(), attemptsCutoffMs))
     const result = {
-      removed_by_age: byAge, removed_by_count: byCount, login_attempts_cutoff: new Date(attemptsCutoffMs).toISOString(),
-      removed_login_attempts: attempts.login, removed_totp_attempts: attempts.totp,
+      removed_by_age: byAge,
+      removed_by_count: byCount,
+      login_attempts_cutoff: new Date(attemptsCutoffMs).toISOString(),
+      removed_login_attempts: attempts.login,
+      removed_totp_attempts: attempts.totp,
     }
     await writeAudit(actor, 'logs_prune', { ...result, retention_days: days, max_entries: maxEntries })
     return result
@@ -71,6 +81,8 @@ export async function pruneLogs(nowMs = Date.now()): Promise<PruneResult> {
 
 /** Compacts the database file (task logs:vacuum, monthly). */
 export async function vacuumDatabase(): Promise<void> {
-  await runWrite(async () => { await getClient().execute('VACUUM') })
+  await runWrite(async () => {
+    await getClient().execute('VACUUM')
+  })
   await writeAudit(systemActor('logs-vacuum'), 'database_vacuum', {})
 }

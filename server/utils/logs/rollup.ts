@@ -35,11 +35,22 @@ export function bucketUsOf(durationMs: number): number {
   return u
 }
 /** JS twin of PATH_KEY_SQL. */
-export const pathKeyOf = (path: string) => { const i = path.indexOf('?'); return i < 0 ? path : path.slice(0, i) }
+export const pathKeyOf = (path: string) => {
+  const i = path.indexOf('?')
+  return i < 0 ? path : path.slice(0, i)
+}
 
 /** A blocked request: refused at the proxy (403 bouncer/LAN gate/WAF, 429 rate limit) or a WAF audit row that blocked. */
 export const BLOCKED_SQL = "((source = 'caddy_access' AND status IN (403, 429)) OR (source = 'waf_audit' AND status >= 400))"
-export const ROLLUP_TABLES = ['logs_hourly', 'logs_hourly_durations', 'logs_hourly_host_paths', 'logs_hourly_paths', 'logs_hourly_blocked', 'logs_hourly_status_durations', 'logs_hourly_status_paths'] as const
+export const ROLLUP_TABLES = [
+  'logs_hourly',
+  'logs_hourly_durations',
+  'logs_hourly_host_paths',
+  'logs_hourly_paths',
+  'logs_hourly_blocked',
+  'logs_hourly_status_durations',
+  'logs_hourly_status_paths',
+] as const
 /** The trigram index of paths (migration 0022): covers the same rows as the roll-ups. */
 export const PATH_INDEX = 'logs_path_fts'
 
@@ -50,36 +61,57 @@ const _STATUS_DIMS = `${_DIMS}, coalesce(status, 0), coalesce(method, ''), coale
 export function rollupStatements(where: string, args: Array<string | number>, sign: 1 | -1): InStatement[] {
   const s = sign < 0 ? '-' : ''
   return [
-    { sql: `INSERT INTO logs_hourly (hour_ms, source, host_id, host_domain, status, method, level, n, dur_n, dur_sum_us)
+    {
+      sql: `INSERT INTO logs_hourly (hour_ms, source, host_id, host_domain, status, method, level, n, dur_n, dur_sum_us)
       SELECT ${HOUR_SQL}, ${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${s}count(*), ${s}count(duration_ms), ${s}coalesce(sum(${DURATION_US_SQL}), 0)
       FROM logs WHERE ${where} GROUP BY 1, 2, 3, 4, 5, 6, 7
-      ON CONFLICT DO UPDATE SET n = n + excluded.n, dur_n = dur_n + excluded.dur_n, dur_sum_us = dur_sum_us + excluded.dur_sum_us`, args },
-    { sql: `INSERT INTO logs_hourly_durations (hour_ms, source, host_id, host_domain, bucket_us, n)
+      ON CONFLICT DO UPDATE SET n = n + excluded.n, dur_n = dur_n + excluded.dur_n, dur_sum_us = dur_sum_us + excluded.dur_sum_us`,
+      args,
+    },
+    {
+      sql: `INSERT INTO logs_hourly_durations (hour_ms, source, host_id, host_domain, bucket_us, n)
       SELECT ${HOUR_SQL}, ${_DIMS}, ${BUCKET_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
-    { sql: `INSERT INTO logs_hourly_host_paths (hour_ms, source, host_id, host_domain, path, n)
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
+    {
+      sql: `INSERT INTO logs_hourly_host_paths (hour_ms, source, host_id, host_domain, path, n)
       SELECT ${HOUR_SQL}, ${_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
-    { sql: `INSERT INTO logs_hourly_paths (hour_ms, source, path, n)
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
+    {
+      sql: `INSERT INTO logs_hourly_paths (hour_ms, source, path, n)
       SELECT ${HOUR_SQL}, source, ${PATH_KEY_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
     // Blocked requests by address and country, for the security dashboard (migration 0011).
-    { sql: `INSERT INTO logs_hourly_blocked (hour_ms, source, host_id, status, remote_ip, country, n)
+    {
+      sql: `INSERT INTO logs_hourly_blocked (hour_ms, source, host_id, status, remote_ip, country, n)
       SELECT ${HOUR_SQL}, source, coalesce(host_id, 0), coalesce(status, 0), coalesce(remote_ip, ''), coalesce(country, ''), ${s}count(*)
       FROM logs WHERE (${where}) AND ${BLOCKED_SQL} GROUP BY 1, 2, 3, 4, 5, 6
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
     // p95 and top paths under a status, method or level filter (migration 0022).
-    { sql: `INSERT INTO logs_hourly_status_durations (hour_ms, source, host_id, host_domain, status, method, level, bucket_us, n)
+    {
+      sql: `INSERT INTO logs_hourly_status_durations (hour_ms, source, host_id, host_domain, status, method, level, bucket_us, n)
       SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${BUCKET_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
-    { sql: `INSERT INTO logs_hourly_status_paths (hour_ms, source, host_id, host_domain, status, method, level, path, n)
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
+    {
+      sql: `INSERT INTO logs_hourly_status_paths (hour_ms, source, host_id, host_domain, status, method, level, path, n)
       SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
       FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-      ON CONFLICT DO UPDATE SET n = n + excluded.n`, args },
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
     sign > 0
       ? { sql: `INSERT INTO ${PATH_INDEX} (rowid, path) SELECT id, path FROM logs WHERE (${where}) AND path IS NOT NULL`, args }
       : { sql: `DELETE FROM ${PATH_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND path IS NOT NULL)`, args },
@@ -89,12 +121,13 @@ export function rollupStatements(where: string, args: Array<string | number>, si
 /** Removes roll-up rows that reached zero in the hours of the rows matching `where`. */
 export function rollupCleanupStatements(where: string, args: Array<string | number>): InStatement[] {
   const hours = `hour_ms IN (SELECT DISTINCT ${HOUR_SQL} FROM logs WHERE ${where})`
-  return ROLLUP_TABLES
-    .map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
+  return ROLLUP_TABLES.map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
 }
 
 export async function rollupMark(): Promise<{ lastId: number; maxId: number }> {
-  const r = await getClient().execute('SELECT (SELECT last_id FROM logs_rollup_state WHERE id = 1) AS last_id, (SELECT coalesce(max(id), 0) FROM logs) AS max_id')
+  const r = await getClient().execute(
+    'SELECT (SELECT last_id FROM logs_rollup_state WHERE id = 1) AS last_id, (SELECT coalesce(max(id), 0) FROM logs) AS max_id',
+  )
   return { lastId: Number(r.rows[0]?.last_id ?? 0), maxId: Number(r.rows[0]?.max_id ?? 0) }
 }
 
@@ -111,10 +144,13 @@ export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number }
       const { lastId, maxId } = await rollupMark()
       if (maxId <= lastId) return 0
       const to = Math.min(maxId, lastId + chunk)
-      await getClient().batch([
-        ...rollupStatements('id > ? AND id <= ?', [lastId, to], 1),
-        { sql: 'UPDATE logs_rollup_state SET last_id = ? WHERE id = 1', args: [to] },
-      ], 'write')
+      await getClient().batch(
+        [
+          ...rollupStatements('id > ? AND id <= ?', [lastId, to], 1),
+          { sql: 'UPDATE logs_rollup_state SET last_id = ? WHERE id = 1', args: [to] },
+        ],
+        'write',
+      )
       return to - lastId
     })
     covered += step
@@ -125,10 +161,17 @@ export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number }
 
 /** Rebuilds every roll-up from the logs table (repair tool; the roll-up is otherwise incremental). */
 export async function rebuildRollups(): Promise<void> {
-  await runWrite(() => getClient().batch([
-    ...ROLLUP_TABLES.map((t) => `DELETE FROM ${t}`),
-    `DELETE FROM ${PATH_INDEX}`,
-    'UPDATE logs_rollup_state SET last_id = 0 WHERE id = 1',
-  ], 'write'))
-  while (await rollUpLogs({ budgetMs: 60_000 }) > 0) { /* until caught up */ }
+  await runWrite(() =>
+    getClient().batch(
+      [
+        ...ROLLUP_TABLES.map((t) => `DELETE FROM ${t}`),
+        `DELETE FROM ${PATH_INDEX}`,
+        'UPDATE logs_rollup_state SET last_id = 0 WHERE id = 1',
+      ],
+      'write',
+    ),
+  )
+  while ((await rollUpLogs({ budgetMs: 60_000 })) > 0) {
+    /* until caught up */
+  }
 }

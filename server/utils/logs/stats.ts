@@ -35,13 +35,20 @@ export const BUCKETS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as c
 const _CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const
 
 export interface LogStats {
-  total: number; by_status_class: Record<string, number>; by_source: Record<string, number>
-  avg_duration_ms: number | null; p95_duration_ms: number | null
-  top_hosts: Array<{ host_domain: string; count: number }>; top_paths: Array<{ path: string; count: number }>
+  total: number
+  by_status_class: Record<string, number>
+  by_source: Record<string, number>
+  avg_duration_ms: number | null
+  p95_duration_ms: number | null
+  top_hosts: Array<{ host_domain: string; count: number }>
+  top_paths: Array<{ path: string; count: number }>
 }
 
 /** A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw part (SELECT from `from` with the given WHERE). */
-export interface Parts { rollup: (where: SQL) => SQL; raw: (from: SQL, where: SQL) => SQL }
+export interface Parts {
+  rollup: (where: SQL) => SQL
+  raw: (from: SQL, where: SQL) => SQL
+}
 
 /** The distinct trigrams of a substring, as the tokenizer cuts them (code points, not UTF-16 units). */
 export function trigramsOf(substring: string): string[] {
@@ -66,8 +73,19 @@ export async function pathIndexMatch(f: CompiledFilter, run: RunQuery, lastId: n
   const grams = f.pathSubstring === undefined ? [] : trigramsOf(f.pathSubstring)
   if (!grams.length || lastId === 0) return null
   if (grams.length <= _GRAMS_USED) return grams.map(_term).join(' AND ')
-  const counts = await run(sql.join(grams.map((g, i) => sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, lastId - _SAMPLE_IDS)))}`), sql` UNION ALL `)) // a literal: FTS5 ignores a REAL rowid bound (a bound JS number)
-  const rarest = counts.map((r) => ({ gram: grams[Number(r.i)]!, n: Number(r.n) })).sort((a, b) => a.n - b.n).slice(0, _GRAMS_USED)
+  const counts = await run(
+    sql.join(
+      grams.map(
+        (g, i) =>
+          sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, lastId - _SAMPLE_IDS)))}`,
+      ),
+      sql` UNION ALL `,
+    ),
+  ) // a literal: FTS5 ignores a REAL rowid bound (a bound JS number)
+  const rarest = counts
+    .map((r) => ({ gram: grams[Number(r.i)]!, n: Number(r.n) }))
+    .sort((a, b) => a.n - b.n)
+    .slice(0, _GRAMS_USED)
   return rarest.map((r) => _term(r.gram)).join(' AND ')
 }
 
@@ -82,7 +100,10 @@ export function rawParts(f: CompiledFilter, lastId: number, pathMatch: string | 
   if (pathMatch === null) return [[sql`logs`, where]]
   // CROSS JOIN keeps the index first: each candidate is one rowid lookup (the planner would otherwise walk a ts_ms index).
   const candidates = sql`(SELECT rowid AS candidate_id FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${pathMatch}) CROSS JOIN logs ON logs.id = candidate_id`
-  return [[candidates, and(sql`logs.id <= ${lastId}`, where)!], [sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, where)!]]
+  return [
+    [candidates, and(sql`logs.id <= ${lastId}`, where)!],
+    [sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, where)!],
+  ]
 }
 
 /**
@@ -90,16 +111,48 @@ export function rawParts(f: CompiledFilter, lastId: number, pathMatch: string | 
  * `useRollup` false (or no whole hour in from..to): the raw parts only.
  */
 export function rollupUnion(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts, pathMatch: string | null = null): SQL {
-  const from = f.fromMs, to = f.toMs
+  const from = f.fromMs,
+    to = f.toMs
   const start = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS
   const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS) * HOUR_MS
-  if (!useRollup || (start !== undefined && end !== undefined && start >= end)) return sql.join(rawParts(f, lastId, pathMatch).map(([table, where]) => parts.raw(table, where)), sql` UNION ALL `)
+  if (!useRollup || (start !== undefined && end !== undefined && start >= end))
+    return sql.join(
+      rawParts(f, lastId, pathMatch).map(([table, where]) => parts.raw(table, where)),
+      sql` UNION ALL `,
+    )
   const ts = _c('ts_ms')
-  const pieces: SQL[] = [parts.rollup(and(f.dimWhere, start !== undefined ? sql`hour_ms >= ${start}` : undefined, end !== undefined ? sql`hour_ms < ${end}` : undefined) ?? sql`1`)]
+  const pieces: SQL[] = [
+    parts.rollup(
+      and(f.dimWhere, start !== undefined ? sql`hour_ms >= ${start}` : undefined, end !== undefined ? sql`hour_ms < ${end}` : undefined) ??
+        sql`1`,
+    ),
+  ]
   // Rows not rolled up yet, inside the whole hours: by rowid (NOT INDEXED keeps rowid lookups only; +ts_ms is not an index term).
-  pieces.push(parts.raw(sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, f.dimWhere, start !== undefined ? sql`+${ts} >= ${start}` : undefined, end !== undefined ? sql`+${ts} < ${end}` : undefined)!))
-  if (from !== undefined && from < start!) pieces.push(parts.raw(sql`logs`, and(f.dimWhere, sql`${ts} >= ${from}`, sql`${ts} < ${start}`, to !== undefined ? sql`${ts} <= ${to}` : undefined)!))
-  if (to !== undefined && end! <= to) pieces.push(parts.raw(sql`logs`, and(f.dimWhere, sql`${ts} >= ${end}`, sql`${ts} <= ${to}`, from !== undefined ? sql`${ts} >= ${from}` : undefined)!))
+  pieces.push(
+    parts.raw(
+      sql`logs NOT INDEXED`,
+      and(
+        sql`id > ${lastId}`,
+        f.dimWhere,
+        start !== undefined ? sql`+${ts} >= ${start}` : undefined,
+        end !== undefined ? sql`+${ts} < ${end}` : undefined,
+      )!,
+    ),
+  )
+  if (from !== undefined && from < start!)
+    pieces.push(
+      parts.raw(
+        sql`logs`,
+        and(f.dimWhere, sql`${ts} >= ${from}`, sql`${ts} < ${start}`, to !== undefined ? sql`${ts} <= ${to}` : undefined)!,
+      ),
+    )
+  if (to !== undefined && end! <= to)
+    pieces.push(
+      parts.raw(
+        sql`logs`,
+        and(f.dimWhere, sql`${ts} >= ${end}`, sql`${ts} <= ${to}`, from !== undefined ? sql`${ts} >= ${from}` : undefined)!,
+      ),
+    )
   return sql.join(pieces, sql` UNION ALL `)
 }
 
@@ -109,14 +162,19 @@ export async function readRollupMark(run: RunQuery): Promise<number> {
   return Number(rows[0]?.last_id ?? 0)
 }
 
-const _DUR_US = sql.raw(DURATION_US_SQL), _BUCKET = sql.raw(BUCKET_SQL), _PATH_KEY = sql.raw(PATH_KEY_SQL)
+const _DUR_US = sql.raw(DURATION_US_SQL),
+  _BUCKET = sql.raw(BUCKET_SQL),
+  _PATH_KEY = sql.raw(PATH_KEY_SQL)
 
 export function p95OfHistogram(buckets: Array<[number, number]>): number | null {
   const total = buckets.reduce((s, [, n]) => s + n, 0)
   if (!total) return null
   const k = Math.floor(0.95 * (total - 1))
   let seen = 0
-  for (const [bucketUs, n] of buckets) { seen += n; if (seen > k) return bucketUs / 1000 }
+  for (const [bucketUs, n] of buckets) {
+    seen += n
+    if (seen > k) return bucketUs / 1000
+  }
   return null
 }
 
@@ -124,8 +182,14 @@ const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : n
 
 /** Every figure from the raw rows of the filter, in one statement that reads those rows once. */
 async function _rawStats(f: CompiledFilter, run: RunQuery, lastId: number): Promise<Array<Record<string, unknown>>> {
-  const rows = sql.join(rawParts(f, lastId, await pathIndexMatch(f, run, lastId)).map(([table, where]) => sql`SELECT source, status, host_domain, duration_ms, path FROM ${table} WHERE ${where}`), sql` UNION ALL `)
-  const top5 = (key: SQL, kind: string, notNull: string) => sql`SELECT * FROM (SELECT ${kind} AS kind, ${key} AS k1, NULL AS k2, count(*) AS n, 0 AS dn, 0 AS ds FROM m WHERE ${sql.identifier(notNull)} IS NOT NULL GROUP BY 2 ORDER BY 4 DESC, 2 LIMIT 5)`
+  const rows = sql.join(
+    rawParts(f, lastId, await pathIndexMatch(f, run, lastId)).map(
+      ([table, where]) => sql`SELECT source, status, host_domain, duration_ms, path FROM ${table} WHERE ${where}`,
+    ),
+    sql` UNION ALL `,
+  )
+  const top5 = (key: SQL, kind: string, notNull: string) =>
+    sql`SELECT * FROM (SELECT ${kind} AS kind, ${key} AS k1, NULL AS k2, count(*) AS n, 0 AS dn, 0 AS ds FROM m WHERE ${sql.identifier(notNull)} IS NOT NULL GROUP BY 2 ORDER BY 4 DESC, 2 LIMIT 5)`
   return run(sql`WITH m AS MATERIALIZED (${rows})
     SELECT 'c' AS kind, source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM m GROUP BY 2, 3
     UNION ALL SELECT 'd', ${_BUCKET}, NULL, count(*), 0, 0 FROM m WHERE duration_ms IS NOT NULL GROUP BY 2
@@ -139,42 +203,69 @@ async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
     if (!_within(f, _HOURLY)) {
       const all = await _rawStats(f, run, lastId)
       const of = (kind: string) => all.filter((r) => r.kind === kind)
-      const bySize = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(b.n) - Number(a.n) || (String(a.k1) < String(b.k1) ? -1 : 1)
-      return _statsOf(of('c'), of('d').sort((a, b) => Number(a.k1) - Number(b.k1)), of('h').sort(bySize), of('p').sort(bySize))
+      const bySize = (a: Record<string, unknown>, b: Record<string, unknown>) =>
+        Number(b.n) - Number(a.n) || (String(a.k1) < String(b.k1) ? -1 : 1)
+      return _statsOf(
+        of('c'),
+        of('d').sort((a, b) => Number(a.k1) - Number(b.k1)),
+        of('h').sort(bySize),
+        of('p').sort(bySize),
+      )
     }
-    const counts = await run(sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, true, {
-      rollup: (w) => sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
-      raw: (from, w) => sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
-    })}) GROUP BY 1, 2`)
-    const hosts = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-      rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
-      raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
-    })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
+    const counts = await run(
+      sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, true, {
+        rollup: (w) =>
+          sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+        raw: (from, w) =>
+          sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+      })}) GROUP BY 1, 2`,
+    )
+    const hosts = await run(
+      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
+        rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
+        raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
+      })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`,
+    )
     const durationTable = _within(f, _DURATIONS) ? sql`logs_hourly_durations` : sql`logs_hourly_status_durations`
-    const histogram = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-      rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
-      raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
-    })}) GROUP BY 1 ORDER BY 1`)
-    const pathTable = _within(f, _PATHS) ? sql`logs_hourly_paths` : _within(f, _HOST_PATHS) ? sql`logs_hourly_host_paths` : sql`logs_hourly_status_paths`
-    const paths = await run(sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-      rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
-      raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
-    })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`)
+    const histogram = await run(
+      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
+        rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
+        raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
+      })}) GROUP BY 1 ORDER BY 1`,
+    )
+    const pathTable = _within(f, _PATHS)
+      ? sql`logs_hourly_paths`
+      : _within(f, _HOST_PATHS)
+        ? sql`logs_hourly_host_paths`
+        : sql`logs_hourly_status_paths`
+    const paths = await run(
+      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
+        rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
+        raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
+      })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`,
+    )
     return _statsOf(counts, histogram, hosts, paths)
   })
 }
 
 /** The figures from the grouped rows: counts (k1 source, k2 status class, n, dn, ds), histogram (k1 bucket, n), hosts and paths (k1, n, top 5 in order). */
-function _statsOf(counts: Array<Record<string, unknown>>, histogram: Array<Record<string, unknown>>, hosts: Array<Record<string, unknown>>, paths: Array<Record<string, unknown>>): LogStats {
+function _statsOf(
+  counts: Array<Record<string, unknown>>,
+  histogram: Array<Record<string, unknown>>,
+  hosts: Array<Record<string, unknown>>,
+  paths: Array<Record<string, unknown>>,
+): LogStats {
   const stats = _emptyStats()
-  let durN = 0, durSum = 0
+  let durN = 0,
+    durSum = 0
   for (const r of counts) {
     const n = Number(r.n)
     stats.total += n
     stats.by_source[String(r.k1)] = (stats.by_source[String(r.k1)] ?? 0) + n
     const cls = _CLASSES[Number(r.k2) - 1]
     if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + n
-    durN += Number(r.dn); durSum += Number(r.ds)
+    durN += Number(r.dn)
+    durSum += Number(r.ds)
   }
   stats.avg_duration_ms = _avg(durSum, durN)
   stats.p95_duration_ms = p95OfHistogram(histogram.map((r) => [Number(r.k1), Number(r.n)]))
@@ -183,28 +274,46 @@ function _statsOf(counts: Array<Record<string, unknown>>, histogram: Array<Recor
   return stats
 }
 
-const _emptyStats = (): LogStats => ({ total: 0, by_status_class: {}, by_source: {}, avg_duration_ms: null, p95_duration_ms: null, top_hosts: [], top_paths: [] })
+const _emptyStats = (): LogStats => ({
+  total: 0,
+  by_status_class: {},
+  by_source: {},
+  avg_duration_ms: null,
+  p95_duration_ms: null,
+  top_hosts: [],
+  top_paths: [],
+})
 
 function _top<K extends string>(counts: Map<string, number>, key: K): Array<Record<K, string> & { count: number }> {
-  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, 5)
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .slice(0, 5)
     .map(([k, count]) => ({ [key]: k, count }) as Record<K, string> & { count: number })
 }
 
 /** The same figures from rows filtered in JS (regex or CIDR filters). */
 async function _statsFromRows(rows: AsyncIterable<LogRecord>): Promise<LogStats> {
   const stats = _emptyStats()
-  const hosts = new Map<string, number>(), paths = new Map<string, number>(), buckets = new Map<number, number>()
-  let durN = 0, durSum = 0
+  const hosts = new Map<string, number>(),
+    paths = new Map<string, number>(),
+    buckets = new Map<number, number>()
+  let durN = 0,
+    durSum = 0
   for await (const r of rows) {
     stats.total++
     stats.by_source[r.source] = (stats.by_source[r.source] ?? 0) + 1
     const cls = r.status === null ? undefined : _CLASSES[Math.floor(r.status / 100) - 1]
     if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + 1
     if (r.hostDomain !== null) hosts.set(r.hostDomain, (hosts.get(r.hostDomain) ?? 0) + 1)
-    if (r.path !== null) { const p = pathKeyOf(r.path); paths.set(p, (paths.get(p) ?? 0) + 1) }
+    if (r.path !== null) {
+      const p = pathKeyOf(r.path)
+      paths.set(p, (paths.get(p) ?? 0) + 1)
+    }
     if (r.durationMs !== null) {
-      durN++; durSum += Math.round(r.durationMs * 1000)
-      const b = bucketUsOf(r.durationMs); buckets.set(b, (buckets.get(b) ?? 0) + 1)
+      durN++
+      durSum += Math.round(r.durationMs * 1000)
+      const b = bucketUsOf(r.durationMs)
+      buckets.set(b, (buckets.get(b) ?? 0) + 1)
     }
   }
   stats.avg_duration_ms = _avg(durSum, durN)
@@ -222,7 +331,14 @@ export async function computeLogStats(q: Record<string, unknown>): Promise<{ sta
   return { stats: await _statsFromRows(scan.rows), scanLimited: scan.limited() }
 }
 
-export interface TimeseriesPoint { ts: string; total: number; '2xx': number; '3xx': number; '4xx': number; '5xx': number }
+export interface TimeseriesPoint {
+  ts: string
+  total: number
+  '2xx': number
+  '3xx': number
+  '4xx': number
+  '5xx': number
+}
 
 /** GET /api/logs/timeseries: counts per bucket (minute, hour, day; UTC), oldest first, only buckets with rows. */
 export async function computeLogTimeseries(q: Record<string, unknown>): Promise<{ points: TimeseriesPoint[]; scanLimited: boolean }> {
@@ -234,7 +350,10 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
   const points = new Map<number, TimeseriesPoint>()
   const add = (ts: number, cls: number, n: number) => {
     let p = points.get(ts)
-    if (!p) { p = { ts: new Date(ts).toISOString(), total: 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }; points.set(ts, p) }
+    if (!p) {
+      p = { ts: new Date(ts).toISOString(), total: 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }
+      points.set(ts, p)
+    }
     p.total += n
     const key = _CLASSES[cls - 1]
     if (key && key !== '1xx') p[key] += n
@@ -249,10 +368,20 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
       const lastId = await readRollupMark(run)
       const useRollup = bucket !== 'minute' && _within(f, _HOURLY)
       const pathMatch = useRollup ? null : await pathIndexMatch(f, run, lastId)
-      const rows = await run(sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(f, lastId, useRollup, {
-        rollup: (w) => sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
-        raw: (from, w) => sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
-      }, pathMatch)}) GROUP BY 1, 2`)
+      const rows = await run(
+        sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(
+          f,
+          lastId,
+          useRollup,
+          {
+            rollup: (w) =>
+              sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+            raw: (from, w) =>
+              sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+          },
+          pathMatch,
+        )}) GROUP BY 1, 2`,
+      )
       for (const r of rows) add(Number(r.k1), Number(r.k2), Number(r.n))
     })
   }

@@ -14,14 +14,33 @@ export const HEAD_BYTES = 4096
 export const MAX_LINE_BYTES = 1024 * 1024
 const _READ_BYTES = 4 * 1024 * 1024
 
-export interface Position { inode: number; offset: number; head: string }
+export interface Position {
+  inode: number
+  offset: number
+  head: string
+}
 /** A complete line (text) or, for the part of an over-long line that is skipped, null; `end` = byte offset just past it. */
-export interface Line { text: string | null; end: number }
+export interface Line {
+  text: string | null
+  end: number
+}
 /** What to read next: `file` from `from` to its current end. `final` means the file gets no more writes (a rotated one). */
-export interface ReadPlan { file: string; inode: number; from: number; size: number; head: Buffer; final: boolean; reason: 'append' | 'rotated-rest' | 'new-file' | 'truncated' }
+export interface ReadPlan {
+  file: string
+  inode: number
+  from: number
+  size: number
+  head: Buffer
+  final: boolean
+  reason: 'append' | 'rotated-rest' | 'new-file' | 'truncated'
+}
 
 function _statOrNull(path: string): Stats | null {
-  try { return statSync(path) } catch { return null }
+  try {
+    return statSync(path)
+  } catch {
+    return null
+  }
 }
 
 /** The first `HEAD_BYTES` bytes (fewer if the file is shorter). */
@@ -58,9 +77,15 @@ export function headMatches(head: Buffer, stored: string): boolean {
  * and that still has the inode and head we were reading.
  */
 export function findRotated(path: string, pos: Position): string | null {
-  const dir = dirname(path), name = basename(path), stem = basename(name, extname(name))
+  const dir = dirname(path),
+    name = basename(path),
+    stem = basename(name, extname(name))
   let entries: string[]
-  try { entries = readdirSync(dir) } catch { return null }
+  try {
+    entries = readdirSync(dir)
+  } catch {
+    return null
+  }
   for (const entry of entries) {
     if (entry === name || !entry.startsWith(stem) || entry.endsWith('.gz')) continue
     const candidate = join(dir, entry)
@@ -81,14 +106,24 @@ export function planRead(path: string, pos: Position | null): ReadPlan | null {
     const rotated = findRotated(path, pos)
     if (rotated) {
       const rst = statSync(rotated)
-      if (rst.size > pos.offset) return { file: rotated, inode: pos.inode, from: pos.offset, size: rst.size, head: readHead(rotated), final: true, reason: 'rotated-rest' }
+      if (rst.size > pos.offset)
+        return {
+          file: rotated,
+          inode: pos.inode,
+          from: pos.offset,
+          size: rst.size,
+          head: readHead(rotated),
+          final: true,
+          reason: 'rotated-rest',
+        }
     }
   }
   if (!st || !st.isFile()) return null
   const head = readHead(path)
   if (!pos) return st.size > 0 ? { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'new-file' } : null
   if (st.ino !== pos.inode) return { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'new-file' }
-  if (st.size < pos.offset || !headMatches(head, pos.head)) return { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'truncated' }
+  if (st.size < pos.offset || !headMatches(head, pos.head))
+    return { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'truncated' }
   if (st.size === pos.offset) return null
   return { file: path, inode: st.ino, from: pos.offset, size: st.size, head, final: false, reason: 'append' }
 }
@@ -113,10 +148,15 @@ export function* readLines(plan: ReadPlan, groupLines: number): Generator<Line[]
       for (;;) {
         const nl = buf.indexOf(0x0a, start)
         if (nl < 0 || nl >= n) break
-        if (skipping) { group.push({ text: null, end: pos + nl + 1 }); skipping = false }
-        else group.push({ text: _text(buf, start, nl), end: pos + nl + 1 })
+        if (skipping) {
+          group.push({ text: null, end: pos + nl + 1 })
+          skipping = false
+        } else group.push({ text: _text(buf, start, nl), end: pos + nl + 1 })
         start = nl + 1
-        if (group.length >= groupLines) { yield group; group = [] }
+        if (group.length >= groupLines) {
+          yield group
+          group = []
+        }
       }
       const rest = n - start
       const atEnd = pos + n >= plan.size

@@ -8,10 +8,25 @@ import type { LogRow } from './parse'
 export const BATCH_ROWS = 100
 
 const _COLUMNS = [
-  ['ts_ms', 'tsMs'], ['source', 'source'], ['host_id', 'hostId'], ['host_domain', 'hostDomain'], ['rule_id', 'ruleId'],
-  ['status', 'status'], ['method', 'method'], ['path', 'path'], ['remote_ip', 'remoteIp'], ['user_agent', 'userAgent'],
-  ['level', 'level'], ['message', 'message'], ['raw', 'raw'], ['duration_ms', 'durationMs'], ['waf_rule_id', 'wafRuleId'],
-  ['waf_severity', 'wafSeverity'], ['waf_anomaly_score', 'wafAnomalyScore'], ['country', 'country'], ['actor', 'actor'],
+  ['ts_ms', 'tsMs'],
+  ['source', 'source'],
+  ['host_id', 'hostId'],
+  ['host_domain', 'hostDomain'],
+  ['rule_id', 'ruleId'],
+  ['status', 'status'],
+  ['method', 'method'],
+  ['path', 'path'],
+  ['remote_ip', 'remoteIp'],
+  ['user_agent', 'userAgent'],
+  ['level', 'level'],
+  ['message', 'message'],
+  ['raw', 'raw'],
+  ['duration_ms', 'durationMs'],
+  ['waf_rule_id', 'wafRuleId'],
+  ['waf_severity', 'wafSeverity'],
+  ['waf_anomaly_score', 'wafAnomalyScore'],
+  ['country', 'country'],
+  ['actor', 'actor'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()

@@ -30,7 +30,10 @@ function _withoutSafeIntegerBounds(v: unknown): unknown {
 }
 
 const _ERROR_REF = { $ref: '#/components/schemas/Error' }
-const _ERROR_RESPONSE = { description: 'any error: a 4xx/5xx status and `{"error": "..."}`', content: { 'application/json': { schema: _ERROR_REF } } }
+const _ERROR_RESPONSE = {
+  description: 'any error: a 4xx/5xx status and `{"error": "..."}`',
+  content: { 'application/json': { schema: _ERROR_REF } },
+}
 
 /** Every operation of every area, with its tag. */
 export function listOperations(): Array<OperationDoc & { tag: string }> {
@@ -50,40 +53,67 @@ function _operationObject(op: OperationDoc & { tag: string }) {
     const q = _jsonSchema(op.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] }
     for (const [name, schema] of Object.entries(q.properties ?? {})) {
       const { description, ...rest } = schema
-      parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest })
+      parameters.push({
+        name,
+        in: 'query',
+        required: (q.required ?? []).includes(name),
+        ...(description ? { description } : {}),
+        schema: rest,
+      })
     }
   }
   const responses: Record<string, unknown> = {}
   for (const [status, r] of Object.entries(op.responses)) {
     const isError = Number(status) >= 400
-    const content = r.schema ? { 'application/json': { schema: _jsonSchema(r.schema, 'output') } }
-      : r.contentType ? { [r.contentType]: { schema: { type: 'string' } } }
-      : isError ? { 'application/json': { schema: _ERROR_REF } } : undefined
+    const content = r.schema
+      ? { 'application/json': { schema: _jsonSchema(r.schema, 'output') } }
+      : r.contentType
+        ? { [r.contentType]: { schema: { type: 'string' } } }
+        : isError
+          ? { 'application/json': { schema: _ERROR_REF } }
+          : undefined
     responses[status] = {
       description: r.description,
-      ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
+      ...(r.headers
+        ? { headers: Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) }
+        : {}),
       ...(content ? { content } : {}),
     }
   }
   // Input the validation layer refuses (server/utils/core/validate.ts, middleware/30-routes.ts) is a 400 on every operation that takes any.
   if ((op.body || op.multipart || op.query || op.params) && !responses['400'])
-    responses['400'] = { description: 'invalid input: the message names the field and what to fix', content: { 'application/json': { schema: _ERROR_REF } } }
+    responses['400'] = {
+      description: 'invalid input: the message names the field and what to fix',
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
   // The access layer (middleware/10-auth.ts): no session, a viewer's mutation, a cross-site Origin.
   if ((op.access === 'session' || op.access === 'admin') && !responses['401'])
     responses['401'] = { description: 'no valid session: log in first', content: { 'application/json': { schema: _ERROR_REF } } }
   if ((op.access === 'admin' || op.method !== 'get') && op.access !== 'proxy' && !responses['403'])
-    responses['403'] = { description: 'a viewer may not do this, or the browser Origin is another site', content: { 'application/json': { schema: _ERROR_REF } } }
+    responses['403'] = {
+      description: 'a viewer may not do this, or the browser Origin is another site',
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
   if ((op.body || op.multipart) && !responses['413'])
     responses['413'] = { description: 'request body over 1 MiB', content: { 'application/json': { schema: _ERROR_REF } } }
   responses.default = _ERROR_RESPONSE
-  const access = { public: 'No session needed.', session: 'Needs a session; viewers may call GETs only.', admin: 'Needs the admin role.', proxy: "Called by the proxy (ForwardAuth); carries the browser's cookies." }[op.access]
+  const access = {
+    public: 'No session needed.',
+    session: 'Needs a session; viewers may call GETs only.',
+    admin: 'Needs the admin role.',
+    proxy: "Called by the proxy (ForwardAuth); carries the browser's cookies.",
+  }[op.access]
   return {
-    tags: [op.tag], summary: op.summary, operationId: `${op.method}${op.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    tags: [op.tag],
+    summary: op.summary,
+    operationId: `${op.method}${op.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
     description: [op.description, access].filter(Boolean).join('\n\n'),
     security: _security(op.access),
     ...(parameters.length ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: _jsonSchema(op.body, 'input') } } } } : {}),
-    ...(op.multipart ? { requestBody: { required: true, content: { 'multipart/form-data': { schema: _jsonSchema(op.multipart, 'input') } } } } : {}),
+    ...(op.multipart
+      ? { requestBody: { required: true, content: { 'multipart/form-data': { schema: _jsonSchema(op.multipart, 'input') } } } }
+      : {}),
     responses,
   }
 }
@@ -99,18 +129,28 @@ export function buildOpenApiDocument() {
   return {
     openapi: '3.1.0',
     info: {
-      title: 'Edge panel API', version: PANEL_VERSION,
-      description: 'Control panel for a Caddy reverse proxy and a CrowdSec security engine. JSON in and out; every error is `{"error": "<what to fix>"}` with a 4xx/5xx status. '
-        + `Authenticate with POST /api/auth/login; the session travels in the \`${SESSION_COOKIE}\` cookie (scripts send the same cookie), or send an API token (POST /api/tokens) as \`Authorization: Bearer <token>\` on any /api/* route: never in a query string, never on /auth/forward. Mutations with a browser Origin of another site are refused (403).`,
+      title: 'Edge panel API',
+      version: PANEL_VERSION,
+      description:
+        'Control panel for a Caddy reverse proxy and a CrowdSec security engine. JSON in and out; every error is `{"error": "<what to fix>"}` with a 4xx/5xx status. ' +
+        `Authenticate with POST /api/auth/login; the session travels in the \`${SESSION_COOKIE}\` cookie (scripts send the same cookie), or send an API token (POST /api/tokens) as \`Authorization: Bearer <token>\` on any /api/* route: never in a query string, never on /auth/forward. Mutations with a browser Origin of another site are refused (403).`,
     },
     tags: API_AREAS.map((a) => ({ name: a.tag, description: a.description })),
     components: {
       schemas: { Error: _jsonSchema(errorSchema, 'output') },
       securitySchemes: {
-        panelSession: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'The session cookie set by POST /api/auth/login or POST /api/setup' },
+        panelSession: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: 'The session cookie set by POST /api/auth/login or POST /api/setup',
+        },
         apiToken: {
-          type: 'http', scheme: 'bearer', bearerFormat: 'ept_<43 characters>',
-          description: 'An API token from POST /api/tokens (shown once). Acts as its owner with its scope (read: GETs only; admin: everything the owner may), never above the owner\'s current role. Not accepted in a query string or on /auth/forward.',
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'ept_<43 characters>',
+          description:
+            "An API token from POST /api/tokens (shown once). Acts as its owner with its scope (read: GETs only; admin: everything the owner may), never above the owner's current role. Not accepted in a query string or on /auth/forward.",
         },
       },
     },

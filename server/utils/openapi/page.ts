@@ -4,11 +4,15 @@ import type { OpenApiDocument } from './document'
 // grouped by area, with parameters, bodies and responses. No script and no
 // external asset, so the page works without network access.
 
-const _esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+const _esc = (s: unknown) =>
+  String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 const _json = (v: unknown) => `<pre>${_esc(JSON.stringify(v, null, 2))}</pre>`
 
 /** Inline markdown of the descriptions: `code` only. */
-const _text = (s: unknown) => _esc(s).replace(/`([^`]+)`/g, '<code>$1</code>').replace(/\n\n/g, '<br>')
+const _text = (s: unknown) =>
+  _esc(s)
+    .replace(/`([^`]+)`/g, '<code>$1</code>')
+    .replace(/\n\n/g, '<br>')
 
 /** A one-line type: `string`, `integer ≥ 1`, `"a" | "b"`, `array of object`, `string | null`. */
 function _typeOf(schema: any): string {
@@ -17,7 +21,7 @@ function _typeOf(schema: any): string {
   if (schema.enum) return schema.enum.map((v: unknown) => JSON.stringify(v)).join(' | ')
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   for (const k of ['anyOf', 'oneOf']) if (Array.isArray(schema[k])) return schema[k].map(_typeOf).join(' | ')
-  let t = Array.isArray(schema.type) ? schema.type.join(' | ') : schema.type ?? 'any'
+  let t = Array.isArray(schema.type) ? schema.type.join(' | ') : (schema.type ?? 'any')
   if (t === 'array') t = `array of ${_typeOf(schema.items)}`
   if (schema.format) t += ` (${schema.format})`
   if (schema.minimum !== undefined) t += ` ≥ ${schema.minimum}`
@@ -33,28 +37,66 @@ function _fields(schema: any): string {
   if (!props || !Object.keys(props).length) return ''
   const required = new Set<string>(target.required ?? [])
   const described = Object.values(props).some((p) => p?.description)
-  return `${schema.type === 'array' ? '<p>an array of:</p>' : ''}<table class="fields"><tr><th>field</th><th>type</th><th></th>${described ? '<th>description</th>' : ''}</tr>${Object.entries(props).map(([name, p]) =>
-    `<tr><td><code>${_esc(name)}</code></td><td><code>${_esc(_typeOf(p))}</code></td><td>${required.has(name) ? 'required' : p.default !== undefined ? `default <code>${_esc(JSON.stringify(p.default))}</code>` : 'optional'}</td>${described ? `<td>${_text(p.description)}</td>` : ''}</tr>`).join('')}</table>`
+  return `${schema.type === 'array' ? '<p>an array of:</p>' : ''}<table class="fields"><tr><th>field</th><th>type</th><th></th>${described ? '<th>description</th>' : ''}</tr>${Object.entries(
+    props,
+  )
+    .map(
+      ([name, p]) =>
+        `<tr><td><code>${_esc(name)}</code></td><td><code>${_esc(_typeOf(p))}</code></td><td>${required.has(name) ? 'required' : p.default !== undefined ? `default <code>${_esc(JSON.stringify(p.default))}</code>` : 'optional'}</td>${described ? `<td>${_text(p.description)}</td>` : ''}</tr>`,
+    )
+    .join('')}</table>`
 }
 
-interface Op { tags: string[]; summary: string; description: string; operationId: string; security: unknown[]; parameters?: any[]; requestBody?: any; responses: Record<string, any> }
+interface Op {
+  tags: string[]
+  summary: string
+  description: string
+  operationId: string
+  security: unknown[]
+  parameters?: any[]
+  requestBody?: any
+  responses: Record<string, any>
+}
 
 function _operation(method: string, path: string, op: Op): string {
   const params = op.parameters?.length
-    ? `<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th>required</th><th>schema</th><th>description</th></tr>${op.parameters.map((p) =>
-      `<tr><td><code>${_esc(p.name)}</code></td><td>${_esc(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td><code>${_esc(JSON.stringify(p.schema))}</code></td><td>${_text(p.description)}</td></tr>`).join('')}</table>`
+    ? `<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th>required</th><th>schema</th><th>description</th></tr>${op.parameters
+        .map(
+          (p) =>
+            `<tr><td><code>${_esc(p.name)}</code></td><td>${_esc(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td><code>${_esc(JSON.stringify(p.schema))}</code></td><td>${_text(p.description)}</td></tr>`,
+        )
+        .join('')}</table>`
     : ''
   const body = op.requestBody
-    ? `<h4>Request body</h4>${Object.entries(op.requestBody.content as Record<string, { schema: unknown }>).map(([type, c]) => `<p><code>${_esc(type)}</code></p>${_fields(c.schema)}<details><summary>JSON schema</summary>${_json(c.schema)}</details>`).join('')}`
+    ? `<h4>Request body</h4>${Object.entries(op.requestBody.content as Record<string, { schema: unknown }>)
+        .map(
+          ([type, c]) =>
+            `<p><code>${_esc(type)}</code></p>${_fields(c.schema)}<details><summary>JSON schema</summary>${_json(c.schema)}</details>`,
+        )
+        .join('')}`
     : ''
-  const responses = `<h4>Responses</h4><table><tr><th>status</th><th>description</th><th>body</th></tr>${Object.entries(op.responses).map(([status, r]) => {
-    const content = r.content ? Object.entries(r.content as Record<string, { schema: any }>).map(([type, c]) =>
-      `<code>${_esc(type)}</code>${c.schema?.$ref ? ` <code>${_esc(_typeOf(c.schema))}</code>` : `${_fields(c.schema)}<details><summary>JSON schema</summary>${_json(c.schema)}</details>`}`).join('') : ''
-    const headers = r.headers ? `<br>headers: ${Object.entries(r.headers as Record<string, { description: string }>).map(([h, d]) => `<code>${_esc(h)}</code> ${_esc(d.description)}`).join('; ')}` : ''
-    return `<tr><td>${_esc(status)}</td><td>${_text(r.description)}${headers}</td><td class="body">${content}</td></tr>`
-  }).join('')}</table>`
-  return `<section class="op" id="${_esc(op.operationId)}"><h3><span class="m ${_esc(method)}">${_esc(method.toUpperCase())}</span> <code>${_esc(path)}</code> ${_esc(op.summary)}</h3>`
-    + `<p>${_text(op.description)}</p>${params}${body}${responses}</section>`
+  const responses = `<h4>Responses</h4><table><tr><th>status</th><th>description</th><th>body</th></tr>${Object.entries(op.responses)
+    .map(([status, r]) => {
+      const content = r.content
+        ? Object.entries(r.content as Record<string, { schema: any }>)
+            .map(
+              ([type, c]) =>
+                `<code>${_esc(type)}</code>${c.schema?.$ref ? ` <code>${_esc(_typeOf(c.schema))}</code>` : `${_fields(c.schema)}<details><summary>JSON schema</summary>${_json(c.schema)}</details>`}`,
+            )
+            .join('')
+        : ''
+      const headers = r.headers
+        ? `<br>headers: ${Object.entries(r.headers as Record<string, { description: string }>)
+            .map(([h, d]) => `<code>${_esc(h)}</code> ${_esc(d.description)}`)
+            .join('; ')}`
+        : ''
+      return `<tr><td>${_esc(status)}</td><td>${_text(r.description)}${headers}</td><td class="body">${content}</td></tr>`
+    })
+    .join('')}</table>`
+  return (
+    `<section class="op" id="${_esc(op.operationId)}"><h3><span class="m ${_esc(method)}">${_esc(method.toUpperCase())}</span> <code>${_esc(path)}</code> ${_esc(op.summary)}</h3>` +
+    `<p>${_text(op.description)}</p>${params}${body}${responses}</section>`
+  )
 }
 
 export function renderReferencePage(doc: OpenApiDocument): string {
@@ -64,9 +106,16 @@ export function renderReferencePage(doc: OpenApiDocument): string {
     for (const [method, raw] of Object.entries(item)) {
       const op = raw as Op
       const tag = op.tags[0] ?? 'other'
-      if (!byTag.has(tag)) { byTag.set(tag, []); toc.set(tag, []) }
+      if (!byTag.has(tag)) {
+        byTag.set(tag, [])
+        toc.set(tag, [])
+      }
       byTag.get(tag)!.push(_operation(method, path, op))
-      toc.get(tag)!.push(`<li><a href="#${_esc(op.operationId)}"><span class="m ${_esc(method)}">${_esc(method.toUpperCase())}</span> ${_esc(path)}</a></li>`)
+      toc
+        .get(tag)!
+        .push(
+          `<li><a href="#${_esc(op.operationId)}"><span class="m ${_esc(method)}">${_esc(method.toUpperCase())}</span> ${_esc(path)}</a></li>`,
+        )
     }
   }
   const tags = doc.tags.filter((t) => byTag.has(t.name))

@@ -66,10 +66,16 @@ export const idParam = (what: string) => ({ id: { schema: idText(), description:
 
 /** What a mutation that reconciles the proxy answers beside the object (docs/api.md). */
 export const reconcileSchema = z.strictObject({
-  status: z.enum(['applied', 'pending']).describe('applied: the proxy holds the new configuration; pending: the proxy was unreachable, the loop retries'),
+  status: z
+    .enum(['applied', 'pending'])
+    .describe('applied: the proxy holds the new configuration; pending: the proxy was unreachable, the loop retries'),
   error: z.string().optional(),
   warnings: z.array(z.string()).optional(),
 })
 
-export const ok = (description: string, schema?: ZodType, extra: Partial<ResponseDoc> = {}): ResponseDoc => ({ description, schema, ...extra })
+export const ok = (description: string, schema?: ZodType, extra: Partial<ResponseDoc> = {}): ResponseDoc => ({
+  description,
+  schema,
+  ...extra,
+})
 export const noContent = (description = 'done; no body'): ResponseDoc => ({ description })

@@ -40,7 +40,12 @@ function _buildTable(): TableEntry[] {
   const byTemplate = new Map<string, TableEntry>()
   for (const op of listOperations()) {
     const segments = op.path.split('/')
-    const entry = byTemplate.get(op.path) ?? { template: op.path, segments, staticSegments: segments.filter((s) => !s.startsWith('{')).length, methods: new Map() }
+    const entry = byTemplate.get(op.path) ?? {
+      template: op.path,
+      segments,
+      staticSegments: segments.filter((s) => !s.startsWith('{')).length,
+      methods: new Map(),
+    }
     const params = op.params ?? {}
     for (const s of segments.filter((x) => x.startsWith('{'))) {
       if (!params[s.slice(1, -1)]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} declares no schema for ${s}`)
@@ -66,7 +71,11 @@ const _NEVER_IN_PARAMETER = /[?#\u0000-\u001f\u007f]/
 
 function _checkParameter(name: string, encoded: string, param: { schema: ZodType; description?: string }): string | null {
   let value: string
-  try { value = decodeURIComponent(encoded) } catch { return `${_label(name, param.description)}: is not valid percent-encoding` }
+  try {
+    value = decodeURIComponent(encoded)
+  } catch {
+    return `${_label(name, param.description)}: is not valid percent-encoding`
+  }
   if (_NEVER_IN_PARAMETER.test(value)) return `${_label(name, param.description)}: must not contain ?, # or control characters`
   const parsed = param.schema.safeParse(value)
   if (parsed.success) return null

@@ -5,7 +5,11 @@ import { join, relative } from 'node:path'
 // is GET /api/hosts/{id}; `index` is its folder; [...slug] is a catch-all.
 // Used by the completeness test and the coverage report.
 
-export interface FileRoute { method: string; path: string; file: string }
+export interface FileRoute {
+  method: string
+  path: string
+  file: string
+}
 
 const _METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options']
 
@@ -23,12 +27,16 @@ export function listFileRoutes(routesDir: string): FileRoute[] {
   const walk = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, e.name)
-      if (e.isDirectory()) { walk(full); continue }
+      if (e.isDirectory()) {
+        walk(full)
+        continue
+      }
       if (!e.name.endsWith('.ts')) continue
       const rel = relative(routesDir, full).split('\\').join('/')
       const r = routeOfFile(rel)
       if (r) out.push({ ...r, file: `routes/${rel}` })
-      else if (!_METHODS.some((x) => e.name.endsWith(`.${x}.ts`))) out.push({ method: '*', path: '/' + rel.replace(/\.ts$/, ''), file: `routes/${rel}` })
+      else if (!_METHODS.some((x) => e.name.endsWith(`.${x}.ts`)))
+        out.push({ method: '*', path: '/' + rel.replace(/\.ts$/, ''), file: `routes/${rel}` })
     }
   }
   walk(routesDir)

@@ -20,8 +20,14 @@ import { reconcileNow } from '../proxy/reconciler'
 // database and must not forget the backups taken after the snapshot.
 
 export interface BackupMeta {
-  id: number; file_name: string; size_bytes: number; created_at: string; kind: 'scheduled' | 'manual'
-  status: 'ok' | 'failed'; sha256: string | null; error?: string
+  id: number
+  file_name: string
+  size_bytes: number
+  created_at: string
+  kind: 'scheduled' | 'manual'
+  status: 'ok' | 'failed'
+  sha256: string | null
+  error?: string
 }
 
 const _dir = () => join(getConfig().dataDir, 'backups')
@@ -29,9 +35,17 @@ const _sidecar = (id: number) => join(_dir(), `backup-${id}.json`)
 
 function _readAll(): BackupMeta[] {
   if (!existsSync(_dir())) return []
-  return readdirSync(_dir()).filter((f) => /^backup-\d+\.json$/.test(f))
-    .map((f) => { try { return JSON.parse(readFileSync(join(_dir(), f), 'utf8')) as BackupMeta } catch { return null } })
-    .filter((m): m is BackupMeta => !!m).sort((a, b) => b.id - a.id)
+  return readdirSync(_dir())
+    .filter((f) => /^backup-\d+\.json$/.test(f))
+    .map((f) => {
+      try {
+        return JSON.parse(readFileSync(join(_dir(), f), 'utf8')) as BackupMeta
+      } catch {
+        return null
+      }
+    })
+    .filter((m): m is BackupMeta => !!m)
+    .sort((a, b) => b.id - a.id)
 }
 
 export function listBackups(): BackupMeta[] {
@@ -58,13 +72,38 @@ export async function createBackup(kind: BackupMeta['kind'], ctx: AuditContext):
     await runWrite(() => getClient().execute({ sql: 'VACUUM INTO ?', args: [tmp] }))
     const gz = gzipSync(readFileSync(tmp))
     writeFileSync(join(_dir(), fileName), gz, { mode: 0o600 })
-    meta = { id, file_name: fileName, size_bytes: gz.length, created_at: new Date(id).toISOString(), kind, status: 'ok', sha256: createHash('sha256').update(gz).digest('hex') }
+    meta = {
+      id,
+      file_name: fileName,
+      size_bytes: gz.length,
+      created_at: new Date(id).toISOString(),
+      kind,
+      status: 'ok',
+      sha256: createHash('sha256').update(gz).digest('hex'),
+    }
   } catch (err) {
-    meta = { id, file_name: fileName, size_bytes: 0, created_at: new Date(id).toISOString(), kind, status: 'failed', sha256: null, error: (err as Error).message }
+    meta = {
+      id,
+      file_name: fileName,
+      size_bytes: 0,
+      created_at: new Date(id).toISOString(),
+      kind,
+      status: 'failed',
+      sha256: null,
+      error: (err as Error).message,
+    }
   } finally {
-    try { rmSync(tmp, { force: true }) } catch { /* the folder itself is unusable; the failure is recorded below */ }
+    try {
+      rmSync(tmp, { force: true })
+    } catch {
+      /* the folder itself is unusable; the failure is recorded below */
+    }
   }
-  try { writeFileSync(_sidecar(id), JSON.stringify(meta, null, 2)) } catch { /* the folder itself is the problem; the audit row says so */ }
+  try {
+    writeFileSync(_sidecar(id), JSON.stringify(meta, null, 2))
+  } catch {
+    /* the folder itself is the problem; the audit row says so */
+  }
   if (meta.status === 'ok') {
     await writeAudit(ctx, 'backup_create', { backup_id: id, kind, size_bytes: meta.size_bytes })
   } else {
@@ -81,8 +120,13 @@ function _snapshotBytes(meta: BackupMeta): Buffer {
   const path = join(_dir(), meta.file_name)
   if (!existsSync(path)) throw badRequest(`backup ${meta.id}: its file ${meta.file_name} is missing`)
   const gz = readFileSync(path)
-  if (createHash('sha256').update(gz).digest('hex') !== meta.sha256) throw badRequest(`backup ${meta.id}: the file does not match its checksum (corrupted)`)
-  try { return gunzipSync(gz) } catch { throw badRequest(`backup ${meta.id}: the file is not valid gzip (corrupted)`) }
+  if (createHash('sha256').update(gz).digest('hex') !== meta.sha256)
+    throw badRequest(`backup ${meta.id}: the file does not match its checksum (corrupted)`)
+  try {
+    return gunzipSync(gz)
+  } catch {
+    throw badRequest(`backup ${meta.id}: the file is not valid gzip (corrupted)`)
+  }
 }
 
 export function backupFile(id: number): { fileName: string; bytes: Buffer } {
@@ -113,7 +157,9 @@ export async function restoreBackup(id: number, ctx: AuditContext) {
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode) throw err
       throw badRequest(`backup ${id}: not a panel database (${(err as Error).message.slice(0, 120)})`)
-    } finally { check.close() }
+    } finally {
+      check.close()
+    }
     await replaceDatabaseFile(candidate)
   } finally {
     rmSync(candidate, { force: true })
@@ -148,5 +194,3 @@ export async function backupSchedulerTick(nowMs = Date.now()): Promise<boolean> 
   }
   return true
 }
-
-

@@ -42,13 +42,16 @@ export async function securityLast24h(nowMs = Date.now()) {
       const groupBy = sql.raw(keys.map((_, i) => i + 1).join(', '))
       return rollupUnion(f, lastId, true, {
         rollup: (w) => sql`SELECT ${sql.raw(keys.join(', '))}, sum(n) AS n FROM logs_hourly_blocked WHERE ${w} GROUP BY ${groupBy}`,
-        raw: (from, w) => sql`SELECT ${sql.raw(rawKeys.join(', '))}, count(*) AS n FROM ${from} WHERE ${w} AND ${sql.raw(BLOCKED_SQL)} GROUP BY ${groupBy}`,
+        raw: (from, w) =>
+          sql`SELECT ${sql.raw(rawKeys.join(', '))}, count(*) AS n FROM ${from} WHERE ${w} AND ${sql.raw(BLOCKED_SQL)} GROUP BY ${groupBy}`,
       })
     }
-    const reasons = await run(sql`SELECT source, status, host_id, lan, sum(n) AS n FROM (${blocked(
-      ['source', 'status', 'host_id', "country = 'LAN' AS lan"],
-      ['source', 'coalesce(status, 0) AS status', 'coalesce(host_id, 0) AS host_id', "coalesce(country, '') = 'LAN' AS lan"],
-    )}) GROUP BY 1, 2, 3, 4`)
+    const reasons = await run(
+      sql`SELECT source, status, host_id, lan, sum(n) AS n FROM (${blocked(
+        ['source', 'status', 'host_id', "country = 'LAN' AS lan"],
+        ['source', 'coalesce(status, 0) AS status', 'coalesce(host_id, 0) AS host_id', "coalesce(country, '') = 'LAN' AS lan"],
+      )}) GROUP BY 1, 2, 3, 4`,
+    )
     const blockedBy = { rate_limit: 0, lan_only: 0, waf: 0, bouncer: 0 }
     let forbidden = 0
     for (const r of reasons) {
@@ -70,7 +73,11 @@ export async function securityLast24h(nowMs = Date.now()) {
       blocked_24h: blockedBy.rate_limit + blockedBy.lan_only + blockedBy.waf + blockedBy.bouncer,
       blocked_by: blockedBy,
       attackers_by_country: countries.map((c) => ({ country: String(c.country), count: Number(c.n) })),
-      top_ips: ips.map((r) => { const ip = String(r.remote_ip); const g = lookupIp(ip); return { ip, count: Number(r.n), country: g.country, as_number: g.as_number } }),
+      top_ips: ips.map((r) => {
+        const ip = String(r.remote_ip)
+        const g = lookupIp(ip)
+        return { ip, count: Number(r.n), country: g.country, as_number: g.as_number }
+      }),
     }
   })
 }

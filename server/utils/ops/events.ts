@@ -4,10 +4,23 @@ import { EventEmitter } from 'node:events'
 // worker subscribes when it exists. Nothing here blocks the emitter.
 
 export type PanelEventName =
-  | 'backup_failed' | 'cert_renewal_failed' | 'cert_expiring_soon' | 'manual_cert_expiring_soon' | 'security_engine_down'
-  | 'target_unhealthy' | 'health_degraded' | 'waf_attack_burst' | 'login_failed' | 'rate_limit_triggered' | 'config_change'
+  | 'backup_failed'
+  | 'cert_renewal_failed'
+  | 'cert_expiring_soon'
+  | 'manual_cert_expiring_soon'
+  | 'security_engine_down'
+  | 'target_unhealthy'
+  | 'health_degraded'
+  | 'waf_attack_burst'
+  | 'login_failed'
+  | 'rate_limit_triggered'
+  | 'config_change'
 
-export interface PanelEvent { name: PanelEventName; at: string; details: Record<string, unknown> }
+export interface PanelEvent {
+  name: PanelEventName
+  at: string
+  details: Record<string, unknown>
+}
 
 const _bus = new EventEmitter()
 _bus.setMaxListeners(50)

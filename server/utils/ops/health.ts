@@ -6,7 +6,13 @@ import { readRuntimeMetrics } from './runtime-metrics'
 import { PANEL_VERSION } from '../core/version'
 import { readBackgroundRuns } from '../core/runtime-state'
 
-const _sizeOf = (path: string) => { try { return statSync(path).size } catch { return 0 } }
+const _sizeOf = (path: string) => {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0
+  }
+}
 
 type HealthSection = () => Promise<Record<string, unknown>> | Record<string, unknown>
 const _sections = new Map<string, HealthSection>()
@@ -22,8 +28,12 @@ export function readDatabaseHealth() {
   // connection per concurrent statement, and every write waits in our queue.
   const waiting = writeQueueDepth()
   return {
-    open_connections: 1, idle: waiting ? 0 : 1, in_use: waiting ? 1 : 0, write_queue_waiting: waiting,
-    file_size_bytes: path ? _sizeOf(path) : null, wal_size_bytes: path ? _sizeOf(`${path}-wal`) : null,
+    open_connections: 1,
+    idle: waiting ? 0 : 1,
+    in_use: waiting ? 1 : 0,
+    write_queue_waiting: waiting,
+    file_size_bytes: path ? _sizeOf(path) : null,
+    wal_size_bytes: path ? _sizeOf(`${path}-wal`) : null,
   }
 }
 
@@ -33,7 +43,9 @@ export async function readSystemHealth() {
     ...readRuntimeMetrics(),
     db: readDatabaseHealth(),
     panel: {
-      mode: cfg.mode, domain: cfg.domain, uptime_seconds: Math.round((Date.now() - bootStartedAtMs) / 1000),
+      mode: cfg.mode,
+      domain: cfg.domain,
+      uptime_seconds: Math.round((Date.now() - bootStartedAtMs) / 1000),
       version: PANEL_VERSION,
     },
     // The last run of every task and loop of this process (core/background.ts).

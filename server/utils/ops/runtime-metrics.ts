@@ -10,7 +10,9 @@ let _started = false
 export function startRuntimeMonitors(): void {
   if (_started) return
   _started = true
-  const gc = new PerformanceObserver((list) => { _gcCount += list.getEntries().length })
+  const gc = new PerformanceObserver((list) => {
+    _gcCount += list.getEntries().length
+  })
   gc.observe({ entryTypes: ['gc'] })
   _loop = monitorEventLoopDelay({ resolution: 20 })
   _loop.enable()

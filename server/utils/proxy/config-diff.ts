@@ -1,13 +1,19 @@
 // Pure: the differences between two proxy configurations as JSON paths, for
 // revision diffs and dry runs. Both sides are redacted before they get here.
 
-export interface ConfigChange { path: string; change: 'added' | 'removed' | 'changed'; before?: unknown; after?: unknown }
+export interface ConfigChange {
+  path: string
+  change: 'added' | 'removed' | 'changed'
+  before?: unknown
+  after?: unknown
+}
 
 /** A diff of a whole reconfiguration stays readable; past this many entries it is cut (and says so). */
 export const CONFIG_DIFF_MAX_ENTRIES = 500
 
 const _isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
-const _key = (path: string, k: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `${path}${path ? '.' : ''}${k}` : `${path}[${JSON.stringify(k)}]`)
+const _key = (path: string, k: string) =>
+  /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `${path}${path ? '.' : ''}${k}` : `${path}[${JSON.stringify(k)}]`
 
 function _walk(a: unknown, b: unknown, path: string, out: ConfigChange[]): void {
   if (out.length > CONFIG_DIFF_MAX_ENTRIES) return

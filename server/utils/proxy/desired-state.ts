@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto'
 import { eq, notInArray } from 'drizzle-orm'
 import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
-import { accessLists, hostAccessLists, hostNames, hosts, manualCerts, rules, settings, targetGroups, wafExclusions, type AccessListUser } from '../../../db/schema'
+import {
+  accessLists,
+  hostAccessLists,
+  hostNames,
+  hosts,
+  manualCerts,
+  rules,
+  settings,
+  targetGroups,
+  wafExclusions,
+  type AccessListUser,
+} from '../../../db/schema'
 import type { Executor, Tx } from '../core/db'
 import { conflict } from '../core/errors'
 import { SETTINGS_CATALOGUE, getSetting } from '../core/settings'
@@ -41,14 +52,21 @@ const _snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCa
  * The rows are stored as drizzle returns them (camelCase keys, JSON columns parsed), so they go back
  * through drizzle unchanged; `any` because drizzle's builders are typed per concrete table.
  */
-function _tablePart(name: string, table: SQLiteTable & { id: any }, label: DesiredStatePart['label'], extra: {
-  check?: DesiredStatePart['check']
-  afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
-} = {}): DesiredStatePart {
+function _tablePart(
+  name: string,
+  table: SQLiteTable & { id: any },
+  label: DesiredStatePart['label'],
+  extra: {
+    check?: DesiredStatePart['check']
+    afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
+  } = {},
+): DesiredStatePart {
   return {
-    name, label, check: extra.check,
+    name,
+    label,
+    check: extra.check,
     async collect(exec) {
-      const rows = await (exec as any).select().from(table).orderBy(table.id) as Array<Record<string, unknown>>
+      const rows = (await (exec as any).select().from(table).orderBy(table.id)) as Array<Record<string, unknown>>
       return Object.fromEntries(rows.map((r) => [String(r.id), r]))
     },
     async restore(tx, objects) {
@@ -68,11 +86,24 @@ const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
   async check(tx, state, revisionId) {
     for (const h of Object.values(state.hosts ?? {})) {
       const names = [h.domain as string, ...(h.aliases as string[])]
-      if (h.tlsMode === 'manual' && !(await tx.select({ id: manualCerts.hostId }).from(manualCerts).where(eq(manualCerts.hostId, h.id as number)).get()))
-        throw conflict(`revision ${revisionId} cannot be restored: host ${h.domain} used an uploaded certificate that has since been deleted; upload one again or revert to another revision`)
+      if (
+        h.tlsMode === 'manual' &&
+        !(await tx
+          .select({ id: manualCerts.hostId })
+          .from(manualCerts)
+          .where(eq(manualCerts.hostId, h.id as number))
+          .get())
+      )
+        throw conflict(
+          `revision ${revisionId} cannot be restored: host ${h.domain} used an uploaded certificate that has since been deleted; upload one again or revert to another revision`,
+        )
       if (h.tlsMode === 'auto' && h.tlsChallenge === 'dns') {
-        try { await assertDnsProviderUsable(tx, h.tlsDnsProvider as string | null, names) } catch (err) {
-          throw conflict(`revision ${revisionId} cannot be restored: host ${h.domain} needs DNS provider ${h.tlsDnsProvider}, whose credentials are gone (${(err as Error).message})`)
+        try {
+          await assertDnsProviderUsable(tx, h.tlsDnsProvider as string | null, names)
+        } catch (err) {
+          throw conflict(
+            `revision ${revisionId} cannot be restored: host ${h.domain} needs DNS provider ${h.tlsDnsProvider}, whose credentials are gone (${(err as Error).message})`,
+          )
         }
       }
     }
@@ -80,14 +111,20 @@ const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
   // The name index follows the hosts (WAF exclusions are a part of their own).
   async afterRestore(tx, objects) {
     await tx.delete(hostNames)
-    const names = Object.values(objects).flatMap((h) => [h.domain as string, ...(h.aliases as string[])].map((name) => ({ name, hostId: h.id as number })))
+    const names = Object.values(objects).flatMap((h) =>
+      [h.domain as string, ...(h.aliases as string[])].map((name) => ({ name, hostId: h.id as number })),
+    )
     if (names.length) await tx.insert(hostNames).values(names)
   },
 })
 
 const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(g.name))
 const _rulesPart = _tablePart('rules', rules, (k, r) => `rule ${k} ${String(r.path)}`)
-const _wafExclusionsPart = _tablePart('waf_exclusions', wafExclusions, (_k, e) => `WAF rule ${String(e.ruleId)} off on host ${String(e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`)
+const _wafExclusionsPart = _tablePart(
+  'waf_exclusions',
+  wafExclusions,
+  (_k, e) => `WAF rule ${String(e.ruleId)} off on host ${String(e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`,
+)
 
 /** The non-secret settings the proxy configuration depends on (those whose change reconciles). */
 const _PROXY_SETTINGS = SETTINGS_CATALOGUE.filter((d) => d.affectsProxy && !d.secret)
@@ -106,7 +143,10 @@ const _settingsPart: DesiredStatePart = {
       const stored = objects[d.key]
       if (!stored) continue // a setting newer than the revision keeps its value
       const value = JSON.stringify(stored.value)
-      await tx.insert(settings).values({ key: d.key, value, updatedAt: now }).onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: now } })
+      await tx
+        .insert(settings)
+        .values({ key: d.key, value, updatedAt: now })
+        .onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: now } })
     }
   },
 }
@@ -129,9 +169,15 @@ const _accessListsPart: DesiredStatePart = {
   label: (_k, l) => String(l.name),
   async collect(exec) {
     const rows = await exec.select().from(accessLists).orderBy(accessLists.id)
-    return Object.fromEntries(rows.map((r) => [String(r.id), {
-      ...r, users: r.users.map((u): _StoredListUser => ({ username: u.username, password_fingerprint: _passwordFingerprint(u.hash) })),
-    }]))
+    return Object.fromEntries(
+      rows.map((r) => [
+        String(r.id),
+        {
+          ...r,
+          users: r.users.map((u): _StoredListUser => ({ username: u.username, password_fingerprint: _passwordFingerprint(u.hash) })),
+        },
+      ]),
+    )
   },
   // The panel never keeps an old password hash: a user whose password changed or who was removed since cannot come back.
   async check(tx, state, revisionId) {
@@ -139,14 +185,19 @@ const _accessListsPart: DesiredStatePart = {
     for (const list of Object.values(state.access_lists ?? {}))
       for (const u of list.users as _StoredListUser[])
         if (!current.has(`${list.id}/${u.username}/${u.password_fingerprint}`))
-          throw conflict(`revision ${revisionId} cannot be restored: user ${u.username} of access list ${String(list.name)} had a password that has since been changed or removed, and the panel keeps no old password; set it again or revert to another revision`)
+          throw conflict(
+            `revision ${revisionId} cannot be restored: user ${u.username} of access list ${String(list.name)} had a password that has since been changed or removed, and the panel keeps no old password; set it again or revert to another revision`,
+          )
   },
   async restore(tx, objects) {
     const current = await _currentPasswordHashes(tx)
     const ids = Object.keys(objects).map(Number)
     await tx.delete(accessLists).where(notInArray(accessLists.id, ids.length ? ids : [-1]))
     for (const list of Object.values(objects)) {
-      const users: AccessListUser[] = (list.users as _StoredListUser[]).map((u) => ({ username: u.username, hash: current.get(`${list.id}/${u.username}/${u.password_fingerprint}`)! }))
+      const users: AccessListUser[] = (list.users as _StoredListUser[]).map((u) => ({
+        username: u.username,
+        hash: current.get(`${list.id}/${u.username}/${u.password_fingerprint}`)!,
+      }))
       const row = { ...list, users } as typeof accessLists.$inferInsert
       const { id: _id, ...rest } = row
       await tx.insert(accessLists).values(row).onConflictDoUpdate({ target: accessLists.id, set: rest })
@@ -170,7 +221,15 @@ const _hostAccessListsPart: DesiredStatePart = {
 }
 
 /** Restore order: groups and lists before the hosts, rules, exclusions and attachments that point at them. */
-const _parts: readonly DesiredStatePart[] = [_groupsPart, _accessListsPart, _hostsPart, _hostAccessListsPart, _rulesPart, _wafExclusionsPart, _settingsPart]
+const _parts: readonly DesiredStatePart[] = [
+  _groupsPart,
+  _accessListsPart,
+  _hostsPart,
+  _hostAccessListsPart,
+  _rulesPart,
+  _wafExclusionsPart,
+  _settingsPart,
+]
 
 export function desiredStateParts(): readonly DesiredStatePart[] {
   return _parts
@@ -182,9 +241,16 @@ export async function collectDesiredState(exec: Executor): Promise<DesiredState>
   return out
 }
 
-export interface FieldChange { field: string; before: unknown; after: unknown }
+export interface FieldChange {
+  field: string
+  before: unknown
+  after: unknown
+}
 export interface ObjectChange {
-  part: string; key: string; label: string; change: 'added' | 'removed' | 'changed'
+  part: string
+  key: string
+  label: string
+  change: 'added' | 'removed' | 'changed'
   fields: FieldChange[]
 }
 
@@ -196,13 +262,16 @@ export function diffDesiredState(before: DesiredState, after: DesiredState): Obj
   const partNames = [...new Set([..._parts.map((p) => p.name), ...Object.keys(before), ...Object.keys(after)])]
   for (const name of partNames) {
     const part = _parts.find((p) => p.name === name)
-    const a = before[name] ?? {}, b = after[name] ?? {}
-    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort((x, y) => (Number(x) - Number(y)) || x.localeCompare(y))
+    const a = before[name] ?? {},
+      b = after[name] ?? {}
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort((x, y) => Number(x) - Number(y) || x.localeCompare(y))
     for (const key of keys) {
-      const x = a[key], y = b[key]
+      const x = a[key],
+        y = b[key]
       const label = part ? part.label(key, (y ?? x)!) : key
       const fieldNames = [...new Set([...Object.keys(x ?? {}), ...Object.keys(y ?? {})])].filter((f) => !_NOISE_FIELDS.has(f))
-      const fields = fieldNames.filter((f) => !_same(x?.[f], y?.[f]))
+      const fields = fieldNames
+        .filter((f) => !_same(x?.[f], y?.[f]))
         .map((f) => ({ field: name === 'settings' ? key : _snake(f), before: x?.[f] ?? null, after: y?.[f] ?? null }))
       if (!x) changes.push({ part: name, key, label, change: 'added', fields })
       else if (!y) changes.push({ part: name, key, label, change: 'removed', fields })

@@ -31,7 +31,9 @@ export interface DryRunAnswer {
 }
 
 class _DryRunRollback extends Error {
-  constructor(readonly answer: DryRunAnswer) { super('dry run: rolled back') }
+  constructor(readonly answer: DryRunAnswer) {
+    super('dry run: rolled back')
+  }
 }
 
 /** Whether the request asks for a dry run: dry_run=1|true (0|false or absent: no). */
@@ -50,14 +52,16 @@ async function _configOf(exec: Executor, redact: (t: string) => string) {
 
 /** What the transaction would change: objects and fields, and the configuration (secrets masked). */
 export async function describePendingChange(tx: Tx): Promise<DryRunAnswer> {
-  const redact = makeRedactor([...await knownSecrets(tx), ...await knownSecrets(getDb())])
+  const redact = makeRedactor([...(await knownSecrets(tx)), ...(await knownSecrets(getDb()))])
   const before = await _configOf(getDb(), redact)
   const after = await _configOf(tx, redact)
   const config = diffConfigs(before.config, after.config)
   return {
-    dry_run: true, would_push: before.hash !== after.hash,
+    dry_run: true,
+    would_push: before.hash !== after.hash,
     changes: diffDesiredState(await collectDesiredState(getDb()), await collectDesiredState(tx)),
-    config_diff: config.changes, config_diff_truncated: config.truncated,
+    config_diff: config.changes,
+    config_diff_truncated: config.truncated,
     warnings: after.warnings.map(redact),
   }
 }

@@ -14,7 +14,9 @@ export function describeGates() {
   const host = new URL(publicUrl).hostname
   const warnings: string[] = []
   if (_LOOPBACK_HOST.test(host)) {
-    warnings.push(`the login page is on ${host}, which a visitor's browser takes for its own machine: set PANEL_PUBLIC_URL to the address visitors reach the panel at`)
+    warnings.push(
+      `the login page is on ${host}, which a visitor's browser takes for its own machine: set PANEL_PUBLIC_URL to the address visitors reach the panel at`,
+    )
   }
   return {
     lan_ranges: [...LAN_RANGES],

@@ -65,10 +65,15 @@ export function startReconcileLoop(): void {
     if (_stopped) return
     _loop = startLoop('proxy:reconcile', { run: _checkProxy, nextDelayMs: () => _interval, firstDelayMs: _interval })
   }
-  recordRun('proxy:boot-push', 'task', () => reconcileNow('boot')).then((o) => {
-    if (!o.deferred) _reachable = o.status === 'applied'
-    if (o.status === 'pending') logger.warn(`boot push pending; will retry: ${o.error}`)
-  }, (err) => logger.warn(`boot reconcile failed: ${(err as Error).message}`)).finally(startChecks)
+  recordRun('proxy:boot-push', 'task', () => reconcileNow('boot'))
+    .then(
+      (o) => {
+        if (!o.deferred) _reachable = o.status === 'applied'
+        if (o.status === 'pending') logger.warn(`boot push pending; will retry: ${o.error}`)
+      },
+      (err) => logger.warn(`boot reconcile failed: ${(err as Error).message}`),
+    )
+    .finally(startChecks)
 }
 
 export async function stopReconcileLoop(): Promise<void> {

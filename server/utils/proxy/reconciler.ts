@@ -50,7 +50,14 @@ export interface ReconcileState {
 export type ReconcileOutcome = { status: 'applied' | 'pending'; error?: string; warnings: string[]; deferred?: boolean }
 
 const _STATE_KEY = 'proxy.reconcile'
-const _EMPTY: ReconcileState = { last_reconcile_at: null, last_reconcile_status: 'never', last_error: null, pushed_hash: null, pushed_at: null, warnings: [] }
+const _EMPTY: ReconcileState = {
+  last_reconcile_at: null,
+  last_reconcile_status: 'never',
+  last_error: null,
+  pushed_hash: null,
+  pushed_at: null,
+  warnings: [],
+}
 
 /** The last attempt, including rejections (which roll back and so leave no row). */
 let _lastAttempt: { at: string; status: 'ok' | 'pending' | 'rejected'; error: string | null } | undefined
@@ -95,9 +102,15 @@ async function _warmupGate(warnings: string[], redact: (text: string) => Promise
       rememberBannedSources(sources)
     }
     if (sources.length <= BOUNCER_WARMUP_MAX_SOURCES) return { untilMs: Date.now() + BOUNCER_WARMUP_MS, sources }
-    warnings.push(`bouncer warm-up list not set: ${sources.length} banned sources exceed ${BOUNCER_WARMUP_MAX_SOURCES}; banned sources may pass until the new bouncer has loaded its decisions`)
+    warnings.push(
+      `bouncer warm-up list not set: ${sources.length} banned sources exceed ${BOUNCER_WARMUP_MAX_SOURCES}; banned sources may pass until the new bouncer has loaded its decisions`,
+    )
   } catch (err) {
-    warnings.push(await redact(`bouncer warm-up list not set (${(err as Error).message}); banned sources may pass until the new bouncer has loaded its decisions`))
+    warnings.push(
+      await redact(
+        `bouncer warm-up list not set (${(err as Error).message}); banned sources may pass until the new bouncer has loaded its decisions`,
+      ),
+    )
   }
   return null
 }
@@ -110,7 +123,12 @@ export function onConfigPushed(hook: _PushedHook): void {
 }
 
 /** Builds from the transaction's view of the database and pushes; see the module comment. */
-export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: string, opts: { force?: boolean } = {}): Promise<ReconcileOutcome> {
+export async function reconcileInTransaction(
+  tx: Tx,
+  ctx: AuditContext,
+  reason: string,
+  opts: { force?: boolean } = {},
+): Promise<ReconcileOutcome> {
   // A dry run (?dry_run=1) never reaches the proxy: the before-commit hook describes and rolls back.
   if (isDryRun()) return { status: 'applied', warnings: [] }
   const snapshot = await readProxySnapshot(tx)
@@ -135,7 +153,7 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     // or when the proxy already runs it (its bouncer's store is gone already). Otherwise the
     // proxy's bouncer still holds every ban it pulled, newer ones included: the push waits.
     const degradedPush = !engine.up && !!known && (failClosed || _pushedEngineDown)
-    if (!degradedPush && !opts.force && await _proxyHolds(hash))
+    if (!degradedPush && !opts.force && (await _proxyHolds(hash)))
       return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
     if (degradedPush && known) {
       // The configuration for an unreachable engine: the bans last known refused by the proxy
@@ -144,8 +162,22 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
       const degraded = buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config
       json = stableStringify(degraded)
       hash = hashProxyConfig(degraded)
-      warnings.push(await redact(`security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`))
-      if (!opts.force && await _proxyHolds(hash)) return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, engineDown, failClosed })
+      warnings.push(
+        await redact(
+          `security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`,
+        ),
+      )
+      if (!opts.force && (await _proxyHolds(hash)))
+        return _recordApplied(tx, ctx, reason, {
+          hash,
+          json,
+          previous,
+          warnings,
+          now,
+          hosts: snapshot.hosts.length,
+          engineDown,
+          failClosed,
+        })
     } else if (!engine.up) {
       const error = await redact(`${ENGINE_DEFERRED_REASON} (${engine.error})`)
       const repeat = previous.last_reconcile_status === 'pending' && previous.last_error === error
@@ -153,7 +185,13 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
       _retryRequested = true
       _deferredForEngine = true
       if (!repeat) {
-        await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
+        await writeRuntimeState(tx, _STATE_KEY, {
+          ...previous,
+          last_reconcile_at: now,
+          last_reconcile_status: 'pending',
+          last_error: error,
+          warnings,
+        } satisfies ReconcileState)
         logger.warn(`proxy push deferred (${reason}): ${error}`)
       }
       // The loop's own retries while the engine stays down change nothing and record nothing.
@@ -180,19 +218,55 @@ export async function reconcileInTransaction(tx: Tx, ctx: AuditContext, reason: 
     const error = await redact(result.error)
     _lastAttempt = { at: now, status: 'pending', error }
     _retryRequested = true
-    await writeRuntimeState(tx, _STATE_KEY, { ...previous, last_reconcile_at: now, last_reconcile_status: 'pending', last_error: error, warnings } satisfies ReconcileState)
+    await writeRuntimeState(tx, _STATE_KEY, {
+      ...previous,
+      last_reconcile_at: now,
+      last_reconcile_status: 'pending',
+      last_error: error,
+      warnings,
+    } satisfies ReconcileState)
     return { status: 'pending', error, warnings }
   }
-  return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, force: opts.force, engineDown, failClosed })
+  return _recordApplied(tx, ctx, reason, {
+    hash,
+    json,
+    previous,
+    warnings,
+    now,
+    hosts: snapshot.hosts.length,
+    force: opts.force,
+    engineDown,
+    failClosed,
+  })
 }
 
-async function _recordApplied(tx: Tx, ctx: AuditContext, reason: string, o: { hash: string; json: string; previous: ReconcileState; warnings: string[]; now: string; hosts: number; force?: boolean; engineDown?: boolean; failClosed?: boolean }): Promise<ReconcileOutcome> {
+async function _recordApplied(
+  tx: Tx,
+  ctx: AuditContext,
+  reason: string,
+  o: {
+    hash: string
+    json: string
+    previous: ReconcileState
+    warnings: string[]
+    now: string
+    hosts: number
+    force?: boolean
+    engineDown?: boolean
+    failClosed?: boolean
+  },
+): Promise<ReconcileOutcome> {
   _deferredForEngine = false
   _pushedEngineDown = !!o.engineDown
   _pushedFailClosed = !!o.failClosed
   _lastAttempt = { at: o.now, status: 'ok', error: null }
   await writeRuntimeState(tx, _STATE_KEY, {
-    last_reconcile_at: o.now, last_reconcile_status: 'ok', last_error: null, pushed_hash: o.hash, pushed_at: o.now, warnings: o.warnings,
+    last_reconcile_at: o.now,
+    last_reconcile_status: 'ok',
+    last_error: null,
+    pushed_hash: o.hash,
+    pushed_at: o.now,
+    warnings: o.warnings,
   } satisfies ReconcileState)
   if (o.previous.pushed_hash !== o.hash || o.force)
     await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: o.hash.slice(0, 16), hosts: o.hosts, warnings: o.warnings }, tx)
@@ -221,7 +295,8 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
   }
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
   if (!held.ok) return { result: 'unreachable' }
-  if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
+  if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash)
+    return { reason: 'the proxy holds another configuration (restarted?)' }
   // The engine's state decides between the two configurations: back to normal once it
   // answers; to the unreachable-engine one when it stops, if some host must then refuse.
   if (_pushedEngineDown || _pushedFailClosed) {

@@ -24,15 +24,22 @@ type RevisionRow = typeof configRevisions.$inferSelect
 
 // Stored gzipped: configurations of many hosts are large and many revisions are kept.
 const _pack = (json: string) => gzipSync(json)
-const _unpack = <T>(blob: Buffer | Uint8Array | ArrayBuffer): T => JSON.parse(gunzipSync(Buffer.from(blob as ArrayBuffer)).toString('utf8')) as T
+const _unpack = <T>(blob: Buffer | Uint8Array | ArrayBuffer): T =>
+  JSON.parse(gunzipSync(Buffer.from(blob as ArrayBuffer)).toString('utf8')) as T
 
 /** Set while a revert reconciles, so the revision it produces names its origin. */
 const _revertingTo = new AsyncLocalStorage<number>()
 
 export function presentRevision(row: Omit<RevisionRow, 'desiredState' | 'config'>) {
   return {
-    id: row.id, created_at: row.createdAt, author: row.author, api_token_id: row.apiTokenId, reason: row.reason,
-    summary: row.summary as ReturnType<typeof summariseChanges>, config_hash: row.configHash, reverted_to: row.revertedTo,
+    id: row.id,
+    created_at: row.createdAt,
+    author: row.author,
+    api_token_id: row.apiTokenId,
+    reason: row.reason,
+    summary: row.summary as ReturnType<typeof summariseChanges>,
+    config_hash: row.configHash,
+    reverted_to: row.revertedTo,
   }
 }
 
@@ -42,19 +49,39 @@ export async function recordRevision(tx: Tx, ctx: AuditContext, pushed: { reason
   const previous = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
   const summary = summariseChanges(diffDesiredState(previous ? _unpack<DesiredState>(previous.desiredState) : {}, desired))
   const redact = makeRedactor(await knownSecrets(tx))
-  const row = (await tx.insert(configRevisions).values({
-    createdAt: new Date().toISOString(), author: ctx.actor, apiTokenId: ctx.apiToken?.id ?? null, reason: pushed.reason,
-    summary, desiredState: _pack(JSON.stringify(desired)), configHash: pushed.hash, config: _pack(redact(pushed.json)), revertedTo: _revertingTo.getStore() ?? null,
-  }).returning({ id: configRevisions.id }).get())!
+  const row = (await tx
+    .insert(configRevisions)
+    .values({
+      createdAt: new Date().toISOString(),
+      author: ctx.actor,
+      apiTokenId: ctx.apiToken?.id ?? null,
+      reason: pushed.reason,
+      summary,
+      desiredState: _pack(JSON.stringify(desired)),
+      configHash: pushed.hash,
+      config: _pack(redact(pushed.json)),
+      revertedTo: _revertingTo.getStore() ?? null,
+    })
+    .returning({ id: configRevisions.id })
+    .get())!
   const keep = await getSetting<number>('revisions.retention_count', tx)
   await tx.delete(configRevisions).where(lte(configRevisions.id, row.id - keep))
 }
 
 export async function listRevisions() {
-  const rows = await getDb().select({
-    id: configRevisions.id, createdAt: configRevisions.createdAt, author: configRevisions.author, apiTokenId: configRevisions.apiTokenId,
-    reason: configRevisions.reason, summary: configRevisions.summary, configHash: configRevisions.configHash, revertedTo: configRevisions.revertedTo,
-  }).from(configRevisions).orderBy(desc(configRevisions.id))
+  const rows = await getDb()
+    .select({
+      id: configRevisions.id,
+      createdAt: configRevisions.createdAt,
+      author: configRevisions.author,
+      apiTokenId: configRevisions.apiTokenId,
+      reason: configRevisions.reason,
+      summary: configRevisions.summary,
+      configHash: configRevisions.configHash,
+      revertedTo: configRevisions.revertedTo,
+    })
+    .from(configRevisions)
+    .orderBy(desc(configRevisions.id))
   return rows.map(presentRevision)
 }
 
@@ -74,9 +101,11 @@ export async function diffRevisions(fromId: number, toId: number) {
   const [from, to] = [await _revision(fromId), await _revision(toId)]
   const config = diffConfigs(_unpack(from.config), _unpack(to.config))
   return {
-    from: presentRevision(from), to: presentRevision(to),
+    from: presentRevision(from),
+    to: presentRevision(to),
     changes: diffDesiredState(_unpack<DesiredState>(from.desiredState), _unpack<DesiredState>(to.desiredState)),
-    config_diff: config.changes, config_diff_truncated: config.truncated,
+    config_diff: config.changes,
+    config_diff_truncated: config.truncated,
   }
 }
 
@@ -91,12 +120,21 @@ export async function revertToRevision(id: number, ctx: AuditContext) {
     const answer = await writeTransaction(async (tx) => {
       const target = await tx.select().from(configRevisions).where(eq(configRevisions.id, id)).get()
       if (!target) throw notFound('revision', id)
-      const newestBefore = (await tx.select({ id: configRevisions.id }).from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get())!.id
+      const newestBefore = (await tx
+        .select({ id: configRevisions.id })
+        .from(configRevisions)
+        .orderBy(desc(configRevisions.id))
+        .limit(1)
+        .get())!.id
       await restoreDesiredState(tx, _unpack<DesiredState>(target.desiredState), id)
       await writeAudit(ctx, 'revision_revert', { revision_id: id }, tx)
       const outcome = await _revertingTo.run(id, () => reconcileInTransaction(tx, ctx, `revert to revision ${id}`))
       const newest = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
-      return { reverted_to: id, revision: newest && newest.id > newestBefore ? presentRevision(newest) : null, reconcile: presentReconcile(outcome) }
+      return {
+        reverted_to: id,
+        revision: newest && newest.id > newestBefore ? presentRevision(newest) : null,
+        reconcile: presentReconcile(outcome),
+      }
     })
     // The engine's files follow the restored state, as after a host save or a threshold change:
     // true_detect_mode profiles, and the AppSec thresholds (settings part).

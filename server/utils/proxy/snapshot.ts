@@ -20,16 +20,23 @@ function _panelUpstream(internalUrl: string): ProxySnapshot['panelUpstream'] {
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
   const cfg = getConfig()
   const [hosts, targetGroups, rules, wafExclusions, accessLists, dnsProviders, manualCerts] = await Promise.all([
-    readHosts(exec), readTargetGroups(exec), readRules(exec), readWafExclusions(exec), readAccessLists(exec),
-    readDnsProviderCredentials(exec), readManualCertPaths(exec),
+    readHosts(exec),
+    readTargetGroups(exec),
+    readRules(exec),
+    readWafExclusions(exec),
+    readAccessLists(exec),
+    readDnsProviderCredentials(exec),
+    readManualCertPaths(exec),
   ])
   return {
     adminListen: new URL(cfg.proxy.adminUrl).host,
     storageRoot: cfg.proxy.dataDir ?? null,
     logDir: cfg.proxy.logDir,
     modules: cfg.proxy.modules,
-    httpListen: cfg.proxy.httpListen, httpsListen: cfg.proxy.httpsListen,
-    httpPort: cfg.proxy.httpPort, httpsPort: cfg.proxy.httpsPort,
+    httpListen: cfg.proxy.httpListen,
+    httpsListen: cfg.proxy.httpsListen,
+    httpPort: cfg.proxy.httpPort,
+    httpsPort: cfg.proxy.httpsPort,
     panelUpstream: _panelUpstream(cfg.internalUrl),
     acme: {
       email: (await getSetting<string>('acme.email', exec)) || null,
@@ -37,10 +44,15 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       trustedRootsPemFile: cfg.proxy.acmeTrustedRootsPemFile ?? null,
     },
     security: {
-      lapiUrl: cfg.lapi.url, bouncerKey: cfg.lapi.bouncerKey ?? null,
-      tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec), appsecUrl: cfg.lapi.appsecUrl ?? null,
+      lapiUrl: cfg.lapi.url,
+      bouncerKey: cfg.lapi.bouncerKey ?? null,
+      tickerInterval: await getSetting<string>('security_engine.ticker_interval', exec),
+      appsecUrl: cfg.lapi.appsecUrl ?? null,
     },
-    waf: { inboundThreshold: await getSetting<number>('appsec.inbound_threshold', exec), outboundThreshold: await getSetting<number>('appsec.outbound_threshold', exec) },
+    waf: {
+      inboundThreshold: await getSetting<number>('appsec.inbound_threshold', exec),
+      outboundThreshold: await getSetting<number>('appsec.outbound_threshold', exec),
+    },
     whitelist: (await exec.select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value).sort(),
     clientIp: {
       trustedProxies: await getSetting<string[]>('proxy.trusted_proxies', exec),

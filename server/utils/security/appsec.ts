@@ -51,7 +51,10 @@ export async function checkAppsecPlugin(): Promise<SurfaceCheck> {
   const current = readFileOrNull(path)
   if (current === expected) return out
   writeFileAtomically(path, expected)
-  out.repaired.push({ target: path, detail: `${path} ${current === null ? 'was missing' : 'differed from the stored thresholds'}: rewritten from the database` })
+  out.repaired.push({
+    target: path,
+    detail: `${path} ${current === null ? 'was missing' : 'differed from the stored thresholds'}: rewritten from the database`,
+  })
   return out
 }
 
@@ -59,15 +62,18 @@ export async function readAppsecTuning(driftDetected: boolean) {
   return {
     inbound_threshold: await getSetting<number>('appsec.inbound_threshold'),
     outbound_threshold: await getSetting<number>('appsec.outbound_threshold'),
-    path: _pluginPath() ?? null, drift_detected: driftDetected,
+    path: _pluginPath() ?? null,
+    drift_detected: driftDetected,
   }
 }
 
 export async function updateAppsecTuning(input: z.infer<typeof appsecTuningBody>, ctx: AuditContext): Promise<void> {
-  if (!_pluginPath()) throw upstreamUnavailable('security engine', "its data folder is not mounted (set CROWDSEC_DATA_DIR)")
+  if (!_pluginPath()) throw upstreamUnavailable('security engine', 'its data folder is not mounted (set CROWDSEC_DATA_DIR)')
   await withEngineFiles(async () => {
-    await updateSettings({ 'appsec.inbound_threshold': input.inbound_threshold, 'appsec.outbound_threshold': input.outbound_threshold }, ctx)
+    await updateSettings(
+      { 'appsec.inbound_threshold': input.inbound_threshold, 'appsec.outbound_threshold': input.outbound_threshold },
+      ctx,
+    )
     await writeAppsecPlugin()
   })
 }
-

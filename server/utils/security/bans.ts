@@ -16,11 +16,19 @@ import { parseIpOrCidr } from './whitelist'
 
 export const PANEL_BAN_ORIGIN = 'panel'
 export const PANEL_BAN_SCENARIO = 'panel/manual-ban'
-const _MIN_MS = 60_000, _MAX_MS = 8_760 * 3_600_000
+const _MIN_MS = 60_000,
+  _MAX_MS = 8_760 * 3_600_000
 
 export const banBody = z.strictObject({
   value: ipOrCidrText(),
-  duration: z.string().max(32).refine((d) => { const ms = parseGoDurationMs(d); return ms !== null && ms >= _MIN_MS && ms <= _MAX_MS }, 'must be a duration from 1m to 8760h, such as 4h or 30m').default('4h'),
+  duration: z
+    .string()
+    .max(32)
+    .refine((d) => {
+      const ms = parseGoDurationMs(d)
+      return ms !== null && ms >= _MIN_MS && ms <= _MAX_MS
+    }, 'must be a duration from 1m to 8760h, such as 4h or 30m')
+    .default('4h'),
   reason: safeText(200).optional(),
 })
 
@@ -42,14 +50,31 @@ export async function banSource(input: z.infer<typeof banBody>, ctx: AuditContex
   const scope = kind === 'ip' ? 'Ip' : 'Range'
   const canonical = kind === 'ip' ? value : formatNet(parseCidr(value))
   const now = new Date().toISOString()
-  const alert = [{
-    scenario: PANEL_BAN_SCENARIO, scenario_hash: '', scenario_version: '', message: `banned in the panel by ${ctx.actor}${input.reason ? `: ${input.reason}` : ''}`,
-    events_count: 1, start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [],
-    source: { scope, value: canonical, ...(kind === 'ip' ? { ip: canonical } : { range: canonical }) },
-    decisions: [{ origin: PANEL_BAN_ORIGIN, type: 'ban', scope, value: canonical, duration: input.duration, scenario: PANEL_BAN_SCENARIO }],
-  }]
+  const alert = [
+    {
+      scenario: PANEL_BAN_SCENARIO,
+      scenario_hash: '',
+      scenario_version: '',
+      message: `banned in the panel by ${ctx.actor}${input.reason ? `: ${input.reason}` : ''}`,
+      events_count: 1,
+      start_at: now,
+      stop_at: now,
+      capacity: 0,
+      leakspeed: '0',
+      simulated: false,
+      events: [],
+      source: { scope, value: canonical, ...(kind === 'ip' ? { ip: canonical } : { range: canonical }) },
+      decisions: [
+        { origin: PANEL_BAN_ORIGIN, type: 'ban', scope, value: canonical, duration: input.duration, scenario: PANEL_BAN_SCENARIO },
+      ],
+    },
+  ]
   const res = await machineRequest('POST', 'v1/alerts', { body: alert })
-  if (res.status !== 201) throw upstreamUnavailable('security engine', await redactSecrets(`the local API refused the ban: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`))
+  if (res.status !== 201)
+    throw upstreamUnavailable(
+      'security engine',
+      await redactSecrets(`the local API refused the ban: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`),
+    )
   await invalidateDecisionCache()
   await writeAudit(ctx, 'decision_ban', { value: canonical, scope, duration: input.duration, reason: input.reason ?? '' })
   return { value: canonical, scope, type: 'ban', origin: PANEL_BAN_ORIGIN, scenario: PANEL_BAN_SCENARIO, duration: input.duration }

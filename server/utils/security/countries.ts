@@ -30,13 +30,19 @@ const _NOT_COUNTRIES = new Set(['EU', 'EZ', 'UN', 'QO', 'XA', 'XB', 'ZZ'])
 export function normalizeCountryCode(raw: string): string {
   const cc = raw.trim().toUpperCase()
   let known = false
-  try { known = /^[A-Z]{2}$/.test(cc) && !_NOT_COUNTRIES.has(cc) && _regions.of(cc) !== cc } catch { known = false }
+  try {
+    known = /^[A-Z]{2}$/.test(cc) && !_NOT_COUNTRIES.has(cc) && _regions.of(cc) !== cc
+  } catch {
+    known = false
+  }
   if (!known) throw badRequest(`country code: "${raw}" is not an ISO 3166-1 alpha-2 code such as FR`)
   return cc
 }
 
 export const expandBody = z.strictObject({
-  duration: z.string().regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 24h or 8760h (no days: use hours)')
+  duration: z
+    .string()
+    .regex(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/, 'must be a Go duration such as 24h or 8760h (no days: use hours)')
     .refine((d) => !/^0+(\D|$)/.test(d), 'must be longer than zero'),
   reason: safeText(200).optional(),
 })
@@ -44,21 +50,41 @@ export const expandBody = z.strictObject({
 type JobRow = typeof countryJobs.$inferSelect
 export function presentJob(j: JobRow) {
   return {
-    id: j.id, country_code: j.countryCode, state: j.state, chunks_total: j.chunksTotal, chunks_done: j.chunksDone,
-    chunks_failed: j.chunksFailed, cidr_committed: j.cidrCommitted, requested_count: j.requestedCount, duration: j.duration,
-    reason: j.reason, error_message: j.errorMessage, created_at: j.createdAt, started_at: j.startedAt, completed_at: j.completedAt,
+    id: j.id,
+    country_code: j.countryCode,
+    state: j.state,
+    chunks_total: j.chunksTotal,
+    chunks_done: j.chunksDone,
+    chunks_failed: j.chunksFailed,
+    cidr_committed: j.cidrCommitted,
+    requested_count: j.requestedCount,
+    duration: j.duration,
+    reason: j.reason,
+    error_message: j.errorMessage,
+    created_at: j.createdAt,
+    started_at: j.startedAt,
+    completed_at: j.completedAt,
     created_by: j.createdBy,
   }
 }
 
 export async function submitExpansion(rawCc: string, body: z.infer<typeof expandBody>, ctx: AuditContext) {
   const cc = normalizeCountryCode(rawCc)
-  if (!openGeoReader('country')) throw upstreamUnavailable('country database', 'country.mmdb is not loaded; run POST /api/geoip/refresh first')
+  if (!openGeoReader('country'))
+    throw upstreamUnavailable('country database', 'country.mmdb is not loaded; run POST /api/geoip/refresh first')
   const job = await writeTransaction(async (tx) => {
-    const row = (await tx.insert(countryJobs).values({
-      countryCode: cc, duration: body.duration, reason: body.reason ?? '', createdAt: new Date().toISOString(),
-      createdBy: ctx.actor, instanceId: INSTANCE_ID,
-    }).returning().get())!
+    const row = (await tx
+      .insert(countryJobs)
+      .values({
+        countryCode: cc,
+        duration: body.duration,
+        reason: body.reason ?? '',
+        createdAt: new Date().toISOString(),
+        createdBy: ctx.actor,
+        instanceId: INSTANCE_ID,
+      })
+      .returning()
+      .get())!
     await writeAudit(ctx, 'country_expand_requested', { job_id: row.id, country_code: cc, duration: body.duration }, tx)
     return row
   })
@@ -72,20 +98,28 @@ export async function getJob(id: number) {
 }
 
 export const jobsQuery = z.strictObject({
-  country: z.string().regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as FR').optional(),
+  country: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as FR')
+    .optional(),
   limit: z.coerce.number().int('must be an integer').min(1, 'must be at least 1').max(200, 'must be at most 200').default(20),
 })
 
 export async function listJobs(country: string | undefined, limit: number) {
   const where = country ? eq(countryJobs.countryCode, normalizeCountryCode(country)) : undefined
-  return (await getDb().select().from(countryJobs).where(where).orderBy(desc(countryJobs.createdAt), desc(countryJobs.id)).limit(limit)).map(presentJob)
+  return (
+    await getDb().select().from(countryJobs).where(where).orderBy(desc(countryJobs.createdAt), desc(countryJobs.id)).limit(limit)
+  ).map(presentJob)
 }
 
 /** At boot: jobs a previous panel process left pending or running can never finish. */
 export async function failJobsOfPreviousInstances(): Promise<number> {
-  const r = await runWrite(() => getDb().update(countryJobs)
-    .set({ state: 'failed', errorMessage: 'panel restarted', completedAt: new Date().toISOString() })
-    .where(and(inArray(countryJobs.state, ['pending', 'running']), ne(countryJobs.instanceId, INSTANCE_ID))))
+  const r = await runWrite(() =>
+    getDb()
+      .update(countryJobs)
+      .set({ state: 'failed', errorMessage: 'panel restarted', completedAt: new Date().toISOString() })
+      .where(and(inArray(countryJobs.state, ['pending', 'running']), ne(countryJobs.instanceId, INSTANCE_ID))),
+  )
   return r.rowsAffected
 }
 
@@ -94,7 +128,13 @@ async function _update(id: number, set: Partial<JobRow>) {
 }
 
 function _alertFor(cc: string, chunk: string[], index: number, total: number, duration: string) {
-  return rangeBanAlert({ scenario: `panel/country-ban:${cc}`, message: `country ban ${cc} chunk ${index + 1}/${total}`, origin: originOf(cc), ranges: chunk, duration })
+  return rangeBanAlert({
+    scenario: `panel/country-ban:${cc}`,
+    message: `country ban ${cc} chunk ${index + 1}/${total}`,
+    origin: originOf(cc),
+    ranges: chunk,
+    duration,
+  })
 }
 
 /**
@@ -107,7 +147,8 @@ async function _commitChunkWithOneRetry(cc: string, alert: ReturnType<typeof _al
   for (let attempt = 1; ; attempt++) {
     try {
       const res = await machineRequest('POST', 'v1/alerts', { body: alert })
-      if (res.status !== 201) throw new Error(await redactSecrets(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`))
+      if (res.status !== 201)
+        throw new Error(await redactSecrets(`local API answered ${res.status}: ${JSON.stringify(res.json).slice(0, 200)}`))
       return
     } catch (err) {
       if (attempt >= 2) throw err
@@ -134,7 +175,10 @@ async function _runJob(job: JobRow): Promise<void> {
     if (!reader) throw new Error('country.mmdb is not loaded')
     const rolled = rollUpNets(listCountryNets(reader, cc))
     // Never a range that contains a whitelisted address: split around it.
-    const cidrs = excludeWhitelisted(rolled.cidrs, (await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value))
+    const cidrs = excludeWhitelisted(
+      rolled.cidrs,
+      (await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value),
+    )
     const chunks: string[][] = []
     for (let i = 0; i < cidrs.length; i += CHUNK_SIZE) chunks.push(cidrs.slice(i, i + CHUNK_SIZE))
     await _update(job.id, { chunksTotal: chunks.length, requestedCount: cidrs.length })
@@ -142,7 +186,11 @@ async function _runJob(job: JobRow): Promise<void> {
     let firstError: string | undefined
     let failed = 0
     // A re-expansion replaces the previous decisions instead of doubling them.
-    try { await deleteDecisionsMatching({ origin: originOf(cc) }) } catch (err) { firstError = _describe(err) }
+    try {
+      await deleteDecisionsMatching({ origin: originOf(cc) })
+    } catch (err) {
+      firstError = _describe(err)
+    }
     for (const [i, chunk] of chunks.entries()) {
       try {
         await _commitChunkWithOneRetry(cc, _alertFor(cc, chunk, i, chunks.length, job.duration), `${i + 1}/${chunks.length}`)
@@ -155,7 +203,8 @@ async function _runJob(job: JobRow): Promise<void> {
       await _update(job.id, { chunksDone: i + 1 - failed, chunksFailed: failed, cidrCommitted: committed.length })
       // The lease expired during a slow chunk and another panel's worker took it:
       // two workers must never expand at once, so this one stops (the job fails, saying why).
-      if (!(await acquireLease(_LEASE, _LEASE_TTL_MS))) throw new Error(`stopped after chunk ${i + 1}/${chunks.length}: another panel took over the country expansion lease`)
+      if (!(await acquireLease(_LEASE, _LEASE_TTL_MS)))
+        throw new Error(`stopped after chunk ${i + 1}/${chunks.length}: another panel took over the country expansion lease`)
     }
     await invalidateDecisionCache()
     const done = new Date().toISOString()
@@ -165,11 +214,44 @@ async function _runJob(job: JobRow): Promise<void> {
       return
     }
     await writeTransaction(async (tx) => {
-      await tx.insert(countryBans).values({ countryCode: cc, cidrs: committed, cidrCount: committed.length, mmdbVersion: geoVersion(reader), state: 'active', duration: job.duration, createdAt: done, updatedAt: done })
-        .onConflictDoUpdate({ target: countryBans.countryCode, set: { cidrs: committed, cidrCount: committed.length, mmdbVersion: geoVersion(reader), state: 'active', duration: job.duration, updatedAt: done } })
+      await tx
+        .insert(countryBans)
+        .values({
+          countryCode: cc,
+          cidrs: committed,
+          cidrCount: committed.length,
+          mmdbVersion: geoVersion(reader),
+          state: 'active',
+          duration: job.duration,
+          createdAt: done,
+          updatedAt: done,
+        })
+        .onConflictDoUpdate({
+          target: countryBans.countryCode,
+          set: {
+            cidrs: committed,
+            cidrCount: committed.length,
+            mmdbVersion: geoVersion(reader),
+            state: 'active',
+            duration: job.duration,
+            updatedAt: done,
+          },
+        })
       // Some chunks failing still completes the job: what was committed is tracked and enforced.
-      await tx.update(countryJobs).set({ state: 'completed', completedAt: done, errorMessage: failed ? `${failed} of ${chunks.length} chunks failed: ${firstError}` : '' }).where(eq(countryJobs.id, job.id))
-      await writeAudit(systemActor('country-expansion'), 'country_expand_completed', { job_id: job.id, country_code: cc, cidr_committed: committed.length, chunks_failed: failed }, tx)
+      await tx
+        .update(countryJobs)
+        .set({
+          state: 'completed',
+          completedAt: done,
+          errorMessage: failed ? `${failed} of ${chunks.length} chunks failed: ${firstError}` : '',
+        })
+        .where(eq(countryJobs.id, job.id))
+      await writeAudit(
+        systemActor('country-expansion'),
+        'country_expand_completed',
+        { job_id: job.id, country_code: cc, cidr_committed: committed.length, chunks_failed: failed },
+        tx,
+      )
     })
   } catch (err) {
     await _update(job.id, { state: 'failed', completedAt: new Date().toISOString(), errorMessage: _describe(err) })
@@ -201,8 +283,15 @@ export async function runPendingJobs(): Promise<number> {
 
 export async function listCountryBans() {
   return (await getDb().select().from(countryBans).orderBy(countryBans.countryCode)).map((b) => ({
-    country_code: b.countryCode, cidrs: b.cidrs, cidr_count: b.cidrCount, mmdb_version: b.mmdbVersion, state: b.state,
-    duration: b.duration, created_at: b.createdAt, updated_at: b.updatedAt, checked_at: b.checkedAt,
+    country_code: b.countryCode,
+    cidrs: b.cidrs,
+    cidr_count: b.cidrCount,
+    mmdb_version: b.mmdbVersion,
+    state: b.state,
+    duration: b.duration,
+    created_at: b.createdAt,
+    updated_at: b.updatedAt,
+    checked_at: b.checkedAt,
   }))
 }
 
@@ -222,7 +311,14 @@ export async function revokeCountry(rawCc: string, ctx: AuditContext) {
 
 /** The reconciler: a record whose decision count no longer matches the engine's is drifted. */
 export async function reconcileCountryBans(): Promise<void> {
-  const busy = new Set((await getDb().select({ cc: countryJobs.countryCode }).from(countryJobs).where(inArray(countryJobs.state, ['pending', 'running']))).map((r) => r.cc))
+  const busy = new Set(
+    (
+      await getDb()
+        .select({ cc: countryJobs.countryCode })
+        .from(countryJobs)
+        .where(inArray(countryJobs.state, ['pending', 'running']))
+    ).map((r) => r.cc),
+  )
   for (const ban of await getDb().select().from(countryBans)) {
     if (busy.has(ban.countryCode)) continue
     const actual = (await fetchActiveDecisions({ origins: originOf(ban.countryCode), scopes: 'range' })).length
@@ -230,8 +326,13 @@ export async function reconcileCountryBans(): Promise<void> {
     const now = new Date().toISOString()
     await writeTransaction(async (tx) => {
       await tx.update(countryBans).set({ state, checkedAt: now }).where(eq(countryBans.countryCode, ban.countryCode))
-      if (state !== ban.state) await writeAudit(systemActor('country-reconciler'), `country_ban_${state}`, { country_code: ban.countryCode, tracked: ban.cidrCount, actual }, tx)
+      if (state !== ban.state)
+        await writeAudit(
+          systemActor('country-reconciler'),
+          `country_ban_${state}`,
+          { country_code: ban.countryCode, tracked: ban.cidrCount, actual },
+          tx,
+        )
     })
   }
 }
-

@@ -15,17 +15,26 @@ export const SCOPES = ['Ip', 'Range', 'Country', 'AS'] as const
 export const COUNTRY_ORIGIN_PREFIX = 'panel-country-'
 
 export interface PresentedDecision {
-  id: number; value: string; scope: string; type: string; origin: string; scenario: string; duration: string
-  until: string | null; country: string | null; as_number: number | null
+  id: number
+  value: string
+  scope: string
+  type: string
+  origin: string
+  scenario: string
+  duration: string
+  until: string | null
+  country: string | null
+  as_number: number | null
 }
-
 
 function _annotate(d: { scope: string; value: string }): { country: string | null; as_number: number | null } {
   if (d.scope !== 'Ip' && d.scope !== 'Range') return { country: null, as_number: null }
   try {
     const g = lookupIp(d.value.split('/')[0]!)
     return { country: g.country, as_number: g.as_number }
-  } catch { return { country: null, as_number: null } }
+  } catch {
+    return { country: null, as_number: null }
+  }
 }
 
 /** Milliseconds as Go prints a duration rounded to the second (4h0m0s, 59m7s, 3s), as the engine words the time left. */
@@ -33,15 +42,23 @@ export function formatGoDuration(ms: number): string {
   const neg = ms < 0
   let s = Math.round(Math.abs(ms) / 1000)
   if (s === 0) return '0s'
-  const h = Math.floor(s / 3600); s -= h * 3600
-  const m = Math.floor(s / 60); s -= m * 60
+  const h = Math.floor(s / 3600)
+  s -= h * 3600
+  const m = Math.floor(s / 60)
+  s -= m * 60
   return (neg ? '-' : '') + (h ? `${h}h${m}m${s}s` : m ? `${m}m${s}s` : `${s}s`)
 }
 
 function _present(d: LapiDecision, nowMs: number): PresentedDecision {
   const left = parseGoDurationMs(d.duration)
   return {
-    id: d.id, value: d.value, scope: d.scope, type: d.type, origin: d.origin, scenario: d.scenario, duration: d.duration,
+    id: d.id,
+    value: d.value,
+    scope: d.scope,
+    type: d.type,
+    origin: d.origin,
+    scenario: d.scenario,
+    duration: d.duration,
     until: left === null ? null : new Date(nowMs + left).toISOString(),
     ..._annotate(d),
   }
@@ -50,23 +67,41 @@ function _present(d: LapiDecision, nowMs: number): PresentedDecision {
 /** A held decision as the list answers it: the time left counted now, not when it was read. */
 function _presentRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
   return {
-    id: r.id, value: r.value, scope: r.scope, type: r.type, origin: r.origin, scenario: r.scenario,
-    duration: formatGoDuration(r.untilMs - nowMs), until: new Date(r.untilMs).toISOString(),
+    id: r.id,
+    value: r.value,
+    scope: r.scope,
+    type: r.type,
+    origin: r.origin,
+    scenario: r.scenario,
+    duration: formatGoDuration(r.untilMs - nowMs),
+    until: new Date(r.untilMs).toISOString(),
     ..._annotate(r),
   }
 }
 
 export const DECISIONS_PAGE_MAX = 1000
-const _intParam = () => z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').optional()
+const _intParam = () =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')
+    .optional()
 
 export const decisionsQuery = z.strictObject({
   q: z.string().max(200, 'must be at most 200 characters').optional(),
   scope: z.enum(SCOPES, { message: `scope: must be one of ${SCOPES.join(', ')}` }).optional(),
   origin: z.string().max(100).optional(),
   limit: _intParam().describe(`page size, 1 to ${DECISIONS_PAGE_MAX}; without limit and before_id the answer holds every active decision`),
-  before_id: _intParam().describe('the cursor: decisions with a smaller id (the X-Next-Before-Id of the previous page); with it and no limit, pages of 100'),
-  fresh: z.enum(['1', 'true'], { message: 'fresh: must be 1 or true' }).optional().describe('read the engine first (the mirror pulls now, the 15 s copy is dropped): a refresh that bypasses the cache'),
-  hide_country_bans: z.enum(['1', 'true'], { message: 'hide_country_bans: must be 1 or true' }).optional().describe('leave out the ranges of country bans (origin panel-country-*), which GET /api/security/countries sums up per country'),
+  before_id: _intParam().describe(
+    'the cursor: decisions with a smaller id (the X-Next-Before-Id of the previous page); with it and no limit, pages of 100',
+  ),
+  fresh: z
+    .enum(['1', 'true'], { message: 'fresh: must be 1 or true' })
+    .optional()
+    .describe('read the engine first (the mirror pulls now, the 15 s copy is dropped): a refresh that bypasses the cache'),
+  hide_country_bans: z
+    .enum(['1', 'true'], { message: 'hide_country_bans: must be 1 or true' })
+    .optional()
+    .describe('leave out the ranges of country bans (origin panel-country-*), which GET /api/security/countries sums up per country'),
 })
 
 export interface DecisionsPage {
@@ -85,10 +120,21 @@ async function _fallbackSnapshot(): Promise<{ records: MirrorRecord[]; syncedAt:
   let cached = await kvGetFresh<{ records: MirrorRecord[]; syncedAt: number }>(_CACHE_KEY)
   if (!cached) {
     const now = Date.now()
-    const records = (await fetchActiveDecisions()).map((d): MirrorRecord => ({
-      id: Number(d.id), origin: d.origin, type: d.type, scope: d.scope, value: d.value, scenario: d.scenario,
-      untilMs: now + (parseGoDurationMs(d.duration) ?? 0), valueLc: d.value.toLowerCase(), scenarioLc: d.scenario.toLowerCase(),
-    })).sort((a, b) => a.id - b.id)
+    const records = (await fetchActiveDecisions())
+      .map(
+        (d): MirrorRecord => ({
+          id: Number(d.id),
+          origin: d.origin,
+          type: d.type,
+          scope: d.scope,
+          value: d.value,
+          scenario: d.scenario,
+          untilMs: now + (parseGoDurationMs(d.duration) ?? 0),
+          valueLc: d.value.toLowerCase(),
+          scenarioLc: d.scenario.toLowerCase(),
+        }),
+      )
+      .sort((a, b) => a.id - b.id)
     cached = { records, syncedAt: now }
     await kvSetWithTtl(_CACHE_KEY, cached, DECISION_CACHE_TTL_MS)
   }
@@ -110,18 +156,28 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
   const snap = mirror ? await mirrorSnapshot() : await _fallbackSnapshot()
   const { records } = snap
   const now = Date.now()
-  const q = filter.q?.toLowerCase(), scope = filter.scope?.toLowerCase(), origin = filter.origin
-  const match = (r: MirrorRecord) => r.untilMs >= now && (!scope || r.scope.toLowerCase() === scope)
-    && (!origin || r.origin === origin) && (!q || r.valueLc.includes(q) || r.scenarioLc.includes(q))
-    && (!hideCountry || !r.origin.startsWith(COUNTRY_ORIGIN_PREFIX))
+  const q = filter.q?.toLowerCase(),
+    scope = filter.scope?.toLowerCase(),
+    origin = filter.origin
+  const match = (r: MirrorRecord) =>
+    r.untilMs >= now &&
+    (!scope || r.scope.toLowerCase() === scope) &&
+    (!origin || r.origin === origin) &&
+    (!q || r.valueLc.includes(q) || r.scenarioLc.includes(q)) &&
+    (!hideCountry || !r.origin.startsWith(COUNTRY_ORIGIN_PREFIX))
   const paged = filter.limit !== undefined || filter.before_id !== undefined
   const limit = paged ? Number(filter.limit ?? 100) : Infinity
   // Walk down from the cursor: the first index whose id is not below before_id, minus one.
   let i = records.length - 1
   if (filter.before_id !== undefined) {
     const before = Number(filter.before_id)
-    let lo = 0, hi = records.length
-    while (lo < hi) { const mid = (lo + hi) >>> 1; if (records[mid]!.id < before) lo = mid + 1; else hi = mid }
+    let lo = 0,
+      hi = records.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (records[mid]!.id < before) lo = mid + 1
+      else hi = mid
+    }
     i = lo - 1
   }
   const page: MirrorRecord[] = []
@@ -129,7 +185,10 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
   for (; i >= 0; i--) {
     const r = records[i]!
     if (!match(r)) continue
-    if (page.length === limit) { more = true; break }
+    if (page.length === limit) {
+      more = true
+      break
+    }
     page.push(r)
   }
   // The total of a filter is counted once per mirror state and second (paging through it repeats it).
@@ -144,16 +203,20 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
     total = _totalCache.total
   }
   return {
-    decisions: page.map((r) => _presentRecord(r, now)), total,
+    decisions: page.map((r) => _presentRecord(r, now)),
+    total,
     nextBeforeId: more ? page[page.length - 1]!.id : null,
-    syncedAt: new Date(snap.syncedAt).toISOString(), source: mirror ? 'mirror' : 'engine',
+    syncedAt: new Date(snap.syncedAt).toISOString(),
+    source: mirror ? 'mirror' : 'engine',
   }
 }
 
 /** After a panel change of decisions: the mirror pulls the change now, the fallback forgets its copy. */
 export async function invalidateDecisionCache(): Promise<void> {
   if (!mirrorEnabled()) return kvRemove(_CACHE_KEY)
-  await syncMirrorNow().catch(() => { /* logged by the mirror; its next tick retries */ })
+  await syncMirrorNow().catch(() => {
+    /* logged by the mirror; its next tick retries */
+  })
 }
 
 export async function deleteDecision(id: number, ctx: AuditContext) {

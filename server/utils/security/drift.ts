@@ -26,8 +26,17 @@ type Surface = keyof typeof _SURFACES
 /** Repairs kept per surface for GET /api/security/drift (the audit log keeps every one). */
 const _KEEP_REPAIRS = 20
 
-interface Repair { at: string; target: string; detail: string }
-interface DriftPart { drift_detected: boolean; checked_at: string | null; details: string[]; repaired: Repair[] }
+interface Repair {
+  at: string
+  target: string
+  detail: string
+}
+interface DriftPart {
+  drift_detected: boolean
+  checked_at: string | null
+  details: string[]
+  repaired: Repair[]
+}
 const _empty = (): DriftPart => ({ drift_detected: false, checked_at: null, details: [], repaired: [] })
 let _state: Record<Surface, DriftPart> = { scenarios: _empty(), whitelist: _empty(), profiles: _empty(), appsec: _empty() }
 
@@ -37,7 +46,11 @@ export function checkDrift(): Promise<Record<Surface, DriftPart>> {
     const next = { ..._state }
     for (const surface of Object.keys(_SURFACES) as Surface[]) {
       let result: SurfaceCheck
-      try { result = await _SURFACES[surface]() } catch (err) { result = { repaired: [], remaining: [`the check failed: ${(err as Error).message}`] } }
+      try {
+        result = await _SURFACES[surface]()
+      } catch (err) {
+        result = { repaired: [], remaining: [`the check failed: ${(err as Error).message}`] }
+      }
       for (const r of result.repaired) {
         logger.warn(`engine drift repaired (${surface}): ${r.detail}`)
         await writeAudit(systemActor('drift'), 'engine_drift_repair', { surface, target: r.target, repair: r.detail })

@@ -9,7 +9,7 @@ import { upstreamUnavailable } from '../core/errors'
 
 export function engineConfigDir(): string {
   const dir = getConfig().crowdsecConfigDir
-  if (!dir) throw upstreamUnavailable('security engine', "its config folder is not mounted (set CROWDSEC_CONFIG_DIR)")
+  if (!dir) throw upstreamUnavailable('security engine', 'its config folder is not mounted (set CROWDSEC_CONFIG_DIR)')
   return resolve(dir)
 }
 
@@ -25,7 +25,9 @@ export const yamlString = (s: string) => JSON.stringify(s)
 
 /** The file's text, or null when it does not exist. */
 export function readFileOrNull(path: string): string | null {
-  try { return readFileSync(path, 'utf8') } catch (err) {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
   }
@@ -36,7 +38,10 @@ export function readFileOrNull(path: string): string | null {
  * (`target` names the file or scenario, `detail` says what was found and done)
  * and the differences it could not repair (with what the operator can do).
  */
-export interface SurfaceCheck { repaired: Array<{ target: string; detail: string }>; remaining: string[] }
+export interface SurfaceCheck {
+  repaired: Array<{ target: string; detail: string }>
+  remaining: string[]
+}
 export const cleanCheck = (): SurfaceCheck => ({ repaired: [], remaining: [] })
 
 // One change of the engine's files at a time: an API change (database commit,

@@ -10,10 +10,14 @@ import { rememberBannedSources } from './known-bans'
 import { mirrorEnabled } from './mirror'
 import { redactSecrets } from '../core/redact'
 
-
 const _KNOWN_BANS_MAX_TICKER_MS = 50_000
 
-let _state: { reachable: boolean | null; checked_at: string | null; since: string | null; error: string | null } = { reachable: null, checked_at: null, since: null, error: null }
+let _state: { reachable: boolean | null; checked_at: string | null; since: string | null; error: string | null } = {
+  reachable: null,
+  checked_at: null,
+  since: null,
+  error: null,
+}
 
 export function securityEngineHealth() {
   return { ..._state }
@@ -23,7 +27,7 @@ export function securityEngineHealth() {
 export async function probeSecurityEngine(): Promise<void> {
   const probe = await probeEngine()
   const up = probe.up
-  const error = probe.error && await redactSecrets(probe.error)
+  const error = probe.error && (await redactSecrets(probe.error))
   const now = new Date().toISOString()
   const changed = _state.reachable !== up
   _state = { reachable: up, checked_at: now, since: changed ? now : _state.since, error }
@@ -34,7 +38,11 @@ export async function probeSecurityEngine(): Promise<void> {
   // With the decision mirror there is nothing to read: it holds them (known-bans.ts).
   const ticker = parseGoDurationMs(await getSetting<string>('security_engine.ticker_interval')) ?? Infinity
   if (up && !mirrorEnabled() && ticker <= _KNOWN_BANS_MAX_TICKER_MS) {
-    try { rememberBannedSources(await fetchBannedSources({ timeoutMs: 5_000 })) } catch (err) { logger.warn(`reading the engine's bans: ${await redactSecrets((err as Error).message)}`) }
+    try {
+      rememberBannedSources(await fetchBannedSources({ timeoutMs: 5_000 }))
+    } catch (err) {
+      logger.warn(`reading the engine's bans: ${await redactSecrets((err as Error).message)}`)
+    }
   }
   if (!changed) return
   if (up) {

@@ -14,14 +14,27 @@ const _USER_AGENT = `edge-panel/${PANEL_VERSION}` // the LAPI refuses a User-Age
 let _token: string | undefined
 let _loginInFlight: Promise<string> | undefined
 
-export interface LapiDecision { id: number; origin: string; type: string; scope: string; value: string; duration: string; scenario: string; until?: string }
+export interface LapiDecision {
+  id: number
+  origin: string
+  type: string
+  scope: string
+  value: string
+  duration: string
+  scenario: string
+  until?: string
+}
 
 export class LapiUnreachable extends Error {}
 
 /** The engine's own text goes through redaction before it can reach a response or a log line. */
 async function _engineError(status: number, body: string) {
   let text = body
-  try { text = JSON.parse(body).message ?? body } catch { /* plain */ }
+  try {
+    text = JSON.parse(body).message ?? body
+  } catch {
+    /* plain */
+  }
   const message = await redactSecrets(`security engine answered ${status}: ${String(text).slice(0, 300)}`)
   return upstreamFailed(message)
 }
@@ -46,35 +59,54 @@ function _unavailable(err: unknown): never {
 
 async function _login(): Promise<string> {
   const { machineId, machinePassword } = getConfig().lapi
-  if (!machineId || !machinePassword) throw upstreamUnavailable('security engine', 'machine credentials are not configured (set LAPI_MACHINE_ID and LAPI_MACHINE_PASSWORD)')
-  const res = await _send('v1/watchers/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ machine_id: machineId, password: machinePassword, scenarios: [] }) })
+  if (!machineId || !machinePassword)
+    throw upstreamUnavailable('security engine', 'machine credentials are not configured (set LAPI_MACHINE_ID and LAPI_MACHINE_PASSWORD)')
+  const res = await _send('v1/watchers/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ machine_id: machineId, password: machinePassword, scenarios: [] }),
+  })
   if (res.status !== 200) throw await _engineError(res.status, await res.text())
   return (await res.json()).token as string
 }
 
 async function _machineToken(fresh: boolean): Promise<string> {
   if (_token && !fresh) return _token
-  _loginInFlight ??= _login().finally(() => { _loginInFlight = undefined })
+  _loginInFlight ??= _login().finally(() => {
+    _loginInFlight = undefined
+  })
   _token = await _loginInFlight
   return _token
 }
 
 /** A machine (watcher) call: login once, retry once with a new token on 401. */
-export async function machineRequest(method: string, path: string, opts: { query?: Record<string, string>; body?: unknown } = {}): Promise<{ status: number; json: any }> {
+export async function machineRequest(
+  method: string,
+  path: string,
+  opts: { query?: Record<string, string>; body?: unknown } = {},
+): Promise<{ status: number; json: any }> {
   try {
     for (let attempt = 0; ; attempt++) {
       const token = await _machineToken(attempt > 0)
       const res = await _send(path, {
-        method, query: opts.query, body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        method,
+        query: opts.query,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
         headers: { authorization: `Bearer ${token}`, ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }) },
       })
       if (res.status === 401 && attempt === 0) continue
       const text = await res.text()
       let json: any = null
-      try { json = text ? JSON.parse(text) : null } catch { json = text }
+      try {
+        json = text ? JSON.parse(text) : null
+      } catch {
+        json = text
+      }
       return { status: res.status, json }
     }
-  } catch (err) { _unavailable(err) }
+  } catch (err) {
+    _unavailable(err)
+  }
 }
 
 /**
@@ -89,13 +121,16 @@ function _readKey(): string | undefined {
 /** A bouncer call (decision reads). */
 export async function bouncerRequest(path: string, query: Record<string, string> = {}, opts: { timeoutMs?: number } = {}): Promise<any> {
   const key = _readKey()
-  if (!key) throw upstreamUnavailable('security engine', 'the bouncer key is not configured (set LAPI_BOUNCER_KEY or LAPI_PANEL_BOUNCER_KEY)')
+  if (!key)
+    throw upstreamUnavailable('security engine', 'the bouncer key is not configured (set LAPI_BOUNCER_KEY or LAPI_PANEL_BOUNCER_KEY)')
   try {
     const res = await _send(path, { method: 'GET', query, timeoutMs: opts.timeoutMs, headers: { 'x-api-key': key } })
     const text = await res.text()
     if (res.status !== 200) throw await _engineError(res.status, text)
     return text ? JSON.parse(text) : null
-  } catch (err) { _unavailable(err) }
+  } catch (err) {
+    _unavailable(err)
+  }
 }
 
 /** Every scope the panel knows; the stream's default would be Ip and Range only. */
@@ -107,11 +142,16 @@ export const STREAM_SCOPES = 'ip,range,country,as'
  * changed since this key's last pull. dedup=false: every decision by id, as GET
  * /v1/decisions lists them, not only the longest per value.
  */
-export async function pullDecisionStream(startup: boolean, opts: { timeoutMs?: number } = {}): Promise<{ new: LapiDecision[]; deleted: LapiDecision[] }> {
+export async function pullDecisionStream(
+  startup: boolean,
+  opts: { timeoutMs?: number } = {},
+): Promise<{ new: LapiDecision[]; deleted: LapiDecision[] }> {
   const key = getConfig().lapi.panelBouncerKey
   if (!key) throw new Error('LAPI_PANEL_BOUNCER_KEY is not configured')
   const res = await _send('v1/decisions/stream', {
-    method: 'GET', timeoutMs: opts.timeoutMs, headers: { 'x-api-key': key },
+    method: 'GET',
+    timeoutMs: opts.timeoutMs,
+    headers: { 'x-api-key': key },
     query: { startup: String(startup), scopes: STREAM_SCOPES, dedup: 'false' },
   })
   const text = await res.text()
@@ -126,12 +166,30 @@ export async function pullDecisionStream(startup: boolean, opts: { timeoutMs?: n
  */
 export function rangeBanAlert(opts: { scenario: string; message: string; origin: string; ranges: string[]; duration: string }) {
   const now = new Date().toISOString()
-  return [{
-    scenario: opts.scenario, scenario_hash: '', scenario_version: '', message: opts.message,
-    events_count: 1, start_at: now, stop_at: now, capacity: 0, leakspeed: '0', simulated: false, events: [],
-    source: { scope: 'Range', value: opts.ranges[0] },
-    decisions: opts.ranges.map((value) => ({ origin: opts.origin, type: 'ban', scope: 'Range', value, duration: opts.duration, scenario: opts.scenario })),
-  }]
+  return [
+    {
+      scenario: opts.scenario,
+      scenario_hash: '',
+      scenario_version: '',
+      message: opts.message,
+      events_count: 1,
+      start_at: now,
+      stop_at: now,
+      capacity: 0,
+      leakspeed: '0',
+      simulated: false,
+      events: [],
+      source: { scope: 'Range', value: opts.ranges[0] },
+      decisions: opts.ranges.map((value) => ({
+        origin: opts.origin,
+        type: 'ban',
+        scope: 'Range',
+        value,
+        duration: opts.duration,
+        scenario: opts.scenario,
+      })),
+    },
+  ]
 }
 
 /** Every active decision (the LAPI's null becomes []). */
@@ -182,7 +240,9 @@ function _isIpOrCidr(value: string): boolean {
 
 /** Whether the proxy's bouncer refuses this decision's value: Ip/Range, every type but throttle (answered 429), a value it parses. */
 export function isRefusedSource(d: { scope: string; type: string; value: string }): boolean {
-  return ['ip', 'range'].includes(String(d.scope).toLowerCase()) && String(d.type).toLowerCase() !== 'throttle' && _isIpOrCidr(String(d.value))
+  return (
+    ['ip', 'range'].includes(String(d.scope).toLowerCase()) && String(d.type).toLowerCase() !== 'throttle' && _isIpOrCidr(String(d.value))
+  )
 }
 
 /**

@@ -21,11 +21,17 @@ const _STARTUP_TIMEOUT_MS = 120_000
 const _DELTA_TIMEOUT_MS = 30_000
 
 export interface MirrorRecord {
-  id: number; origin: string; type: string; scope: string; value: string; scenario: string
+  id: number
+  origin: string
+  type: string
+  scope: string
+  value: string
+  scenario: string
   /** Absolute expiry (ms), from the time left the engine reported when the decision arrived. */
   untilMs: number
   /** Lower-cased value and scenario, for q without a lower-casing per row per request. */
-  valueLc: string; scenarioLc: string
+  valueLc: string
+  scenarioLc: string
 }
 
 let _byId = new Map<number, MirrorRecord>()
@@ -33,7 +39,13 @@ let _byId = new Map<number, MirrorRecord>()
 let _sorted: MirrorRecord[] = []
 let _version = 0
 let _needFull = true
-let _state = { synced_at: null as number | null, full_sync_at: null as number | null, full_syncs: 0, last_error: null as string | null, last_error_at: null as number | null }
+let _state = {
+  synced_at: null as number | null,
+  full_sync_at: null as number | null,
+  full_syncs: 0,
+  last_error: null as string | null,
+  last_error_at: null as number | null,
+}
 let _inFlight: Promise<void> | undefined
 
 export function mirrorEnabled(): boolean {
@@ -43,8 +55,15 @@ export function mirrorEnabled(): boolean {
 function _record(d: LapiDecision, receivedMs: number): MirrorRecord {
   const left = parseGoDurationMs(String(d.duration)) ?? 0
   return {
-    id: Number(d.id), origin: String(d.origin), type: String(d.type), scope: String(d.scope), value: String(d.value), scenario: String(d.scenario),
-    untilMs: receivedMs + left, valueLc: String(d.value).toLowerCase(), scenarioLc: String(d.scenario).toLowerCase(),
+    id: Number(d.id),
+    origin: String(d.origin),
+    type: String(d.type),
+    scope: String(d.scope),
+    value: String(d.value),
+    scenario: String(d.scenario),
+    untilMs: receivedMs + left,
+    valueLc: String(d.value).toLowerCase(),
+    scenarioLc: String(d.scenario).toLowerCase(),
   }
 }
 
@@ -70,15 +89,19 @@ function _applyDelta(added: LapiDecision[], deleted: LapiDecision[], receivedMs:
   const kept = dropped ? _sorted.filter((r) => _byId.get(r.id) === r && !fresh.has(r.id)) : _sorted
   const incoming = [...fresh.values()].sort((x, y) => x.id - y.id)
   // New ids are nearly always above every held one (the engine's ids grow): append, else merge.
-  _sorted = !incoming.length ? kept
-    : !kept.length || incoming[0]!.id > kept[kept.length - 1]!.id ? kept.concat(incoming)
+  _sorted = !incoming.length
+    ? kept
+    : !kept.length || incoming[0]!.id > kept[kept.length - 1]!.id
+      ? kept.concat(incoming)
       : _merge(kept, incoming)
   return true
 }
 
 function _merge(a: MirrorRecord[], b: MirrorRecord[]): MirrorRecord[] {
   const out: MirrorRecord[] = new Array(a.length + b.length)
-  let i = 0, j = 0, k = 0
+  let i = 0,
+    j = 0,
+    k = 0
   while (i < a.length && j < b.length) out[k++] = a[i]!.id < b[j]!.id ? a[i++]! : b[j++]!
   while (i < a.length) out[k++] = a[i++]!
   while (j < b.length) out[k++] = b[j++]!
@@ -112,7 +135,9 @@ async function _pull(): Promise<void> {
 /** One pull now (single flight: a caller during a pull waits for the next one, which sees its change). */
 export async function syncMirrorNow(): Promise<void> {
   while (_inFlight) await _inFlight.catch(() => {})
-  _inFlight = _pull().finally(() => { _inFlight = undefined })
+  _inFlight = _pull().finally(() => {
+    _inFlight = undefined
+  })
   return _inFlight
 }
 
@@ -132,7 +157,8 @@ export function mirrorBannedSources(): { sources: string[]; at: string } | undef
   if (_state.synced_at === null) return undefined
   const at = new Date(_state.synced_at).toISOString()
   if (_sourcesCache?.version !== _version) {
-    const now = Date.now(), set = new Set<string>()
+    const now = Date.now(),
+      set = new Set<string>()
     for (const r of _sorted) if (r.untilMs >= now && isRefusedSource(r)) set.add(r.value)
     _sourcesCache = { version: _version, sources: [...set].sort(), at }
   }
@@ -140,12 +166,17 @@ export function mirrorBannedSources(): { sources: string[]; at: string } | undef
 }
 
 export function mirrorHealth() {
-  const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
   return {
-    enabled: mirrorEnabled(), pull_seconds: getConfig().lapi.pullSeconds, decisions: _sorted.length,
+    enabled: mirrorEnabled(),
+    pull_seconds: getConfig().lapi.pullSeconds,
+    decisions: _sorted.length,
     banned_sources: mirrorBannedSources()?.sources.length ?? null,
-    synced_at: iso(_state.synced_at), full_sync_at: iso(_state.full_sync_at), full_syncs: _state.full_syncs,
-    last_error: _state.last_error, last_error_at: iso(_state.last_error_at),
+    synced_at: iso(_state.synced_at),
+    full_sync_at: iso(_state.full_sync_at),
+    full_syncs: _state.full_syncs,
+    last_error: _state.last_error,
+    last_error_at: iso(_state.last_error_at),
   }
 }
 
@@ -156,6 +187,8 @@ export function startDecisionMirror(): Loop | undefined {
     run: syncMirrorNow,
     // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
     nextDelayMs: ({ durationMs }) => Math.max(0, getConfig().lapi.pullSeconds * 1000 - durationMs),
-    onFailure: () => { /* logged in _pull; retried at the next tick */ },
+    onFailure: () => {
+      /* logged in _pull; retried at the next tick */
+    },
   })
 }

@@ -19,7 +19,10 @@ export async function readSecurityOverview() {
     hosts_total: rows.length,
     waf: {
       enabled: rows.filter((h) => h.wafEnabled).length,
-      modes: { detection: rows.filter((h) => h.wafEnabled && h.wafMode === 'detection').length, blocking: rows.filter((h) => h.wafEnabled && h.wafMode === 'blocking').length },
+      modes: {
+        detection: rows.filter((h) => h.wafEnabled && h.wafMode === 'detection').length,
+        blocking: rows.filter((h) => h.wafEnabled && h.wafMode === 'blocking').length,
+      },
     },
     rate_limit_enabled: rows.filter((h) => h.rateLimitEnabled).length,
     forward_auth_enabled: rows.filter((h) => h.authRequired).length,
@@ -36,7 +39,9 @@ export async function readSecurityOverview() {
   }
 }
 
-function _ipv4ToInt(ip: string): number { return ip.split('.').reduce((n, o) => n * 256 + Number(o), 0) }
+function _ipv4ToInt(ip: string): number {
+  return ip.split('.').reduce((n, o) => n * 256 + Number(o), 0)
+}
 
 /** Whether an address falls in a whitelist entry (IPv4 CIDRs compared numerically, IPv6 exact). */
 export function isCoveredBy(ip: string, entry: string): boolean {
@@ -44,7 +49,7 @@ export function isCoveredBy(ip: string, entry: string): boolean {
   const [net, bitsText] = entry.split('/')
   if (!ip.includes('.') || !net!.includes('.')) return false
   const bits = Number(bitsText)
-  const mask = bits === 0 ? 0 : (2 ** 32 - 2 ** (32 - bits))
+  const mask = bits === 0 ? 0 : 2 ** 32 - 2 ** (32 - bits)
   return (_ipv4ToInt(ip) & mask) >>> 0 === (_ipv4ToInt(net!) & mask) >>> 0
 }
 
@@ -55,9 +60,19 @@ export async function checkSelf(ip: string | null) {
   const decisions = await fetchActiveDecisions({ ip })
   const entries = await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)
   return {
-    ip, banned: decisions.some((d) => d.type === 'ban'),
-    decisions: decisions.map((d) => ({ id: d.id, value: d.value, scope: d.scope, type: d.type, origin: d.origin, scenario: d.scenario, duration: d.duration })),
+    ip,
+    banned: decisions.some((d) => d.type === 'ban'),
+    decisions: decisions.map((d) => ({
+      id: d.id,
+      value: d.value,
+      scope: d.scope,
+      type: d.type,
+      origin: d.origin,
+      scenario: d.scenario,
+      duration: d.duration,
+    })),
     whitelisted: entries.some((e) => isCoveredBy(ip, e.value)),
-    country: null, as_number: null,
+    country: null,
+    as_number: null,
   }
 }

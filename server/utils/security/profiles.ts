@@ -48,7 +48,10 @@ export function stripPanelBlock(text: string): string {
   const end = text.indexOf(_END)
   if (start >= 0 && end > start) return text.slice(0, start) + text.slice(end + _END.length).replace(/^\n/, '')
   if (start < 0 && end < 0 && !_PANEL_DOC.test(text)) return text
-  const withoutMarkers = text.split('\n').filter((l) => l !== _BEGIN && l !== _END).join('\n')
+  const withoutMarkers = text
+    .split('\n')
+    .filter((l) => l !== _BEGIN && l !== _END)
+    .join('\n')
   const kept = withoutMarkers.split(/^---[ \t]*$/m).filter((doc) => !_PANEL_DOC.test(doc) && doc.trim() !== '')
   return kept.join('---').replace(/^\n+/, '')
 }
@@ -71,7 +74,10 @@ export async function syncTrueDetectProfiles(): Promise<void> {
   const path = _profilesPath()
   if (!path) return
   const { current, next } = await _expected(path)
-  if (next === null) { logger.warn(`true_detect_mode: ${path} does not exist; nothing written`); return }
+  if (next === null) {
+    logger.warn(`true_detect_mode: ${path} does not exist; nothing written`)
+    return
+  }
   if (next !== current) writeFileAtomically(path, next)
 }
 
@@ -89,6 +95,9 @@ export async function checkTrueDetectProfiles(): Promise<SurfaceCheck> {
   if (next === current) return out
   writeFileAtomically(path, next)
   const had = current!.includes(_BEGIN) || _PANEL_DOC.test(current!)
-  out.repaired.push({ target: path, detail: `${path}: the panel-managed true_detect_mode block ${had ? (count ? 'differed' : 'was left over') : 'was missing'}: rewritten from the database` })
+  out.repaired.push({
+    target: path,
+    detail: `${path}: the panel-managed true_detect_mode block ${had ? (count ? 'differed' : 'was left over') : 'was missing'}: rewritten from the database`,
+  })
   return out
 }

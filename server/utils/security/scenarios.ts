@@ -21,7 +21,14 @@ import { writeFileAtomically } from '../core/files'
 // which the compose stack hands to the engine image's DISABLE_SCENARIOS, so the
 // engine's own start script removes them before the engine reads its scenarios.
 
-export interface Scenario { short_name: string; source: 'hub' | 'local'; canonical_name: string; path: string; disabled: boolean; description?: string }
+export interface Scenario {
+  short_name: string
+  source: 'hub' | 'local'
+  canonical_name: string
+  path: string
+  disabled: boolean
+  description?: string
+}
 
 /** <author>/<scenario>, as the engine's hub names them. */
 export const SCENARIO_NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]*\/[a-z0-9][a-z0-9_.-]*$/i
@@ -37,7 +44,9 @@ function _hubScenarios(): Record<string, any> | undefined {
   if (!hub) return undefined
   try {
     return JSON.parse(readFileSync(join(hub, '.index.json'), 'utf8')).scenarios ?? {}
-  } catch { return undefined /* no index produced yet */ }
+  } catch {
+    return undefined /* no index produced yet */
+  }
 }
 
 function _hubDescriptions(): Map<string, string> {
@@ -56,7 +65,9 @@ function _localName(path: string, shortName: string): string {
   try {
     const m = /^name:\s*["']?([^"'\n]+)["']?\s*$/m.exec(readFileSync(path, 'utf8'))
     if (m) return m[1]!.trim()
-  } catch { /* unreadable: fall back to the file name */ }
+  } catch {
+    /* unreadable: fall back to the file name */
+  }
   return `local/${shortName}`
 }
 
@@ -69,7 +80,7 @@ export function listScenariosOnDisk(): Scenario[] {
     const path = join(dir, file)
     const shortName = file.replace(/\.ya?ml$/, '')
     const isLink = lstatSync(path).isSymbolicLink()
-    const canonical = isLink ? canonicalFromHubPath(readlinkSync(path)) ?? `local/${shortName}` : _localName(path, shortName)
+    const canonical = isLink ? (canonicalFromHubPath(readlinkSync(path)) ?? `local/${shortName}`) : _localName(path, shortName)
     out.push({ short_name: shortName, source: isLink ? 'hub' : 'local', canonical_name: canonical, path, disabled: false })
   }
   return out
@@ -85,14 +96,25 @@ export async function listScenarios() {
     // A re-enabled scenario whose link is missing (until the detector restores it) is still listed, as enabled.
     if (!o.disabled && byName.has(o.canonicalName)) continue
     const shortName = o.canonicalName.split('/')[1]!
-    byName.set(o.canonicalName, { short_name: shortName, source: 'hub', canonical_name: o.canonicalName, path: join(dir ?? '', `${shortName}.yaml`), disabled: o.disabled })
+    byName.set(o.canonicalName, {
+      short_name: shortName,
+      source: 'hub',
+      canonical_name: o.canonicalName,
+      path: join(dir ?? '', `${shortName}.yaml`),
+      disabled: o.disabled,
+    })
   }
-  const scenarios = [...byName.values()].sort((a, b) => a.canonical_name.localeCompare(b.canonical_name)).map((s) => {
-    const description = descriptions.get(s.canonical_name)
-    return description ? { ...s, description } : s
-  })
+  const scenarios = [...byName.values()]
+    .sort((a, b) => a.canonical_name.localeCompare(b.canonical_name))
+    .map((s) => {
+      const description = descriptions.get(s.canonical_name)
+      return description ? { ...s, description } : s
+    })
   return {
-    scenarios, is_available: available, mount_path: dir ?? null, disabled_count: overrides.filter((o) => o.disabled).length,
+    scenarios,
+    is_available: available,
+    mount_path: dir ?? null,
+    disabled_count: overrides.filter((o) => o.disabled).length,
     ...(available ? { last_modified_at: statSync(dir!).mtime.toISOString() } : {}),
   }
 }
@@ -102,10 +124,16 @@ export const scenarioPatchBody = z.strictObject({ disabled: z.boolean({ message:
 /** PATCH: `{name}` arrives URL-encoded (`crowdsecurity%2Fhttp-probing`) and is decoded here. */
 export async function setScenarioDisabled(rawName: string, disabled: boolean, ctx: AuditContext) {
   let name: string
-  try { name = decodeURIComponent(rawName) } catch { throw badRequest('name: is not a valid URL-encoded scenario name') }
-  if (!SCENARIO_NAME_PATTERN.test(name) || name.includes('..')) throw badRequest('name: must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing')
+  try {
+    name = decodeURIComponent(rawName)
+  } catch {
+    throw badRequest('name: is not a valid URL-encoded scenario name')
+  }
+  if (!SCENARIO_NAME_PATTERN.test(name) || name.includes('..'))
+    throw badRequest('name: must be <author>/<scenario> such as crowdsecurity%2Fhttp-probing')
   const dir = _scenariosDir()
-  if (!dir || !existsSync(dir)) throw upstreamUnavailable('security engine', 'its scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)')
+  if (!dir || !existsSync(dir))
+    throw upstreamUnavailable('security engine', 'its scenarios folder is not mounted (set CROWDSEC_CONFIG_DIR)')
   await withEngineFiles(async () => {
     const onDisk = listScenariosOnDisk().find((s) => s.canonical_name === name)
     const override = await getDb().select().from(scenarioOverrides).where(eq(scenarioOverrides.canonicalName, name)).get()
@@ -115,8 +143,12 @@ export async function setScenarioDisabled(rawName: string, disabled: boolean, ct
     const linkTarget = onDisk ? readlinkSync(onDisk.path) : override!.linkTarget
     const row = await writeTransaction(async (tx) => {
       const now = new Date().toISOString()
-      const saved = await tx.insert(scenarioOverrides).values({ canonicalName: name, linkTarget, disabled, updatedAt: now })
-        .onConflictDoUpdate({ target: scenarioOverrides.canonicalName, set: { linkTarget, disabled, updatedAt: now } }).returning().get()
+      const saved = await tx
+        .insert(scenarioOverrides)
+        .values({ canonicalName: name, linkTarget, disabled, updatedAt: now })
+        .onConflictDoUpdate({ target: scenarioOverrides.canonicalName, set: { linkTarget, disabled, updatedAt: now } })
+        .returning()
+        .get()
       await writeAudit(ctx, disabled ? 'scenario_disable' : 'scenario_enable', { name }, tx)
       return saved!
     })
@@ -140,12 +172,18 @@ function _applyChoice(dir: string, o: _Choice): { changed?: string; problem?: st
   if (o.disabled) {
     if (!st) return {}
     // Never delete an operator's own file: only hub links are the panel's to remove.
-    if (!st.isSymbolicLink()) return { problem: `${o.canonicalName} is disabled in the panel, but ${path} is a local file, not a hub link: the panel leaves it (remove or rename it in the engine's folder)` }
+    if (!st.isSymbolicLink())
+      return {
+        problem: `${o.canonicalName} is disabled in the panel, but ${path} is a local file, not a hub link: the panel leaves it (remove or rename it in the engine's folder)`,
+      }
     unlinkSync(path)
     return { changed: `${o.canonicalName} was installed again although disabled in the panel: its link was removed` }
   }
   if (st) return {}
-  if (!existsSync(o.linkTarget)) return { problem: `${o.canonicalName} is enabled in the panel, but its hub copy ${o.linkTarget} is missing: install it in the engine (cscli scenarios install ${o.canonicalName})` }
+  if (!existsSync(o.linkTarget))
+    return {
+      problem: `${o.canonicalName} is enabled in the panel, but its hub copy ${o.linkTarget} is missing: install it in the engine (cscli scenarios install ${o.canonicalName})`,
+    }
   symlinkSync(o.linkTarget, path)
   return { changed: `${o.canonicalName} is enabled in the panel but its link was missing: the link was restored` }
 }
@@ -158,7 +196,8 @@ export function renderDisabledScenariosFile(names: string[]): string {
   return [
     '# Managed by the edge panel: edits here are overwritten. The scenarios disabled in the panel, one a line;',
     "# the compose stack passes them to the engine image's DISABLE_SCENARIOS at every engine start.",
-    ...[...names].sort(), '',
+    ...[...names].sort(),
+    '',
   ].join('\n')
 }
 
@@ -170,7 +209,8 @@ export function renderDisabledScenariosFile(names: string[]): string {
 async function _disabledNames(): Promise<string[]> {
   const known = _hubScenarios()
   return (await getDb().select().from(scenarioOverrides).where(eq(scenarioOverrides.disabled, true)))
-    .map((o) => o.canonicalName).filter((n) => !known || n in known)
+    .map((o) => o.canonicalName)
+    .filter((n) => !known || n in known)
 }
 
 function _disabledListPath(): string | undefined {
@@ -199,11 +239,19 @@ export async function checkScenarios(): Promise<SurfaceCheck> {
       const r = _applyChoice(dir, o)
       if (r.changed) out.repaired.push({ target: o.canonicalName, detail: r.changed })
       if (r.problem) out.remaining.push(r.problem)
-    } catch (err) { out.remaining.push(`${o.canonicalName}: ${(err as Error).message}`) }
+    } catch (err) {
+      out.remaining.push(`${o.canonicalName}: ${(err as Error).message}`)
+    }
   }
   try {
     const written = _writeDisabledList(await _disabledNames())
-    if (written) out.repaired.push({ target: _disabledListPath()!, detail: `${_disabledListPath()} ${written.before === null ? 'was missing' : 'differed'}: rewritten from the database` })
-  } catch (err) { out.remaining.push(`${DISABLED_SCENARIOS_FILE}: ${(err as Error).message}`) }
+    if (written)
+      out.repaired.push({
+        target: _disabledListPath()!,
+        detail: `${_disabledListPath()} ${written.before === null ? 'was missing' : 'differed'}: rewritten from the database`,
+      })
+  } catch (err) {
+    out.remaining.push(`${DISABLED_SCENARIOS_FILE}: ${(err as Error).message}`)
+  }
   return out
 }

@@ -24,7 +24,8 @@ export function parseIpOrCidr(raw: string): { value: string; kind: 'ip' | 'cidr'
   if (!family || extra !== undefined) throw badRequest('value: must be an IP address or a CIDR such as 192.0.2.0/24')
   if (prefix === undefined) return { value: addr!, kind: 'ip' }
   const bits = Number(prefix)
-  if (!/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128)) throw badRequest(`value: the prefix length must be 0 to ${family === 4 ? 32 : 128}`)
+  if (!/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128))
+    throw badRequest(`value: the prefix length must be 0 to ${family === 4 ? 32 : 128}`)
   return { value: `${addr}/${bits}`, kind: 'cidr' }
 }
 
@@ -72,17 +73,23 @@ export async function writeWhitelistFile(): Promise<void> {
 export async function addWhitelistEntry(input: z.infer<typeof whitelistBody>, ctx: AuditContext) {
   const { value, kind } = parseIpOrCidr(input.value)
   engineConfigDir()
-  if (await getDb().select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get()) throw conflict(`value: ${value} is already whitelisted`)
+  if (await getDb().select().from(whitelistEntries).where(eq(whitelistEntries.value, value)).get())
+    throw conflict(`value: ${value} is already whitelisted`)
   // The decisions the entry covers: the address's own Ip decisions, or every
   // decision inside the CIDR. A wider range that contains the entry stays.
-  const removed = kind === 'ip'
-    ? await deleteDecisionsMatching({ scopes: 'Ip', value })
-    : await deleteDecisionsMatching({ range: value, contains: 'false' })
+  const removed =
+    kind === 'ip'
+      ? await deleteDecisionsMatching({ scopes: 'Ip', value })
+      : await deleteDecisionsMatching({ range: value, contains: 'false' })
   await invalidateDecisionCache()
   const row = await withEngineFiles(async () => {
     const inserted = await writeTransaction(async (tx) => {
       const now = new Date().toISOString()
-      const r = (await tx.insert(whitelistEntries).values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor }).returning().get())!
+      const r = (await tx
+        .insert(whitelistEntries)
+        .values({ value, reason: input.reason ?? '', createdAt: now, createdBy: ctx.actor })
+        .returning()
+        .get())!
       await writeAudit(ctx, 'whitelist_add', { value, removed_decisions: removed }, tx)
       // The proxy's bouncer skips whitelisted sources: the configuration changes too.
       await reconcileInTransaction(tx, ctx, `whitelist entry ${value} added`)
@@ -120,9 +127,10 @@ export async function checkWhitelistFile(): Promise<SurfaceCheck> {
   if (current === expected) return out
   if (expected === null) rmSync(path, { force: true })
   else writeFileAtomically(path, expected)
-  const detail = expected === null
-    ? `${path} existed although the whitelist is empty (an empty whitelist node stops the engine): removed`
-    : `${path} ${current === null ? 'was missing' : 'differed'}: rewritten from the database`
+  const detail =
+    expected === null
+      ? `${path} existed although the whitelist is empty (an empty whitelist node stops the engine): removed`
+      : `${path} ${current === null ? 'was missing' : 'differed'}: rewritten from the database`
   out.repaired.push({ target: path, detail })
   return out
 }

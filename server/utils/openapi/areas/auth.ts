@@ -1,13 +1,28 @@
 import { z } from 'zod'
-import { createApiTokenBody, listApiTokensQuery, emptyBody, loginBody, oidcCallbackQuery, oidcLoginQuery, roleSchema, setupBody, totpCodeBody } from '../../auth/schemas'
+import {
+  createApiTokenBody,
+  listApiTokensQuery,
+  emptyBody,
+  loginBody,
+  oidcCallbackQuery,
+  oidcLoginQuery,
+  roleSchema,
+  setupBody,
+  totpCodeBody,
+} from '../../auth/schemas'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: authentication, first-run setup, ForwardAuth (users: system.ts).
 
 export const userSchema = z.strictObject({
-  id: z.number().int(), email: z.string(), name: z.string(), role: roleSchema,
-  provider: z.string().describe('local or oidc'), totp_enabled: z.boolean(),
-  created_at: timestamp(), updated_at: nullableTimestamp(),
+  id: z.number().int(),
+  email: z.string(),
+  name: z.string(),
+  role: roleSchema,
+  provider: z.string().describe('local or oidc'),
+  totp_enabled: z.boolean(),
+  created_at: timestamp(),
+  updated_at: nullableTimestamp(),
 })
 
 /** The user as a session carries it (login, session info). */
@@ -16,40 +31,65 @@ export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at:
 const apiTokenRefSchema = z.strictObject({ id: z.number().int(), name: z.string(), scope: z.enum(['read', 'admin']) })
 
 const apiTokenSchema = z.strictObject({
-  id: z.number().int(), name: z.string(), scope: z.enum(['read', 'admin']).describe('as created (narrowed to read when the owner was demoted)'),
-  effective_scope: z.enum(['read', 'admin']).describe('what it acts with now: never above the owner\'s current role'),
+  id: z.number().int(),
+  name: z.string(),
+  scope: z.enum(['read', 'admin']).describe('as created (narrowed to read when the owner was demoted)'),
+  effective_scope: z.enum(['read', 'admin']).describe("what it acts with now: never above the owner's current role"),
   prefix: z.string().describe('the first characters of the secret, to tell tokens apart; not usable on its own'),
-  user_id: z.number().int(), user_email: z.string(), state: z.enum(['active', 'expired', 'revoked']),
-  created_at: timestamp(), expires_at: nullableTimestamp().describe('null: never expires'),
-  last_used_at: nullableTimestamp(), last_used_ip: z.union([z.string(), z.null()]),
-  revoked_at: nullableTimestamp(), revoked_by: z.union([z.string(), z.null()]),
+  user_id: z.number().int(),
+  user_email: z.string(),
+  state: z.enum(['active', 'expired', 'revoked']),
+  created_at: timestamp(),
+  expires_at: nullableTimestamp().describe('null: never expires'),
+  last_used_at: nullableTimestamp(),
+  last_used_ip: z.union([z.string(), z.null()]),
+  revoked_at: nullableTimestamp(),
+  revoked_by: z.union([z.string(), z.null()]),
 })
 
-const sessionCookie = { 'Set-Cookie': 'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)' }
+const sessionCookie = {
+  'Set-Cookie':
+    'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)',
+}
 
 export const authOperations = [
   operation({
-    method: 'get', path: '/api/setup', access: 'public', summary: 'Whether the first admin still has to be created',
+    method: 'get',
+    path: '/api/setup',
+    access: 'public',
+    summary: 'Whether the first admin still has to be created',
     responses: { 200: ok('setup state', z.strictObject({ needs_setup: z.boolean() })) },
   }),
   operation({
-    method: 'post', path: '/api/setup', access: 'public', summary: 'Create the first admin (only while no user exists)',
+    method: 'post',
+    path: '/api/setup',
+    access: 'public',
+    summary: 'Create the first admin (only while no user exists)',
     body: setupBody,
     responses: { 201: ok('the admin, logged in', userSchema, { headers: sessionCookie }), 409: ok('a user already exists') },
   }),
   operation({
-    method: 'post', path: '/api/auth/login', access: 'public', summary: 'Log in with email and password',
+    method: 'post',
+    path: '/api/auth/login',
+    access: 'public',
+    summary: 'Log in with email and password',
     description: '5 failures for one account or 20 from one address within 15 minutes answer 429 with Retry-After.',
     body: loginBody,
     responses: {
-      200: ok('logged in, or (account with TOTP) a pending second step: `{totp_pending: true}` with a short-lived panel_totp_pending cookie',
-        z.union([z.strictObject({ user: sessionUserSchema }), z.strictObject({ totp_pending: z.literal(true) })]), { headers: sessionCookie }),
+      200: ok(
+        'logged in, or (account with TOTP) a pending second step: `{totp_pending: true}` with a short-lived panel_totp_pending cookie',
+        z.union([z.strictObject({ user: sessionUserSchema }), z.strictObject({ totp_pending: z.literal(true) })]),
+        { headers: sessionCookie },
+      ),
       401: ok('bad credentials'),
       429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
     },
   }),
   operation({
-    method: 'post', path: '/api/auth/login/totp', access: 'public', summary: 'Second login step: a TOTP code (or a recovery code) with the pending cookie',
+    method: 'post',
+    path: '/api/auth/login/totp',
+    access: 'public',
+    summary: 'Second login step: a TOTP code (or a recovery code) with the pending cookie',
     description: 'A code is accepted once, within ±1 30-second step. Failures are throttled like passwords (429 with Retry-After).',
     body: totpCodeBody,
     responses: {
@@ -59,77 +99,165 @@ export const authOperations = [
     },
   }),
   operation({
-    method: 'post', path: '/api/auth/totp/setup', access: 'session', summary: 'Start TOTP enrolment: a new secret and its otpauth:// URI (not active until enabled)',
+    method: 'post',
+    path: '/api/auth/totp/setup',
+    access: 'session',
+    summary: 'Start TOTP enrolment: a new secret and its otpauth:// URI (not active until enabled)',
     body: emptyBody,
-    responses: { 200: ok('the secret to enter in an authenticator app', z.strictObject({ secret: z.string(), otpauth_uri: z.string() })), 409: ok('TOTP is already on, or not for this account') },
+    responses: {
+      200: ok('the secret to enter in an authenticator app', z.strictObject({ secret: z.string(), otpauth_uri: z.string() })),
+      409: ok('TOTP is already on, or not for this account'),
+    },
   }),
   operation({
-    method: 'post', path: '/api/auth/totp/enable', access: 'session', summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
+    method: 'post',
+    path: '/api/auth/totp/enable',
+    access: 'session',
+    summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is already on, or no secret yet (call setup first)') },
+    responses: {
+      200: ok('TOTP on', z.strictObject({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()) }), {
+        headers: sessionCookie,
+      }),
+      400: ok('the code does not match (or is malformed)'),
+      409: ok('TOTP is already on, or no secret yet (call setup first)'),
+    },
   }),
   operation({
-    method: 'post', path: '/api/auth/totp/disable', access: 'session', summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
+    method: 'post',
+    path: '/api/auth/totp/disable',
+    access: 'session',
+    summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
     body: totpCodeBody,
-    responses: { 200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
+    responses: {
+      200: ok('TOTP off', z.strictObject({ totp_enabled: z.literal(false) }), { headers: sessionCookie }),
+      400: ok('the code does not match (or is malformed)'),
+      409: ok('TOTP is not enabled'),
+    },
   }),
   operation({
-    method: 'post', path: '/api/auth/totp/recovery-codes', access: 'session', summary: 'A new set of recovery codes (the old set stops working)',
+    method: 'post',
+    path: '/api/auth/totp/recovery-codes',
+    access: 'session',
+    summary: 'A new set of recovery codes (the old set stops working)',
     body: totpCodeBody,
-    responses: { 200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })), 400: ok('the code does not match (or is malformed)'), 409: ok('TOTP is not enabled') },
+    responses: {
+      200: ok('the new codes, shown once', z.strictObject({ recovery_codes: z.array(z.string()) })),
+      400: ok('the code does not match (or is malformed)'),
+      409: ok('TOTP is not enabled'),
+    },
   }),
   operation({
-    method: 'get', path: '/api/auth/oidc/login', access: 'public', summary: 'Start an OIDC login (authorization code with PKCE S256)',
+    method: 'get',
+    path: '/api/auth/oidc/login',
+    access: 'public',
+    summary: 'Start an OIDC login (authorization code with PKCE S256)',
     query: oidcLoginQuery,
-    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, { headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' } }) },
+    responses: {
+      400: ok('a parameter over its maximum length'),
+      302: ok('to the identity provider, or to /login?oidc_error=<code> when OIDC is off or the provider unreachable', undefined, {
+        headers: { Location: 'authorization endpoint with client_id, redirect_uri, state, code_challenge, nonce' },
+      }),
+    },
   }),
   operation({
-    method: 'get', path: '/api/auth/oidc/callback', access: 'public', summary: 'OIDC redirect URI: completes the login',
-    description: 'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, provider_error, internal_error (docs/auth.md).',
+    method: 'get',
+    path: '/api/auth/oidc/callback',
+    access: 'public',
+    summary: 'OIDC redirect URI: completes the login',
+    description:
+      'Failure codes: state_not_found, exchange_failed, token_invalid, email_not_allowed, email_not_verified, account_conflict, provider_error, internal_error (docs/auth.md).',
     query: oidcCallbackQuery,
-    responses: { 400: ok('a parameter over its maximum length'), 302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, { headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' } }) },
+    responses: {
+      400: ok('a parameter over its maximum length'),
+      302: ok('to the sanitised rd with the session cookie, or to /login?oidc_error=<code>', undefined, {
+        headers: { ...sessionCookie, Location: 'rd or /login?oidc_error=<code>' },
+      }),
+    },
   }),
   operation({
-    method: 'post', path: '/api/auth/logout', access: 'session', summary: 'Log out: deletes the session and clears the cookie',
+    method: 'post',
+    path: '/api/auth/logout',
+    access: 'session',
+    summary: 'Log out: deletes the session and clears the cookie',
     responses: { 204: noContent() },
   }),
   operation({
-    method: 'get', path: '/api/auth/session', access: 'session', summary: 'The current session and its user',
-    description: 'With an API token: `user.role` is the role the token acts with (viewer for a read token), `expires_at` the token\'s expiry (null: none) and `api_token` names it.',
-    responses: { 200: ok('the session', z.strictObject({ user: sessionUserSchema, expires_at: nullableTimestamp(), api_token: apiTokenRefSchema.optional() })) },
-  }),
-  operation({
-    method: 'get', path: '/api/auth/providers', access: 'public', summary: 'Login methods for the login page',
-    responses: { 200: ok('login methods', z.strictObject({ local: z.literal(true), oidc: z.strictObject({ enabled: z.boolean(), display_name: z.string() }) })) },
-  }),
-  operation({
-    method: 'get', path: '/auth/forward', access: 'proxy', summary: "ForwardAuth: the proxy's sub-request",
-    description: 'Called by the proxy with the browser\'s cookies. 200 with X-Auth-User, X-Auth-Email, X-Auth-Name and X-Auth-Provider for a valid session; otherwise 302 to <PANEL_PUBLIC_URL>/login?rd=<original URL rebuilt from X-Forwarded-Proto/Host/Uri>.',
+    method: 'get',
+    path: '/api/auth/session',
+    access: 'session',
+    summary: 'The current session and its user',
+    description:
+      "With an API token: `user.role` is the role the token acts with (viewer for a read token), `expires_at` the token's expiry (null: none) and `api_token` names it.",
     responses: {
-      200: ok('valid session; empty body', undefined, { headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' } }),
+      200: ok(
+        'the session',
+        z.strictObject({ user: sessionUserSchema, expires_at: nullableTimestamp(), api_token: apiTokenRefSchema.optional() }),
+      ),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/auth/providers',
+    access: 'public',
+    summary: 'Login methods for the login page',
+    responses: {
+      200: ok(
+        'login methods',
+        z.strictObject({ local: z.literal(true), oidc: z.strictObject({ enabled: z.boolean(), display_name: z.string() }) }),
+      ),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/auth/forward',
+    access: 'proxy',
+    summary: "ForwardAuth: the proxy's sub-request",
+    description:
+      "Called by the proxy with the browser's cookies. 200 with X-Auth-User, X-Auth-Email, X-Auth-Name and X-Auth-Provider for a valid session; otherwise 302 to <PANEL_PUBLIC_URL>/login?rd=<original URL rebuilt from X-Forwarded-Proto/Host/Uri>.",
+    responses: {
+      200: ok('valid session; empty body', undefined, {
+        headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' },
+      }),
       302: ok('no valid session: go to the login page', undefined, { headers: { Location: '<PANEL_PUBLIC_URL>/login?rd=<escaped url>' } }),
     },
   }),
   operation({
-    method: 'get', path: '/api/tokens', access: 'session', summary: 'Your API tokens (admins: every user\'s with all=1)',
+    method: 'get',
+    path: '/api/tokens',
+    access: 'session',
+    summary: "Your API tokens (admins: every user's with all=1)",
     description: 'Never the secret or its hash. Revoked and expired tokens stay listed with their state.',
     query: listApiTokensQuery,
     responses: { 200: ok('tokens, newest first', z.array(apiTokenSchema)), 403: ok('all=1 without the admin role') },
   }),
   operation({
-    method: 'post', path: '/api/tokens', access: 'session',
+    method: 'post',
+    path: '/api/tokens',
+    access: 'session',
     summary: 'Create an API token; the secret is in this answer only',
-    description: 'Scope `read` (GETs only) or `admin` (only for admins). Use it as `Authorization: Bearer <secret>` on /api/*. Only its SHA-256 is stored. Without an expiry the answer carries a `warning`. Needs a browser session: a token cannot create tokens.',
+    description:
+      'Scope `read` (GETs only) or `admin` (only for admins). Use it as `Authorization: Bearer <secret>` on /api/*. Only its SHA-256 is stored. Without an expiry the answer carries a `warning`. Needs a browser session: a token cannot create tokens.',
     body: createApiTokenBody,
     responses: {
-      201: ok('the token and its secret (shown once)', z.strictObject({ token: apiTokenSchema, secret: z.string().describe('ept_…: store it now, it is never shown again'), warning: z.string().optional() })),
+      201: ok(
+        'the token and its secret (shown once)',
+        z.strictObject({
+          token: apiTokenSchema,
+          secret: z.string().describe('ept_…: store it now, it is never shown again'),
+          warning: z.string().optional(),
+        }),
+      ),
       403: ok('an admin scope asked by a viewer, or the request used an API token'),
       409: ok('you already have an active token with that name'),
     },
   }),
   operation({
-    method: 'delete', path: '/api/tokens/{id}', access: 'session', summary: 'Revoke an API token (its owner or an admin)',
-    description: 'Effective at the next request. Revoking a revoked token changes nothing. Another user\'s token is 404 to a non-admin.',
+    method: 'delete',
+    path: '/api/tokens/{id}',
+    access: 'session',
+    summary: 'Revoke an API token (its owner or an admin)',
+    description: "Effective at the next request. Revoking a revoked token changes nothing. Another user's token is 404 to a non-admin.",
     params: idParam('API token'),
     responses: { 204: noContent('revoked'), 404: ok('no such token of yours') },
   }),

@@ -1,6 +1,14 @@
 import { z } from 'zod'
 import {
-  hostBody, hostRecord, ruleBody, ruleRecord, targetGroupBody, targetGroupRecord, wafExclusionBody, wafExclusionFromLogBody, wafExclusionRecord,
+  hostBody,
+  hostRecord,
+  ruleBody,
+  ruleRecord,
+  targetGroupBody,
+  targetGroupRecord,
+  wafExclusionBody,
+  wafExclusionFromLogBody,
+  wafExclusionRecord,
 } from '../../hosts/schemas'
 import { WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
 import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, timestamp } from '../registry'
@@ -8,18 +16,41 @@ import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, 
 // Area: hosts, target groups, path rules.
 
 export const acmeFailureSchema = z.strictObject({
-  name: z.string().describe('the certificate name the attempt was for'), at: timestamp(), operation: z.enum(['obtain', 'renew']),
-  kind: z.enum(['dns_server_unreachable', 'dns_update_refused', 'dns_zone_not_found', 'dns_txt_not_visible', 'dns_propagation_timeout', 'ca_unreachable', 'challenge_failed', 'other']),
-  cause: z.string().describe('what went wrong, in words'), error: z.string().describe("the proxy's own error text (secrets redacted)"),
+  name: z.string().describe('the certificate name the attempt was for'),
+  at: timestamp(),
+  operation: z.enum(['obtain', 'renew']),
+  kind: z.enum([
+    'dns_server_unreachable',
+    'dns_update_refused',
+    'dns_zone_not_found',
+    'dns_txt_not_visible',
+    'dns_propagation_timeout',
+    'ca_unreachable',
+    'challenge_failed',
+    'other',
+  ]),
+  cause: z.string().describe('what went wrong, in words'),
+  error: z.string().describe("the proxy's own error text (secrets redacted)"),
 })
 
-export const certificateSummarySchema = z.union([z.strictObject({
-  source: z.enum(['acme', 'manual']), not_after: z.union([z.string(), z.null()]), issuer: z.union([z.string(), z.null()]),
-  last_failure: z.union([acmeFailureSchema, z.null()]).describe("the proxy's last ACME attempt for one of the host's names failed; null once one succeeds"),
-}), z.null()])
+export const certificateSummarySchema = z.union([
+  z.strictObject({
+    source: z.enum(['acme', 'manual']),
+    not_after: z.union([z.string(), z.null()]),
+    issuer: z.union([z.string(), z.null()]),
+    last_failure: z
+      .union([acmeFailureSchema, z.null()])
+      .describe("the proxy's last ACME attempt for one of the host's names failed; null once one succeeds"),
+  }),
+  z.null(),
+])
 
 // The answers' shapes are the stored records (hosts/schemas.ts) plus timestamps: declared once.
-export const hostSchema = hostRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp(), certificate: certificateSummarySchema })
+export const hostSchema = hostRecord.extend({
+  created_at: timestamp(),
+  updated_at: nullableTimestamp(),
+  certificate: certificateSummarySchema,
+})
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 
 export const targetGroupSchema = targetGroupRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp() })
@@ -28,9 +59,21 @@ export const wafExclusionSchema = wafExclusionRecord.extend({ created_at: timest
 
 const _nullableInt = z.union([z.number().int(), z.null()])
 export const wafCatalogueSchema = z.strictObject({
-  profiles: z.array(z.strictObject({ id: z.enum(WAF_PROFILES), body_limit_kb: z.number().int(), body_max_args: _nullableInt, json_max_depth: _nullableInt, body_limit_action: z.enum(WAF_LIMIT_ACTIONS) })),
+  profiles: z.array(
+    z.strictObject({
+      id: z.enum(WAF_PROFILES),
+      body_limit_kb: z.number().int(),
+      body_max_args: _nullableInt,
+      json_max_depth: _nullableInt,
+      body_limit_action: z.enum(WAF_LIMIT_ACTIONS),
+    }),
+  ),
   limit_actions: z.array(z.enum(WAF_LIMIT_ACTIONS)),
-  limit_bounds: z.strictObject({ body_limit_kb: z.array(z.number().int()), body_max_args: z.array(z.number().int()), json_max_depth: z.array(z.number().int()) }),
+  limit_bounds: z.strictObject({
+    body_limit_kb: z.array(z.number().int()),
+    body_max_args: z.array(z.number().int()),
+    json_max_depth: z.array(z.number().int()),
+  }),
   families: z.array(z.strictObject({ id: z.string(), label: z.string(), crs_rule_ids: z.array(z.number().int()) })),
   default_families: z.array(z.string()),
   virtual_patches: z.array(z.strictObject({ rule_id: z.number().int(), cve: z.string(), title: z.string() })),
@@ -42,63 +85,198 @@ export const ruleSchema = ruleRecord.extend({ created_at: timestamp(), updated_a
 const rejected = ok('the proxy rejected the configuration ("proxy rejected configuration: <text>"); nothing was written')
 
 export const hostsOperations = [
-  operation({ method: 'get', path: '/api/hosts', access: 'session', summary: 'List hosts', responses: { 200: ok('every host', z.array(hostSchema)) } }),
   operation({
-    method: 'post', path: '/api/hosts', access: 'session', summary: 'Create a host (reconciles the proxy)', body: hostBody,
+    method: 'get',
+    path: '/api/hosts',
+    access: 'session',
+    summary: 'List hosts',
+    responses: { 200: ok('every host', z.array(hostSchema)) },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/hosts',
+    access: 'session',
+    summary: 'Create a host (reconciles the proxy)',
+    body: hostBody,
     responses: { 201: ok('the host and the reconcile outcome', hostWithReconcile), 409: ok('a domain or alias is taken'), 502: rejected },
   }),
-  operation({ method: 'get', path: '/api/hosts/{id}', access: 'session', summary: 'One host', params: idParam('host'), responses: { 200: ok('the host', hostSchema), 404: ok('no such host') } }),
   operation({
-    method: 'put', path: '/api/hosts/{id}', access: 'session', summary: 'Replace a host (reconciles the proxy)', params: idParam('host'), body: hostBody,
-    description: 'Optional booleans and the waf_* tuning fields left out keep their stored values; other optional fields take their defaults. A null waf_* limit means the profile\'s default (docs/waf.md).',
-    responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 409: ok('a domain or alias is taken'), 502: rejected },
+    method: 'get',
+    path: '/api/hosts/{id}',
+    access: 'session',
+    summary: 'One host',
+    params: idParam('host'),
+    responses: { 200: ok('the host', hostSchema), 404: ok('no such host') },
   }),
   operation({
-    method: 'delete', path: '/api/hosts/{id}', access: 'session', summary: 'Delete a host (reconciles the proxy)', params: idParam('host'),
+    method: 'put',
+    path: '/api/hosts/{id}',
+    access: 'session',
+    summary: 'Replace a host (reconciles the proxy)',
+    params: idParam('host'),
+    body: hostBody,
+    description:
+      "Optional booleans and the waf_* tuning fields left out keep their stored values; other optional fields take their defaults. A null waf_* limit means the profile's default (docs/waf.md).",
+    responses: {
+      200: ok('the host and the reconcile outcome', hostWithReconcile),
+      404: ok('no such host'),
+      409: ok('a domain or alias is taken'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/hosts/{id}',
+    access: 'session',
+    summary: 'Delete a host (reconciles the proxy)',
+    params: idParam('host'),
     responses: { 204: noContent(), 404: ok('no such host'), 502: rejected },
   }),
   operation({
-    method: 'post', path: '/api/hosts/{id}/toggle', access: 'session', summary: 'Flip `enabled`', params: idParam('host'),
+    method: 'post',
+    path: '/api/hosts/{id}/toggle',
+    access: 'session',
+    summary: 'Flip `enabled`',
+    params: idParam('host'),
     responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 502: rejected },
   }),
-  operation({ method: 'get', path: '/api/hosts/{id}/rules', access: 'session', summary: "A host's path rules", params: idParam('host'), responses: { 200: ok('rules by priority', z.array(ruleSchema)), 404: ok('no such host') } }),
   operation({
-    method: 'post', path: '/api/hosts/{id}/rules', access: 'session', summary: 'Add a path rule to a host', params: idParam('host'), body: ruleBody,
-    responses: { 201: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such host'), 502: rejected },
+    method: 'get',
+    path: '/api/hosts/{id}/rules',
+    access: 'session',
+    summary: "A host's path rules",
+    params: idParam('host'),
+    responses: { 200: ok('rules by priority', z.array(ruleSchema)), 404: ok('no such host') },
   }),
   operation({
-    method: 'put', path: '/api/rules/{id}', access: 'session', summary: 'Replace a path rule', params: idParam('rule'), body: ruleBody,
-    responses: { 200: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such rule'), 502: rejected },
+    method: 'post',
+    path: '/api/hosts/{id}/rules',
+    access: 'session',
+    summary: 'Add a path rule to a host',
+    params: idParam('host'),
+    body: ruleBody,
+    responses: {
+      201: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such host'),
+      502: rejected,
+    },
   }),
-  operation({ method: 'delete', path: '/api/rules/{id}', access: 'session', summary: 'Delete a path rule', params: idParam('rule'), responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected } }),
   operation({
-    method: 'get', path: '/api/waf/catalogue', access: 'session', summary: 'WAF profiles with their defaults, rule families, virtual patches, the CRS default content types',
+    method: 'put',
+    path: '/api/rules/{id}',
+    access: 'session',
+    summary: 'Replace a path rule',
+    params: idParam('rule'),
+    body: ruleBody,
+    responses: {
+      200: ok('the rule and the reconcile outcome', ruleSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such rule'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/rules/{id}',
+    access: 'session',
+    summary: 'Delete a path rule',
+    params: idParam('rule'),
+    responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/waf/catalogue',
+    access: 'session',
+    summary: 'WAF profiles with their defaults, rule families, virtual patches, the CRS default content types',
     responses: { 200: ok('the catalogue', wafCatalogueSchema) },
   }),
-  operation({ method: 'get', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: "A host's WAF rule exclusions", params: idParam('host'), responses: { 200: ok('exclusions, oldest first', z.array(wafExclusionSchema)), 404: ok('no such host') } }),
   operation({
-    method: 'post', path: '/api/hosts/{id}/waf-exclusions', access: 'session', summary: 'Turn a WAF rule off for a host, a path (a trailing * makes a prefix) or an argument (reconciles the proxy)',
-    params: idParam('host'), body: wafExclusionBody,
-    responses: { 201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such host'), 409: ok('the same exclusion exists'), 502: rejected },
+    method: 'get',
+    path: '/api/hosts/{id}/waf-exclusions',
+    access: 'session',
+    summary: "A host's WAF rule exclusions",
+    params: idParam('host'),
+    responses: { 200: ok('exclusions, oldest first', z.array(wafExclusionSchema)), 404: ok('no such host') },
   }),
   operation({
-    method: 'post', path: '/api/logs/{id}/waf-exclusion', access: 'session', summary: "Exclude a waf_audit row's rule on its host, under its path (scope path) or everywhere (scope host)",
-    params: idParam('log row'), body: wafExclusionFromLogBody,
-    responses: { 201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })), 400: ok('the row is not a waf_audit row of a known host with a rule'), 404: ok('no such log row'), 409: ok('the same exclusion exists'), 502: rejected },
+    method: 'post',
+    path: '/api/hosts/{id}/waf-exclusions',
+    access: 'session',
+    summary: 'Turn a WAF rule off for a host, a path (a trailing * makes a prefix) or an argument (reconciles the proxy)',
+    params: idParam('host'),
+    body: wafExclusionBody,
+    responses: {
+      201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such host'),
+      409: ok('the same exclusion exists'),
+      502: rejected,
+    },
   }),
-  operation({ method: 'delete', path: '/api/waf-exclusions/{id}', access: 'session', summary: 'Remove a WAF rule exclusion (reconciles the proxy)', params: idParam('WAF exclusion'), responses: { 204: noContent(), 404: ok('no such exclusion'), 502: rejected } }),
-  operation({ method: 'get', path: '/api/target-groups', access: 'session', summary: 'List target groups', responses: { 200: ok('every group', z.array(targetGroupSchema)) } }),
   operation({
-    method: 'post', path: '/api/target-groups', access: 'session', summary: 'Create a target group', body: targetGroupBody,
+    method: 'post',
+    path: '/api/logs/{id}/waf-exclusion',
+    access: 'session',
+    summary: "Exclude a waf_audit row's rule on its host, under its path (scope path) or everywhere (scope host)",
+    params: idParam('log row'),
+    body: wafExclusionFromLogBody,
+    responses: {
+      201: ok('the exclusion and the reconcile outcome', wafExclusionSchema.extend({ reconcile: reconcileSchema })),
+      400: ok('the row is not a waf_audit row of a known host with a rule'),
+      404: ok('no such log row'),
+      409: ok('the same exclusion exists'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/waf-exclusions/{id}',
+    access: 'session',
+    summary: 'Remove a WAF rule exclusion (reconciles the proxy)',
+    params: idParam('WAF exclusion'),
+    responses: { 204: noContent(), 404: ok('no such exclusion'), 502: rejected },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/target-groups',
+    access: 'session',
+    summary: 'List target groups',
+    responses: { 200: ok('every group', z.array(targetGroupSchema)) },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/target-groups',
+    access: 'session',
+    summary: 'Create a target group',
+    body: targetGroupBody,
     responses: { 201: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })), 409: ok('the name is taken') },
   }),
-  operation({ method: 'get', path: '/api/target-groups/{id}', access: 'session', summary: 'One target group', params: idParam('target group'), responses: { 200: ok('the group', targetGroupSchema), 404: ok('no such group') } }),
   operation({
-    method: 'put', path: '/api/target-groups/{id}', access: 'session', summary: 'Replace a target group (reconciles the proxy)', params: idParam('target group'), body: targetGroupBody,
-    responses: { 200: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such group'), 409: ok('the name is taken'), 502: rejected },
+    method: 'get',
+    path: '/api/target-groups/{id}',
+    access: 'session',
+    summary: 'One target group',
+    params: idParam('target group'),
+    responses: { 200: ok('the group', targetGroupSchema), 404: ok('no such group') },
   }),
   operation({
-    method: 'delete', path: '/api/target-groups/{id}', access: 'session', summary: 'Delete a target group', params: idParam('target group'),
+    method: 'put',
+    path: '/api/target-groups/{id}',
+    access: 'session',
+    summary: 'Replace a target group (reconciles the proxy)',
+    params: idParam('target group'),
+    body: targetGroupBody,
+    responses: {
+      200: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such group'),
+      409: ok('the name is taken'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/target-groups/{id}',
+    access: 'session',
+    summary: 'Delete a target group',
+    params: idParam('target group'),
     responses: { 204: noContent(), 404: ok('no such group'), 409: ok('a host or rule still uses it') },
   }),
 ]

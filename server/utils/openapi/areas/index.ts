@@ -23,5 +23,9 @@ export const API_AREAS: Array<{ tag: string; description: string; operations: Op
   { tag: 'logs', description: 'Log rows, statistics, live tail', operations: logsOperations },
   { tag: 'ops', description: 'Notifications, backups, dashboards', operations: opsOperations },
   { tag: 'system', description: 'Health, settings, users, this reference', operations: systemOperations },
-  { tag: 'revisions', description: 'Revisions of the proxy configuration, diffs, revert (and ?dry_run=1 on mutations)', operations: revisionsOperations },
+  {
+    tag: 'revisions',
+    description: 'Revisions of the proxy configuration, diffs, revert (and ?dry_run=1 on mutations)',
+    operations: revisionsOperations,
+  },
 ].map((area) => ({ ...area, operations: area.operations.map(withDryRun) }))

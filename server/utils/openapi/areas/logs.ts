@@ -9,44 +9,94 @@ import { idParam, ok, operation, timestamp } from '../registry'
 const nullable = <T extends z.ZodType>(t: T) => z.union([t, z.null()])
 
 export const logRowSchema = z.strictObject({
-  id: z.number().int(), ts: timestamp(), source: z.enum(SOURCES), host_id: nullable(z.number().int()), host_domain: nullable(z.string()),
-  rule_id: nullable(z.number().int()), status: nullable(z.number().int()), method: nullable(z.string()), path: nullable(z.string()),
-  remote_ip: nullable(z.string()), user_agent: nullable(z.string()), level: nullable(z.string()), message: nullable(z.string()), raw: nullable(z.string()),
-  duration: nullable(z.number()).describe('milliseconds'), waf_rule_id: nullable(z.number().int()), waf_severity: nullable(z.string()),
-  waf_anomaly_score: nullable(z.number()), country: nullable(z.string()), actor: nullable(z.string()),
+  id: z.number().int(),
+  ts: timestamp(),
+  source: z.enum(SOURCES),
+  host_id: nullable(z.number().int()),
+  host_domain: nullable(z.string()),
+  rule_id: nullable(z.number().int()),
+  status: nullable(z.number().int()),
+  method: nullable(z.string()),
+  path: nullable(z.string()),
+  remote_ip: nullable(z.string()),
+  user_agent: nullable(z.string()),
+  level: nullable(z.string()),
+  message: nullable(z.string()),
+  raw: nullable(z.string()),
+  duration: nullable(z.number()).describe('milliseconds'),
+  waf_rule_id: nullable(z.number().int()),
+  waf_severity: nullable(z.string()),
+  waf_anomaly_score: nullable(z.number()),
+  country: nullable(z.string()),
+  actor: nullable(z.string()),
 })
 
-export const timeseriesPointSchema = z.strictObject({ ts: timestamp(), total: z.number().int(), '2xx': z.number().int(), '3xx': z.number().int(), '4xx': z.number().int(), '5xx': z.number().int() })
+export const timeseriesPointSchema = z.strictObject({
+  ts: timestamp(),
+  total: z.number().int(),
+  '2xx': z.number().int(),
+  '3xx': z.number().int(),
+  '4xx': z.number().int(),
+  '5xx': z.number().int(),
+})
 
 const scanLimited = { 'X-Logs-Scan-Limited': 'true when a regex/CIDR filter stopped at its scan bound' }
 
 export const logsOperations = [
   operation({
-    method: 'get', path: '/api/logs', access: 'session', summary: 'Log rows, newest first',
+    method: 'get',
+    path: '/api/logs',
+    access: 'session',
+    summary: 'Log rows, newest first',
     query: logListQuery,
     responses: { 200: ok('rows', z.array(logRowSchema), { headers: scanLimited }) },
   }),
   operation({
-    method: 'get', path: '/api/logs/{id}', access: 'session', summary: 'One log row',
+    method: 'get',
+    path: '/api/logs/{id}',
+    access: 'session',
+    summary: 'One log row',
     params: idParam('log row'),
     responses: { 200: ok('the row', logRowSchema), 404: ok('no such row') },
   }),
   operation({
-    method: 'get', path: '/api/logs/stats', access: 'session', summary: 'Statistics of the filtered rows', query: logFilterQuery,
-    responses: { 200: ok('stats', z.strictObject({
-      total: z.number().int(), by_status_class: z.record(z.string(), z.number().int()), by_source: z.record(z.string(), z.number().int()),
-      avg_duration_ms: nullable(z.number()), p95_duration_ms: nullable(z.number()),
-      top_hosts: z.array(z.strictObject({ host_domain: z.string(), count: z.number().int() })), top_paths: z.array(z.strictObject({ path: z.string(), count: z.number().int() })),
-    }), { headers: scanLimited }) },
+    method: 'get',
+    path: '/api/logs/stats',
+    access: 'session',
+    summary: 'Statistics of the filtered rows',
+    query: logFilterQuery,
+    responses: {
+      200: ok(
+        'stats',
+        z.strictObject({
+          total: z.number().int(),
+          by_status_class: z.record(z.string(), z.number().int()),
+          by_source: z.record(z.string(), z.number().int()),
+          avg_duration_ms: nullable(z.number()),
+          p95_duration_ms: nullable(z.number()),
+          top_hosts: z.array(z.strictObject({ host_domain: z.string(), count: z.number().int() })),
+          top_paths: z.array(z.strictObject({ path: z.string(), count: z.number().int() })),
+        }),
+        { headers: scanLimited },
+      ),
+    },
   }),
   operation({
-    method: 'get', path: '/api/logs/timeseries', access: 'session', summary: 'Counts per time bucket, oldest first (buckets with rows only)',
+    method: 'get',
+    path: '/api/logs/timeseries',
+    access: 'session',
+    summary: 'Counts per time bucket, oldest first (buckets with rows only)',
     query: logTimeseriesQuery,
     responses: { 200: ok('points', z.array(timeseriesPointSchema), { headers: scanLimited }) },
   }),
   operation({
-    method: 'get', path: '/api/logs/tail', access: 'session', summary: 'Live rows as server-sent events', query: logFilterQuery,
-    description: 'Each new row matching the filter as `event: log` with the row (as in GET /api/logs) as JSON `data`; `: connected` at once and `: heartbeat` every 15 s.',
+    method: 'get',
+    path: '/api/logs/tail',
+    access: 'session',
+    summary: 'Live rows as server-sent events',
+    query: logFilterQuery,
+    description:
+      'Each new row matching the filter as `event: log` with the row (as in GET /api/logs) as JSON `data`; `: connected` at once and `: heartbeat` every 15 s.',
     responses: { 200: ok('an event stream', undefined, { contentType: 'text/event-stream' }) },
   }),
 ]

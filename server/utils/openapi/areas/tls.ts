@@ -6,20 +6,37 @@ import { idText, noContent, ok, operation, reconcileSchema, timestamp } from '..
 
 // Area: DNS-01 provider catalogue and credentials, manual certificates.
 
-
 export const dnsProviderSchema = z.strictObject({
-  name: dnsProviderNameSchema, display_name: z.string(), enabled: z.boolean(), configured: z.boolean().describe('credentials are stored'),
-  fields: z.array(z.strictObject({
-    key: z.string(), label: z.string(), required: z.boolean(), placeholder: z.string().optional(), secret: z.boolean().optional(),
-    options: z.array(z.string()).optional().describe('the only values the field takes'),
-  })),
-  proxy_module: z.string(), docs_url: z.string(),
+  name: dnsProviderNameSchema,
+  display_name: z.string(),
+  enabled: z.boolean(),
+  configured: z.boolean().describe('credentials are stored'),
+  fields: z.array(
+    z.strictObject({
+      key: z.string(),
+      label: z.string(),
+      required: z.boolean(),
+      placeholder: z.string().optional(),
+      secret: z.boolean().optional(),
+      options: z.array(z.string()).optional().describe('the only values the field takes'),
+    }),
+  ),
+  proxy_module: z.string(),
+  docs_url: z.string(),
 })
 
 export const manualCertSchema = z.strictObject({
-  host_id: z.number().int(), domain: z.string(), subject: z.string(), issuer: z.string(), sans: z.array(z.string()),
-  not_before: timestamp(), not_after: timestamp(), fingerprint_sha256: z.string(), has_chain: z.boolean(),
-  uploaded_at: timestamp(), uploaded_by: z.string(),
+  host_id: z.number().int(),
+  domain: z.string(),
+  subject: z.string(),
+  issuer: z.string(),
+  sans: z.array(z.string()),
+  not_before: timestamp(),
+  not_after: timestamp(),
+  fingerprint_sha256: z.string(),
+  has_chain: z.boolean(),
+  uploaded_at: timestamp(),
+  uploaded_by: z.string(),
 })
 
 const nameParam = { name: { schema: dnsProviderNameSchema, description: 'catalogue name' } }
@@ -27,29 +44,81 @@ const hostIdParam = { host_id: { schema: idText(), description: 'host id' } }
 const rejected = ok('the proxy rejected the configuration; its text is in the message')
 
 export const tlsOperations = [
-  operation({ method: 'get', path: '/api/dns-providers', access: 'session', summary: 'The DNS provider catalogue with stored state (never credentials)', responses: { 200: ok('catalogue entries', z.array(dnsProviderSchema)) } }),
-  operation({ method: 'get', path: '/api/dns-providers/{name}', access: 'session', summary: 'One catalogue entry', params: nameParam, responses: { 200: ok('the entry', dnsProviderSchema) } }),
   operation({
-    method: 'put', path: '/api/dns-providers/{name}', access: 'session', summary: 'Enable/disable a provider and set its credentials (reconciles the proxy)', params: nameParam,
-    description: 'Required fields are checked against the catalogue; unknown keys are refused. `__UNCHANGED__` keeps a stored value. `{enabled: false}` alone keeps the credentials.',
+    method: 'get',
+    path: '/api/dns-providers',
+    access: 'session',
+    summary: 'The DNS provider catalogue with stored state (never credentials)',
+    responses: { 200: ok('catalogue entries', z.array(dnsProviderSchema)) },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/dns-providers/{name}',
+    access: 'session',
+    summary: 'One catalogue entry',
+    params: nameParam,
+    responses: { 200: ok('the entry', dnsProviderSchema) },
+  }),
+  operation({
+    method: 'put',
+    path: '/api/dns-providers/{name}',
+    access: 'session',
+    summary: 'Enable/disable a provider and set its credentials (reconciles the proxy)',
+    params: nameParam,
+    description:
+      'Required fields are checked against the catalogue; unknown keys are refused. `__UNCHANGED__` keeps a stored value. `{enabled: false}` alone keeps the credentials.',
     body: dnsProviderBody,
     responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 502: rejected },
   }),
-  operation({ method: 'get', path: '/api/manual-certs', access: 'session', summary: 'Metadata of every uploaded certificate (never the key)', responses: { 200: ok('metadata', z.array(manualCertSchema)) } }),
-  operation({ method: 'get', path: '/api/manual-certs/{host_id}', access: 'session', summary: "A host's uploaded certificate metadata", params: hostIdParam, responses: { 200: ok('metadata', manualCertSchema), 404: ok('the host has none') } }),
   operation({
-    method: 'post', path: '/api/manual-certs/{host_id}', access: 'session', summary: 'Upload a certificate for a host (sets tls_mode=manual)', params: hostIdParam,
-    description: 'Refused (400) when a part is not PEM, the key does not match, the chain does not verify, the certificate expired or does not cover the host\'s names. 256 KiB per part.',
-    multipart: z.strictObject({ cert_pem: z.string().describe('leaf certificate PEM'), key_pem: z.string().describe('private key PEM (stored encrypted)'), chain_pem: z.string().optional().describe('intermediate certificates PEM') }),
-    responses: { 201: ok('metadata and the reconcile outcome', manualCertSchema.extend({ reconcile: reconcileSchema })), 404: ok('no such host'), 502: rejected },
+    method: 'get',
+    path: '/api/manual-certs',
+    access: 'session',
+    summary: 'Metadata of every uploaded certificate (never the key)',
+    responses: { 200: ok('metadata', z.array(manualCertSchema)) },
   }),
   operation({
-    method: 'delete', path: '/api/manual-certs/{host_id}', access: 'session', summary: 'Remove the certificate and its files; revert the TLS mode', params: hostIdParam,
+    method: 'get',
+    path: '/api/manual-certs/{host_id}',
+    access: 'session',
+    summary: "A host's uploaded certificate metadata",
+    params: hostIdParam,
+    responses: { 200: ok('metadata', manualCertSchema), 404: ok('the host has none') },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/manual-certs/{host_id}',
+    access: 'session',
+    summary: 'Upload a certificate for a host (sets tls_mode=manual)',
+    params: hostIdParam,
+    description:
+      "Refused (400) when a part is not PEM, the key does not match, the chain does not verify, the certificate expired or does not cover the host's names. 256 KiB per part.",
+    multipart: z.strictObject({
+      cert_pem: z.string().describe('leaf certificate PEM'),
+      key_pem: z.string().describe('private key PEM (stored encrypted)'),
+      chain_pem: z.string().optional().describe('intermediate certificates PEM'),
+    }),
+    responses: {
+      201: ok('metadata and the reconcile outcome', manualCertSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such host'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/manual-certs/{host_id}',
+    access: 'session',
+    summary: 'Remove the certificate and its files; revert the TLS mode',
+    params: hostIdParam,
     query: manualCertDeleteQuery,
     responses: { 204: noContent(), 404: ok('the host has none') },
   }),
   operation({
-    method: 'get', path: '/api/manual-certs/{host_id}/download', access: 'session', summary: 'The certificate and chain as PEM (never the key)', params: hostIdParam,
+    method: 'get',
+    path: '/api/manual-certs/{host_id}/download',
+    access: 'session',
+    summary: 'The certificate and chain as PEM (never the key)',
+    params: hostIdParam,
     responses: { 200: ok('PEM file', undefined, { contentType: 'application/x-pem-file' }), 404: ok('the host has none') },
   }),
 ]

@@ -19,12 +19,16 @@ import { deliverPush, pushChannelConfig } from './push'
 const _httpUrl = urlSchema()
 const _chatShape = {
   flavor: z.enum(['slack', 'discord', 'telegram'], { message: 'must be slack, discord or telegram' }),
-  webhook_url: _httpUrl.optional(), bot_token: safeText(256).optional(), chat_id: safeText(64).optional(),
+  webhook_url: _httpUrl.optional(),
+  bot_token: safeText(256).optional(),
+  chat_id: safeText(64).optional(),
   api_base: _httpUrl.optional(),
 }
 function _chatNeeds(c: { flavor: string; webhook_url?: string; bot_token?: string; chat_id?: string }, ctx: z.RefinementCtx): void {
-  if (c.flavor === 'telegram' && (!c.bot_token || !c.chat_id)) ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'telegram needs bot_token and chat_id' })
-  if (c.flavor !== 'telegram' && !c.webhook_url) ctx.addIssue({ code: 'custom', path: ['webhook_url'], message: `${c.flavor} needs webhook_url` })
+  if (c.flavor === 'telegram' && (!c.bot_token || !c.chat_id))
+    ctx.addIssue({ code: 'custom', path: ['bot_token'], message: 'telegram needs bot_token and chat_id' })
+  if (c.flavor !== 'telegram' && !c.webhook_url)
+    ctx.addIssue({ code: 'custom', path: ['webhook_url'], message: `${c.flavor} needs webhook_url` })
 }
 export const CHANNEL_TYPES = {
   webhook: { schema: z.strictObject({ url: _httpUrl, secret: safeText(512).optional() }), secrets: ['secret'] },
@@ -44,12 +48,20 @@ const _sentSecret = <T extends z.ZodType>(schema: T) => z.union([z.literal(UNCHA
  * One object per channel type, so that the document shows each type's config;
  * saveChannel validates the config again once "__UNCHANGED__" is resolved.
  */
-export const channelBody = z.discriminatedUnion('type', [
-  z.strictObject({ ..._channelFields, type: z.literal('webhook'), config: CHANNEL_TYPES.webhook.schema }),
-  z.strictObject({ ..._channelFields, type: z.literal('email'), config: CHANNEL_TYPES.email.schema }),
-  z.strictObject({ ..._channelFields, type: z.literal('chat'), config: z.strictObject({ ..._chatShape, webhook_url: _sentSecret(_httpUrl).optional() }).superRefine(_chatNeeds) }),
-  z.strictObject({ ..._channelFields, type: z.literal('push'), config: CHANNEL_TYPES.push.schema }),
-], { error: (issue) => (issue.code === 'invalid_union' ? 'must be webhook, email, chat or push' : undefined) })
+export const channelBody = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ ..._channelFields, type: z.literal('webhook'), config: CHANNEL_TYPES.webhook.schema }),
+    z.strictObject({ ..._channelFields, type: z.literal('email'), config: CHANNEL_TYPES.email.schema }),
+    z.strictObject({
+      ..._channelFields,
+      type: z.literal('chat'),
+      config: z.strictObject({ ..._chatShape, webhook_url: _sentSecret(_httpUrl).optional() }).superRefine(_chatNeeds),
+    }),
+    z.strictObject({ ..._channelFields, type: z.literal('push'), config: CHANNEL_TYPES.push.schema }),
+  ],
+  { error: (issue) => (issue.code === 'invalid_union' ? 'must be webhook, email, chat or push' : undefined) },
+)
 
 type Row = typeof notificationChannels.$inferSelect
 const _owner = (id: number) => `notification_channels/${id}/secrets`
@@ -59,24 +71,47 @@ export function presentChannel(r: Row) {
   const secrets: Record<string, string> = r.secrets ? JSON.parse(getSecretsBox().open(r.secrets, _owner(r.id))) : {}
   const config: Record<string, unknown> = { ...r.config }
   for (const k of secretKeys) config[k] = secrets[k] ? '__SET__' : ''
-  return { id: r.id, name: r.name, type: r.type, enabled: r.enabled, config, last_status: r.lastStatus, last_error: r.lastError, last_sent_at: r.lastSentAt, created_at: r.createdAt, updated_at: r.updatedAt }
+  return {
+    id: r.id,
+    name: r.name,
+    type: r.type,
+    enabled: r.enabled,
+    config,
+    last_status: r.lastStatus,
+    last_error: r.lastError,
+    last_sent_at: r.lastSentAt,
+    created_at: r.createdAt,
+    updated_at: r.updatedAt,
+  }
 }
 
 function _split(type: string, raw: Record<string, unknown>, stored: Record<string, string>) {
   const def = CHANNEL_TYPES[type as ChannelType]
   const merged: Record<string, unknown> = { ...raw }
   for (const k of def.secrets) {
-    if (merged[k] === UNCHANGED) { if (stored[k] === undefined) throw badRequest(`config.${k}: "${UNCHANGED}" given but nothing is stored`); merged[k] = stored[k] }
+    if (merged[k] === UNCHANGED) {
+      if (stored[k] === undefined) throw badRequest(`config.${k}: "${UNCHANGED}" given but nothing is stored`)
+      merged[k] = stored[k]
+    }
     if (merged[k] === '') delete merged[k]
   }
   const r = def.schema.safeParse(merged)
-  if (!r.success) { const i = r.error.issues[0]!; throw badRequest(`config.${i.path.join('.') || 'body'}: ${i.code === 'unrecognized_keys' ? `unknown field ${i.keys.join(', ')}` : i.message}`) }
-  const config: Record<string, unknown> = {}, secrets: Record<string, string> = {}
-  for (const [k, v] of Object.entries(r.data)) if (v !== undefined) ((def.secrets as readonly string[]).includes(k) ? (secrets[k] = String(v)) : (config[k] = v))
+  if (!r.success) {
+    const i = r.error.issues[0]!
+    throw badRequest(
+      `config.${i.path.join('.') || 'body'}: ${i.code === 'unrecognized_keys' ? `unknown field ${i.keys.join(', ')}` : i.message}`,
+    )
+  }
+  const config: Record<string, unknown> = {},
+    secrets: Record<string, string> = {}
+  for (const [k, v] of Object.entries(r.data))
+    if (v !== undefined) (def.secrets as readonly string[]).includes(k) ? (secrets[k] = String(v)) : (config[k] = v)
   return { config, secrets }
 }
 
-export async function listChannels() { return (await getDb().select().from(notificationChannels).orderBy(notificationChannels.id)).map(presentChannel) }
+export async function listChannels() {
+  return (await getDb().select().from(notificationChannels).orderBy(notificationChannels.id)).map(presentChannel)
+}
 
 export async function saveChannel(id: number | null, body: z.infer<typeof channelBody>, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
@@ -94,12 +129,29 @@ export async function saveChannel(id: number | null, body: z.infer<typeof channe
     let row: Row
     try {
       row = current
-        ? (await tx.update(notificationChannels).set({ name: body.name, type: body.type, enabled: body.enabled, config, updatedAt: now }).where(eq(notificationChannels.id, current.id)).returning().get())!
-        : (await tx.insert(notificationChannels).values({ name: body.name, type: body.type, enabled: body.enabled, config, createdAt: now, updatedAt: now }).returning().get())!
-    } catch (err) { if (isUniqueViolation(err)) throw conflict(`name: a channel named "${body.name}" exists`); throw err }
+        ? (await tx
+            .update(notificationChannels)
+            .set({ name: body.name, type: body.type, enabled: body.enabled, config, updatedAt: now })
+            .where(eq(notificationChannels.id, current.id))
+            .returning()
+            .get())!
+        : (await tx
+            .insert(notificationChannels)
+            .values({ name: body.name, type: body.type, enabled: body.enabled, config, createdAt: now, updatedAt: now })
+            .returning()
+            .get())!
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`name: a channel named "${body.name}" exists`)
+      throw err
+    }
     const sealed = Object.keys(secrets).length ? getSecretsBox().seal(JSON.stringify(secrets), _owner(row.id)) : null
     row = (await tx.update(notificationChannels).set({ secrets: sealed }).where(eq(notificationChannels.id, row.id)).returning().get())!
-    await writeAudit(ctx, current ? 'notification_channel_update' : 'notification_channel_create', { channel_id: row.id, name: row.name, type: row.type }, tx)
+    await writeAudit(
+      ctx,
+      current ? 'notification_channel_update' : 'notification_channel_create',
+      { channel_id: row.id, name: row.name, type: row.type },
+      tx,
+    )
     return presentChannel(row)
   })
 }
@@ -120,7 +172,12 @@ function _text(e: PanelEvent): string {
 }
 
 async function _post(url: string, body: string, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, signal: AbortSignal.timeout(10_000) })
+  const res = await fetch(url, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+    signal: AbortSignal.timeout(10_000),
+  })
   if (!res.ok) throw Object.assign(new Error(`answered ${res.status}`), { transient: res.status >= 500 || res.status === 429 })
 }
 
@@ -141,12 +198,24 @@ export async function deliver(channelId: number, event: PanelEvent): Promise<voi
       if (!host) throw new Error('smtp.host is not set')
       const user = await getSetting<string>('smtp.username')
       const transport = nodemailer.createTransport({
-        host, port: await getSetting<number>('smtp.port'), secure: (await getSetting<number>('smtp.port')) === 465,
-        auth: user ? { user, pass: await getSetting<string>('smtp.password') } : undefined, connectionTimeout: 10_000,
+        host,
+        port: await getSetting<number>('smtp.port'),
+        secure: (await getSetting<number>('smtp.port')) === 465,
+        auth: user ? { user, pass: await getSetting<string>('smtp.password') } : undefined,
+        connectionTimeout: 10_000,
       })
-      await transport.sendMail({ from: (await getSetting<string>('smtp.from')) || `panel@${host}`, to: c.to, subject: `[edge panel] ${event.name}`, text: _text(event) })
+      await transport.sendMail({
+        from: (await getSetting<string>('smtp.from')) || `panel@${host}`,
+        to: c.to,
+        subject: `[edge panel] ${event.name}`,
+        text: _text(event),
+      })
     } else if (row.type === 'chat') {
-      if (c.flavor === 'telegram') await _post(`${c.api_base ?? 'https://api.telegram.org'}/bot${secrets.bot_token}/sendMessage`, JSON.stringify({ chat_id: c.chat_id, text: _text(event) }))
+      if (c.flavor === 'telegram')
+        await _post(
+          `${c.api_base ?? 'https://api.telegram.org'}/bot${secrets.bot_token}/sendMessage`,
+          JSON.stringify({ chat_id: c.chat_id, text: _text(event) }),
+        )
       else await _post(secrets.webhook_url!, JSON.stringify(c.flavor === 'discord' ? { content: _text(event) } : { text: _text(event) }))
     } else if (row.type === 'push') {
       await deliverPush(c, event, _text(event))
@@ -164,9 +233,16 @@ export async function deliver(channelId: number, event: PanelEvent): Promise<voi
 /** Every stored channel secret (webhook signing secrets, chat webhook URLs and bot tokens), for redaction. */
 export async function channelSecrets(exec: Executor): Promise<string[]> {
   const rows = await exec.select({ id: notificationChannels.id, secrets: notificationChannels.secrets }).from(notificationChannels)
-  return rows.flatMap((r) => r.secrets ? Object.values(JSON.parse(getSecretsBox().open(r.secrets, _owner(r.id))) as Record<string, string>) : [])
+  return rows.flatMap((r) =>
+    r.secrets ? Object.values(JSON.parse(getSecretsBox().open(r.secrets, _owner(r.id))) as Record<string, string>) : [],
+  )
 }
 
 export async function recordDelivery(channelId: number, ok: boolean, error: string | null) {
-  await runWrite(() => getDb().update(notificationChannels).set({ lastStatus: ok ? 'ok' : 'failed', lastError: error, lastSentAt: new Date().toISOString() }).where(eq(notificationChannels.id, channelId)))
+  await runWrite(() =>
+    getDb()
+      .update(notificationChannels)
+      .set({ lastStatus: ok ? 'ok' : 'failed', lastError: error, lastSentAt: new Date().toISOString() })
+      .where(eq(notificationChannels.id, channelId)),
+  )
 }

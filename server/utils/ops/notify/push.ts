@@ -25,7 +25,10 @@ const _subOwner = (endpoint: string) => `push_subscriptions/${endpoint}`
 /** Push services accept about 4 KiB of encrypted payload; details beyond this are cut. */
 const _MAX_PAYLOAD_BYTES = 3_000
 
-interface _StoredVapid { public_key: string; private_key_sealed: string }
+interface _StoredVapid {
+  public_key: string
+  private_key_sealed: string
+}
 let _vapid: { publicKey: string; privateKey: string } | undefined
 
 /** Creates the VAPID key pair at first boot; later boots (and restores) load it. */
@@ -41,7 +44,8 @@ export async function ensureVapidKeys(): Promise<string> {
       return fresh
     })
   }
-  if (_vapid?.publicKey !== stored.public_key) _vapid = { publicKey: stored.public_key, privateKey: getSecretsBox().open(stored.private_key_sealed, _VAPID_OWNER) }
+  if (_vapid?.publicKey !== stored.public_key)
+    _vapid = { publicKey: stored.public_key, privateKey: getSecretsBox().open(stored.private_key_sealed, _VAPID_OWNER) }
   return stored.public_key
 }
 
@@ -57,8 +61,11 @@ export async function vapidPublicKey() {
 }
 
 // base64url with its exact length as a pattern (the document carries it), the decoded size checked again.
-const _b64url = (bytes: number, pattern: RegExp, problem: string) => z.string().regex(pattern, problem)
-  .refine((v) => Buffer.from(v, 'base64url').length === bytes, problem)
+const _b64url = (bytes: number, pattern: RegExp, problem: string) =>
+  z
+    .string()
+    .regex(pattern, problem)
+    .refine((v) => Buffer.from(v, 'base64url').length === bytes, problem)
 
 /** The browser's PushSubscription.toJSON(). */
 export const pushSubscriptionBody = z.strictObject({
@@ -74,7 +81,17 @@ export const pushSubscriptionBody = z.strictObject({
 type SubRow = typeof pushSubscriptions.$inferSelect
 export function presentSubscription(r: SubRow) {
   // The endpoint is a capability URL of the push service: only its origin is shown.
-  return { id: r.id, endpoint_origin: new URL(r.endpoint).origin, user_id: r.userId, user_agent: r.userAgent, last_status: r.lastStatus, last_error: r.lastError, last_sent_at: r.lastSentAt, created_at: r.createdAt, updated_at: r.updatedAt }
+  return {
+    id: r.id,
+    endpoint_origin: new URL(r.endpoint).origin,
+    user_id: r.userId,
+    user_agent: r.userAgent,
+    last_status: r.lastStatus,
+    last_error: r.lastError,
+    last_sent_at: r.lastSentAt,
+    created_at: r.createdAt,
+    updated_at: r.updatedAt,
+  }
 }
 
 export async function listSubscriptions() {
@@ -82,15 +99,34 @@ export async function listSubscriptions() {
 }
 
 /** Stores (or refreshes, same endpoint) a subscription; `created` tells which. */
-export async function saveSubscription(body: z.infer<typeof pushSubscriptionBody>, userId: number | null, userAgent: string | null, ctx: AuditContext) {
+export async function saveSubscription(
+  body: z.infer<typeof pushSubscriptionBody>,
+  userId: number | null,
+  userAgent: string | null,
+  ctx: AuditContext,
+) {
   return writeTransaction(async (tx) => {
     const now = new Date().toISOString()
     const keys = getSecretsBox().seal(JSON.stringify(body.keys), _subOwner(body.endpoint))
     const current = await tx.select().from(pushSubscriptions).where(eq(pushSubscriptions.endpoint, body.endpoint)).get()
     const row = current
-      ? (await tx.update(pushSubscriptions).set({ keys, userId, userAgent, updatedAt: now }).where(eq(pushSubscriptions.id, current.id)).returning().get())!
-      : (await tx.insert(pushSubscriptions).values({ endpoint: body.endpoint, keys, userId, userAgent, createdAt: now, updatedAt: now }).returning().get())!
-    await writeAudit(ctx, current ? 'notification_push_subscription_update' : 'notification_push_subscription_create', { subscription_id: row.id, endpoint_origin: new URL(row.endpoint).origin }, tx)
+      ? (await tx
+          .update(pushSubscriptions)
+          .set({ keys, userId, userAgent, updatedAt: now })
+          .where(eq(pushSubscriptions.id, current.id))
+          .returning()
+          .get())!
+      : (await tx
+          .insert(pushSubscriptions)
+          .values({ endpoint: body.endpoint, keys, userId, userAgent, createdAt: now, updatedAt: now })
+          .returning()
+          .get())!
+    await writeAudit(
+      ctx,
+      current ? 'notification_push_subscription_update' : 'notification_push_subscription_create',
+      { subscription_id: row.id, endpoint_origin: new URL(row.endpoint).origin },
+      tx,
+    )
     return { created: !current, subscription: presentSubscription(row) }
   })
 }
@@ -109,7 +145,14 @@ export const pushChannelConfig = z.strictObject({ user_ids: z.array(z.number().i
 function _payload(e: PanelEvent, text: string): string {
   const full = JSON.stringify({ title: `[edge panel] ${e.name}`, body: text, event: e.name, at: e.at, details: e.details })
   if (Buffer.byteLength(full) <= _MAX_PAYLOAD_BYTES) return full
-  return JSON.stringify({ title: `[edge panel] ${e.name}`, body: text.slice(0, 1_000), event: e.name, at: e.at, details: {}, details_truncated: true })
+  return JSON.stringify({
+    title: `[edge panel] ${e.name}`,
+    body: text.slice(0, 1_000),
+    event: e.name,
+    at: e.at,
+    details: {},
+    details_truncated: true,
+  })
 }
 
 function _subject(): string {
@@ -118,7 +161,12 @@ function _subject(): string {
 }
 
 async function _record(id: number, ok: boolean, error: string | null) {
-  await runWrite(() => getDb().update(pushSubscriptions).set({ lastStatus: ok ? 'ok' : 'failed', lastError: error, lastSentAt: new Date().toISOString() }).where(eq(pushSubscriptions.id, id)))
+  await runWrite(() =>
+    getDb()
+      .update(pushSubscriptions)
+      .set({ lastStatus: ok ? 'ok' : 'failed', lastError: error, lastSentAt: new Date().toISOString() })
+      .where(eq(pushSubscriptions.id, id)),
+  )
 }
 
 /**
@@ -129,11 +177,15 @@ async function _record(id: number, ok: boolean, error: string | null) {
 export async function deliverPush(config: z.infer<typeof pushChannelConfig>, event: PanelEvent, text: string): Promise<void> {
   await ensureVapidKeys()
   const vapid = _vapid!
-  const subs = await getDb().select().from(pushSubscriptions)
-    .where(config.user_ids?.length ? inArray(pushSubscriptions.userId, config.user_ids) : undefined).orderBy(pushSubscriptions.id)
+  const subs = await getDb()
+    .select()
+    .from(pushSubscriptions)
+    .where(config.user_ids?.length ? inArray(pushSubscriptions.userId, config.user_ids) : undefined)
+    .orderBy(pushSubscriptions.id)
   if (!subs.length) throw Object.assign(new Error('no browser has subscribed to push notifications yet'), { transient: false })
   const payload = _payload(event, text)
-  let delivered = 0, transient = false
+  let delivered = 0,
+    transient = false
   const errors: string[] = []
   for (const s of subs) {
     const keys = JSON.parse(getSecretsBox().open(s.keys, _subOwner(s.endpoint))) as { p256dh: string; auth: string }
@@ -141,16 +193,28 @@ export async function deliverPush(config: z.infer<typeof pushChannelConfig>, eve
     try {
       // The library encrypts and signs; the request itself goes through fetch (timeouts, http on loopback).
       const req = webpush.generateRequestDetails({ endpoint: s.endpoint, keys }, payload, {
-        vapidDetails: { subject: _subject(), publicKey: vapid.publicKey, privateKey: vapid.privateKey }, TTL: 86_400, urgency: 'high',
+        vapidDetails: { subject: _subject(), publicKey: vapid.publicKey, privateKey: vapid.privateKey },
+        TTL: 86_400,
+        urgency: 'high',
       })
       const headers: Record<string, string> = {}
       for (const [k, v] of Object.entries(req.headers)) headers[k] = String(v)
       delete headers['Content-Length']
-      const res = await fetch(s.endpoint, { method: req.method, headers, body: req.body ? new Uint8Array(req.body) : undefined, signal: AbortSignal.timeout(10_000) })
+      const res = await fetch(s.endpoint, {
+        method: req.method,
+        headers,
+        body: req.body ? new Uint8Array(req.body) : undefined,
+        signal: AbortSignal.timeout(10_000),
+      })
       if (res.status === 404 || res.status === 410) {
         await writeTransaction(async (tx) => {
           await tx.delete(pushSubscriptions).where(eq(pushSubscriptions.id, s.id))
-          await writeAudit(systemActor('notifications'), 'notification_push_subscription_expired', { subscription_id: s.id, endpoint_origin: origin, status: res.status }, tx)
+          await writeAudit(
+            systemActor('notifications'),
+            'notification_push_subscription_expired',
+            { subscription_id: s.id, endpoint_origin: origin, status: res.status },
+            tx,
+          )
         })
         logger.info(`push subscription ${s.id} (${origin}) is gone (${res.status}): removed`)
         continue
@@ -162,7 +226,10 @@ export async function deliverPush(config: z.infer<typeof pushChannelConfig>, eve
       delivered++
       await _record(s.id, true, null)
     } catch (err) {
-      const message = (err as Error).name === 'TimeoutError' ? `push service ${origin} did not answer within 10 s` : (err as Error).message.split(s.endpoint).join(origin)
+      const message =
+        (err as Error).name === 'TimeoutError'
+          ? `push service ${origin} did not answer within 10 s`
+          : (err as Error).message.split(s.endpoint).join(origin)
       if (!/answered \d+$/.test(message)) transient = true
       errors.push(`subscription ${s.id}: ${message}`)
       await _record(s.id, false, message).catch(() => {})

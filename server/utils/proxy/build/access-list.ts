@@ -26,7 +26,8 @@ function _deny(match: Json): Route {
 export function buildAccessListIpRoutes(list: AccessListSnapshot, clientIp: ProxySnapshot['clientIp']): Route[] {
   const routes: Route[] = []
   const allowedAbove: string[] = []
-  const _exceptAllowed = (match: Json): Json => allowedAbove.length ? { ...match, not: [buildClientAddressMatcher([...allowedAbove], clientIp)] } : match
+  const _exceptAllowed = (match: Json): Json =>
+    allowedAbove.length ? { ...match, not: [buildClientAddressMatcher([...allowedAbove], clientIp)] } : match
   let denyRun: string[] = []
   const flush = () => {
     if (denyRun.length) routes.push(_deny(_exceptAllowed(buildClientAddressMatcher(denyRun, clientIp))))
@@ -34,13 +35,18 @@ export function buildAccessListIpRoutes(list: AccessListSnapshot, clientIp: Prox
   }
   for (const rule of list.ip_rules) {
     if (rule.action === 'deny') denyRun.push(rule.source)
-    else { flush(); allowedAbove.push(rule.source) }
+    else {
+      flush()
+      allowedAbove.push(rule.source)
+    }
   }
   flush()
   if (list.default_action === 'deny') {
-    routes.push(allowedAbove.length
-      ? _deny({ not: [buildClientAddressMatcher(allowedAbove, clientIp)] })
-      : { handle: [{ handler: 'static_response', status_code: 403, body: ACCESS_DENIED_BODY }], terminal: true })
+    routes.push(
+      allowedAbove.length
+        ? _deny({ not: [buildClientAddressMatcher(allowedAbove, clientIp)] })
+        : { handle: [{ handler: 'static_response', status_code: 403, body: ACCESS_DENIED_BODY }], terminal: true },
+    )
   }
   return routes
 }
@@ -55,7 +61,8 @@ export function buildAccessListIpRoutes(list: AccessListSnapshot, clientIp: Prox
  */
 export function buildBasicAuthHandler(list: AccessListSnapshot): Json | null {
   if (!list.users.length) return null
-  const accounts = [...list.users].sort((a, b) => a.username.localeCompare(b.username))
+  const accounts = [...list.users]
+    .sort((a, b) => a.username.localeCompare(b.username))
     .map((u) => ({ username: u.username, password: Buffer.from(u.hash, 'utf8').toString('base64') }))
   return {
     handler: 'authentication',

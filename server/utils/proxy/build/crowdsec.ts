@@ -36,7 +36,10 @@ export const ENGINE_DOWN_BODY = 'Service unavailable: the security engine cannot
 
 /** A host that fails closed, while the engine is unreachable: everything gets 503. */
 export function buildEngineDownRefusalRoute(): Route {
-  return { handle: [{ handler: 'static_response', status_code: 503, headers: { 'Retry-After': ['30'] }, body: ENGINE_DOWN_BODY }], terminal: true }
+  return {
+    handle: [{ handler: 'static_response', status_code: 503, headers: { 'Retry-After': ['30'] }, body: ENGINE_DOWN_BODY }],
+    terminal: true,
+  }
 }
 
 /**
@@ -81,7 +84,10 @@ export function buildCrowdsecWarnings(snapshot: ProxySnapshot, hosts: HostSnapsh
   if (!snapshot.modules.includes('crowdsec')) why = 'the proxy has no crowdsec module (PROXY_MODULES)'
   else if (!snapshot.security.bouncerKey) why = 'no bouncer key is configured (LAPI_BOUNCER_KEY)'
   else return []
-  const names = wanting.slice(0, _NAMES_SHOWN).map((h) => h.domain).join(', ')
+  const names = wanting
+    .slice(0, _NAMES_SHOWN)
+    .map((h) => h.domain)
+    .join(', ')
   const more = wanting.length > _NAMES_SHOWN ? ` and ${wanting.length - _NAMES_SHOWN} more` : ''
   const what = snapshot.security.appsecUrl ? 'the bouncer and AppSec are' : 'the bouncer is'
   return [`${why}; ${what} not applied to ${wanting.length} host(s): ${names}${more}`]
@@ -99,16 +105,26 @@ export const BOUNCER_WARMUP_ID = 'bouncer_warmup'
  * use it. The time test is the outer match, so once it is past only one CEL
  * comparison per request remains; the list is never consulted again.
  */
-export function buildBouncerWarmupRoute(server: string, names: string[], warmup: { untilMs: number; sources: string[] }, whitelist: string[] = []): Route {
+export function buildBouncerWarmupRoute(
+  server: string,
+  names: string[],
+  warmup: { untilMs: number; sources: string[] },
+  whitelist: string[] = [],
+): Route {
   // Whitelisted sources skip the bouncer, so they skip its stand-in too.
-  const banned: Json = { client_ip: { ranges: warmup.sources }, ...(whitelist.length ? { not: [{ client_ip: { ranges: whitelist } }] } : {}) }
+  const banned: Json = {
+    client_ip: { ranges: warmup.sources },
+    ...(whitelist.length ? { not: [{ client_ip: { ranges: whitelist } }] } : {}),
+  }
   return {
     '@id': `${BOUNCER_WARMUP_ID}_${server}`,
     match: [{ host: names, expression: `int({time.now.unix_ms}) < ${Math.floor(warmup.untilMs)}` }],
-    handle: [{
-      handler: 'subroute',
-      routes: [{ match: [banned], handle: [{ handler: 'static_response', status_code: 403 }] }],
-    }],
+    handle: [
+      {
+        handler: 'subroute',
+        routes: [{ match: [banned], handle: [{ handler: 'static_response', status_code: 403 }] }],
+      },
+    ],
   }
 }
 

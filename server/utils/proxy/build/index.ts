@@ -1,6 +1,18 @@
 import { createHash } from 'node:crypto'
 import { buildAccessListIpRoutes, buildBasicAuthHandler, mapAccessListsByHost } from './access-list'
-import { buildAppsecHandlers, buildAppsecThresholdHeader, buildBouncerWarmupRoute, buildCrowdsecApp, buildEngineDownRefusalRoute, buildKnownBansRoute, buildCrowdsecHandler, buildCrowdsecWarnings, hostUsesAppsec, hostUsesBouncer, stripBouncerWarmup } from './crowdsec'
+import {
+  buildAppsecHandlers,
+  buildAppsecThresholdHeader,
+  buildBouncerWarmupRoute,
+  buildCrowdsecApp,
+  buildEngineDownRefusalRoute,
+  buildKnownBansRoute,
+  buildCrowdsecHandler,
+  buildCrowdsecWarnings,
+  hostUsesAppsec,
+  hostUsesBouncer,
+  stripBouncerWarmup,
+} from './crowdsec'
 import { buildForwardAuthHandler } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
@@ -21,13 +33,25 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
  * WAF -> auth sub-request -> path rules -> the host's upstream (A10,
  * docs/access-lists.md).
  */
-export const HOST_HANDLER_ORDER = ['lan_gate', 'access_ip', 'crowdsec', 'appsec', 'rate_limit', 'basic_auth', 'waf', 'forward_auth', 'rules', 'upstream'] as const
+export const HOST_HANDLER_ORDER = [
+  'lan_gate',
+  'access_ip',
+  'crowdsec',
+  'appsec',
+  'rate_limit',
+  'basic_auth',
+  'waf',
+  'forward_auth',
+  'rules',
+  'upstream',
+] as const
 
 const _UNSAFE_NAME = /["'{}\\\s\u0000-\u001f\u007f]/
 
 /** Last line of defence: names are validated at the API, but nothing unsafe may reach the JSON. */
 export function assertSafeHostname(name: string): void {
-  if (!name || _UNSAFE_NAME.test(name)) throw new Error(`unsafe host name refused by the proxy configuration builder: ${JSON.stringify(name)}`)
+  if (!name || _UNSAFE_NAME.test(name))
+    throw new Error(`unsafe host name refused by the proxy configuration builder: ${JSON.stringify(name)}`)
 }
 
 /** JSON with object keys sorted at every level, so equal configurations are equal bytes. */
@@ -44,14 +68,26 @@ export function stableStringify(value: unknown): string {
 
 /** Identifies what the database says: the warm-up routes (they carry a time) are left out. */
 export function hashProxyConfig(config: unknown): string {
-  return createHash('sha256').update(stableStringify(stripBouncerWarmup(config))).digest('hex')
+  return createHash('sha256')
+    .update(stableStringify(stripBouncerWarmup(config)))
+    .digest('hex')
 }
 
-function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Map<number, TargetGroupSnapshot>, rules: RuleSnapshot[], accessList: AccessListSnapshot | undefined, warnings: string[]): Route | null {
+function _buildHostRoute(
+  host: HostSnapshot,
+  snapshot: ProxySnapshot,
+  groups: Map<number, TargetGroupSnapshot>,
+  rules: RuleSnapshot[],
+  accessList: AccessListSnapshot | undefined,
+  warnings: string[],
+): Route | null {
   const names = [host.domain, ...host.aliases]
   names.forEach(assertSafeHostname)
   const group = groups.get(host.target_group_id)
-  if (!group) { warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`); return null }
+  if (!group) {
+    warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`)
+    return null
+  }
 
   const routes: Route[] = []
   const chain: Json[] = []
@@ -68,7 +104,11 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
         if (snapshot.engineDown && host.engine_down_refuse) routes.push(buildEngineDownRefusalRoute())
         else if (snapshot.engineDown?.knownBanned.length && hostUsesBouncer(snapshot, host))
-          routes.push(buildKnownBansRoute(snapshot.engineDown.knownBanned, snapshot.whitelist, (ranges) => buildClientAddressMatcher(ranges, snapshot.clientIp)))
+          routes.push(
+            buildKnownBansRoute(snapshot.engineDown.knownBanned, snapshot.whitelist, (ranges) =>
+              buildClientAddressMatcher(ranges, snapshot.clientIp),
+            ),
+          )
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
         if (hostUsesAppsec(snapshot, host)) bouncer.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
@@ -78,7 +118,8 @@ function _buildHostRoute(host: HostSnapshot, snapshot: ProxySnapshot, groups: Ma
         // After the ban check (a banned source never reaches AppSec), before the rate limit and the WAF.
         if (hostUsesAppsec(snapshot, host)) bouncer.push(...buildAppsecHandlers())
         // Whitelisted sources skip the bouncer (and AppSec) whatever decisions exist: a route of its own.
-        if (bouncer.length && snapshot.whitelist.length) routes.push({ match: [{ not: [buildClientAddressMatcher(snapshot.whitelist, snapshot.clientIp)] }], handle: bouncer.splice(0) })
+        if (bouncer.length && snapshot.whitelist.length)
+          routes.push({ match: [{ not: [buildClientAddressMatcher(snapshot.whitelist, snapshot.clientIp)] }], handle: bouncer.splice(0) })
         else chain.push(...bouncer.splice(0))
         break
       case 'rate_limit':
@@ -136,7 +177,10 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
     if (!route) continue
     builtHosts.push(host)
     if (host.tls_mode === 'none') plainRoutes.push(route)
-    else { tlsRoutes.push(route); tlsHosts.push(host) }
+    else {
+      tlsRoutes.push(route)
+      tlsHosts.push(host)
+    }
   }
   warnings.push(...buildCrowdsecWarnings(snapshot, builtHosts))
 
@@ -146,22 +190,40 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   // While a new bouncer loads its decisions, the sources banned at push time are refused first.
   const warmup = snapshot.bouncerWarmup
   if (warmup?.sources.length) {
-    for (const [server, routes, mode] of [['http', plainRoutes, 'none'], ['https', tlsRoutes, 'tls']] as const) {
-      const names = builtHosts.filter((h) => hostUsesBouncer(snapshot, h) && (h.tls_mode === 'none') === (mode === 'none')).flatMap((h) => [h.domain, ...h.aliases])
+    for (const [server, routes, mode] of [
+      ['http', plainRoutes, 'none'],
+      ['https', tlsRoutes, 'tls'],
+    ] as const) {
+      const names = builtHosts
+        .filter((h) => hostUsesBouncer(snapshot, h) && (h.tls_mode === 'none') === (mode === 'none'))
+        .flatMap((h) => [h.domain, ...h.aliases])
       if (names.length) routes.unshift(buildBouncerWarmupRoute(server, names, warmup, snapshot.whitelist))
     }
   }
   // Last on each server: a Host that no enabled host names gets a clear refusal, logged with its status.
-  plainRoutes.push(buildUnknownHostRoute('http', tlsHosts.flatMap((h) => [h.domain, ...h.aliases])))
+  plainRoutes.push(
+    buildUnknownHostRoute(
+      'http',
+      tlsHosts.flatMap((h) => [h.domain, ...h.aliases]),
+    ),
+  )
   tlsRoutes.push(buildUnknownHostRoute('https'))
   const servers: Json = {
-    http: { listen: snapshot.httpListen, routes: plainRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp) },
+    http: {
+      listen: snapshot.httpListen,
+      routes: plainRoutes,
+      logs: buildServerLogs(builtHosts),
+      ...buildTrustedProxiesServerOptions(snapshot.clientIp),
+    },
   }
   const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
   // No TLS host, no https server: an empty one would hold the HTTPS port open for nothing.
   if (tlsHosts.length) {
     servers.https = {
-      listen: snapshot.httpsListen, routes: tlsRoutes, logs: buildServerLogs(builtHosts), ...buildTrustedProxiesServerOptions(snapshot.clientIp),
+      listen: snapshot.httpsListen,
+      routes: tlsRoutes,
+      logs: buildServerLogs(builtHosts),
+      ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }

@@ -27,7 +27,11 @@ export function buildUpstreamHandler(group: TargetGroupSnapshot, warnings: strin
   }
   if (group.health_check) {
     handler.health_checks = {
-      active: { uri: group.health_check.path, interval: `${group.health_check.interval_seconds}s`, expect_status: group.health_check.expect_status },
+      active: {
+        uri: group.health_check.path,
+        interval: `${group.health_check.interval_seconds}s`,
+        expect_status: group.health_check.expect_status,
+      },
       passive: { fail_duration: '30s', max_fails: 1 },
     }
   }

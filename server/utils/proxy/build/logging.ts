@@ -22,7 +22,12 @@ export function buildLogging(logDir: string): Json {
       // `include` matches a logger and its children: http.log.access.host_<id> lands here too.
       access: { writer: { output: 'file', filename: `${logDir}/access.log` }, encoder: { format: 'json' }, include: [ACCESS_LOGGER] },
       // DEBUG: Caddy logs 4xx handler errors (WAF 403, rate-limit 429) at debug level (A7).
-      error: { writer: { output: 'file', filename: `${logDir}/error.log` }, encoder: { format: 'json' }, level: 'DEBUG', include: [ERROR_LOGGER, ...PROXY_EVENT_LOGGERS] },
+      error: {
+        writer: { output: 'file', filename: `${logDir}/error.log` },
+        encoder: { format: 'json' },
+        level: 'DEBUG',
+        include: [ERROR_LOGGER, ...PROXY_EVENT_LOGGERS],
+      },
     },
   }
 }

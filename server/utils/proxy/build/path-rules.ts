@@ -15,14 +15,22 @@ export function sortRules(rules: RuleSnapshot[]): RuleSnapshot[] {
  * one; response headers are logged as sent (resp_headers), and the log ingester
  * reads the tag there. Seen against the stock 2.6.2, see docs/api.md.
  */
-export function buildRuleRoute(rule: RuleSnapshot, host: HostSnapshot, groups: Map<number, TargetGroupSnapshot>, warnings: string[]): Route | null {
+export function buildRuleRoute(
+  rule: RuleSnapshot,
+  host: HostSnapshot,
+  groups: Map<number, TargetGroupSnapshot>,
+  warnings: string[],
+): Route | null {
   const matcher: Json = { path: [rule.path] }
   if (rule.methods.length) matcher.method = [...rule.methods].sort()
   const tag = { handler: 'headers', response: { set: { [RULE_ID_HEADER]: [String(rule.id)] } } }
   let action: Json
   if (rule.action === 'proxy') {
     const group = groups.get(rule.target_group_id ?? host.target_group_id)
-    if (!group) { warnings.push(`rule ${rule.id}: target group ${rule.target_group_id} is missing; rule skipped`); return null }
+    if (!group) {
+      warnings.push(`rule ${rule.id}: target group ${rule.target_group_id} is missing; rule skipped`)
+      return null
+    }
     action = buildUpstreamHandler(group, warnings)
   } else if (rule.action === 'redirect') {
     action = { handler: 'static_response', status_code: rule.redirect_status ?? 302, headers: { Location: [rule.redirect_url ?? '/'] } }

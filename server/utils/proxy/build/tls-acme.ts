@@ -4,12 +4,16 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
   if (host.tls_challenge === 'http') return { 'tls-alpn': { disabled: true } }
   if (host.tls_challenge === 'tls-alpn') return { http: { disabled: true } }
   if (!snapshot.modules.includes('dns')) {
-    warnings.push(`host ${host.domain}: DNS-01 needs the proxy's DNS modules (PROXY_MODULES lacks dns); no certificate policy emitted, so the proxy falls back to its default issuers and challenges`)
+    warnings.push(
+      `host ${host.domain}: DNS-01 needs the proxy's DNS modules (PROXY_MODULES lacks dns); no certificate policy emitted, so the proxy falls back to its default issuers and challenges`,
+    )
     return null
   }
   const provider = host.tls_dns_provider ? snapshot.dnsProviders[host.tls_dns_provider] : undefined
   if (!provider) {
-    warnings.push(`host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted, so the proxy falls back to its default issuers and challenges`)
+    warnings.push(
+      `host ${host.domain}: DNS provider ${host.tls_dns_provider ?? '(none)'} has no credentials; no certificate policy emitted, so the proxy falls back to its default issuers and challenges`,
+    )
     return null
   }
   // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.

@@ -22,7 +22,10 @@ export interface ProxySnapshot {
   storageRoot: string | null
   logDir: string
   modules: ProxyModuleName[]
-  httpListen: string[]; httpsListen: string[]; httpPort: number; httpsPort: number
+  httpListen: string[]
+  httpsListen: string[]
+  httpPort: number
+  httpsPort: number
   panelUpstream: { dial: string; tls: boolean }
   acme: { email: string | null; caUrl: string | null; trustedRootsPemFile: string | null }
   security: { lapiUrl: string; bouncerKey: string | null; tickerInterval: string; appsecUrl: string | null }
@@ -33,7 +36,9 @@ export interface ProxySnapshot {
   clientIp: { trustedProxies: string[]; headers: string[] }
   dnsProviders: DnsProviderCredentials
   manualCerts: ManualCertPaths[]
-  hosts: HostSnapshot[]; targetGroups: TargetGroupSnapshot[]; rules: RuleSnapshot[]
+  hosts: HostSnapshot[]
+  targetGroups: TargetGroupSnapshot[]
+  rules: RuleSnapshot[]
   /**
    * Set by the reconciler just before a push (not read from the database): the
    * sources the engine bans now, refused until `untilMs` while the new bouncer

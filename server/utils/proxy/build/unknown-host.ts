@@ -24,7 +24,14 @@ export function buildUnknownHostRoute(server: 'http' | 'https', tlsNames: string
     // after every route, which this route would otherwise shadow. A `not` matcher
     // is no host matcher, so Caddy's insertion point stays the same.
     ...(tlsNames.length ? { match: [{ not: [{ host: tlsNames }] }] } : {}),
-    handle: [{ handler: 'static_response', status_code: status, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No site is configured for this host name.\n' }],
+    handle: [
+      {
+        handler: 'static_response',
+        status_code: status,
+        headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
+        body: 'No site is configured for this host name.\n',
+      },
+    ],
     terminal: true,
   }
 }

@@ -15,7 +15,10 @@ export type WafLimitAction = (typeof WAF_LIMIT_ACTIONS)[number]
  * it, no argument or depth limit); `fast` bounds the work a body can cost.
  * 0 = no limit.
  */
-export const WAF_PROFILE_DEFAULTS: Record<WafProfile, { bodyLimitKb: number; maxArgs: number; jsonMaxDepth: number; limitAction: WafLimitAction }> = {
+export const WAF_PROFILE_DEFAULTS: Record<
+  WafProfile,
+  { bodyLimitKb: number; maxArgs: number; jsonMaxDepth: number; limitAction: WafLimitAction }
+> = {
   full: { bodyLimitKb: 12_800, maxArgs: 0, jsonMaxDepth: 0, limitAction: 'refuse' },
   fast: { bodyLimitKb: 16, maxArgs: 256, jsonMaxDepth: 16, limitAction: 'partial' },
 }
@@ -41,7 +44,11 @@ export const WAF_FAMILIES: readonly WafFamily[] = [
   { id: 'lfi', label: 'path traversal and OS files (CRS 930100-930130)', crsRuleIds: [930100, 930110, 930120, 930130] },
   { id: 'rce', label: 'Unix shell code and Shellshock (CRS 932160, 932170, 932171)', crsRuleIds: [932160, 932170, 932171] },
   { id: 'php', label: 'PHP tags, directives, streams and uploads (CRS 933100-933140)', crsRuleIds: [933100, 933110, 933120, 933140] },
-  { id: 'java', label: 'Java classes, process spawn and Log4Shell (CRS 944100, 944110, 944150-944152)', crsRuleIds: [944100, 944110, 944150, 944151, 944152] },
+  {
+    id: 'java',
+    label: 'Java classes, process spawn and Log4Shell (CRS 944100, 944110, 944150-944152)',
+    crsRuleIds: [944100, 944110, 944150, 944151, 944152],
+  },
   { id: 'protocol', label: 'request smuggling and response splitting (CRS 921110-921130)', crsRuleIds: [921110, 921120, 921130] },
 ] as const
 export const WAF_FAMILY_IDS = WAF_FAMILIES.map((f) => f.id)
@@ -63,12 +70,24 @@ export const CRS_FILES: Record<number, string> = {
 }
 
 /** CRS 4.15's tx.allowed_request_content_type (rule 901162), used when a host sets none. */
-export const CRS_DEFAULT_CONTENT_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/xml', 'application/xml', 'application/soap+xml', 'application/json'] as const
+export const CRS_DEFAULT_CONTENT_TYPES = [
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'text/xml',
+  'application/xml',
+  'application/soap+xml',
+  'application/json',
+] as const
 
 /** A media type as CRS compares it (920420 lower-cases the header up to the first ";"). */
 export const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/
 
-export interface VirtualPatch { id: number; cve: string; title: string; rule: string }
+export interface VirtualPatch {
+  id: number
+  cve: string
+  title: string
+  rule: string
+}
 
 const _score = "setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"
 const _head = (id: number, transforms: string, msg: string) =>
@@ -80,8 +99,8 @@ const _patch = (id: number, targets: string, operator: string, transforms: strin
  * call on clean input (each argument is a match per rule); the regex runs on what it found.
  */
 const _prefilteredPatch = (id: number, targets: string, literal: string, regex: string, msg: string) =>
-  `SecRule ${targets} "@contains ${literal}" "${_head(id, '', msg)},logdata:'Matched Data: %{MATCHED_VAR} found within %{MATCHED_VAR_NAME}',chain"\n`
-  + `    SecRule MATCHED_VARS "@rx ${regex}" "${_score}"`
+  `SecRule ${targets} "@contains ${literal}" "${_head(id, '', msg)},logdata:'Matched Data: %{MATCHED_VAR} found within %{MATCHED_VAR_NAME}',chain"\n` +
+  `    SecRule MATCHED_VARS "@rx ${regex}" "${_score}"`
 
 /**
  * Virtual patches: narrow rules for exploited CVEs, in both profiles, scored like CRS
@@ -89,23 +108,87 @@ const _prefilteredPatch = (id: number, targets: string, literal: string, regex: 
  * the CRS initialises the scores in phase 1. Narrow targets keep them cheap on large bodies.
  */
 export const WAF_VIRTUAL_PATCHES: readonly VirtualPatch[] = [
-  { id: 9990201, cve: 'CVE-2021-44228, CVE-2021-45046', title: 'Log4Shell JNDI lookup',
+  {
+    id: 9990201,
+    cve: 'CVE-2021-44228, CVE-2021-45046',
+    title: 'Log4Shell JNDI lookup',
     // Arguments arrive decoded once, as an application logs them; the path is decoded (REQUEST_FILENAME).
     // HTML-entity spellings (&dollar;{) are the java family's (CRS 944150).
-    rule: _prefilteredPatch(9990201, 'REQUEST_FILENAME|REQUEST_HEADERS|ARGS', '${', '(?i)\\$\\{(?:[^}]{0,15}\\$\\{|jndi|ctx)', 'Log4Shell lookup (CVE-2021-44228)') },
-  { id: 9990202, cve: 'CVE-2022-22965', title: 'Spring4Shell class loader manipulation',
+    rule: _prefilteredPatch(
+      9990201,
+      'REQUEST_FILENAME|REQUEST_HEADERS|ARGS',
+      '${',
+      '(?i)\\$\\{(?:[^}]{0,15}\\$\\{|jndi|ctx)',
+      'Log4Shell lookup (CVE-2021-44228)',
+    ),
+  },
+  {
+    id: 9990202,
+    cve: 'CVE-2022-22965',
+    title: 'Spring4Shell class loader manipulation',
     // Spring binds properties case-sensitively: the exploit needs "class" in lower case.
-    rule: _prefilteredPatch(9990202, 'ARGS_NAMES|REQUEST_COOKIES_NAMES', 'class', '(?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)', 'Spring4Shell class loader access (CVE-2022-22965)') },
-  { id: 9990203, cve: 'CVE-2014-6271', title: 'Shellshock function definition in a header',
-    rule: _patch(9990203, 'REQUEST_HEADERS|REQUEST_LINE', '@rx ^\\(\\s*\\)\\s+\\{', ',t:urlDecode', 'Shellshock function definition (CVE-2014-6271)') },
-  { id: 9990204, cve: 'CVE-2021-41773, CVE-2021-42013', title: 'Encoded dot segments (Apache HTTP Server path traversal)',
-    rule: _patch(9990204, 'REQUEST_URI_RAW', '@rx (?i)(?:/|%2f)(?:\\.|%2e|%%32%65){2}(?:/|%2f|$)', '', 'Encoded path traversal (CVE-2021-41773)') },
-  { id: 9990205, cve: 'CVE-2024-4577, CVE-2012-1823', title: 'PHP-CGI options in the query string',
-    rule: _patch(9990205, 'QUERY_STRING', '@rx (?i)^(?:-|%2d|%ad)+[dsbnf](?:\\+|%20|\\s)*[a-z_.]+(?:=|%3d)', '', 'PHP-CGI argument injection (CVE-2024-4577)') },
-  { id: 9990206, cve: 'CVE-2022-26134', title: 'OGNL expression in the path (Confluence)',
-    rule: _patch(9990206, 'REQUEST_FILENAME', '@rx \\$\\{', ',t:urlDecodeUni', 'OGNL injection in the path (CVE-2022-26134)') },
-  { id: 9990207, cve: 'CVE-2019-19781', title: 'Citrix ADC path traversal to /vpns/',
-    rule: _patch(9990207, 'REQUEST_FILENAME', '@rx (?i)/vpns?/.*\\.\\./|\\.\\./vpns/', ',t:urlDecodeUni', 'Citrix ADC path traversal (CVE-2019-19781)') },
+    rule: _prefilteredPatch(
+      9990202,
+      'ARGS_NAMES|REQUEST_COOKIES_NAMES',
+      'class',
+      '(?i)(?:^|[.\\[])class\\s*[.\\[]\\s*(?:module|classloader|protectiondomain)',
+      'Spring4Shell class loader access (CVE-2022-22965)',
+    ),
+  },
+  {
+    id: 9990203,
+    cve: 'CVE-2014-6271',
+    title: 'Shellshock function definition in a header',
+    rule: _patch(
+      9990203,
+      'REQUEST_HEADERS|REQUEST_LINE',
+      '@rx ^\\(\\s*\\)\\s+\\{',
+      ',t:urlDecode',
+      'Shellshock function definition (CVE-2014-6271)',
+    ),
+  },
+  {
+    id: 9990204,
+    cve: 'CVE-2021-41773, CVE-2021-42013',
+    title: 'Encoded dot segments (Apache HTTP Server path traversal)',
+    rule: _patch(
+      9990204,
+      'REQUEST_URI_RAW',
+      '@rx (?i)(?:/|%2f)(?:\\.|%2e|%%32%65){2}(?:/|%2f|$)',
+      '',
+      'Encoded path traversal (CVE-2021-41773)',
+    ),
+  },
+  {
+    id: 9990205,
+    cve: 'CVE-2024-4577, CVE-2012-1823',
+    title: 'PHP-CGI options in the query string',
+    rule: _patch(
+      9990205,
+      'QUERY_STRING',
+      '@rx (?i)^(?:-|%2d|%ad)+[dsbnf](?:\\+|%20|\\s)*[a-z_.]+(?:=|%3d)',
+      '',
+      'PHP-CGI argument injection (CVE-2024-4577)',
+    ),
+  },
+  {
+    id: 9990206,
+    cve: 'CVE-2022-26134',
+    title: 'OGNL expression in the path (Confluence)',
+    rule: _patch(9990206, 'REQUEST_FILENAME', '@rx \\$\\{', ',t:urlDecodeUni', 'OGNL injection in the path (CVE-2022-26134)'),
+  },
+  {
+    id: 9990207,
+    cve: 'CVE-2019-19781',
+    title: 'Citrix ADC path traversal to /vpns/',
+    rule: _patch(
+      9990207,
+      'REQUEST_FILENAME',
+      '@rx (?i)/vpns?/.*\\.\\./|\\.\\./vpns/',
+      ',t:urlDecodeUni',
+      'Citrix ADC path traversal (CVE-2019-19781)',
+    ),
+  },
 ] as const
 
 /** An exclusion's path as the WAF sees it (decoded, no query); a trailing * makes it a prefix. Spliced into SecLang. */

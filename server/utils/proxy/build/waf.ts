@@ -1,7 +1,16 @@
 import type { HostSnapshot, Json, ProxySnapshot, WafExclusionSnapshot } from './types'
 import {
-  CONTENT_TYPE_PATTERN, CRS_FILES, WAF_CONTROL_RULE_RANGE, WAF_EXCLUSION_ARGUMENT, WAF_EXCLUSION_PATH, WAF_FAMILIES, WAF_FAST_BASE_RULE_IDS, WAF_PROFILE_DEFAULTS, WAF_VIRTUAL_PATCHES,
-  type WafLimitAction, type WafProfile,
+  CONTENT_TYPE_PATTERN,
+  CRS_FILES,
+  WAF_CONTROL_RULE_RANGE,
+  WAF_EXCLUSION_ARGUMENT,
+  WAF_EXCLUSION_PATH,
+  WAF_FAMILIES,
+  WAF_FAST_BASE_RULE_IDS,
+  WAF_PROFILE_DEFAULTS,
+  WAF_VIRTUAL_PATCHES,
+  type WafLimitAction,
+  type WafProfile,
 } from './waf-rules'
 
 /** Our own rule id (outside the CRS 9xxxxx rule files we load); the engine-side appsec plugin uses the same id. */
@@ -32,7 +41,17 @@ export interface EffectiveWaf {
   contentTypes: string[] | null
 }
 
-type WafHost = Pick<HostSnapshot, 'waf_mode' | 'waf_profile' | 'waf_families' | 'waf_body_limit_kb' | 'waf_body_max_args' | 'waf_json_max_depth' | 'waf_body_limit_action' | 'waf_allowed_content_types'>
+type WafHost = Pick<
+  HostSnapshot,
+  | 'waf_mode'
+  | 'waf_profile'
+  | 'waf_families'
+  | 'waf_body_limit_kb'
+  | 'waf_body_max_args'
+  | 'waf_json_max_depth'
+  | 'waf_body_limit_action'
+  | 'waf_allowed_content_types'
+>
 
 /** The host's settings with the profile's defaults filled in where the host left them empty. */
 export function resolveEffectiveWaf(host: WafHost): EffectiveWaf {
@@ -55,10 +74,13 @@ function _assertSafeDirectivePath(path: string): void {
 
 /** Values the API validated; checked again here because they are spliced into SecLang. */
 function _assertSafeExclusion(e: WafExclusionSnapshot): void {
-  const ok = Number.isInteger(e.rule_id) && e.rule_id > 0 && e.rule_id < WAF_EXCLUSION_RULE_BASE
-    && !(e.rule_id >= WAF_CONTROL_RULE_RANGE[0] && e.rule_id <= WAF_CONTROL_RULE_RANGE[1])
-    && (e.path === null || (WAF_EXCLUSION_PATH.test(e.path) && !e.path.includes('%{')))
-    && (e.argument === null || WAF_EXCLUSION_ARGUMENT.test(e.argument))
+  const ok =
+    Number.isInteger(e.rule_id) &&
+    e.rule_id > 0 &&
+    e.rule_id < WAF_EXCLUSION_RULE_BASE &&
+    !(e.rule_id >= WAF_CONTROL_RULE_RANGE[0] && e.rule_id <= WAF_CONTROL_RULE_RANGE[1]) &&
+    (e.path === null || (WAF_EXCLUSION_PATH.test(e.path) && !e.path.includes('%{'))) &&
+    (e.argument === null || WAF_EXCLUSION_ARGUMENT.test(e.argument))
   if (!ok) throw new Error(`unsafe WAF exclusion refused: ${JSON.stringify(e)}`)
 }
 
@@ -97,13 +119,20 @@ function _bodyLimitDirectives(w: EffectiveWaf, blocking: boolean): string[] {
     `SecRequestBodyLimitAction ${refuseSize ? 'Reject' : 'ProcessPartial'}`,
   ]
   if (w.maxArgs || w.jsonMaxDepth) {
-    lines.push(`SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=${w.maxArgs},setvar:tx.edge_json_max_depth=${w.jsonMaxDepth},setvar:tx.edge_body_limit_action=${w.limitAction}"`)
+    lines.push(
+      `SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=${w.maxArgs},setvar:tx.edge_json_max_depth=${w.jsonMaxDepth},setvar:tx.edge_body_limit_action=${w.limitAction}"`,
+    )
   }
   // A chunked body declares no length: it is read up to the limit and inspected in part.
-  if (w.limitAction === 'pass') lines.push(`SecRule REQUEST_HEADERS:Content-Length "@gt ${w.bodyLimitBytes}" "id:${WAF_BODY_PASS_RULE_ID},phase:1,pass,nolog,ctl:requestBodyAccess=Off"`)
+  if (w.limitAction === 'pass')
+    lines.push(
+      `SecRule REQUEST_HEADERS:Content-Length "@gt ${w.bodyLimitBytes}" "id:${WAF_BODY_PASS_RULE_ID},phase:1,pass,nolog,ctl:requestBodyAccess=Off"`,
+    )
   if (w.limitAction === 'refuse' && (w.maxArgs || w.jsonMaxDepth)) {
     // Scored too, so that detection mode logs what blocking mode would have refused.
-    lines.push(`SecRule TX:edge_body_over_limit "@rx ." "id:${WAF_BODY_REFUSE_RULE_ID},phase:2,deny,status:413,log,msg:'Request body over the host limit of ${w.maxArgs || 'any'} arguments or depth ${w.jsonMaxDepth || 'any'}',logdata:'over the %{tx.edge_body_over_limit} limit',severity:'CRITICAL',setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"`)
+    lines.push(
+      `SecRule TX:edge_body_over_limit "@rx ." "id:${WAF_BODY_REFUSE_RULE_ID},phase:2,deny,status:413,log,msg:'Request body over the host limit of ${w.maxArgs || 'any'} arguments or depth ${w.jsonMaxDepth || 'any'}',logdata:'over the %{tx.edge_body_over_limit} limit',severity:'CRITICAL',setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'"`,
+    )
   }
   return lines
 }
@@ -111,7 +140,8 @@ function _bodyLimitDirectives(w: EffectiveWaf, blocking: boolean): string[] {
 /** `|a| |b|`: the form CRS 920420 compares with `@within`. */
 function _contentTypeDirectives(types: string[] | null): string[] {
   if (types === null) return []
-  for (const t of types) if (!CONTENT_TYPE_PATTERN.test(t)) throw new Error(`unsafe content type refused in WAF directives: ${JSON.stringify(t)}`)
+  for (const t of types)
+    if (!CONTENT_TYPE_PATTERN.test(t)) throw new Error(`unsafe content type refused in WAF directives: ${JSON.stringify(t)}`)
   // An empty list allows nothing: CRS 920420 then refuses every request that names a type.
   const list = types.map((t) => `|${t}|`).join(' ')
   return [`SecAction "id:${WAF_CONTENT_TYPES_RULE_ID},phase:1,pass,nolog,setvar:'tx.allowed_request_content_type=${list}'"`]
@@ -123,9 +153,10 @@ function _contentTypeDirectives(types: string[] | null): string[] {
  * name are both excluded (the CRS inspects ARGS and ARGS_NAMES alike).
  */
 function _runtimeExclusion(e: WafExclusionSnapshot): string {
-  const ctl = e.argument === null
-    ? `ctl:ruleRemoveById=${e.rule_id}`
-    : `ctl:ruleRemoveTargetById=${e.rule_id};ARGS:${e.argument},ctl:ruleRemoveTargetById=${e.rule_id};ARGS_NAMES:${e.argument}`
+  const ctl =
+    e.argument === null
+      ? `ctl:ruleRemoveById=${e.rule_id}`
+      : `ctl:ruleRemoveTargetById=${e.rule_id};ARGS:${e.argument},ctl:ruleRemoveTargetById=${e.rule_id};ARGS_NAMES:${e.argument}`
   const actions = `id:${WAF_EXCLUSION_RULE_BASE + e.id},phase:1,pass,nolog,${ctl}`
   if (e.path === null) return `SecAction "${actions}"`
   const op = e.path.endsWith('*') ? `@beginsWith ${e.path.slice(0, -1)}` : `@streq ${e.path}`
@@ -135,7 +166,8 @@ function _runtimeExclusion(e: WafExclusionSnapshot): string {
 /** Rule id ranges to remove from the family files so that only `keep` stays. */
 function _removalRanges(keep: number[]): string {
   const byFile = new Map<number, number[]>()
-  for (const id of [...new Set(keep)].sort((a, b) => a - b)) byFile.set(Math.floor(id / 1000), [...(byFile.get(Math.floor(id / 1000)) ?? []), id])
+  for (const id of [...new Set(keep)].sort((a, b) => a - b))
+    byFile.set(Math.floor(id / 1000), [...(byFile.get(Math.floor(id / 1000)) ?? []), id])
   const ranges: string[] = []
   for (const [file, ids] of [...byFile].sort((a, b) => a[0] - b[0])) {
     let from = file * 1000
@@ -170,7 +202,11 @@ function _fastProfileRules(families: string[]): string[] {
  * patches, the host's body limits, content types and rule exclusions. Thresholds are set
  * before the CRS rules read them (A2).
  */
-export function buildWafHandler(host: WafHost & Pick<HostSnapshot, 'id'>, snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'>, exclusions: WafExclusionSnapshot[] = []): Json {
+export function buildWafHandler(
+  host: WafHost & Pick<HostSnapshot, 'id'>,
+  snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'>,
+  exclusions: WafExclusionSnapshot[] = [],
+): Json {
   const auditLog = `${snapshot.logDir}/waf-audit.log`
   _assertSafeDirectivePath(auditLog)
   const w = resolveEffectiveWaf(host)

@@ -5,7 +5,12 @@ import { pushSubscriptionBody, saveSubscription } from '~/server/utils/ops/notif
 
 export default defineEventHandler(async (event) => {
   const body = await readValidatedJson(event, pushSubscriptionBody)
-  const { created, subscription } = await saveSubscription(body, event.context.auth?.user.id ?? null, getRequestHeader(event, 'user-agent')?.slice(0, 512) ?? null, auditContextOf(event))
+  const { created, subscription } = await saveSubscription(
+    body,
+    event.context.auth?.user.id ?? null,
+    getRequestHeader(event, 'user-agent')?.slice(0, 512) ?? null,
+    auditContextOf(event),
+  )
   setResponseStatus(event, created ? 201 : 200)
   return subscription
 })
