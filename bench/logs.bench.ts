@@ -22,7 +22,7 @@ let logDir: string
 
 /** One access line; 24 h of traffic, 20 hosts, 997 paths, 65,536 clients, 6 statuses. */
 const line = (i: number, now: number) =>
-  JSON.stringify({
+  `${JSON.stringify({
     level: 'info',
     ts: (now - (i % 86_400) * 1000 - Math.floor(i / 86_400)) / 1000,
     logger: `http.log.access.host_${1 + (i % HOSTS)}`,
@@ -41,7 +41,7 @@ const line = (i: number, now: number) =>
     duration: (i % 50) / 1000 + 0.0001,
     size: 512,
     status: [200, 200, 200, 301, 404, 500][i % 6],
-  }) + '\n'
+  })}\n`
 
 beforeAll(async () => {
   logDir = makeTempDir('bench-logs-')

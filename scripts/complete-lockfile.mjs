@@ -23,5 +23,5 @@ for (const entry of Object.values(lock.packages)) {
   }
 }
 lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))))
-writeFileSync(path, JSON.stringify(lock, null, 2) + '\n')
+writeFileSync(path, `${JSON.stringify(lock, null, 2)}\n`)
 console.log(`added ${added} optional platform entries`)

@@ -12,4 +12,3 @@ declare module 'h3' {
     }
   }
 }
-export {}

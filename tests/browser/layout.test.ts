@@ -422,14 +422,12 @@ describe('phone and desk', () => {
     await page.evaluate(() => {
       const wide = Object.assign(document.createElement('div'), { textContent: 'wide' })
       wide.style.width = '900px'
-      document
-        .querySelector('main')!
-        .append(
-          wide,
-          Object.assign(document.createElement('img'), {
-            src: 'data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7',
-          }),
-        )
+      document.querySelector('main')!.append(
+        wide,
+        Object.assign(document.createElement('img'), {
+          src: 'data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7',
+        }),
+      )
     })
     const o = await overflow()
     expect(o.scrollWidth).toBeGreaterThan(PHONE.width)
@@ -516,7 +514,7 @@ describe('settings and choices in words', () => {
     await schedule.fill('0 3 * * 1')
     const next = new Cron('0 3 * * 1', { paused: true, timezone: 'UTC' })
       .nextRuns(3)
-      .map((d) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC')
+      .map((d) => `${d.toISOString().replace('T', ' ').slice(0, 16)} UTC`)
     const words = page.getByTestId('cron-words')
     expect((await words.textContent())!.trim()).toBe(`At 03:00, only on Monday (UTC). Next runs: ${next.join(', ')}.`)
     await schedule.fill('every day')

@@ -407,11 +407,9 @@ describe('the web UI in Chromium', () => {
     await screenshot(page, 'certificates-failed')
     await page.getByRole('link', { name: 'dns01.example.test' }).click()
     await expectVisible(
-      page
-        .getByRole('alert')
-        .filter({
-          hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/,
-        }),
+      page.getByRole('alert').filter({
+        hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/,
+      }),
     )
     expect((await stack.panel.request(`/api/hosts/${host.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
   })

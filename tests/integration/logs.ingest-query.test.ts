@@ -25,58 +25,52 @@ interface Line {
   dur?: number
 }
 function accessLine(l: Line): string {
-  return (
-    JSON.stringify({
-      level: (l.status ?? 200) >= 500 ? 'error' : 'info',
-      ts: (l.ts ?? T0) / 1000,
-      logger: `http.log.access${l.hostId ? `.host_${l.hostId}` : ''}`,
-      msg: 'handled request',
-      request: {
-        remote_ip: l.ip ?? '192.0.2.1',
-        remote_port: '1',
-        proto: 'HTTP/1.1',
-        method: l.method ?? 'GET',
-        host: l.host ?? 'a.example.test',
-        uri: l.uri ?? '/',
-        headers: { 'User-Agent': [l.ua ?? 'curl/8'] },
-      },
-      duration: (l.dur ?? 10) / 1000,
-      size: 1,
-      status: l.status ?? 200,
-      resp_headers: l.rule ? { 'X-Panel-Rule-Id': [String(l.rule)] } : {},
-    }) + '\n'
-  )
+  return `${JSON.stringify({
+    level: (l.status ?? 200) >= 500 ? 'error' : 'info',
+    ts: (l.ts ?? T0) / 1000,
+    logger: `http.log.access${l.hostId ? `.host_${l.hostId}` : ''}`,
+    msg: 'handled request',
+    request: {
+      remote_ip: l.ip ?? '192.0.2.1',
+      remote_port: '1',
+      proto: 'HTTP/1.1',
+      method: l.method ?? 'GET',
+      host: l.host ?? 'a.example.test',
+      uri: l.uri ?? '/',
+      headers: { 'User-Agent': [l.ua ?? 'curl/8'] },
+    },
+    duration: (l.dur ?? 10) / 1000,
+    size: 1,
+    status: l.status ?? 200,
+    resp_headers: l.rule ? { 'X-Panel-Rule-Id': [String(l.rule)] } : {},
+  })}\n`
 }
 function errorLine(uri: string, status = 502, ts = T0): string {
-  return (
-    JSON.stringify({
-      level: status >= 500 ? 'error' : 'debug',
-      ts: ts / 1000,
-      logger: 'http.log.error',
-      msg: 'dial tcp 127.0.0.1:9: connect: connection refused',
-      request: { remote_ip: '192.0.2.9', method: 'GET', host: 'a.example.test', uri },
-      duration: 0.002,
-      status,
-    }) + '\n'
-  )
+  return `${JSON.stringify({
+    level: status >= 500 ? 'error' : 'debug',
+    ts: ts / 1000,
+    logger: 'http.log.error',
+    msg: 'dial tcp 127.0.0.1:9: connect: connection refused',
+    request: { remote_ip: '192.0.2.9', method: 'GET', host: 'a.example.test', uri },
+    duration: 0.002,
+    status,
+  })}\n`
 }
 function wafLine(uri: string, rule: number, severity: number, score: number, ts = T0): string {
-  return (
-    JSON.stringify({
-      transaction: {
-        unix_timestamp: ts * 1e6,
-        client_ip: '192.0.2.8',
-        server_id: 'waf.example.test',
-        request: { method: 'GET', uri, headers: { 'user-agent': ['sqlmap/1.8'] } },
-        response: { status: 403 },
-        is_interrupted: true,
-      },
-      messages: [
-        { message: `Inbound Anomaly Score Exceeded (Total Score: ${score})`, data: { id: 949110, severity: -1 } },
-        { message: 'attack', data: { id: rule, severity, msg: `rule ${rule}` } },
-      ],
-    }) + '\n'
-  )
+  return `${JSON.stringify({
+    transaction: {
+      unix_timestamp: ts * 1e6,
+      client_ip: '192.0.2.8',
+      server_id: 'waf.example.test',
+      request: { method: 'GET', uri, headers: { 'user-agent': ['sqlmap/1.8'] } },
+      response: { status: 403 },
+      is_interrupted: true,
+    },
+    messages: [
+      { message: `Inbound Anomaly Score Exceeded (Total Score: ${score})`, data: { id: 949110, severity: -1 } },
+      { message: 'attack', data: { id: rule, severity, msg: `rule ${rule}` } },
+    ],
+  })}\n`
 }
 
 /**
@@ -127,7 +121,7 @@ afterAll(async () => {
 
 describe('ingestion from files', () => {
   it('ingests access, error and WAF lines, keeps malformed ones, and waits for a partial line to finish', async () => {
-    writeFileSync(access(), accessLine({ uri: '/first' }) + 'this is not json\n' + accessLine({ uri: '/partial' }).trimEnd())
+    writeFileSync(access(), `${accessLine({ uri: '/first' })}this is not json\n${accessLine({ uri: '/partial' }).trimEnd()}`)
     writeFileSync(file('error.log'), errorLine('/x'))
     writeFileSync(file('waf-audit.log'), wafLine('/?q=1', 942100, 2, 8))
     await eventually(
@@ -175,7 +169,7 @@ describe('ingestion from files', () => {
   })
 
   it('stores a 1.5 MiB line truncated and an invalid UTF-8 line, and carries on', async () => {
-    appendFileSync(access(), 'y'.repeat(1_500_000) + '\n')
+    appendFileSync(access(), `${'y'.repeat(1_500_000)}\n`)
     appendFileSync(
       access(),
       Buffer.concat([Buffer.from('{"request":{"uri":"/bad-utf8-'), Buffer.from([0xff, 0xfe]), Buffer.from('"},"status":200}\n')]),

@@ -57,7 +57,7 @@ describe('derived events', () => {
   it('a burst of WAF matches and rate-limited requests in the logs become events', async () => {
     const now = Date.now()
     const waf = (i: number) =>
-      JSON.stringify({
+      `${JSON.stringify({
         transaction: {
           unix_timestamp: (now + i) * 1e6,
           client_ip: '198.51.100.9',
@@ -67,18 +67,18 @@ describe('derived events', () => {
           is_interrupted: true,
         },
         messages: [{ message: 'x', data: { id: 942100, severity: 2, msg: 'SQLi' } }],
-      }) + '\n'
+      })}\n`
     appendFileSync(join(logDir, 'waf-audit.log'), Array.from({ length: 12 }, (_, i) => waf(i)).join(''))
     appendFileSync(
       join(logDir, 'access.log'),
-      JSON.stringify({
+      `${JSON.stringify({
         level: 'info',
         ts: now / 1000,
         logger: 'http.log.access',
         msg: 'handled request',
         request: { remote_ip: '198.51.100.9', method: 'GET', host: 'a.example.test', uri: '/' },
         status: 429,
-      }) + '\n',
+      })}\n`,
     )
     await eventually(
       async () => events,

@@ -85,12 +85,10 @@ describe('dashboards against seeded logs', () => {
     const t = (await panel.request('/api/dashboard/traffic', { cookie })).json
     expect(t.reduce((sum: number, b: any) => sum + b.total, 0)).toBe(9)
     // One more blocked row, read raw until the next roll-up.
-    await panel
-      .db()
-      .execute({
-        sql: "INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, 'caddy_access', 2, 429, '198.51.100.8', 'XX')",
-        args: [Date.now() - 1000],
-      })
+    await panel.db().execute({
+      sql: "INSERT INTO logs (ts_ms, source, host_id, status, remote_ip, country) VALUES (?, 'caddy_access', 2, 429, '198.51.100.8', 'XX')",
+      args: [Date.now() - 1000],
+    })
     const after = (await panel.request('/api/dashboard/security', { cookie })).json
     expect(after.blocked_by.rate_limit).toBe(2)
     expect(after.attackers_by_country[0]).toEqual({ country: 'XX', count: 4 })

@@ -41,7 +41,7 @@ function _compile(): CompiledOperation[] {
   for (const [template, item] of Object.entries(doc.paths)) {
     const segments = template.split('/')
     const pattern = new RegExp(
-      '^' + segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/') + '$',
+      `^${segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`,
     )
     for (const [method, op] of Object.entries(item as Record<string, any>)) {
       const responses = new Map<string, { validate?: any; contentTypes: string[] }>()
@@ -121,6 +121,6 @@ export function enableOpenApiContract(): void {
     if (!_isChecked(r.path.split('?')[0]!)) return
     const { template } = checkResponseAgainstDocument(r)
     if (coverageFile && template)
-      appendFileSync(coverageFile, JSON.stringify({ method: r.method, path: template, status: r.status }) + '\n')
+      appendFileSync(coverageFile, `${JSON.stringify({ method: r.method, path: template, status: r.status })}\n`)
   })
 }

@@ -145,7 +145,7 @@ export function reapOrphans(): number[] {
       if (_pidAlive(e.owner)) continue
       if (e.dir) {
         // A temp folder of a dead test process (only ever one made by makeTempDir under tmpdir()).
-        if (e.dir.startsWith(tmpdir() + '/')) rmSync(e.dir, { recursive: true, force: true })
+        if (e.dir.startsWith(`${tmpdir()}/`)) rmSync(e.dir, { recursive: true, force: true })
         unlinkSync(file)
         continue
       }

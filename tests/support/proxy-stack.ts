@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import { startCaddy, type CaddyHandle } from './caddy'
 import { freePort } from './ports'
 import { startPanel, type PanelHandle } from './panel'

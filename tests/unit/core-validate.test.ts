@@ -159,7 +159,7 @@ describe('IP and CIDR text', () => {
 
 describe('every request object is strict', () => {
   it('the push subscription refuses unknown fields, and its keys are checked by pattern and size', () => {
-    const good = { endpoint: 'https://push.example.test/send/abc', keys: { p256dh: 'B' + 'A'.repeat(86), auth: 'A'.repeat(22) } }
+    const good = { endpoint: 'https://push.example.test/send/abc', keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) } }
     expect(pushSubscriptionBody.safeParse(good).success).toBe(true)
     expect(statusOf(() => parseWith(pushSubscriptionBody, { ...good, extra: 1 }))?.message).toBe('unknown field "extra"')
     expect(pushSubscriptionBody.safeParse({ ...good, keys: { ...good.keys, p256dh: 'A'.repeat(87) } }).success).toBe(false)

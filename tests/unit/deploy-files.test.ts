@@ -360,7 +360,7 @@ describe('deploy/compose.yaml', () => {
     }
     expect(panelMounts.get(env.PANEL_CERTS_DIR!)).toBe(proxyMounts.get(env.PROXY_CERTS_DIR!))
     for (const k of ['CROWDSEC_CONFIG_DIR', 'CROWDSEC_DATA_DIR']) expect(panelMounts.get(env[k]!)).toBe(engineMounts.get(env[k]!))
-    expect(env.CROWDSEC_HUB_DIR!.startsWith(env.CROWDSEC_CONFIG_DIR! + '/')).toBe(true)
+    expect(env.CROWDSEC_HUB_DIR!.startsWith(`${env.CROWDSEC_CONFIG_DIR!}/`)).toBe(true)
     // The proxy's own storage is only read by the panel.
     expect(panel.volumes).toContain(`${panelMounts.get(env.PROXY_DATA_DIR!)}:${env.PROXY_DATA_DIR}:ro`)
     expect(JSON.parse(read('proxy/bootstrap.json')).storage.root).toBe(env.PROXY_DATA_DIR)

@@ -176,7 +176,7 @@ function oracleMatch(r: LogRecord, q: Q): boolean {
     } else if (!r.remoteIp.includes(q.remote_ip)) return false
   }
   if (q.level && !list('level').includes(r.level as string)) return false
-  if (q.query && ![r.path, r.userAgent, r.message, r.raw].some((f) => f !== null && f.includes(q.query!))) return false
+  if (q.query && ![r.path, r.userAgent, r.message, r.raw].some((f) => f?.includes(q.query!))) return false
   if (
     q.waf_rule_id &&
     !list('waf_rule_id')

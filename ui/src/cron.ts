@@ -10,7 +10,7 @@ export function describeCron(expr: string, runs = 3): { words: string; next: str
   try {
     const next = new Cron(expr.trim(), { paused: true, timezone: 'UTC' })
       .nextRuns(runs)
-      .map((d) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC')
+      .map((d) => `${d.toISOString().replace('T', ' ').slice(0, 16)} UTC`)
     return { words: `${cronstrue.toString(expr.trim(), { use24HourTimeFormat: true, verbose: true })} (UTC)`, next }
   } catch (e) {
     return { error: `not a cron expression: ${e instanceof Error ? e.message : String(e)}` }

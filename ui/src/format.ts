@@ -1,7 +1,7 @@
 export function fmtDate(v: string | number | null | undefined): string {
   if (v === null || v === undefined || v === '') return '—'
   const d = new Date(v)
-  return Number.isNaN(d.getTime()) ? String(v) : d.toISOString().replace('T', ' ').slice(0, 19) + ' UTC'
+  return Number.isNaN(d.getTime()) ? String(v) : `${d.toISOString().replace('T', ' ').slice(0, 19)} UTC`
 }
 export function fmtBytes(n: number | null | undefined): string {
   if (n === null || n === undefined) return '—'

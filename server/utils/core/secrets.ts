@@ -59,7 +59,7 @@ export function resolveMasterKey(envKey: string | undefined, dataDir: string): {
   if (existsSync(path)) return { key: readFileSync(path, 'utf8').trim(), fromFile: true, createdNow: false }
   mkdirSync(dataDir, { recursive: true })
   const key = randomBytes(32).toString('base64url')
-  writeFileSync(path, key + '\n', { mode: 0o600, flag: 'wx' })
+  writeFileSync(path, `${key}\n`, { mode: 0o600, flag: 'wx' })
   chmodSync(path, 0o600)
   return { key, fromFile: true, createdNow: true }
 }

@@ -86,9 +86,9 @@ export async function readValidatedJson<T>(event: H3Event, schema: ZodType<T>): 
   const raw = await readRawBody(event, false)
   if (raw && raw.length > JSON_BODY_LIMIT_BYTES) throw payloadTooLarge(JSON_BODY_LIMIT_BYTES)
   const type = getRequestHeader(event, 'content-type') ?? ''
-  if (raw && raw.length && type && !/application\/(.+\+)?json/i.test(type))
+  if (raw?.length && type && !/application\/(.+\+)?json/i.test(type))
     throw badRequest('request body must be JSON: send Content-Type: application/json')
-  if (!raw || !raw.length) throw badRequest('request body is required: send a JSON object ({} where every field is optional)')
+  if (!raw?.length) throw badRequest('request body is required: send a JSON object ({} where every field is optional)')
   return parseWith(schema, decodeJsonBody(raw))
 }
 

@@ -1,5 +1,5 @@
 import { hash as bcryptHash } from '@node-rs/bcrypt'
-import { eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import { accessLists, hostAccessLists, hosts, type AccessListIpRule, type AccessListUser } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../core/errors'

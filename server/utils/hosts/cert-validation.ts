@@ -65,7 +65,7 @@ export function validateCertificateUpload(
   } catch {
     throw badRequest('cert_pem: the certificate cannot be parsed')
   }
-  if (parts.chainPem && parts.chainPem.trim() && !splitPemBlocks(parts.chainPem, 'CERTIFICATE').length)
+  if (parts.chainPem?.trim() && !splitPemBlocks(parts.chainPem, 'CERTIFICATE').length)
     throw badRequest('chain_pem: is not PEM certificates')
   let key: KeyObject
   try {

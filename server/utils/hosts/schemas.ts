@@ -191,7 +191,7 @@ export const targetGroupBody = z.strictObject({
         path: z
           .string()
           .max(512)
-          .regex(/^\/[A-Za-z0-9\-._~\/%?=&]*$/, 'must be a path such as /healthz'),
+          .regex(/^\/[A-Za-z0-9\-._~/%?=&]*$/, 'must be a path such as /healthz'),
         interval_seconds: z.number().int().min(1, 'must be at least 1').max(3600, 'must be at most 3600').default(10),
         expect_status: z.number().int().min(100).max(599).default(200),
       }),
@@ -211,7 +211,7 @@ const _ruleFields = z.strictObject({
   path: z
     .string()
     .max(512)
-    .regex(/^\/[A-Za-z0-9\-._~\/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
+    .regex(/^\/[A-Za-z0-9\-._~/%*]*$/, 'must start with / and use only letters, digits, - . _ ~ / % and * (glob)'),
   methods: z
     .array(z.enum(_METHODS, { message: `must be one of ${_METHODS.join(', ')}` }))
     .max(7)

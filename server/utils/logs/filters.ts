@@ -196,7 +196,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
       jsChecks.push((r) => r.path !== null && re.test(r.path))
     } else {
       conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
-      tail.push((r) => r.path !== null && r.path.includes(path))
+      tail.push((r) => r.path?.includes(path))
       pathSubstring = path
     }
   }
@@ -228,7 +228,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
       })
     } else {
       conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
-      tail.push((r) => r.remote_ip !== null && r.remote_ip.includes(ip))
+      tail.push((r) => r.remote_ip?.includes(ip))
     }
   }
 
@@ -245,7 +245,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     conds.push(
       sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`,
     )
-    tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f !== null && f.includes(text)))
+    tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f?.includes(text)))
   }
 
   const wafRuleIds = _ids(q.waf_rule_id, 'waf_rule_id')

@@ -18,6 +18,7 @@ export function linearEngineAvailable(): boolean {
   if (_linear === undefined) {
     try {
       setFlagsFromString('--enable-experimental-regexp-engine')
+      // biome-ignore lint/complexity/useRegexLiterals: the l flag exists only once the flag above is set; a literal would not even parse
       _linear = new RegExp('(a+)+$', 'l').test('aaa')
     } catch {
       _linear = false

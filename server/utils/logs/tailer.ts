@@ -90,7 +90,7 @@ export function findRotated(path: string, pos: Position): string | null {
     if (entry === name || !entry.startsWith(stem) || entry.endsWith('.gz')) continue
     const candidate = join(dir, entry)
     const st = _statOrNull(candidate)
-    if (st && st.isFile() && st.ino === pos.inode && headMatches(readHead(candidate), pos.head)) return candidate
+    if (st?.isFile() && st.ino === pos.inode && headMatches(readHead(candidate), pos.head)) return candidate
   }
   return null
 }
@@ -118,7 +118,7 @@ export function planRead(path: string, pos: Position | null): ReadPlan | null {
         }
     }
   }
-  if (!st || !st.isFile()) return null
+  if (!st?.isFile()) return null
   const head = readHead(path)
   if (!pos) return st.size > 0 ? { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'new-file' } : null
   if (st.ino !== pos.inode) return { file: path, inode: st.ino, from: 0, size: st.size, head, final: false, reason: 'new-file' }

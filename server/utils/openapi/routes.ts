@@ -17,7 +17,7 @@ export function routeOfFile(fileFromRoutesDir: string): Omit<FileRoute, 'file'> 
   const m = /^(.*)\.(get|post|put|patch|delete|head|options)\.ts$/.exec(fileFromRoutesDir)
   if (!m) return null
   const segments = m[1]!.split('/').filter((s) => s !== 'index')
-  const path = '/' + segments.map((s) => s.replace(/^\[\.\.\.(\w+)\]$/, '{$1}').replace(/\[(\w+)\]/g, '{$1}')).join('/')
+  const path = `/${segments.map((s) => s.replace(/^\[\.\.\.(\w+)\]$/, '{$1}').replace(/\[(\w+)\]/g, '{$1}')).join('/')}`
   return { method: m[2]!, path: path === '/' ? '/' : path.replace(/\/$/, '') }
 }
 
@@ -36,7 +36,7 @@ export function listFileRoutes(routesDir: string): FileRoute[] {
       const r = routeOfFile(rel)
       if (r) out.push({ ...r, file: `routes/${rel}` })
       else if (!_METHODS.some((x) => e.name.endsWith(`.${x}.ts`)))
-        out.push({ method: '*', path: '/' + rel.replace(/\.ts$/, ''), file: `routes/${rel}` })
+        out.push({ method: '*', path: `/${rel.replace(/\.ts$/, '')}`, file: `routes/${rel}` })
     }
   }
   walk(routesDir)

@@ -19,7 +19,7 @@ function _call(
   headers: Record<string, string>,
   timeoutMs: number,
 ): Promise<_Answer> {
-  const url = new URL(path, adminUrl + '/')
+  const url = new URL(path, `${adminUrl}/`)
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
     const req = send(

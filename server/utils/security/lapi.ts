@@ -40,7 +40,7 @@ async function _engineError(status: number, body: string) {
 }
 
 async function _send(path: string, init: RequestInit & { query?: Record<string, string>; timeoutMs?: number }): Promise<Response> {
-  const url = new URL(path, getConfig().lapi.url + '/')
+  const url = new URL(path, `${getConfig().lapi.url}/`)
   for (const [k, v] of Object.entries(init.query ?? {})) url.searchParams.set(k, v)
   const timeoutMs = init.timeoutMs ?? _TIMEOUT_MS
   try {

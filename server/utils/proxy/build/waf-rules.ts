@@ -192,9 +192,9 @@ export const WAF_VIRTUAL_PATCHES: readonly VirtualPatch[] = [
 ] as const
 
 /** An exclusion's path as the WAF sees it (decoded, no query); a trailing * makes it a prefix. Spliced into SecLang. */
-export const WAF_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~\/!$&'()+,;=:@%]*\*?$/
+export const WAF_EXCLUSION_PATH = /^\/[A-Za-z0-9\-._~/!$&'()+,;=:@%]*\*?$/
 /** An argument name as the WAF names it (q, json.items.0.name, user[name]). Spliced into a ctl action. */
-export const WAF_EXCLUSION_ARGUMENT = /^[A-Za-z0-9_.\-\[\]]{1,200}$/
+export const WAF_EXCLUSION_ARGUMENT = /^[A-Za-z0-9_.\-[\]]{1,200}$/
 
 /** The panel's control rules (ids 9990100-9990199) that an exclusion may not remove. */
 export const WAF_CONTROL_RULE_RANGE = [9990100, 9990199] as const
