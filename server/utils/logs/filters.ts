@@ -196,7 +196,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
       jsChecks.push((r) => r.path !== null && re.test(r.path))
     } else {
       conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
-      tail.push((r) => r.path?.includes(path))
+      tail.push((r) => r.path?.includes(path) === true)
       pathSubstring = path
     }
   }
@@ -228,7 +228,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
       })
     } else {
       conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
-      tail.push((r) => r.remote_ip?.includes(ip))
+      tail.push((r) => r.remote_ip?.includes(ip) === true)
     }
   }
 
