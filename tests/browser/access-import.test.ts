@@ -85,9 +85,11 @@ describe('access lists and import in the web UI', () => {
     await expectVisible(page.getByRole('status').filter({ hasText: 'Dry run: 2 object(s) would be created. Nothing was changed.' }))
     await expectVisible(page.getByRole('row', { name: /host imported\.example\.test Caddyfile line 1 will be created/ }))
     await expectVisible(page.getByText('encode has no equivalent in the panel; not imported'))
-    // Nothing was created: the proxy has no route for the name (its empty answer), the upstream sees nothing.
+    // Nothing was created: the proxy refuses the name as an unknown host (404), the upstream sees nothing.
     const before = up.requests.length
-    expect((await through('imported.example.test')).body).toBe('')
+    const unknown = await through('imported.example.test')
+    expect(unknown.status).toBe(404)
+    expect(unknown.body).toMatch(/^No site is configured for this host/)
     expect(up.requests.length).toBe(before)
     await screenshot(page, 'import-dry-run')
     await page.getByRole('button', { name: 'Import', exact: true }).click()
