@@ -256,8 +256,14 @@ describe('no secret in any output when the proxy refuses a configuration holding
       })
     expect((await dns('c.scan.example.test', 'provider_c')).status).toBe(201)
     expect((await dns('b.scan.example.test', 'provider_b')).status).toBe(201)
-    // The proxy holds both credentials now; the next configuration adds the legacy token, which it refuses.
-    const held = JSON.stringify(await stack.caddy.getConfig())
+    // The proxy holds both credentials now (a push still in flight queues the second one:
+    // wait for it); the next configuration adds the legacy token, which it refuses.
+    const held = await eventually(
+      async () => JSON.stringify(await stack.caddy.getConfig()),
+      (config) => config.includes(TSIG) && config.includes(AWS_SECRET),
+      15_000,
+      200,
+    )
     expect(held).toContain(TSIG)
     expect(held).toContain(AWS_SECRET)
     const refused = await dns('a.scan.example.test', 'provider_a')
