@@ -5,7 +5,7 @@ import { httpRequest } from '../support/http'
 import { ADMIN, registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // The Access lists and Import screens in a real Chromium; every effect is checked
 // through the production Caddy.
@@ -27,10 +27,8 @@ beforeAll(async () => {
   expect(res.status, res.text).toBe(201)
   hostId = res.json.id
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
+  page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  page.setDefaultTimeout(15_000)
   await page.goto(`${stack.panel.url}/login`)
   await page.getByLabel('Email').fill(ADMIN.email)
   await page.getByLabel('Password').fill(ADMIN.password)

@@ -4,7 +4,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { startPanel, type PanelHandle } from '../support/panel'
 import { generateHOTP } from '@oslojs/otp'
 import { decodeBase32IgnorePadding } from '@oslojs/encoding'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // The login screen on a fresh panel: first-run setup, the OIDC button, oidc_error in
 // words, `rd`, and a phone-width layout. No proxy or engine needed here.
@@ -18,9 +18,7 @@ const consoleErrors: string[] = []
 beforeAll(async () => {
   panel = await startPanel({ setupAdmin: false, env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
-  page.setDefaultTimeout(15_000)
+  page = await firstPage(chrome, consoleErrors)
 }, 60_000)
 afterAll(async () => {
   await chrome?.close()

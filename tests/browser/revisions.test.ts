@@ -4,7 +4,7 @@ import { ADMIN } from '../support/panel'
 import { httpRequest } from '../support/http'
 import { startTestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // Issue 17 item 5 in Chromium against the production Caddy: the host form's
 // "Preview changes" (a dry run: nothing saved, nothing pushed), and the
@@ -21,9 +21,7 @@ beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
-  page.setDefaultTimeout(15_000)
+  page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => {
     void d.accept()
   })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ADMIN, registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // The Tokens screen in Chromium: create a token, see its secret once with a
 // warning when it never expires, copy it, use it from a script, revoke it.
@@ -15,9 +15,7 @@ beforeAll(async () => {
   panel = await startPanel({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
   await chrome.browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: panel.url })
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
-  page.setDefaultTimeout(15_000)
+  page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => {
     void d.accept()
   })

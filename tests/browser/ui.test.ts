@@ -11,7 +11,7 @@ import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // The web UI in a real Chromium against the built panel, a real Caddy and a real
 // CrowdSec. Every control is found by its role and accessible name.
@@ -67,10 +67,8 @@ beforeAll(async () => {
   })
   base = stack.panel.url
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
+  page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  page.setDefaultTimeout(15_000)
 }, 120_000)
 
 afterAll(async () => {

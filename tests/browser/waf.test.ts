@@ -5,7 +5,7 @@ import { createPublicClientNamespace, type PublicClientNamespace } from '../supp
 import { ADMIN } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { launchChromium, screenshot, watchConsole } from './browser'
+import { firstPage, launchChromium, screenshot } from './browser'
 
 // The WAF's screens in a real Chromium: a false positive seen on the Logs screen is
 // excluded in one click, the host page lists and removes it, and the host's allowed
@@ -40,10 +40,8 @@ beforeAll(async () => {
   expect(res.status, res.text).toBe(201)
   hostId = res.json.id
   chrome = await launchChromium()
-  page = chrome.browser.pages()[0] ?? (await chrome.browser.newPage())
-  watchConsole(page, consoleErrors)
+  page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  page.setDefaultTimeout(15_000)
 }, 120_000)
 afterAll(async () => {
   await chrome?.close()

@@ -2,7 +2,7 @@ import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually } from '../support/http'
+import { eventually, readSseUntil } from '../support/http'
 import { makeTempDir } from '../support/processes'
 import { startPanel, type PanelHandle } from '../support/panel'
 
@@ -77,23 +77,6 @@ function wafLine(uri: string, rule: number, severity: number, score: number, ts 
  * Reads an SSE body until `needle` appears or the time is up. (One read stays
  * pending across waits: a read abandoned on a timeout would swallow its chunk.)
  */
-async function readSseUntil(body: ReadableStream<Uint8Array>, needle: string, timeoutMs = 5_000): Promise<string> {
-  const reader = body.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let pending = reader.read()
-  const deadline = Date.now() + timeoutMs
-  while (!text.includes(needle) && Date.now() < deadline) {
-    const r = await Promise.race([pending, new Promise<null>((res) => setTimeout(() => res(null), 100))])
-    if (r === null) continue
-    if (r.done) break
-    text += decoder.decode(r.value, { stream: true })
-    pending = reader.read()
-  }
-  await reader.cancel().catch(() => {})
-  return text
-}
-
 let panel: PanelHandle
 let cookie: string
 let logDir: string
