@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { buildProxyConfig, HOST_HANDLER_ORDER } from '../../server/utils/proxy/build/index'
+import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import { ACCESS_DENIED_BODY, buildAccessListIpRoutes, buildBasicAuthHandler } from '../../server/utils/proxy/build/access-list'
 import type { AccessListSnapshot } from '../../server/utils/proxy/build/types'
 import { buildAccessListSnapshot, buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
@@ -180,21 +180,6 @@ describe('access list — in the host chain', () => {
     ip_rules: [{ action: 'deny', source: '198.51.100.0/24' }],
     users: [{ username: 'ann', hash: HASH }],
     host_ids: [1, 2],
-  })
-
-  it('the order is written down: static gates, ban check, rate limit, basic auth, WAF, ForwardAuth', () => {
-    expect(HOST_HANDLER_ORDER).toEqual([
-      'lan_gate',
-      'access_ip',
-      'crowdsec',
-      'appsec',
-      'rate_limit',
-      'basic_auth',
-      'waf',
-      'forward_auth',
-      'rules',
-      'upstream',
-    ])
   })
 
   it('LAN gate first, then the IP rules, then bouncer -> rate limit -> basic auth -> WAF -> ForwardAuth', () => {
