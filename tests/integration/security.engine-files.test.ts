@@ -161,7 +161,13 @@ describe('scenarios and drift', () => {
       100,
     )
     expect(lstatSync(probing()).isSymbolicLink()).toBe(true)
-    const audit = await repairs('crowdsecurity/http-probing')
+    // The audit row is written after the link (under load the test can read between the two).
+    const audit = await eventually(
+      () => repairs('crowdsecurity/http-probing'),
+      (rows) => /link was restored/.test(String(rows.at(-1)?.repair)),
+      5_000,
+      100,
+    )
     expect(audit.at(-1)!.repair).toMatch(/enabled in the panel but its link was missing: the link was restored/)
     expect((await api('/api/security/drift')).json.scenarios.drift_detected).toBe(false)
   })
