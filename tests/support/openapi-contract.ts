@@ -8,7 +8,7 @@ import { observePanelResponses, type ObservedResponse } from './panel'
 // from an /api/* path (and /healthz, /auth/forward) is checked against the
 // document the panel serves (built from the same registry,
 // server/utils/openapi/): the operation must exist, the status must be
-// documented (errors may fall back to `default`, the {error} shape), and a JSON
+// documented (error statuses included: `default` does not count), and a JSON
 // body must match the response schema. A mismatch throws, which fails the test
 // at the request that got it.
 //
@@ -89,18 +89,18 @@ export function checkResponseAgainstDocument(r: ObservedResponse): { template: s
       throw new Error(`OpenAPI contract: ${where} with a body that is not {"error": "..."}: ${r.text.slice(0, 300)}`)
     return { template: null }
   }
-  const documented = op.responses.get(String(r.status))
-  const expected = documented ?? (r.status >= 400 ? op.responses.get('default') : undefined)
+  // Strict: an error status must be listed too (`default` is there for clients, not an excuse for the server).
+  const expected = op.responses.get(String(r.status))
   if (!expected)
     throw new Error(
-      `OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].join(', ')} for ${op.method} ${op.template}`,
+      `OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].filter((k) => k !== 'default').join(', ')} for ${op.method} ${op.template}: list this status in its operation (server/utils/openapi/areas/)`,
     )
   if (expected.validate) {
     if (contentType !== 'application/json')
       throw new Error(`OpenAPI contract: ${where} with Content-Type "${contentType}"; the document says application/json`)
     if (!expected.validate(r.json))
       throw new Error(
-        `OpenAPI contract: ${where}; the body does not match the documented schema of ${op.method} ${op.template} ${documented ? r.status : 'default'}:\n${_describeErrors(expected.validate.errors)}\nbody: ${r.text.slice(0, 1500)}`,
+        `OpenAPI contract: ${where}; the body does not match the documented schema of ${op.method} ${op.template} ${r.status}:\n${_describeErrors(expected.validate.errors)}\nbody: ${r.text.slice(0, 1500)}`,
       )
   } else if (expected.contentTypes.length && !expected.contentTypes.includes(contentType)) {
     throw new Error(

@@ -321,27 +321,58 @@ export function pathOf(op: DocumentedOperation, params: Record<string, string> =
   return search ? `${path}?${search}` : path
 }
 
-/** Bodies the document refuses, made from a valid one: each comes with what was broken. */
-export function invalidBodies(schema: JsonSchema, valid: Record<string, unknown>): Array<[string, unknown]> {
-  const out: Array<[string, unknown]> = [['an unknown field', { ...valid, walk_unknown_field: 1 }]]
+/** A schema with its component reference followed and its `null` alternative dropped. */
+function _concreteSchema(raw: JsonSchema): JsonSchema {
+  const picked = raw.anyOf?.find((s: JsonSchema) => s.type !== 'null') ?? raw
+  const ref = typeof picked.$ref === 'string' ? picked.$ref.match(/^#\/components\/schemas\/(.+)$/) : null
+  return ref ? _concreteSchema((doc.components.schemas as Record<string, JsonSchema>)[ref[1]!]!) : picked
+}
+
+function _isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** Invalid variants of one object level, and of every object (or first array item) nested in it. */
+function _invalidObjects(schema: JsonSchema, valid: Record<string, unknown>, where: string): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [[`an unknown field${where}`, { ...valid, walk_unknown_field: 1 }]]
   if (Array.isArray(schema.required) && schema.required.length) {
     const { [schema.required[0]]: _gone, ...rest } = valid
-    out.push([`no ${schema.required[0]}`, rest])
+    out.push([`no ${schema.required[0]}${where}`, rest])
   }
   for (const [name, raw] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) {
-    const prop = raw.anyOf?.find((s: JsonSchema) => s.type && s.type !== 'null') ?? raw
-    out.push([`${name} of the wrong type`, { ...valid, [name]: prop.type === 'string' ? 12345 : 'walk-not-a-number' }])
+    const prop = _concreteSchema(raw)
+    const at = (what: string) => `${name} ${what}${where}`
+    out.push([
+      at(prop.type === 'string' ? 'of the wrong type (a number)' : 'of the wrong type (text)'),
+      { ...valid, [name]: prop.type === 'string' ? 12345 : 'walk-not-a-number' },
+    ])
     if (typeof prop.maxLength === 'number')
-      out.push([`${name} over ${prop.maxLength} characters`, { ...valid, [name]: 'a'.repeat(prop.maxLength + 1) }])
-    if (prop.enum) out.push([`${name} outside its enum`, { ...valid, [name]: 'walk-not-a-choice' }])
-    if (prop.enum) out.push([`${name} empty`, { ...valid, [name]: '' }])
+      out.push([at(`over ${prop.maxLength} characters`), { ...valid, [name]: 'a'.repeat(prop.maxLength + 1) }])
+    if (prop.enum) out.push([at('outside its enum'), { ...valid, [name]: 'walk-not-a-choice' }], [at('empty'), { ...valid, [name]: '' }])
     if (prop.pattern || prop.allOf || prop.format)
-      out.push([`${name} with a control character`, { ...valid, [name]: `${typeof valid[name] === 'string' ? valid[name] : 'x'}\u0001` }])
-    if (typeof prop.minimum === 'number') out.push([`${name} under ${prop.minimum}`, { ...valid, [name]: prop.minimum - 1 }])
-    if (typeof prop.maximum === 'number') out.push([`${name} over ${prop.maximum}`, { ...valid, [name]: prop.maximum + 1 }])
+      out.push([at('with a control character'), { ...valid, [name]: `${typeof valid[name] === 'string' ? valid[name] : 'x'}\u0001` }])
+    if (typeof prop.minimum === 'number') out.push([at(`under ${prop.minimum}`), { ...valid, [name]: prop.minimum - 1 }])
+    if (typeof prop.maximum === 'number') out.push([at(`over ${prop.maximum}`), { ...valid, [name]: prop.maximum + 1 }])
+    const value = valid[name]
+    if (prop.properties && _isPlainObject(value)) {
+      for (const [what, inner] of _invalidObjects(prop, value, ` in ${name}${where}`)) out.push([what, { ...valid, [name]: inner }])
+    }
+    const items = prop.type === 'array' && prop.items ? _concreteSchema(prop.items) : undefined
+    if (items?.properties && Array.isArray(value) && _isPlainObject(value[0])) {
+      for (const [what, inner] of _invalidObjects(items, value[0], ` in ${name}[0]${where}`))
+        out.push([what, { ...valid, [name]: [inner, ...value.slice(1)] }])
+    }
   }
+  return out
+}
+
+/**
+ * Bodies the document refuses, made from a valid one: each comes with what was broken. Nested objects
+ * (and the first item of an array of objects) get the same variants as the top level.
+ */
+export function invalidBodies(schema: JsonSchema, valid: Record<string, unknown>): Array<[string, unknown]> {
   // Only what the document itself refuses is a fair test of the server.
-  return out.filter(([, body]) => !documentAccepts(schema, body))
+  return _invalidObjects(_concreteSchema(schema), valid, '').filter(([, body]) => !documentAccepts(schema, body))
 }
 
 /** Query strings the document refuses, made from a valid one. */

@@ -66,8 +66,14 @@ describe('OpenAPI contract check', () => {
     expect(() => checkResponseAgainstDocument(json('GET', '/api/not-documented', 200, {}))).toThrow(/no GET operation/)
   })
 
-  it('lets any error status through when it has the {error} shape, and only then', () => {
-    expect(checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 418, { error: 'no' })).template).toBe('/api/hosts/{id}')
+  it('lets an error status through only when its operation lists it, with the {error} shape', () => {
+    expect(checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 404, { error: 'no such host' })).template).toBe('/api/hosts/{id}')
+    // Listed on every operation by the document builder: the validation layer, the header limit, the token throttle.
+    expect(checkResponseAgainstDocument(json('GET', '/api/users', 400, { error: 'query: unknown parameter' })).template).toBe('/api/users')
+    expect(checkResponseAgainstDocument(json('GET', '/healthz', 431, { error: 'over 16 KiB' })).template).toBe('/healthz')
+    expect(checkResponseAgainstDocument(json('GET', '/api/hosts', 429, { error: 'too many' })).template).toBe('/api/hosts')
+    expect(() => checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 418, { error: 'no' }))).toThrow(/lists only .*list this status/)
+    expect(() => checkResponseAgainstDocument(json('GET', '/api/hosts', 502, { error: 'no' }))).toThrow(/lists only/)
     expect(checkResponseAgainstDocument(json('GET', '/api/nowhere', 401, { error: 'authentication required' })).template).toBeNull()
     expect(() => checkResponseAgainstDocument(json('PUT', '/api/hosts/1', 400, { message: 'no' }))).toThrow(/does not match/)
   })

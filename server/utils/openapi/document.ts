@@ -80,15 +80,29 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       ...(content ? { content } : {}),
     }
   }
-  // Input the validation layer refuses (server/utils/core/validate.ts, middleware/30-routes.ts) is a 400 on every operation that takes any.
-  if ((op.body || op.multipart || op.query || op.params) && !responses['400'])
+  // Input the validation layer refuses (server/utils/core/validate.ts, middleware/30-routes.ts) is a 400 on every
+  // operation: even one that takes no input refuses a query parameter it does not declare.
+  if (!responses['400'])
     responses['400'] = {
       description: 'invalid input: the message names the field and what to fix',
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
+  // middleware/30-routes.ts: a request line and headers over 16 KiB, on any path.
+  if (!responses['431'])
+    responses['431'] = {
+      description: 'request line and headers over 16 KiB: shorten the query string or the cookies',
       content: { 'application/json': { schema: _ERROR_REF } },
     }
   // The access layer (middleware/10-auth.ts): no session, a viewer's mutation, a cross-site Origin.
   if ((op.access === 'session' || op.access === 'admin') && !responses['401'])
     responses['401'] = { description: 'no valid session: log in first', content: { 'application/json': { schema: _ERROR_REF } } }
+  // Invalid API tokens are throttled per source address (server/utils/auth/attempts.ts) before any route runs.
+  if ((op.access === 'session' || op.access === 'admin') && !responses['429'])
+    responses['429'] = {
+      description: 'too many invalid API tokens from this address: wait for Retry-After seconds',
+      headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'string' } } },
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
   if ((op.access === 'admin' || op.method !== 'get') && op.access !== 'proxy' && !responses['403'])
     responses['403'] = {
       description: 'a viewer may not do this, or the browser Origin is another site',

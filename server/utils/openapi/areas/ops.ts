@@ -192,7 +192,10 @@ export const opsOperations = [
     path: '/api/backups',
     access: 'session',
     summary: 'Take a consistent snapshot now',
-    responses: { 201: ok('the backup', backupSchema) },
+    responses: {
+      201: ok('the backup', backupSchema),
+      500: ok('the snapshot could not be written (disk full, permissions): the message says why'),
+    },
   }),
   operation({
     method: 'get',
