@@ -218,4 +218,23 @@ describe('the decision mirror against the real engine', () => {
     await postDecisions(cs, [{ value: '198.51.100.91', scenario: 'after/restart' }])
     await expectExact()
   })
+
+  it('streams a whole list above a thousand decisions: the same JSON array, id for id', async () => {
+    await postDecisions(
+      cs,
+      Array.from({ length: 1500 }, (_, i) => ({ value: `10.88.${i >> 8}.${i & 255}`, scenario: 'bulk/stream' })),
+    )
+    await expectExact()
+    const res = await list()
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/)
+    // Written in batches (chunked), not as one string of known length like a page.
+    expect([res.headers.get('transfer-encoding'), res.headers.get('content-length')]).toEqual(['chunked', null])
+    expect(res.json.length).toBeGreaterThan(1500)
+    expect(res.json.filter((d: Decision) => d.scenario === 'bulk/stream')).toHaveLength(1500)
+    // The first batch, a batch boundary and the last item are whole decisions (the contract check validates every item).
+    expect(res.json[500]).toMatchObject({ id: expect.any(Number), duration: expect.stringMatching(/^\d+h\d+m\d+s$/) })
+    const page = await list('?limit=1000')
+    expect(page.json.map((d: Decision) => d.id)).toEqual(res.json.slice(0, 1000).map((d: Decision) => d.id))
+    expect(Number(page.headers.get('content-length'))).toBeGreaterThan(0)
+  })
 })

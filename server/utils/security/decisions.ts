@@ -65,7 +65,7 @@ function _present(d: LapiDecision, nowMs: number): PresentedDecision {
 }
 
 /** A held decision as the list answers it: the time left counted now, not when it was read. */
-function _presentRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
+export function presentDecisionRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
   return {
     id: r.id,
     value: r.value,
@@ -105,7 +105,10 @@ export const decisionsQuery = z.strictObject({
 })
 
 export interface DecisionsPage {
-  decisions: PresentedDecision[]
+  /** The matching records, newest first: present each with `presentDecisionRecord(r, page.nowMs)`. */
+  records: MirrorRecord[]
+  /** The moment the page was cut (durations are counted from it). */
+  nowMs: number
   /** Every active decision matching the filters, paged or not. */
   total: number
   /** The before_id of the next page; null on the last page (and without paging). */
@@ -203,7 +206,8 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
     total = _totalCache.total
   }
   return {
-    decisions: page.map((r) => _presentRecord(r, now)),
+    records: page,
+    nowMs: now,
     total,
     nextBeforeId: more ? page[page.length - 1]!.id : null,
     syncedAt: new Date(snap.syncedAt).toISOString(),

@@ -1,6 +1,7 @@
 import { defineEventHandler, getQuery, setResponseHeaders } from 'h3'
+import { sendJsonArray } from '~/server/utils/core/json-array-stream'
 import { parseQueryWith } from '~/server/utils/core/validate'
-import { decisionsQuery, listDecisions } from '~/server/utils/security/decisions'
+import { decisionsQuery, listDecisions, presentDecisionRecord } from '~/server/utils/security/decisions'
 
 export default defineEventHandler(async (event) => {
   const page = await listDecisions(parseQueryWith(decisionsQuery, getQuery(event)))
@@ -10,5 +11,6 @@ export default defineEventHandler(async (event) => {
     'x-decisions-source': page.source,
     ...(page.nextBeforeId === null ? {} : { 'x-next-before-id': String(page.nextBeforeId) }),
   })
-  return page.decisions
+  // Without paging the list can hold every active decision (500,000 and more): streamed.
+  return sendJsonArray(event, page.records, (r) => presentDecisionRecord(r, page.nowMs))
 })
