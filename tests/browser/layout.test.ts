@@ -11,6 +11,7 @@ import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
 import { Cron } from 'croner'
+import { freePort } from '../support/ports'
 import { firstPage, launchChromium, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
@@ -753,10 +754,20 @@ describe('geolocation', () => {
 describe('failures explained in place (a proxy without the WAF and rate-limit modules)', () => {
   // A second panel and Caddy told the proxy lacks those modules, on the same engine.
   // Its session cookie replaces the first panel's (cookies ignore the port): this block runs last.
+  // Its PANEL_INTERNAL_URL has nothing behind it: the proxy cannot reach the panel for ForwardAuth.
   let lean: ProxyStack
+  let deadPort: number
+  let otherId: number
   beforeAll(async () => {
+    deadPort = await freePort()
     lean = await startProxyStack({
-      env: { ...panelEnvFor(cs), PROXY_MODULES: 'crowdsec,dns', PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' },
+      env: {
+        ...panelEnvFor(cs),
+        PROXY_MODULES: 'crowdsec,dns',
+        PANEL_DOMAIN: '127.0.0.1',
+        PANEL_PUBLIC_URL: '',
+        PANEL_INTERNAL_URL: `http://127.0.0.1:${deadPort}`,
+      },
     })
     const group = await createGroup(lean, { name: 'lean', targets: [{ address: `127.0.0.1:${upstream.port}` }] })
     expect(
@@ -770,7 +781,9 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
         })
       ).status,
     ).toBe(201)
-    expect((await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })).status).toBe(201)
+    const other = await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })
+    expect(other.status).toBe(201)
+    otherId = other.json.id
     const [name, value] = lean.admin.split(';')[0]!.split('=')
     await chrome.browser.addCookies([{ name: name!, value: value!, url: lean.panel.url }])
   }, 120_000)
@@ -804,6 +817,23 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
     await page.getByRole('link', { name: 'Download the databases' }).click()
     await page.getByRole('button', { name: 'Download now' }).waitFor()
     expect(page.url()).toBe(`${lean.panel.url}/security#countries`)
+  })
+
+  it('the ForwardAuth check, asked through the proxy, says it cannot reach the panel and what to set', async () => {
+    await page.goto(`${lean.panel.url}/hosts/${otherId}`)
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).check()
+    await page.getByRole('button', { name: 'Check that the proxy reaches the panel' }).click()
+    const alert = page.getByRole('alert').filter({ hasText: /^Not reachable: / })
+    await alert.waitFor()
+    expect(await alert.textContent()).toBe(
+      `Not reachable: the proxy could not reach the panel at 127.0.0.1:${deadPort} (it answered 502), and nothing answers at http://127.0.0.1:${deadPort} from the panel's side either: set PANEL_INTERNAL_URL to the address the proxy reaches the panel at (the panel listens on port ${lean.panel.port}).`,
+    )
+    expect((await lean.panel.request('/api/system/forward-auth-check', { cookie: lean.admin })).json).toMatchObject({
+      state: 'unreachable',
+      panel_address: `127.0.0.1:${deadPort}`,
+      proxy_status: 502,
+    })
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).uncheck() // nothing saved
   })
 
   it('logged no console error', () => {
