@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
-import { getConfig } from '../core/config'
+import { z } from 'zod'
+import { getConfig, type PanelConfig } from '../core/config'
 import { upstreamFailed } from '../core/errors'
 import { FORWARD_AUTH_PROBE_HOST } from './build/forward-auth'
 import { panelUpstreamOf } from './snapshot'
@@ -37,9 +38,14 @@ export interface ForwardAuthCheck {
   checked_at: string
 }
 
+/** The check takes no parameter; an unknown one is refused like everywhere else. */
+export const forwardAuthCheckQuery = z.strictObject({})
+
 /** The proxy's plain listener as the panel reaches it: its own address, or the admin API's host when it listens on every address. */
-export function proxyHttpAddress(): { host: string; port: number } {
-  const { proxy } = getConfig()
+export function proxyHttpAddress(proxy: Pick<PanelConfig['proxy'], 'httpListen' | 'httpPort' | 'adminUrl'>): {
+  host: string
+  port: number
+} {
   const listen = proxy.httpListen[0] ?? `:${proxy.httpPort}`
   const host = listen.slice(0, listen.lastIndexOf(':')).replace(/^\[|\]$/g, '')
   const everywhere = !host || host === '0.0.0.0' || host === '::'
@@ -85,7 +91,7 @@ async function _answersFromPanelSide(internalUrl: string): Promise<boolean> {
 export async function checkForwardAuthReachability(): Promise<ForwardAuthCheck> {
   const cfg = getConfig()
   const dial = panelUpstreamOf(cfg.internalUrl).dial
-  const target = proxyHttpAddress()
+  const target = proxyHttpAddress(cfg.proxy)
   const proxyAddress = `http://${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`
   const nonce = randomBytes(16).toString('hex')
   _pending.set(nonce, false)

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { SETTINGS_CATALOGUE, settingsPatchBody } from '../../core/settings'
 import { createUserBody, updateUserBody } from '../../auth/schemas'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { forwardAuthCheckQuery } from '../../proxy/forward-auth-check'
 import { userSchema } from './auth'
 import { engineHealthSchema, proxyHealthSchema } from './ops'
 
@@ -98,6 +99,7 @@ export const systemOperations = [
     path: '/api/system/forward-auth-check',
     access: 'session',
     summary: "Whether the proxy reaches the panel's ForwardAuth endpoint, asked through the proxy itself",
+    query: forwardAuthCheckQuery,
     description:
       "The panel sends one request to the proxy's plain HTTP listener with the Host of the probe route the generated configuration always holds; the proxy runs the same ForwardAuth sub-request as a protected host, to the same address (PANEL_INTERNAL_URL). A nonce the proxy copies onto its sub-request tells whether it reached this panel. Nothing is changed.",
     responses: {
