@@ -126,11 +126,13 @@ export async function checkForwardAuthReachability(): Promise<ForwardAuthCheck> 
     )
   if (answer.status >= 500) {
     const fromPanel = await _answersFromPanelSide(cfg.internalUrl)
+    // Said as origin only: a user:password in PANEL_INTERNAL_URL (the proxy never sends one) stays out of the answer.
+    const internal = new URL(cfg.internalUrl).origin
     return result(
       'unreachable',
       fromPanel
-        ? `the proxy could not reach the panel at ${dial} (it answered ${answer.status}), although the panel answers at ${cfg.internalUrl} from its own side: the proxy's network does not reach that address (another network, a firewall, or a name the proxy resolves differently); set PANEL_INTERNAL_URL to an address the proxy reaches`
-        : `the proxy could not reach the panel at ${dial} (it answered ${answer.status}), and nothing answers at ${cfg.internalUrl} from the panel's side either: set PANEL_INTERNAL_URL to the address the proxy reaches the panel at (the panel listens on port ${cfg.port})`,
+        ? `the proxy could not reach the panel at ${dial} (it answered ${answer.status}), although the panel answers at ${internal} from its own side: the proxy's network does not reach that address (another network, a firewall, or a name the proxy resolves differently); set PANEL_INTERNAL_URL to an address the proxy reaches`
+        : `the proxy could not reach the panel at ${dial} (it answered ${answer.status}), and nothing answers at ${internal} from the panel's side either: set PANEL_INTERNAL_URL to the address the proxy reaches the panel at (the panel listens on port ${cfg.port})`,
     )
   }
   return result(
