@@ -21,6 +21,7 @@ const withDemo = !process.argv.includes('--no-demo')
 // tests/support is TypeScript with extensionless imports: jiti (already a Nitro dependency) loads it.
 const jiti = createJiti(import.meta.url, { alias: { '~': root } })
 const support = await jiti.import('../tests/support/index.ts')
+const demoSupport = await jiti.import('../tests/support/demo.ts')
 const { removeTempDirs } = await jiti.import('../tests/support/processes.ts')
 
 const log = (line) => process.stdout.write(`[stack] ${line}\n`)
@@ -68,9 +69,13 @@ try {
   const crowdsec = await support.startCrowdsec({ logDir })
   started.push({ name: 'crowdsec', stop: () => crowdsec.stop() })
   log(`crowdsec local API ${crowdsec.url} (agent reading ${logDir}), pid ${crowdsec.pid}`)
-  const [httpPort, httpsPort] = await support.freePorts(2)
+  const [httpPort, httpsPort, panelPort] = await support.freePorts(3)
+  // The panel's public URL, http://localhost:<port>, lets ForwardAuth send a visitor to a
+  // login page that works and back (tests/support/demo.ts says why).
   const panel = await support.startPanel({
+    port: panelPort,
     env: {
+      ...demoSupport.demoPanelEnv(panelPort),
       PROXY_ADMIN_URL: caddy.adminUrl,
       PROXY_MODULES: support.ALL_PROXY_MODULES,
       PROXY_LOG_DIR: logDir,
@@ -87,23 +92,18 @@ try {
   if (withDemo) {
     const upstream = await support.startTestUpstream()
     started.push({ name: 'demo upstream', stop: () => upstream.stop() })
-    const cookie = await panel.login()
-    const group = await panel.request('/api/target-groups', {
-      method: 'POST',
-      cookie,
-      body: { name: 'demo', targets: [{ address: `127.0.0.1:${upstream.port}` }] },
-    })
-    const host = await panel.request('/api/hosts', {
-      method: 'POST',
-      cookie,
-      body: { domain: 'demo.localhost', target_group_id: group.json.id, tls_mode: 'none' },
-    })
-    if (host.status !== 201) throw new Error(`creating the demo host failed: ${host.status} ${host.text}`)
-    demo = { domain: 'demo.localhost', upstream: upstream.url, reconcile: host.json.reconcile.status }
+    const hosts = await demoSupport.createDemoHosts(panel, await panel.login(), upstream.port)
+    demo = {
+      domain: demoSupport.DEMO_OPEN_HOST,
+      protected: `http://${demoSupport.DEMO_PROTECTED_HOST}:${httpPort}/`,
+      upstream: upstream.url,
+      reconcile: hosts[demoSupport.DEMO_OPEN_HOST].reconcile,
+    }
   }
 
   const ready = {
     panel: panel.url,
+    public_url: demoSupport.demoPanelEnv(panelPort).PANEL_PUBLIC_URL,
     docs: `${panel.url}/api/docs`,
     login: { email: support.ADMIN.email, password: support.ADMIN.password },
     proxy: { http: `http://127.0.0.1:${httpPort}`, https: `https://127.0.0.1:${httpsPort}`, admin: caddy.adminUrl },
@@ -115,11 +115,11 @@ try {
     pids: { panel: panel.pid, caddy: caddy.pid, crowdsec: crowdsec.pid },
   }
   process.stdout.write(`
-  Panel        ${ready.panel}    (API reference: ${ready.docs})
+  Panel        ${ready.panel}    (API reference: ${ready.docs}; visitors are sent to ${ready.public_url}/login)
   Login        ${ready.login.email} / ${ready.login.password}
   Proxy        ${ready.proxy.http} and ${ready.proxy.https} (admin API ${ready.proxy.admin}, loopback only)
   Local API    ${ready.lapi}
-${demo ? `  Demo host    curl -H 'Host: demo.localhost' ${ready.proxy.http}/   (served by ${demo.upstream})\n` : ''}
+${demo ? `  Demo host    curl -H 'Host: ${demo.domain}' ${ready.proxy.http}/   (served by ${demo.upstream})\n  ForwardAuth  open ${demo.protected} in a browser on this machine: the panel's login, then the page\n` : ''}
   Log in:      curl -c /tmp/panel.cookies -H 'content-type: application/json' \\
                  -d '{"email":"${ready.login.email}","password":"${ready.login.password}"}' ${ready.panel}/api/auth/login
   A ban:       ${ready.cscli} decisions add --ip 198.51.100.7 --duration 1h

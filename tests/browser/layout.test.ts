@@ -11,6 +11,7 @@ import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
 import { Cron } from 'croner'
+import { freePort } from '../support/ports'
 import { firstPage, launchChromium, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
@@ -583,6 +584,64 @@ describe('unban IP', () => {
   })
 })
 
+describe('decisions by origin', () => {
+  it('groups each page by origin with the size of each group over every page; an origin button narrows the list to it; fits a phone', async () => {
+    // 120 blocklist bans and one from the community blocklist, after the three cscli ones: the
+    // newest page of 100 holds the CAPI one and 99 of the blocklist's.
+    const listed = Array.from({ length: 120 }, (_, i) => `100.64.0.${i + 1}`)
+    await postDecisions(cs, [
+      ...listed.map((value) => ({ value, origin: 'lists', scenario: 'lists:firehol_level1', duration: '2h' })),
+      { value: '100.65.0.1', origin: 'CAPI', scenario: 'crowdsecurity/http-probing', duration: '2h' },
+    ])
+    await page.setViewportSize(DESK)
+    await openScreen('/security', 'Security')
+    await page.getByRole('button', { name: 'Refresh decisions' }).click() // the engine read now, not the 15 s copy
+    const facets = page.getByRole('group', { name: 'Decisions by origin' })
+    await facets.getByRole('button', { name: 'Blocklist subscriptions (lists): 120' }).waitFor()
+    const counts = (await api('/api/security/decisions/origins')).json
+    const count = (origin: string) => counts.origins.find((o: any) => o.origin === origin)?.count
+    expect([count('lists'), count('CAPI'), count('cscli')]).toEqual([120, 1, 3])
+    expect(await facets.getByRole('button').allTextContents()).toEqual([
+      `All origins: ${counts.total}`,
+      'Blocklist subscriptions (lists): 120',
+      'Made with cscli (cscli): 3',
+      'Community blocklist (CAPI): 1',
+    ])
+    expect(await facets.getByRole('button', { name: /^All origins/ }).getAttribute('aria-pressed')).toBe('true')
+    // One group per origin on the page, biggest first, each row under the header of its own origin.
+    const groups = async () =>
+      page.locator('#decisions tbody').evaluateAll((bodies) =>
+        bodies.map((b) => ({
+          head: b.querySelector('th[scope=colgroup]')?.textContent ?? '',
+          origins: [
+            ...new Set(Array.from(b.querySelectorAll('tr:not(.group-head)'), (r) => (r as HTMLTableRowElement).cells[2]?.textContent)),
+          ],
+        })),
+      )
+    expect(await groups()).toEqual([
+      { head: 'Blocklist subscriptions (lists): 120 active, 99 on this page', origins: ['lists'] },
+      { head: 'Community blocklist (CAPI): 1 active', origins: ['CAPI'] },
+    ])
+    // The next page: the rest of the blocklist, then the cscli bans.
+    await page.getByRole('button', { name: 'Older decisions' }).click()
+    await expect.poll(async () => (await groups())[0]?.head).toBe('Blocklist subscriptions (lists): 120 active, 21 on this page')
+    expect((await groups())[1]).toEqual({ head: 'Made with cscli (cscli): 3 active', origins: ['cscli'] })
+    // An origin button: the list holds that origin alone, paged by the server.
+    await facets.getByRole('button', { name: 'Made with cscli (cscli): 3' }).click()
+    await expect.poll(groups).toEqual([{ head: 'Made with cscli (cscli): 3 active', origins: ['cscli'] }])
+    expect(await facets.getByRole('button', { name: 'Made with cscli (cscli): 3' }).getAttribute('aria-pressed')).toBe('true')
+    expect(await page.getByTestId('decisions-freshness').textContent()).toMatch(/^\s*3 active decision\(s\) matching, as of /)
+    // On a phone the buttons wrap and the group headers sit above their cards: nothing wider than the screen.
+    await page.setViewportSize(PHONE)
+    await facets.getByRole('button', { name: /^All origins/ }).click()
+    await expect.poll(async () => (await groups()).length).toBe(2)
+    const o = await overflow()
+    expect(o.wide).toEqual([])
+    expect(o.scrollWidth).toBeLessThanOrEqual(PHONE.width)
+    await page.setViewportSize(DESK)
+  })
+})
+
 describe('geolocation', () => {
   // A download source on loopback: the country file exists, the AS file does not.
   let source: Server
@@ -674,8 +733,10 @@ describe('geolocation', () => {
     await rows.filter({ hasText: 'panel-country-LU' }).first().waitFor()
     expect(await rows.count()).toBe(await rows.filter({ hasText: 'panel-country-LU' }).count())
     // A ban made in the engine a moment ago is in the answer of Refresh decisions (fresh=1), not 15 s later.
-    await page.getByLabel('Origin').fill('')
-    await page.getByRole('button', { name: 'Filter' }).click()
+    await page
+      .getByRole('group', { name: 'Decisions by origin' })
+      .getByRole('button', { name: /^All origins/ })
+      .click()
     await postDecisions(cs, [{ value: '198.51.100.250', duration: '1h' }])
     const [answer] = await Promise.all([
       page.waitForResponse((r) => r.url().includes('/api/security/decisions?') && r.url().includes('fresh=1')),
@@ -693,10 +754,20 @@ describe('geolocation', () => {
 describe('failures explained in place (a proxy without the WAF and rate-limit modules)', () => {
   // A second panel and Caddy told the proxy lacks those modules, on the same engine.
   // Its session cookie replaces the first panel's (cookies ignore the port): this block runs last.
+  // Its PANEL_INTERNAL_URL has nothing behind it: the proxy cannot reach the panel for ForwardAuth.
   let lean: ProxyStack
+  let deadPort: number
+  let otherId: number
   beforeAll(async () => {
+    deadPort = await freePort()
     lean = await startProxyStack({
-      env: { ...panelEnvFor(cs), PROXY_MODULES: 'crowdsec,dns', PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' },
+      env: {
+        ...panelEnvFor(cs),
+        PROXY_MODULES: 'crowdsec,dns',
+        PANEL_DOMAIN: '127.0.0.1',
+        PANEL_PUBLIC_URL: '',
+        PANEL_INTERNAL_URL: `http://127.0.0.1:${deadPort}`,
+      },
     })
     const group = await createGroup(lean, { name: 'lean', targets: [{ address: `127.0.0.1:${upstream.port}` }] })
     expect(
@@ -710,7 +781,9 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
         })
       ).status,
     ).toBe(201)
-    expect((await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })).status).toBe(201)
+    const other = await createHost(lean, { domain: 'other.example.test', target_group_id: group.id })
+    expect(other.status).toBe(201)
+    otherId = other.json.id
     const [name, value] = lean.admin.split(';')[0]!.split('=')
     await chrome.browser.addCookies([{ name: name!, value: value!, url: lean.panel.url }])
   }, 120_000)
@@ -744,6 +817,23 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
     await page.getByRole('link', { name: 'Download the databases' }).click()
     await page.getByRole('button', { name: 'Download now' }).waitFor()
     expect(page.url()).toBe(`${lean.panel.url}/security#countries`)
+  })
+
+  it('the ForwardAuth check, asked through the proxy, says it cannot reach the panel and what to set', async () => {
+    await page.goto(`${lean.panel.url}/hosts/${otherId}`)
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).check()
+    await page.getByRole('button', { name: 'Check that the proxy reaches the panel' }).click()
+    const alert = page.getByRole('alert').filter({ hasText: /^Not reachable: / })
+    await alert.waitFor()
+    expect(await alert.textContent()).toBe(
+      `Not reachable: the proxy could not reach the panel at 127.0.0.1:${deadPort} (it answered 502), and nothing answers at http://127.0.0.1:${deadPort} from the panel's side either: set PANEL_INTERNAL_URL to the address the proxy reaches the panel at (the panel listens on port ${lean.panel.port}).`,
+    )
+    expect((await lean.panel.request('/api/system/forward-auth-check', { cookie: lean.admin })).json).toMatchObject({
+      state: 'unreachable',
+      panel_address: `127.0.0.1:${deadPort}`,
+      proxy_status: 502,
+    })
+    await page.getByRole('checkbox', { name: 'Require panel login (ForwardAuth)' }).uncheck() // nothing saved
   })
 
   it('logged no console error', () => {

@@ -397,18 +397,39 @@ describe('the web UI in Chromium', () => {
       30_000,
       300,
     )
+    // The proxy's message is cleaned up (no "[name] " prefix, no order and CA URLs glued on) and
+    // its cause names the directory and what to check; each screen keeps words apart (the issue
+    // saw "tls.localhostcould not get…").
+    const failure = (await stack.panel.request(`/api/hosts/${host.json.id}`, { cookie: stack.admin })).json.certificate.last_failure
+    expect(failure).toMatchObject({ name: 'dns01.example.test', operation: 'obtain', kind: 'ca_unreachable' })
+    expect(failure.cause).toMatch(
+      /^the ACME CA could not be reached: connection refused \(at https:\/\/127\.0\.0\.1:9\/[^)]*\); check the ACME directory URL/,
+    )
+    expect(failure.error).toMatch(/connection refused$/)
+    expect(failure.error).not.toMatch(/^\[|\((?:ca|order)=/)
+    const said = `${failure.cause}. The proxy's message: ${failure.error}`
     await page.getByRole('link', { name: 'Hosts', exact: true }).click()
     await expectVisible(page.getByText('acme: obtain failed'))
     await page.getByRole('link', { name: 'Certificates' }).click()
     await expectVisible(page.getByRole('heading', { name: 'Failed ACME attempts' }))
-    await expectVisible(page.getByRole('cell', { name: /^the ACME CA could not be reached/ }))
+    const failedRow = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'dns01.example.test' }) })
+    expect(await failedRow.getByRole('cell').nth(3).textContent()).toBe(said)
     await screenshot(page, 'certificates-failed')
     await page.getByRole('link', { name: 'dns01.example.test' }).click()
-    await expectVisible(
-      page.getByRole('alert').filter({
-        hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at .*: the ACME CA could not be reached/,
-      }),
+    const alert = page
+      .getByRole('alert')
+      .filter({ hasText: /The last attempt to obtain the certificate for dns01\.example\.test failed at / })
+    await expectVisible(alert)
+    const at = `${new Date(failure.at).toISOString().replace('T', ' ').slice(0, 19)} UTC`
+    expect((await alert.textContent())!.replace(/\s+/g, ' ').trim()).toBe(
+      `The last attempt to obtain the certificate for dns01.example.test failed at ${at}: ${said}`,
     )
+    // The Logs screen's row of the same line: the name, a space, then Caddy's message.
+    await page.goto(`${base}/logs?host_domain=dns01.example.test&source=caddy_error`)
+    const logRequest = page.getByRole('table', { name: 'Log rows' }).locator('tbody tr td:nth-child(4)')
+    await expect
+      .poll(() => logRequest.allTextContents(), { timeout: 15_000 })
+      .toContainEqual(expect.stringMatching(/^dns01\.example\.test could not get certificate from issuer$/))
     expect((await stack.panel.request(`/api/hosts/${host.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
   })
 

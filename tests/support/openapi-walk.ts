@@ -194,6 +194,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/manual-certs/{host_id}/download': { params: { host_id: MISSING }, refusals: [404] },
     // No local API in this walk: the engine's operations answer their documented 503.
     'GET /api/security/decisions': { query: { scope: 'Ip', limit: '10' }, refusals: [503] },
+    'GET /api/security/decisions/origins': { query: { scope: 'Range', q: '192.0.2' }, refusals: [503] },
     'POST /api/security/decisions': { body: { value: '192.0.2.10', duration: '4h', reason: 'walk' }, refusals: [503] },
     'DELETE /api/security/decisions/{id}': { params: { id: MISSING }, refusals: [503] },
     'GET /api/security/decisions/unban-ip': { query: { ip: '192.0.2.10' }, refusals: [503] },
@@ -284,6 +285,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/revisions/diff': { query: { from: MISSING, to: MISSING }, refusals: [404] },
     'POST /api/revisions/{id}/revert': { params: { id: MISSING }, refusals: [404] },
     'GET /api/system/gates': {},
+    'GET /api/system/forward-auth-check': { refusals: [502] },
     'GET /api/backups': {},
     'POST /api/backups': {},
     'GET /api/backups/{id}/download': { params: { id: MISSING }, refusals: [404] },

@@ -85,11 +85,12 @@ export function sessionCookieOf(res: { headers: Headers }): string | undefined {
 }
 
 export async function startPanel(
-  opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean } = {},
+  // port: when the caller must know it before the start (a PANEL_PUBLIC_URL naming it).
+  opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean; port?: number } = {},
 ): Promise<PanelHandle> {
   const entry = join(REPO_ROOT, '.output/server/index.mjs')
   if (!existsSync(entry)) throw new Error('the panel is not built: run npm run build (scripts/test.sh does)')
-  const port = await freePort()
+  const port = opts.port ?? (await freePort())
   const dataDir = opts.dataDir ?? makeTempDir('panel-test-')
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',

@@ -34,6 +34,7 @@ export async function startProxyStack(
     httpPort?: number
     httpsPort?: number
     stockCaddy?: boolean
+    panelPort?: number
   } = {},
 ): Promise<ProxyStack> {
   const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv })
@@ -45,6 +46,7 @@ export async function startProxyStack(
   try {
     panel = await startPanel({
       dataDir: opts.dataDir,
+      port: opts.panelPort,
       env: {
         PROXY_ADMIN_URL: caddy.adminUrl,
         PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES,

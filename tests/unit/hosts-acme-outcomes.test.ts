@@ -54,7 +54,13 @@ describe('explainAcmeFailure — the cause of a failed order in words', () => {
       'the CA refuses connections',
       '[nocert.example.test] creating new order: fetching new nonce from server: performing request: Head "https://127.0.0.1:9/nonce-plz": dial tcp 127.0.0.1:9: connect: connection refused (ca=https://127.0.0.1:9/dir)',
       'ca_unreachable',
-      /^the ACME CA could not be reached: connect: connection refused$|^the ACME CA could not be reached/,
+      /^the ACME CA could not be reached: connection refused \(at https:\/\/127\.0\.0\.1:9\/dir\); check the ACME directory URL/,
+    ],
+    [
+      'the CA refuses connections, no directory named',
+      '[nocert.example.test] creating new order: fetching directory: performing request: Get "https://127.0.0.1:9/dir": dial tcp 127.0.0.1:9: connect: connection refused',
+      'ca_unreachable',
+      /^the ACME CA could not be reached: connection refused \(at https:\/\/127\.0\.0\.1:9\/dir\); check/,
     ],
   ])('%s', (_name, error, kind, cause) => {
     const e = explainAcmeFailure(error)

@@ -7,6 +7,7 @@ import {
   stableStringify,
 } from '../../server/utils/proxy/build/index'
 import { buildUnknownHostRoute } from '../../server/utils/proxy/build/unknown-host'
+import { buildForwardAuthProbeRoute } from '../../server/utils/proxy/build/forward-auth'
 import type { ProxySnapshot } from '../../server/utils/proxy/build/types'
 import { ACCESS_DENIED_BODY } from '../../server/utils/proxy/build/access-list'
 import {
@@ -232,11 +233,15 @@ describe('buildProxyConfig — the document', () => {
     expect(config.apps.http.servers.https.automatic_https).toBeUndefined() // redirects stay on
   })
 
-  it('zero hosts: a valid document with the plain server and only the unknown-host route, no https server, no tls app', () => {
-    const { config, warnings } = buildProxyConfig(buildSnapshot({ hosts: [] })) as any
+  it('zero hosts: a valid document with the plain server, the ForwardAuth probe and the unknown-host route, no https server, no tls app', () => {
+    const snapshot = buildSnapshot({ hosts: [] })
+    const { config, warnings } = buildProxyConfig(snapshot) as any
     expect(Object.keys(config.apps)).toEqual(['http'])
     expect(Object.keys(config.apps.http.servers)).toEqual(['http'])
-    expect(config.apps.http.servers.http.routes).toEqual([buildUnknownHostRoute('http')])
+    expect(config.apps.http.servers.http.routes).toEqual([
+      buildForwardAuthProbeRoute(snapshot.panelUpstream),
+      buildUnknownHostRoute('http'),
+    ])
     expect(warnings).toEqual([])
   })
 

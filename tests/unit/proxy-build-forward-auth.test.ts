@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
-import { FORWARD_AUTH_HEADERS, buildForwardAuthHandler, forwardAuthVarName } from '../../server/utils/proxy/build/forward-auth'
+import {
+  FORWARD_AUTH_HEADERS,
+  FORWARD_AUTH_PROBE_HOST,
+  buildForwardAuthHandler,
+  buildForwardAuthProbeRoute,
+  forwardAuthVarName,
+} from '../../server/utils/proxy/build/forward-auth'
 import { buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 const panel = { dial: '127.0.0.1:3000', tls: false }
@@ -79,5 +85,23 @@ describe('buildForwardAuthHandler — in the host chain', () => {
     const h = hostSubroutes(config, 'host1.example.test')[0].handle[0]
     expect(h.upstreams).toEqual([{ dial: 'panel.internal:8443' }])
     expect(h.transport).toEqual({ protocol: 'http', tls: {} })
+  })
+})
+
+describe('buildForwardAuthProbeRoute — the reachability probe of the plain server', () => {
+  it("runs the hosts' own sub-request, to the same address, for the probe's reserved name only, then answers 204", () => {
+    const route = buildForwardAuthProbeRoute(panel) as any
+    expect(route.match).toEqual([{ host: [FORWARD_AUTH_PROBE_HOST] }])
+    expect(FORWARD_AUTH_PROBE_HOST).toMatch(/\.invalid$/) // RFC 2606: no visitor's name
+    expect(route.handle).toEqual([buildForwardAuthHandler(panel), { handler: 'static_response', status_code: 204 }])
+    expect(route.terminal).toBe(true)
+  })
+
+  it('is on the plain server of every configuration, with or without a ForwardAuth host, before the unknown-host refusal', () => {
+    for (const hosts of [[], [buildHostSnapshot({ auth_required: false })], [buildHostSnapshot({ auth_required: true })]]) {
+      const snapshot = buildSnapshot({ hosts })
+      const routes = (buildProxyConfig(snapshot).config as any).apps.http.servers.http.routes
+      expect(routes.at(-2)).toEqual(buildForwardAuthProbeRoute(snapshot.panelUpstream))
+    }
   })
 })

@@ -95,7 +95,11 @@ describe('buildUpstreamHandler — as the host default route', () => {
 
   it('a host whose group is missing is skipped with a warning', () => {
     const r = buildProxyConfig(buildSnapshot({ targetGroups: [buildGroupSnapshot({ id: 2 })] }))
-    expect((r.config as any).apps.http.servers.http.routes).toEqual([buildUnknownHostRoute('http')]) // only the unknown-host refusal
+    // Only the ForwardAuth probe and the unknown-host refusal.
+    expect((r.config as any).apps.http.servers.http.routes.map((route: any) => route['@id'])).toEqual([
+      'panel_forward_auth_probe',
+      buildUnknownHostRoute('http')['@id'],
+    ])
     expect(r.warnings.join()).toMatch(/host host1\.example\.test: target group 1 is missing; host skipped/)
   })
 })

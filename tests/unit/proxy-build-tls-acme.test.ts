@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import { buildAcmePolicies } from '../../server/utils/proxy/build/tls-acme'
+import { FORWARD_AUTH_PROBE_HOST } from '../../server/utils/proxy/build/forward-auth'
 import { buildHostSnapshot, buildSnapshot } from '../support/factories'
 
 const autoHost = (o = {}) => buildHostSnapshot({ tls_mode: 'auto', aliases: ['www.host1.example.test'], ...o })
@@ -159,9 +160,14 @@ describe('buildAcmePolicies — policy list', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({ hosts: [autoHost({ id: 2, domain: 'b.example.test', aliases: [] }), buildHostSnapshot()] }),
     ) as any
-    // Each list ends with the unknown-host refusal, which has no host matcher.
+    // Each list ends with the unknown-host refusal, which has no host matcher; the plain one
+    // also holds the panel's ForwardAuth probe.
     expect(config.apps.http.servers.https.routes.map((r: any) => r.match?.[0].host)).toEqual([['b.example.test'], undefined])
-    expect(config.apps.http.servers.http.routes.map((r: any) => r.match?.[0].host)).toEqual([['host1.example.test'], undefined])
+    expect(config.apps.http.servers.http.routes.map((r: any) => r.match?.[0].host)).toEqual([
+      ['host1.example.test'],
+      [FORWARD_AUTH_PROBE_HOST],
+      undefined,
+    ])
   })
 
   it('is callable on its own with the hosts it is given', () => {

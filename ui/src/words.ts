@@ -25,3 +25,15 @@ export const EVENT_WORDS: Record<string, string> = {
 
 /** The words for a value, or the value itself when it is new to the UI. */
 export const inWords = (table: Record<string, string>, value: string) => table[value] ?? value
+
+/** Who made a decision (its origin), in words; the origin itself follows in brackets wherever it is shown. */
+export const ORIGIN_WORDS: Record<string, string> = {
+  crowdsec: "The engine's own detections",
+  cscli: 'Made with cscli',
+  'cscli-import': 'Imported with cscli',
+  panel: 'Made in the panel',
+  CAPI: 'Community blocklist',
+  lists: 'Blocklist subscriptions',
+  console: 'CrowdSec console',
+  appsec: 'AppSec detections',
+}

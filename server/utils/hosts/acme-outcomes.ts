@@ -122,8 +122,14 @@ export function explainAcmeFailure(error: string): { kind: AcmeFailureKind; caus
     /(?:fetching (?:new nonce|directory)|performing request|creating new order)[\s\S]*?(?:connection refused|i\/o timeout|no such host|certificate signed by unknown authority)/.test(
       e,
     )
-  )
-    return { kind: 'ca_unreachable', cause: `the ACME CA could not be reached: ${e.replace(/^.*?: (?=[^:]*$)/, '')}` }
+  ) {
+    // Where: the directory certmagic names in "(ca=…)" (left out of the error shown), else the URL the request went to.
+    const where = /\(ca=([^)\s]+)\)/.exec(error)?.[1] ?? /(?:Get|Head|Post) "([^"]+)"/.exec(e)?.[1]
+    return {
+      kind: 'ca_unreachable',
+      cause: `the ACME CA could not be reached: ${e.replace(/^.*?: (?=[^:]*$)/, '')}${where ? ` (at ${where})` : ''}; check the ACME directory URL (the host's, or acme.ca_url in Settings) and that the proxy can reach it`,
+    }
+  }
   if (/urn:ietf:params:acme:error:/.test(e))
     return { kind: 'challenge_failed', cause: `the CA refused the challenge: ${e.replace(/^.*urn:ietf:params:acme:error:/, '')}` }
   return { kind: 'other', cause: e }

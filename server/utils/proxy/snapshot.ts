@@ -11,7 +11,8 @@ import type { ProxySnapshot } from './build/types'
 // the caller's transaction when there is one (so a pending change is pushed
 // before commit). A new input is one more field here and in ProxySnapshot.
 
-function _panelUpstream(internalUrl: string): ProxySnapshot['panelUpstream'] {
+/** The address the proxy dials for ForwardAuth sub-requests, from PANEL_INTERNAL_URL. */
+export function panelUpstreamOf(internalUrl: string): ProxySnapshot['panelUpstream'] {
   const internal = new URL(internalUrl)
   const host = internal.hostname.includes(':') ? `[${internal.hostname}]` : internal.hostname
   return { dial: `${host}:${internal.port || (internal.protocol === 'https:' ? 443 : 80)}`, tls: internal.protocol === 'https:' }
@@ -37,7 +38,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     httpsListen: cfg.proxy.httpsListen,
     httpPort: cfg.proxy.httpPort,
     httpsPort: cfg.proxy.httpsPort,
-    panelUpstream: _panelUpstream(cfg.internalUrl),
+    panelUpstream: panelUpstreamOf(cfg.internalUrl),
     acme: {
       email: (await getSetting<string>('acme.email', exec)) || null,
       caUrl: (await getSetting<string>('acme.ca_url', exec)) || null,

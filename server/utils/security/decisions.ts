@@ -146,18 +146,14 @@ async function _fallbackSnapshot(): Promise<{ records: MirrorRecord[]; syncedAt:
 
 let _totalCache: { key: string; total: number } | undefined
 
-/**
- * Active decisions, newest id first, from the mirror (LAPI_PANEL_BOUNCER_KEY) or the
- * 15 s fallback; q/scope/origin filter them. Without limit and before_id, all of them
- * (the interface's contract); with either, one page and the cursor of the next.
- */
-export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Promise<DecisionsPage> {
+type _Filter = Pick<z.infer<typeof decisionsQuery>, 'q' | 'scope' | 'origin' | 'fresh' | 'hide_country_bans'>
+
+/** The decisions held now (mirror or 15 s copy) and the test of a record against q/scope/origin/hide_country_bans. */
+async function _readFiltered(filter: _Filter) {
   const mirror = mirrorEnabled()
-  if (Number(filter.limit ?? 1) > DECISIONS_PAGE_MAX) throw badRequest(`limit: must be an integer from 1 to ${DECISIONS_PAGE_MAX}`)
   if (filter.fresh) await invalidateDecisionCache()
   const hideCountry = !!filter.hide_country_bans
   const snap = mirror ? await mirrorSnapshot() : await _fallbackSnapshot()
-  const { records } = snap
   const now = Date.now()
   const q = filter.q?.toLowerCase(),
     scope = filter.scope?.toLowerCase(),
@@ -168,6 +164,24 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
     (!origin || r.origin === origin) &&
     (!q || r.valueLc.includes(q) || r.scenarioLc.includes(q)) &&
     (!hideCountry || !r.origin.startsWith(COUNTRY_ORIGIN_PREFIX))
+  return {
+    snap,
+    now,
+    match,
+    source: (mirror ? 'mirror' : 'engine') as DecisionsPage['source'],
+    filterKey: `${scope ?? ''}|${origin ?? ''}|${q ?? ''}|${hideCountry}`,
+  }
+}
+
+/**
+ * Active decisions, newest id first, from the mirror (LAPI_PANEL_BOUNCER_KEY) or the
+ * 15 s fallback; q/scope/origin filter them. Without limit and before_id, all of them
+ * (the interface's contract); with either, one page and the cursor of the next.
+ */
+export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Promise<DecisionsPage> {
+  if (Number(filter.limit ?? 1) > DECISIONS_PAGE_MAX) throw badRequest(`limit: must be an integer from 1 to ${DECISIONS_PAGE_MAX}`)
+  const { snap, now, match, source, filterKey } = await _readFiltered(filter)
+  const { records } = snap
   const paged = filter.limit !== undefined || filter.before_id !== undefined
   const limit = paged ? Number(filter.limit ?? 100) : Infinity
   // Walk down from the cursor: the first index whose id is not below before_id, minus one.
@@ -197,7 +211,7 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
   // The total of a filter is counted once per mirror state and second (paging through it repeats it).
   let total = page.length
   if (paged) {
-    const key = `${snap.version}|${Math.floor(now / 1000)}|${scope ?? ''}|${origin ?? ''}|${q ?? ''}|${hideCountry}`
+    const key = `${snap.version}|${Math.floor(now / 1000)}|${filterKey}`
     if (_totalCache?.key !== key) {
       let n = 0
       for (const r of records) if (match(r)) n++
@@ -211,7 +225,30 @@ export async function listDecisions(filter: z.infer<typeof decisionsQuery>): Pro
     total,
     nextBeforeId: more ? page[page.length - 1]!.id : null,
     syncedAt: new Date(snap.syncedAt).toISOString(),
-    source: mirror ? 'mirror' : 'engine',
+    source,
+  }
+}
+
+export const decisionOriginsQuery = decisionsQuery.pick({ q: true, scope: true, fresh: true })
+
+/**
+ * How many active decisions each origin holds (crowdsec, cscli, CAPI, lists,
+ * panel, panel-country-<CC>...), under the same q and scope as the list, most
+ * first: the list pages by id across origins, so the screen groups a page by
+ * origin and takes each group's size from here.
+ */
+export async function countDecisionsByOrigin(filter: z.infer<typeof decisionOriginsQuery>) {
+  const { snap, match, source } = await _readFiltered(filter)
+  const counts = new Map<string, number>()
+  for (const r of snap.records) if (match(r)) counts.set(r.origin, (counts.get(r.origin) ?? 0) + 1)
+  const origins = [...counts]
+    .map(([origin, count]) => ({ origin, count, country_ban: origin.startsWith(COUNTRY_ORIGIN_PREFIX) }))
+    .sort((a, b) => b.count - a.count || a.origin.localeCompare(b.origin))
+  return {
+    origins,
+    total: origins.reduce((n, o) => n + o.count, 0),
+    synced_at: new Date(snap.syncedAt).toISOString(),
+    source,
   }
 }
 

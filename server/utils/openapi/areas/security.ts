@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { decisionsQuery, unbanIpBody, unbanIpQuery } from '../../security/decisions'
+import { decisionOriginsQuery, decisionsQuery, unbanIpBody, unbanIpQuery } from '../../security/decisions'
 import { whitelistBody } from '../../security/whitelist'
 import { banBody } from '../../security/bans'
 import { SCENARIO_NAME_PATTERN, scenarioPatchBody } from '../../security/scenarios'
@@ -91,6 +91,34 @@ export const securityOperations = [
         },
       }),
       400: ok('a bad filter, limit or before_id'),
+      503: ok('the local API is unreachable (and the mirror was never filled)'),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/security/decisions/origins',
+    access: 'session',
+    summary: 'How many active decisions each origin holds (crowdsec, cscli, CAPI, lists, panel, panel-country-<CC>...), most first',
+    query: decisionOriginsQuery,
+    description:
+      "The same decisions and the same q and scope filters as the list, counted per origin over every page: the Security screen groups a page of the list by origin and takes each group's size from here.",
+    responses: {
+      200: ok(
+        'the count per origin',
+        z.strictObject({
+          origins: z.array(
+            z.strictObject({
+              origin: z.string(),
+              count: z.number().int(),
+              country_ban: z.boolean().describe('the ranges of a country ban (origin panel-country-<CC>)'),
+            }),
+          ),
+          total: z.number().int().describe('active decisions matching q and scope, every origin'),
+          synced_at: timestamp().describe('when the decisions were read from the local API'),
+          source: z.enum(['mirror', 'engine']),
+        }),
+      ),
+      400: ok('a bad filter'),
       503: ok('the local API is unreachable (and the mirror was never filled)'),
     },
   }),

@@ -1,7 +1,8 @@
 import { z } from 'zod'
 import { SETTINGS_CATALOGUE, settingsPatchBody } from '../../core/settings'
 import { createUserBody, updateUserBody } from '../../auth/schemas'
-import { idParam, noContent, nullableTimestamp, ok, operation } from '../registry'
+import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
+import { forwardAuthCheckQuery } from '../../proxy/forward-auth-check'
 import { userSchema } from './auth'
 import { engineHealthSchema, proxyHealthSchema } from './ops'
 
@@ -91,6 +92,33 @@ export const systemOperations = [
           }),
         }),
       ),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/system/forward-auth-check',
+    access: 'session',
+    summary: "Whether the proxy reaches the panel's ForwardAuth endpoint, asked through the proxy itself",
+    query: forwardAuthCheckQuery,
+    description:
+      "The panel sends one request to the proxy's plain HTTP listener with the Host of the probe route the generated configuration always holds; the proxy runs the same ForwardAuth sub-request as a protected host, to the same address (PANEL_INTERNAL_URL). A nonce the proxy copies onto its sub-request tells whether it reached this panel. Nothing is changed.",
+    responses: {
+      200: ok(
+        'the outcome (every outcome the check could establish is a 200; state says which)',
+        z.strictObject({
+          state: z
+            .enum(['reachable', 'unreachable', 'not_this_panel', 'probe_missing'])
+            .describe(
+              "reachable: the panel received the proxy's sub-request; unreachable: the proxy could not connect (5xx); not_this_panel: something else answered there; probe_missing: the proxy lacks the panel's current configuration",
+            ),
+          message: z.string().describe('what was found and, on a failure, what to change'),
+          panel_address: z.string().describe('host:port the proxy dials for ForwardAuth'),
+          proxy_address: z.string().describe("the proxy's plain HTTP listener the probe was sent to"),
+          proxy_status: z.number().int().describe("the proxy's status answer to the probe"),
+          checked_at: timestamp(),
+        }),
+      ),
+      502: ok("the panel could not reach the proxy's HTTP listener to run the check"),
     },
   }),
   operation({

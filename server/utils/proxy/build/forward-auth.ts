@@ -46,3 +46,25 @@ export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): 
     handle_response: [{ match: { status_code: [2] }, routes }],
   }
 }
+
+/** A name no visitor uses (`.invalid` is reserved, RFC 2606): the Host of the panel's reachability probe. */
+export const FORWARD_AUTH_PROBE_HOST = 'forward-auth-probe.edge-panel.invalid'
+export const FORWARD_AUTH_PROBE_ROUTE_ID = 'panel_forward_auth_probe'
+
+/**
+ * A route of the plain server that runs the very ForwardAuth sub-request the
+ * hosts run (same handler, same dial) for the probe's Host, then answers 204.
+ * The panel sends a request through it to learn whether the proxy reaches the
+ * panel (docs/ui.md, "What a switch does"); it exists whether or not a host
+ * uses ForwardAuth, so the check works before the first one is saved. A
+ * visitor sending that Host gets what a protected host would answer: the
+ * panel's redirect to its login page, or 204 with a session.
+ */
+export function buildForwardAuthProbeRoute(panel: { dial: string; tls: boolean }): Json {
+  return {
+    '@id': FORWARD_AUTH_PROBE_ROUTE_ID,
+    match: [{ host: [FORWARD_AUTH_PROBE_HOST] }],
+    handle: [buildForwardAuthHandler(panel), { handler: 'static_response', status_code: 204 }],
+    terminal: true,
+  }
+}

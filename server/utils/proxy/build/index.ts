@@ -13,7 +13,7 @@ import {
   hostUsesBouncer,
   stripBouncerWarmup,
 } from './crowdsec'
-import { buildForwardAuthHandler } from './forward-auth'
+import { buildForwardAuthHandler, buildForwardAuthProbeRoute } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -200,7 +200,9 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       if (names.length) routes.unshift(buildBouncerWarmupRoute(server, names, warmup, snapshot.whitelist))
     }
   }
-  // Last on each server: a Host that no enabled host names gets a clear refusal, logged with its status.
+  // The panel's ForwardAuth reachability probe, then, last on each server, a Host that
+  // no enabled host names gets a clear refusal, logged with its status.
+  plainRoutes.push(buildForwardAuthProbeRoute(snapshot.panelUpstream))
   plainRoutes.push(
     buildUnknownHostRoute(
       'http',
