@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startCaddy, type CaddyHandle } from '../support/caddy'
+import { eventually } from '../support/http'
+import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+
+// Many proxy nodes (docs/scaling.md) over plain http admin URLs, against three
+// real Caddy processes on loopback: node 1 (the panel's PROXY_ADMIN_URL, the
+// production build), node 2 (Debian's stock Caddy 2.6.2: it lacks the rate-limit
+// plugin, which is how it refuses a configuration the others accept) and node 3
+// (the production build). Caddy binds its listeners with SO_REUSEPORT, so the
+// three share the HTTP port; what each node holds is read from its admin API.
+
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+let stack: ProxyStack
+let stockNode: CaddyHandle
+let thirdNode: CaddyHandle
+let groupId: number
+let hostId: number
+const nodeIds: Record<string, number> = {}
+
+const apps = async (caddy: CaddyHandle) => ((await caddy.getConfig()) as { apps?: unknown } | null)?.apps ?? null
+const asText = (a: unknown) => JSON.stringify(a)
+
+async function nodes() {
+  const res = await stack.panel.request('/api/nodes', { cookie: stack.admin })
+  expect(res.status).toBe(200)
+  return res.json as Array<Record<string, any>>
+}
+async function nodeNamed(name: string) {
+  return (await nodes()).find((n) => n.name === name)!
+}
+async function auditActions(action: string) {
+  const rows = await stack.panel
+    .db()
+    .execute({ sql: "SELECT raw FROM logs WHERE source = 'audit' AND message = ? ORDER BY id", args: [action] })
+  return rows.rows.map((r) => JSON.parse(String(r.raw)))
+}
+/** PUT of the one host: its name, group and no TLS, plus `fields`. */
+function putHost(fields: Record<string, unknown>) {
+  return stack.panel.request(`/api/hosts/${hostId}`, {
+    method: 'PUT',
+    cookie: stack.admin,
+    body: { domain: 'multi.example.test', target_group_id: groupId, tls_mode: 'none', ...fields },
+  })
+}
+async function hostRow() {
+  return JSON.stringify((await stack.panel.db().execute({ sql: 'SELECT * FROM hosts WHERE id = ?', args: [hostId] })).rows)
+}
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  stack = await startProxyStack()
+  stockNode = await startCaddy({ stock: true })
+  thirdNode = await startCaddy()
+  groupId = (await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
+  const host = await createHost(stack, { domain: 'multi.example.test', target_group_id: groupId })
+  expect(host.status).toBe(201)
+  hostId = host.json.id
+}, 60_000)
+
+afterAll(async () => {
+  await stack?.stop()
+  await stockNode?.stop()
+  await thirdNode?.stop()
+  await up?.stop()
+})
+
+describe('the node registry', () => {
+  it('has node 1 from PROXY_ADMIN_URL with no configuration, as the canary', async () => {
+    const list = await nodes()
+    expect(list).toHaveLength(1)
+    expect(list[0]).toMatchObject({
+      id: 1,
+      name: 'node-1',
+      admin_url: stack.caddy.adminUrl,
+      source: 'environment',
+      canary: true,
+      enabled: true,
+    })
+    expect(list[0]!.status).toMatchObject({ reachable: true, last_push_result: 'applied' })
+  })
+
+  it('registers two nodes over http, audited; each gets the current configuration and keeps its own admin listener', async () => {
+    for (const [name, caddy] of [
+      ['node-2', stockNode],
+      ['node-3', thirdNode],
+    ] as const) {
+      const res = await stack.panel.request('/api/nodes', {
+        method: 'POST',
+        cookie: stack.admin,
+        body: { name, admin_url: caddy.adminUrl, labels: ['Zone=lab'] },
+      })
+      expect(res.status).toBe(201)
+      expect(res.json).toMatchObject({ name, admin_url: caddy.adminUrl, labels: ['zone=lab'], enabled: true, canary: false, tls: null })
+      nodeIds[name] = res.json.id
+    }
+    const canaryApps = await apps(stack.caddy)
+    expect(asText(canaryApps)).toContain('multi.example.test')
+    for (const caddy of [stockNode, thirdNode]) {
+      await eventually(
+        () => apps(caddy),
+        (a) => asText(a) === asText(canaryApps),
+      )
+      expect(((await caddy.getConfig()) as any).admin.listen).toBe(caddy.adminListen)
+    }
+    const list = await eventually(nodes, (l) => l.every((n) => n.status.in_sync === true))
+    expect(new Set(list.map((n) => n.status.config_hash)).size).toBe(1)
+    expect(list.map((n) => n.status.reachable)).toEqual([true, true, true])
+    expect((await auditActions('proxy_node_create')).map((a) => a.name)).toEqual(['node-2', 'node-3'])
+    expect((await auditActions('proxy_node_heal')).map((a) => [a.node, a.result]).sort()).toEqual([
+      ['node-2', 'applied'],
+      ['node-3', 'applied'],
+    ])
+  })
+
+  it('refuses bad registrations with a 400 or 409 naming what to fix, and changes nothing', async () => {
+    const before = JSON.stringify((await stack.panel.db().execute('SELECT * FROM proxy_nodes ORDER BY id')).rows)
+    const cases: Array<[Record<string, unknown>, number, RegExp]> = [
+      [{ name: 'x', admin_url: 'https://127.0.0.1:9' }, 400, /^tls: an https admin URL is Caddy's remote admin endpoint/],
+      [{ name: 'x', admin_url: 'http://127.0.0.1:9/config' }, 400, /^admin_url: give the scheme, host and port only/],
+      [{ name: 'x' }, 400, /^admin_url: required/],
+      [{ name: 'Bad Name', admin_url: 'http://127.0.0.1:9' }, 400, /^name: /],
+      [{ name: 'x', admin_url: thirdNode.adminUrl }, 409, /^admin_url: node node-3 already has this admin URL/],
+      [{ name: 'node-3', admin_url: 'http://127.0.0.1:9' }, 409, /^name: a node named "node-3" already exists/],
+    ]
+    for (const [body, status, error] of cases) {
+      const res = await stack.panel.request('/api/nodes', { method: 'POST', cookie: stack.admin, body })
+      expect(res.status, JSON.stringify(body)).toBe(status)
+      expect(res.json.error).toMatch(error)
+    }
+    const canary = await stack.panel.request('/api/nodes/1', {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { name: 'node-1', admin_url: 'http://127.0.0.1:9' },
+    })
+    expect(canary.status).toBe(400)
+    expect(canary.json.error).toMatch(/PROXY_ADMIN_URL/)
+    const deleteCanary = await stack.panel.request('/api/nodes/1', { method: 'DELETE', cookie: stack.admin })
+    expect(deleteCanary.status).toBe(409)
+    expect(JSON.stringify((await stack.panel.db().execute('SELECT * FROM proxy_nodes ORDER BY id')).rows)).toBe(before)
+  })
+
+  it('lets a viewer read the nodes but not change them', async () => {
+    const user = await stack.panel.request('/api/users', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { email: 'nodes-viewer@example.test', password: 'nodes-viewer-pass-1', role: 'viewer' },
+    })
+    expect(user.status).toBe(201)
+    const viewer = await stack.panel.login('nodes-viewer@example.test', 'nodes-viewer-pass-1')
+    expect((await stack.panel.request('/api/nodes', { cookie: viewer })).status).toBe(200)
+    const res = await stack.panel.request('/api/nodes', {
+      method: 'POST',
+      cookie: viewer,
+      body: { name: 'v', admin_url: 'http://127.0.0.1:9' },
+    })
+    expect(res.status).toBe(403)
+    expect((await nodes()).map((n) => n.name)).toEqual(['node-1', 'node-2', 'node-3'])
+  })
+})
+
+describe('the rolling push', () => {
+  it('pushes a change to every node, canary first, and reports each in the nodes and in system health', async () => {
+    const res = await putHost({ aliases: ['alias.example.test'] })
+    expect(res.status).toBe(200)
+    expect(res.json.reconcile.status).toBe('applied')
+    for (const caddy of [stack.caddy, stockNode, thirdNode]) expect(asText(await apps(caddy))).toContain('alias.example.test')
+    const list = await nodes()
+    expect(list.map((n) => [n.name, n.status.last_push_result, n.status.in_sync])).toEqual([
+      ['node-1', 'applied', true],
+      ['node-2', 'applied', true],
+      ['node-3', 'applied', true],
+    ])
+    expect(list[2]!.status.caddy_build).toMatchObject({ main_module: expect.any(String), version: expect.any(String) })
+    const health = await stack.panel.request('/api/system/health', { cookie: stack.admin })
+    expect(health.json.proxy_nodes).toMatchObject({ enabled: 3, in_sync: 3 })
+    expect(health.json.proxy_nodes.nodes.map((n: any) => n.name)).toEqual(['node-1', 'node-2', 'node-3'])
+  })
+
+  it('stops at the first node that refuses, restores the nodes already pushed, and names the node with its error', async () => {
+    const before = {
+      canary: asText(await apps(stack.caddy)),
+      third: asText(await apps(thirdNode)),
+      row: await hostRow(),
+    }
+    // The stock Caddy of node 2 has no rate-limit plugin: the canary (production build) accepts, node 2 refuses.
+    const res = await putHost({ aliases: ['alias.example.test'], rate_limit_enabled: true })
+    expect(res.status).toBe(502)
+    expect(res.json.error).toMatch(
+      /^proxy rejected configuration: node node-2 refused the configuration: .*rate_limit.*; restored the previous configuration on node-1$/,
+    )
+    expect(asText(await apps(stack.caddy))).toBe(before.canary)
+    expect(asText(await apps(thirdNode))).toBe(before.third)
+    expect(await hostRow()).toBe(before.row)
+    const list = await nodes()
+    expect(list.map((n) => [n.name, n.status.last_push_result])).toEqual([
+      ['node-1', 'restored'],
+      ['node-2', 'rejected'],
+      ['node-3', 'applied'],
+    ])
+    expect(list[1]!.status.last_error).toMatch(/rate_limit/)
+    const health = await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })
+    expect(health.json.proxy.last_reconcile_status).toBe('rejected')
+    expect(health.json.proxy.last_error).toMatch(/^node node-2 refused the configuration/)
+  })
+
+  it('goes through once the refusing node is disabled (audited)', async () => {
+    const off = await stack.panel.request(`/api/nodes/${nodeIds['node-2']}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { name: 'node-2', admin_url: stockNode.adminUrl, enabled: false },
+    })
+    expect(off.status).toBe(200)
+    expect(off.json.enabled).toBe(false)
+    expect((await auditActions('proxy_node_update')).at(-1)).toMatchObject({ name: 'node-2', enabled: false })
+    const res = await putHost({ rate_limit_enabled: true })
+    expect(res.status).toBe(200)
+    for (const caddy of [stack.caddy, thirdNode]) expect(asText(await apps(caddy))).toContain('rate_limit')
+    expect(asText(await apps(stockNode))).not.toContain('rate_limit')
+  })
+
+  it('goes on past a node that is down, and the node gets the current configuration when it comes back', async () => {
+    await thirdNode.stop()
+    const res = await putHost({ aliases: ['back.example.test'] })
+    expect(res.status).toBe(200)
+    expect(res.json.reconcile.status).toBe('applied')
+    expect(res.json.reconcile.warnings).toContainEqual(
+      expect.stringMatching(/^node node-3 did not answer \(.*unreachable.*\): it gets this configuration when it answers again$/),
+    )
+    expect(asText(await apps(stack.caddy))).toContain('back.example.test')
+    const down = await nodeNamed('node-3')
+    expect(down.status).toMatchObject({ reachable: false, last_push_result: 'unreachable' })
+
+    await thirdNode.restart() // back with its bootstrap configuration only
+    const canaryApps = asText(await apps(stack.caddy))
+    await eventually(
+      () => apps(thirdNode),
+      (a) => asText(a) === canaryApps,
+      20_000,
+    )
+    const healed = await eventually(
+      () => nodeNamed('node-3'),
+      (n) => n.status.in_sync === true,
+    )
+    expect(healed.status).toMatchObject({ reachable: true, last_push_result: 'applied' })
+    expect((await auditActions('proxy_node_heal')).at(-1)).toMatchObject({ node: 'node-3', result: 'applied' })
+  })
+
+  it('removes a node from the rollout on delete (audited); its Caddy keeps what it holds', async () => {
+    const held = asText(await apps(stockNode))
+    const res = await stack.panel.request(`/api/nodes/${nodeIds['node-2']}`, { method: 'DELETE', cookie: stack.admin })
+    expect(res.status).toBe(204)
+    expect((await stack.panel.request(`/api/nodes/${nodeIds['node-2']}`, { cookie: stack.admin })).status).toBe(404)
+    expect((await auditActions('proxy_node_delete')).map((a) => a.name)).toEqual(['node-2'])
+    expect(asText(await apps(stockNode))).toBe(held)
+  })
+})
