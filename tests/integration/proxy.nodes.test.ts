@@ -1,5 +1,10 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
+import { createClientCertificate } from '../support/certs'
+import { registerTestSecret } from '../support/panel'
+import { freePort } from '../support/ports'
 import { eventually } from '../support/http'
 import { startTestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
@@ -254,5 +259,128 @@ describe('the rolling push', () => {
     expect((await stack.panel.request(`/api/nodes/${nodeIds['node-2']}`, { cookie: stack.admin })).status).toBe(404)
     expect((await auditActions('proxy_node_delete')).map((a) => a.name)).toEqual(['node-2'])
     expect(asText(await apps(stockNode))).toBe(held)
+  })
+})
+
+describe("a node behind Caddy's remote admin endpoint (TLS client authentication)", () => {
+  // The node's own bootstrap: a local admin listener, an identity certificate for
+  // 127.0.0.1 from Caddy's internal CA, and the remote admin endpoint accepting the
+  // panel's client certificate for /load, /config/ and /metrics only. Its storage is
+  // the one the panel pushes (PROXY_DATA_DIR), so its CA and identity stay the same
+  // after the first push (docs/scaling.md).
+  let remoteNode: CaddyHandle
+  let remoteUrl: string
+  let serverCaPem: string
+  const client = createClientCertificate('edge-panel')
+  const stranger = createClientCertificate('someone-else')
+  const keyBody = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '')
+  registerTestSecret(client.keyPem, keyBody(client.keyPem), stranger.keyPem, keyBody(stranger.keyPem))
+
+  beforeAll(async () => {
+    const remotePort = await freePort()
+    remoteUrl = `https://127.0.0.1:${remotePort}`
+    remoteNode = await startCaddy({
+      bootstrap: {
+        admin: {
+          identity: { identifiers: ['127.0.0.1'], issuers: [{ module: 'internal' }] },
+          remote: {
+            listen: `127.0.0.1:${remotePort}`,
+            access_control: [
+              { public_keys: [client.derBase64], permissions: [{ paths: ['/load', '/config/', '/metrics'], methods: ['GET', 'POST'] }] },
+            ],
+          },
+        },
+        storage: { module: 'file_system', root: stack.caddy.storageDir },
+      },
+    })
+    const rootFile = join(stack.caddy.storageDir, 'pki/authorities/local/root.crt')
+    serverCaPem = await eventually(
+      async () => readFileSync(rootFile, 'utf8'),
+      (pem) => pem.includes('BEGIN CERTIFICATE'),
+    )
+  }, 30_000)
+  afterAll(async () => {
+    await remoteNode?.stop()
+  })
+
+  const register = (tls: Record<string, unknown>) =>
+    stack.panel.request('/api/nodes', { method: 'POST', cookie: stack.admin, body: { name: 'remote', admin_url: remoteUrl, tls } })
+
+  it('refuses a key that does not belong to the certificate, without echoing either', async () => {
+    const res = await register({ client_cert_pem: client.certPem, client_key_pem: stranger.keyPem, server_ca_pem: serverCaPem })
+    expect(res.status).toBe(400)
+    expect(res.json.error).toBe('tls.client_key_pem: this key does not belong to tls.client_cert_pem')
+    expect((await nodes()).map((n) => n.name)).not.toContain('remote')
+  })
+
+  it('pushes through the remote endpoint; the node keeps its remote admin block, and the key is stored sealed and never shown', async () => {
+    const res = await register({ client_cert_pem: client.certPem, client_key_pem: client.keyPem, server_ca_pem: serverCaPem })
+    expect(res.status).toBe(201)
+    expect(res.json.tls).toMatchObject({ client_key_set: true, server_ca_set: true, client_cert: { subject: 'CN=edge-panel' } })
+    const id = res.json.id
+    const canaryApps = asText(await apps(stack.caddy))
+    await eventually(
+      () => apps(remoteNode),
+      (a) => asText(a) === canaryApps,
+    )
+    const change = await putHost({ aliases: ['remote.example.test'] })
+    expect(change.status).toBe(200)
+    expect(change.json.reconcile.warnings ?? []).not.toContainEqual(expect.stringMatching(/node remote/))
+    expect(asText(await apps(remoteNode))).toContain('remote.example.test')
+    const held = (await remoteNode.getConfig()) as any
+    expect(held.admin.remote.listen).toBe(new URL(remoteUrl).host)
+    expect(held.admin.identity.identifiers).toEqual(['127.0.0.1'])
+    const node = (await stack.panel.request(`/api/nodes/${id}`, { cookie: stack.admin })).json
+    expect(node.status).toMatchObject({ reachable: true, in_sync: true, last_push_result: 'applied' })
+    expect(node.status.caddy_build).toMatchObject({ main_module: expect.any(String) })
+
+    // "__UNCHANGED__" keeps the stored key: the next push still gets through.
+    const relabel = await stack.panel.request(`/api/nodes/${id}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: {
+        name: 'remote',
+        admin_url: remoteUrl,
+        labels: ['tls'],
+        tls: { client_cert_pem: client.certPem, client_key_pem: '__UNCHANGED__', server_ca_pem: serverCaPem },
+      },
+    })
+    expect(relabel.status).toBe(200)
+    expect((await putHost({ aliases: ['remote-2.example.test'] })).status).toBe(200)
+    expect(asText(await apps(remoteNode))).toContain('remote-2.example.test')
+
+    const stored = (await stack.panel.db().execute({ sql: 'SELECT tls_client_key FROM proxy_nodes WHERE id = ?', args: [id] })).rows[0]!
+    expect(String(stored.tls_client_key)).not.toContain(keyBody(client.keyPem).slice(0, 40))
+    // Every answer above went through the harness's secret scan; these places are read directly.
+    const everywhere = JSON.stringify([
+      (await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit'")).rows,
+      (await stack.panel.db().execute('SELECT * FROM runtime_state')).rows,
+      (await stack.panel.request('/api/system/health', { cookie: stack.admin })).json,
+    ])
+    for (const secret of [client.keyPem, keyBody(client.keyPem)]) {
+      expect(everywhere).not.toContain(secret)
+      expect(stack.panel.output()).not.toContain(secret)
+    }
+  })
+
+  it('a client certificate the node does not accept: the node does not answer, the roll goes on, nothing leaks', async () => {
+    const list = await nodes()
+    const remote = list.find((n) => n.name === 'remote')!
+    const swap = await stack.panel.request(`/api/nodes/${remote.id}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: {
+        name: 'remote',
+        admin_url: remoteUrl,
+        tls: { client_cert_pem: stranger.certPem, client_key_pem: stranger.keyPem, server_ca_pem: serverCaPem },
+      },
+    })
+    expect(swap.status).toBe(200)
+    const res = await putHost({ aliases: ['refused-client.example.test'] })
+    expect(res.status).toBe(200)
+    expect(res.json.reconcile.warnings).toContainEqual(expect.stringMatching(/^node remote did not answer/))
+    expect(asText(await apps(stack.caddy))).toContain('refused-client.example.test')
+    expect(asText(await apps(remoteNode))).not.toContain('refused-client.example.test')
+    expect((await nodeNamed('remote')).status.reachable).toBe(false)
   })
 })
