@@ -334,7 +334,7 @@ describe("a node behind Caddy's remote admin endpoint (TLS client authentication
     expect(node.status).toMatchObject({ reachable: true, in_sync: true, last_push_result: 'applied' })
     expect(node.status.caddy_build).toMatchObject({ main_module: expect.any(String) })
 
-    // "__UNCHANGED__" keeps the stored key: the next push still gets through.
+    // "__UNCHANGED__" keeps the stored certificate, key and CA: the next push still gets through.
     const relabel = await stack.panel.request(`/api/nodes/${id}`, {
       method: 'PUT',
       cookie: stack.admin,
@@ -342,10 +342,10 @@ describe("a node behind Caddy's remote admin endpoint (TLS client authentication
         name: 'remote',
         admin_url: remoteUrl,
         labels: ['tls'],
-        tls: { client_cert_pem: client.certPem, client_key_pem: '__UNCHANGED__', server_ca_pem: serverCaPem },
+        tls: { client_cert_pem: '__UNCHANGED__', client_key_pem: '__UNCHANGED__', server_ca_pem: '__UNCHANGED__' },
       },
     })
-    expect(relabel.status).toBe(200)
+    expect(relabel.status, relabel.text).toBe(200)
     expect((await putHost({ aliases: ['remote-2.example.test'] })).status).toBe(200)
     expect(asText(await apps(remoteNode))).toContain('remote-2.example.test')
 

@@ -6,19 +6,24 @@ import { safeText, urlSchema } from '../core/validate'
 
 export const NODE_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/
 export const NODE_LABEL = /^[a-z0-9][a-z0-9._:=-]{0,62}$/
-/** A PEM block is ASCII lines; 64 KiB holds a certificate with a long chain. */
-const _pem = (what: string) =>
-  safeText(65_536, { multiline: true, min: 1 }).refine((v) => v.includes('-----BEGIN '), `must be a PEM ${what} (-----BEGIN ...)`)
+/** A PEM block is ASCII lines (64 KiB holds a certificate with a long chain), or "__UNCHANGED__": keep the stored one. */
+const _pemOrUnchanged = (what: string) =>
+  safeText(65_536, { multiline: true, min: 1 }).refine(
+    (v) => v === UNCHANGED || v.includes('-----BEGIN '),
+    `must be a PEM ${what} (-----BEGIN ...) or "${UNCHANGED}"`,
+  )
 
 export const nodeTlsBody = z.strictObject({
-  client_cert_pem: _pem('certificate').describe(
-    "the panel's client certificate; its public key is listed in the node's admin.remote access_control",
+  client_cert_pem: _pemOrUnchanged('certificate').describe(
+    `the panel's client certificate, listed in the node's admin.remote access_control; "${UNCHANGED}" keeps the stored one`,
   ),
-  client_key_pem: z
-    .union([_pem('private key'), z.literal(UNCHANGED)])
-    .describe(`its private key, stored encrypted and never returned; "${UNCHANGED}" keeps the stored one`),
-  server_ca_pem: _pem('certificate')
-    .describe("the CA that signed the node's identity certificate (its Caddy's local CA root for the internal issuer)")
+  client_key_pem: _pemOrUnchanged('private key').describe(
+    `its private key, stored encrypted and never returned; "${UNCHANGED}" keeps the stored one`,
+  ),
+  server_ca_pem: _pemOrUnchanged('certificate')
+    .describe(
+      `the CA that signed the node's identity certificate (its Caddy's local CA root for the internal issuer); "${UNCHANGED}" keeps the stored one; left out: the system's CAs`,
+    )
     .optional(),
 })
 

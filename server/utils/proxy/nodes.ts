@@ -70,18 +70,21 @@ function _tlsColumns(input: NodeInput, stored: NodeRow | undefined, id: number) 
     throw badRequest(
       "tls: an https admin URL is Caddy's remote admin endpoint, which needs the panel's client certificate and key (tls.client_cert_pem, tls.client_key_pem)",
     )
+  const kept = (field: string, value: string | null | undefined) => {
+    if (!value) throw badRequest(`tls.${field}: nothing is stored for this node, so "${UNCHANGED}" cannot keep it; send it`)
+    return value
+  }
+  const certPem = input.tls.client_cert_pem === UNCHANGED ? kept('client_cert_pem', stored?.tlsClientCert) : input.tls.client_cert_pem
+  const caPem = input.tls.server_ca_pem === UNCHANGED ? kept('server_ca_pem', stored?.tlsServerCa) : (input.tls.server_ca_pem ?? null)
   let cert: X509Certificate
   try {
-    cert = new X509Certificate(input.tls.client_cert_pem)
+    cert = new X509Certificate(certPem)
   } catch {
     throw badRequest('tls.client_cert_pem: not a readable PEM certificate')
   }
   let keyPem: string
-  if (input.tls.client_key_pem === UNCHANGED) {
-    const kept = stored ? openNodeKey(stored) : null
-    if (!kept) throw badRequest(`tls.client_key_pem: no key is stored for this node, so "${UNCHANGED}" cannot keep one; send the key`)
-    keyPem = kept
-  } else keyPem = input.tls.client_key_pem
+  if (input.tls.client_key_pem === UNCHANGED) keyPem = kept('client_key_pem', stored ? openNodeKey(stored) : null)
+  else keyPem = input.tls.client_key_pem
   let matches = false
   try {
     matches = cert.checkPrivateKey(createPrivateKey(keyPem))
@@ -89,14 +92,14 @@ function _tlsColumns(input: NodeInput, stored: NodeRow | undefined, id: number) 
     throw badRequest('tls.client_key_pem: not a readable, unencrypted PEM private key')
   }
   if (!matches) throw badRequest('tls.client_key_pem: this key does not belong to tls.client_cert_pem')
-  if (input.tls.server_ca_pem) {
+  if (caPem) {
     try {
-      new X509Certificate(input.tls.server_ca_pem)
+      new X509Certificate(caPem)
     } catch {
       throw badRequest('tls.server_ca_pem: not a readable PEM certificate')
     }
   }
-  return { tlsClientCert: input.tls.client_cert_pem, tlsClientKey: sealNodeKey(id, keyPem), tlsServerCa: input.tls.server_ca_pem ?? null }
+  return { tlsClientCert: certPem, tlsClientKey: sealNodeKey(id, keyPem), tlsServerCa: caPem }
 }
 
 async function _assertUrlFree(tx: Tx, url: string, selfId: number | null): Promise<void> {
