@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startAdminTap, type AdminTap } from '../support/admin-tap'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { createClientCertificate } from '../support/certs'
 import { registerTestSecret } from '../support/panel'
@@ -20,6 +21,8 @@ let up: Awaited<ReturnType<typeof startTestUpstream>>
 let stack: ProxyStack
 let stockNode: CaddyHandle
 let thirdNode: CaddyHandle
+/** Node 3 is registered through this relay, which can kill it while a roll pushes to it. */
+let thirdTap: AdminTap
 let groupId: number
 let hostId: number
 const nodeIds: Record<string, number> = {}
@@ -57,7 +60,8 @@ beforeAll(async () => {
   up = await startTestUpstream()
   stack = await startProxyStack()
   stockNode = await startCaddy({ stock: true })
-  thirdNode = await startCaddy()
+  thirdTap = await startAdminTap(() => Number(new URL(thirdNode.adminUrl).port))
+  thirdNode = await startCaddy({ adminOrigins: [thirdTap.host] })
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
   const host = await createHost(stack, { domain: 'multi.example.test', target_group_id: groupId })
   expect(host.status).toBe(201)
@@ -68,6 +72,7 @@ afterAll(async () => {
   await stack?.stop()
   await stockNode?.stop()
   await thirdNode?.stop()
+  await thirdTap?.stop()
   await up?.stop()
 })
 
@@ -87,17 +92,17 @@ describe('the node registry', () => {
   })
 
   it('registers two nodes over http, audited; each gets the current configuration and keeps its own admin listener', async () => {
-    for (const [name, caddy] of [
-      ['node-2', stockNode],
-      ['node-3', thirdNode],
+    for (const [name, adminUrl] of [
+      ['node-2', stockNode.adminUrl],
+      ['node-3', thirdTap.url],
     ] as const) {
       const res = await stack.panel.request('/api/nodes', {
         method: 'POST',
         cookie: stack.admin,
-        body: { name, admin_url: caddy.adminUrl, labels: ['Zone=lab'] },
+        body: { name, admin_url: adminUrl, labels: ['Zone=lab'] },
       })
       expect(res.status).toBe(201)
-      expect(res.json).toMatchObject({ name, admin_url: caddy.adminUrl, labels: ['zone=lab'], enabled: true, canary: false, tls: null })
+      expect(res.json).toMatchObject({ name, admin_url: adminUrl, labels: ['zone=lab'], enabled: true, canary: false, tls: null })
       nodeIds[name] = res.json.id
     }
     const canaryApps = await apps(stack.caddy)
@@ -126,7 +131,7 @@ describe('the node registry', () => {
       [{ name: 'x', admin_url: 'http://127.0.0.1:9/config' }, 400, /^admin_url: give the scheme, host and port only/],
       [{ name: 'x' }, 400, /^admin_url: required/],
       [{ name: 'Bad Name', admin_url: 'http://127.0.0.1:9' }, 400, /^name: /],
-      [{ name: 'x', admin_url: thirdNode.adminUrl }, 409, /^admin_url: node node-3 already has this admin URL/],
+      [{ name: 'x', admin_url: thirdTap.url }, 409, /^admin_url: node node-3 already has this admin URL/],
       [{ name: 'node-3', admin_url: 'http://127.0.0.1:9' }, 409, /^name: a node named "node-3" already exists/],
     ]
     for (const [body, status, error] of cases) {
@@ -361,6 +366,30 @@ describe("a node behind Caddy's remote admin endpoint (TLS client authentication
       expect(everywhere).not.toContain(secret)
       expect(stack.panel.output()).not.toContain(secret)
     }
+  })
+
+  it('a node killed while the roll pushes to it: the roll goes on to the next node, and the node heals when it returns', async () => {
+    // The roll's order is node-1, node-3, remote (by id). The relay kills node 3's Caddy when its /load arrives.
+    thirdTap.armNextLoad(() => thirdNode.stop())
+    const res = await putHost({ aliases: ['mid-roll.example.test'] })
+    expect(thirdTap.fired).toBe(true)
+    expect(res.status).toBe(200)
+    expect(res.json.reconcile.status).toBe('applied')
+    expect(res.json.reconcile.warnings).toContainEqual(expect.stringMatching(/^node node-3 did not answer/))
+    for (const caddy of [stack.caddy, remoteNode]) expect(asText(await apps(caddy))).toContain('mid-roll.example.test')
+    expect((await nodeNamed('node-3')).status).toMatchObject({ reachable: false, last_push_result: 'unreachable' })
+
+    await thirdNode.restart() // back with its bootstrap configuration only
+    const canaryApps = asText(await apps(stack.caddy))
+    await eventually(
+      () => apps(thirdNode),
+      (a) => asText(a) === canaryApps,
+      20_000,
+    )
+    await eventually(
+      () => nodeNamed('node-3'),
+      (n) => n.status.in_sync === true && n.status.reachable === true,
+    )
   })
 
   it('a client certificate the node does not accept: the node does not answer, the roll goes on, nothing leaks', async () => {

@@ -44,6 +44,8 @@ export async function startCaddy(
     env?: Record<string, string>
     /** More of the bootstrap config: `admin` is merged into the admin block (remote admin, identity), the rest added (storage). */
     bootstrap?: { admin?: Record<string, unknown>; [key: string]: unknown }
+    /** Other Host values the admin API accepts (a relay in front of it), besides its own listen address. */
+    adminOrigins?: string[]
   } = {},
 ): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
@@ -55,7 +57,11 @@ export async function startCaddy(
   const adminUrl = `http://${adminListen}`
   const bootstrap = join(workDir, 'bootstrap.json')
   const { admin: adminExtra, ...configExtra } = opts.bootstrap ?? {}
-  writeFileSync(bootstrap, JSON.stringify({ ...configExtra, admin: { listen: adminListen, config: { persist: false }, ...adminExtra } }))
+  const origins = opts.adminOrigins ? { origins: [...opts.adminOrigins, adminListen] } : {}
+  writeFileSync(
+    bootstrap,
+    JSON.stringify({ ...configExtra, admin: { listen: adminListen, config: { persist: false }, ...origins, ...adminExtra } }),
+  )
   const logFile = join(workDir, 'caddy.log')
   let proc: ManagedProcess | undefined
   let startMs = 0
