@@ -52,6 +52,22 @@ function putHost(fields: Record<string, unknown>) {
     body: { domain: 'multi.example.test', target_group_id: groupId, tls_mode: 'none', ...fields },
   })
 }
+/** Node 3 restarts with its bootstrap configuration only; the loop gives it what node 1 holds (audited). */
+async function restartThirdNodeAndSeeItHealed() {
+  await thirdNode.restart()
+  const canaryApps = asText(await apps(stack.caddy))
+  await eventually(
+    () => apps(thirdNode),
+    (a) => asText(a) === canaryApps,
+    20_000,
+  )
+  const healed = await eventually(
+    () => nodeNamed('node-3'),
+    (n) => n.status.in_sync === true,
+  )
+  expect(healed.status).toMatchObject({ reachable: true, last_push_result: 'applied' })
+  expect((await auditActions('proxy_node_heal')).at(-1)).toMatchObject({ node: 'node-3', result: 'applied' })
+}
 async function hostRow() {
   return JSON.stringify((await stack.panel.db().execute({ sql: 'SELECT * FROM hosts WHERE id = ?', args: [hostId] })).rows)
 }
@@ -242,19 +258,7 @@ describe('the rolling push', () => {
     const down = await nodeNamed('node-3')
     expect(down.status).toMatchObject({ reachable: false, last_push_result: 'unreachable' })
 
-    await thirdNode.restart() // back with its bootstrap configuration only
-    const canaryApps = asText(await apps(stack.caddy))
-    await eventually(
-      () => apps(thirdNode),
-      (a) => asText(a) === canaryApps,
-      20_000,
-    )
-    const healed = await eventually(
-      () => nodeNamed('node-3'),
-      (n) => n.status.in_sync === true,
-    )
-    expect(healed.status).toMatchObject({ reachable: true, last_push_result: 'applied' })
-    expect((await auditActions('proxy_node_heal')).at(-1)).toMatchObject({ node: 'node-3', result: 'applied' })
+    await restartThirdNodeAndSeeItHealed()
   })
 
   it('removes a node from the rollout on delete (audited); its Caddy keeps what it holds', async () => {
@@ -379,17 +383,7 @@ describe("a node behind Caddy's remote admin endpoint (TLS client authentication
     for (const caddy of [stack.caddy, remoteNode]) expect(asText(await apps(caddy))).toContain('mid-roll.example.test')
     expect((await nodeNamed('node-3')).status).toMatchObject({ reachable: false, last_push_result: 'unreachable' })
 
-    await thirdNode.restart() // back with its bootstrap configuration only
-    const canaryApps = asText(await apps(stack.caddy))
-    await eventually(
-      () => apps(thirdNode),
-      (a) => asText(a) === canaryApps,
-      20_000,
-    )
-    await eventually(
-      () => nodeNamed('node-3'),
-      (n) => n.status.in_sync === true && n.status.reachable === true,
-    )
+    await restartThirdNodeAndSeeItHealed()
   })
 
   it('a client certificate the node does not accept: the node does not answer, the roll goes on, nothing leaks', async () => {
