@@ -330,7 +330,7 @@ export async function reconcileTick(): Promise<TickResult> {
   // The other nodes follow the canary: each one that holds another configuration gets the current one.
   if (result === 'in-sync' || result === 'pushed') {
     try {
-      await healNodes((await readReconcileState()).pushed_hash)
+      await healNodes(async (exec) => (await readReconcileState(exec)).pushed_hash)
     } catch (err) {
       logger.warn(`healing proxy nodes failed: ${(err as Error).message}`)
     }

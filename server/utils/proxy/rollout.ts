@@ -218,10 +218,12 @@ async function _restore(pushed: Array<{ node: ProxyNode; previous: unknown }>, r
  * The loop's look at every node but the canary (which the reconciler checks):
  * a node holding another configuration than the one last pushed (it was down,
  * restarted, or was just added) gets it, one node at a time in the write queue.
- * `committedHash`: the hash the database says the proxy holds; nothing is
- * pushed unless the remembered configuration is that one.
+ * `committedHash`: the hash the database says the proxy holds (read through
+ * the executor given); nothing is pushed unless the remembered configuration is
+ * that one, checked again inside the write queue, where a mutation that pushed
+ * meanwhile has committed (its roll already reached this node).
  */
-export async function healNodes(committedHash: string | null): Promise<void> {
+export async function healNodes(committedHash: (exec: Executor) => Promise<string | null>): Promise<void> {
   const nodes = (await readRolloutNodes(getDb())).filter((n) => n.id !== CANARY_NODE_ID)
   const keep = new Set([CANARY_NODE_ID, ...nodes.map((n) => n.id)])
   for (const id of _states.keys()) if (!keep.has(id)) _states.delete(id)
@@ -237,11 +239,12 @@ export async function healNodes(committedHash: string | null): Promise<void> {
     const s = _state(node)
     if (heldHash) s.config_hash = heldHash
     const wanted = _lastPushed
-    if (!wanted || wanted.hash !== committedHash) continue
+    if (!wanted || wanted.hash !== (await committedHash(getDb()))) continue
     const hash = wanted.nodeHash
     if (heldHash === hash || s.refusedHash === hash) continue
     const config = JSON.parse(wanted.json) as Record<string, unknown>
     await writeTransaction(async (tx) => {
+      if (_lastPushed !== wanted || wanted.hash !== (await committedHash(tx))) return
       const result = await loadProxyConfig(node.target, _bodyFor(node, config, wanted.json, held.config))
       const error = result.outcome === 'applied' ? null : await redactSecrets(_errorOf(result) ?? '', { exec: tx })
       _notePush(node, result.outcome, hash, error)
