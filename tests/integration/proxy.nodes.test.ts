@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAdminTap, type AdminTap } from '../support/admin-tap'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
-import { createClientCertificate } from '../support/certs'
+import { createClientCertificate, createTestPki } from '../support/certs'
 import { registerTestSecret } from '../support/panel'
 import { freePort } from '../support/ports'
 import { eventually } from '../support/http'
@@ -386,24 +386,37 @@ describe("a node behind Caddy's remote admin endpoint (TLS client authentication
     await restartThirdNodeAndSeeItHealed()
   })
 
-  it('a client certificate the node does not accept: the node does not answer, the roll goes on, nothing leaks', async () => {
-    const list = await nodes()
-    const remote = list.find((n) => n.name === 'remote')!
+  /** Gives the remote node other TLS material, then makes a change: the node must not get it. */
+  async function changeWithRemoteTls(tls: Record<string, string>, alias: string) {
+    const remote = await nodeNamed('remote')
     const swap = await stack.panel.request(`/api/nodes/${remote.id}`, {
       method: 'PUT',
       cookie: stack.admin,
-      body: {
-        name: 'remote',
-        admin_url: remoteUrl,
-        tls: { client_cert_pem: stranger.certPem, client_key_pem: stranger.keyPem, server_ca_pem: serverCaPem },
-      },
+      body: { name: 'remote', admin_url: remoteUrl, tls },
     })
     expect(swap.status).toBe(200)
-    const res = await putHost({ aliases: ['refused-client.example.test'] })
+    const res = await putHost({ aliases: [alias] })
     expect(res.status).toBe(200)
     expect(res.json.reconcile.warnings).toContainEqual(expect.stringMatching(/^node remote did not answer/))
-    expect(asText(await apps(stack.caddy))).toContain('refused-client.example.test')
-    expect(asText(await apps(remoteNode))).not.toContain('refused-client.example.test')
-    expect((await nodeNamed('remote')).status.reachable).toBe(false)
+    expect(asText(await apps(stack.caddy))).toContain(alias)
+    expect(asText(await apps(remoteNode))).not.toContain(alias)
+    const status = (await nodeNamed('remote')).status
+    expect(status.reachable).toBe(false)
+    return status.last_error as string
+  }
+
+  it('a client certificate the node does not accept: the node does not answer, the roll goes on, nothing leaks', async () => {
+    await changeWithRemoteTls(
+      { client_cert_pem: stranger.certPem, client_key_pem: stranger.keyPem, server_ca_pem: serverCaPem },
+      'refused-client.example.test',
+    )
+  })
+
+  it("the panel checks the node's identity: with another CA it does not talk to the node", async () => {
+    const error = await changeWithRemoteTls(
+      { client_cert_pem: client.certPem, client_key_pem: client.keyPem, server_ca_pem: createTestPki().rootPem },
+      'unverified-node.example.test',
+    )
+    expect(error).toMatch(/certificate/i)
   })
 })
