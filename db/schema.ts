@@ -441,3 +441,17 @@ export const logsHourlyStatusPaths = sqliteTable('logs_hourly_status_paths', {
   path: text('path').notNull(),
   n: integer('n').notNull(),
 })
+
+/** Migration 0023: the proxy nodes the configuration is rolled out to (row 1: PROXY_ADMIN_URL). */
+export const proxyNodes = sqliteTable('proxy_nodes', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  adminUrl: text('admin_url'),
+  labels: text('labels', { mode: 'json' }).notNull().$type<string[]>(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull(),
+  tlsClientCert: text('tls_client_cert'),
+  tlsServerCa: text('tls_server_ca'),
+  tlsClientKey: text('tls_client_key'),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

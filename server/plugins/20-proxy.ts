@@ -7,6 +7,8 @@ import { registerSystemHealthSection } from '../utils/ops/health'
 import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { accessListHashSecrets } from '../utils/hosts/access-lists'
+import { nodeKeySecrets } from '../utils/proxy/node-records'
+import { readNodesHealth } from '../utils/proxy/nodes'
 import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
 
 // The proxy subsystem: the reconcile loop (one push at boot, then checks), its
@@ -17,7 +19,9 @@ export default defineNitroPlugin((nitroApp) => {
   registerSecretSource(dnsCredentialSecrets)
   registerSecretSource(manualCertKeySecrets)
   registerSecretSource(accessListHashSecrets)
+  registerSecretSource(nodeKeySecrets)
   registerSystemHealthSection('proxy', readProxyHealth)
+  registerSystemHealthSection('proxy_nodes', readNodesHealth)
   // Inside the settings transaction: a proxy rejection rolls the change back.
   onSettingsCommit(reconcileOnSettingsChange)
   declareBackgroundJob('proxy:boot-push', 'task')

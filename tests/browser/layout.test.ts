@@ -109,6 +109,7 @@ const SCREENS: Array<{ path: () => string; heading: string | RegExp; shot?: stri
   { path: () => '/security', heading: 'Security', shot: 'security' },
   { path: () => '/logs', heading: 'Logs' },
   { path: () => '/revisions', heading: 'Revisions' },
+  { path: () => '/nodes', heading: 'Proxy nodes' },
   { path: () => '/import', heading: 'Import' },
   { path: () => '/tokens', heading: 'API tokens' },
   { path: () => '/settings', heading: 'Settings' },

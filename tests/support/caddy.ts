@@ -37,7 +37,17 @@ export interface CaddyHandle {
  * (deploy/proxy/caddy, built by scripts/build-edge.sh); `stock: true` runs
  * Debian's Caddy 2.6.2 for the compatibility suite.
  */
-export async function startCaddy(opts: { workDir?: string; stock?: boolean; env?: Record<string, string> } = {}): Promise<CaddyHandle> {
+export async function startCaddy(
+  opts: {
+    workDir?: string
+    stock?: boolean
+    env?: Record<string, string>
+    /** More of the bootstrap config: `admin` is merged into the admin block (remote admin, identity), the rest added (storage). */
+    bootstrap?: { admin?: Record<string, unknown>; [key: string]: unknown }
+    /** Other Host values the admin API accepts (a relay in front of it), besides its own listen address. */
+    adminOrigins?: string[]
+  } = {},
+): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
   requireBinary(bin, 'caddy')
   const workDir = opts.workDir ?? makeTempDir('caddy-')
@@ -46,7 +56,12 @@ export async function startCaddy(opts: { workDir?: string; stock?: boolean; env?
   const adminListen = `127.0.0.1:${port}`
   const adminUrl = `http://${adminListen}`
   const bootstrap = join(workDir, 'bootstrap.json')
-  writeFileSync(bootstrap, JSON.stringify({ admin: { listen: adminListen, config: { persist: false } } }))
+  const { admin: adminExtra, ...configExtra } = opts.bootstrap ?? {}
+  const origins = opts.adminOrigins ? { origins: [...opts.adminOrigins, adminListen] } : {}
+  writeFileSync(
+    bootstrap,
+    JSON.stringify({ ...configExtra, admin: { listen: adminListen, config: { persist: false }, ...origins, ...adminExtra } }),
+  )
   const logFile = join(workDir, 'caddy.log')
   let proc: ManagedProcess | undefined
   let startMs = 0

@@ -123,3 +123,37 @@ export function createTestPki(): TestPki {
     },
   }
 }
+
+/**
+ * A self-signed client certificate (P-256, clientAuth) as Caddy's remote admin
+ * endpoint accepts it: `derBase64` is what admin.remote.access_control.public_keys lists.
+ */
+export function createClientCertificate(commonName: string): { certPem: string; keyPem: string; derBase64: string } {
+  const dir = makeTempDir('client-cert-')
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      'extendedKeyUsage=clientAuth',
+      '-keyout',
+      'key.pem',
+      '-out',
+      'cert.pem',
+    ],
+    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+  )
+  const certPem = readFileSync(join(dir, 'cert.pem'), 'utf8')
+  const derBase64 = certPem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '')
+  return { certPem, keyPem: readFileSync(join(dir, 'key.pem'), 'utf8'), derBase64 }
+}

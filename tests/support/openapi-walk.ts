@@ -267,6 +267,12 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
       body: { name: 'walk-list', ip_rules: [{ action: 'deny', source: '2001:db8::/32' }] },
     },
     'DELETE /api/access-lists/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/nodes': {},
+    // Disabled: the walk's other pushes do not try a node where nothing listens.
+    'POST /api/nodes': { body: { name: 'walk-node', admin_url: 'http://127.0.0.1:9', labels: ['walk'], enabled: false } },
+    'GET /api/nodes/{id}': { params: { id: '1' } },
+    'PUT /api/nodes/{id}': { params: { id: '1' }, body: { name: 'node-1', labels: ['canary', 'walk'] } },
+    'DELETE /api/nodes/{id}': { params: { id: MISSING }, refusals: [404] },
     'PUT /api/hosts/{id}/access-list': { params: { id: String(f.hostId) }, body: { access_list_id: f.accessListId } },
     // The walk's panel may have no caddy binary for `caddy adapt`: a documented 503.
     'POST /api/import/caddyfile': {

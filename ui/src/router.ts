@@ -38,6 +38,7 @@ export const router = createRouter({
     { path: '/security', name: 'security', component: () => import('./views/SecurityView.vue'), meta: { title: 'Security' } },
     { path: '/logs', name: 'logs', component: () => import('./views/LogsView.vue'), meta: { title: 'Logs' } },
     { path: '/revisions', name: 'revisions', component: () => import('./views/RevisionsView.vue'), meta: { title: 'Revisions' } },
+    { path: '/nodes', name: 'nodes', component: () => import('./views/NodesView.vue'), meta: { title: 'Proxy nodes' } },
     { path: '/tokens', name: 'tokens', component: () => import('./views/TokensView.vue'), meta: { title: 'API tokens' } },
     { path: '/settings', name: 'settings', component: () => import('./views/SettingsView.vue'), meta: { title: 'Settings' } },
     { path: '/:rest(.*)*', name: 'not-found', component: () => import('./views/NotFoundView.vue'), meta: { title: 'Not found' } },

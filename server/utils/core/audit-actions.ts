@@ -80,6 +80,11 @@ export const AUDIT_ACTIONS = {
   // proxy
   proxy_reconcile: _recordOnly,
   proxy_push_deferred: _recordOnly,
+  // proxy nodes (docs/scaling.md): the registry, and the loop giving a node that held another configuration the current one
+  proxy_node_create: _config,
+  proxy_node_update: _config,
+  proxy_node_delete: _config,
+  proxy_node_heal: _recordOnly,
   // authentication
   setup: _recordOnly,
   login: _recordOnly,

@@ -4,6 +4,20 @@ import { request as httpsRequest } from 'node:https'
 // The one client of the proxy's admin API. Every call uses a fresh connection:
 // each /load restarts Caddy's admin server and resets kept-alive sockets.
 
+/**
+ * Where a node's admin API is: a plain URL (node one, or a node on a private
+ * network), or Caddy's remote admin endpoint (https) with the panel's client
+ * certificate and the CA that signed the node's identity certificate.
+ */
+export interface AdminTarget {
+  url: string
+  tls?: { cert: string; key: string; ca: string | null }
+}
+
+function _target(adminUrl: string | AdminTarget): AdminTarget {
+  return typeof adminUrl === 'string' ? { url: adminUrl } : adminUrl
+}
+
 export type LoadResult = { outcome: 'applied' } | { outcome: 'rejected'; proxyError: string } | { outcome: 'unreachable'; error: string }
 
 interface _Answer {
@@ -12,21 +26,27 @@ interface _Answer {
 }
 
 function _call(
-  adminUrl: string,
+  target: AdminTarget,
   method: string,
   path: string,
   body: string | undefined,
   headers: Record<string, string>,
   timeoutMs: number,
 ): Promise<_Answer> {
-  const url = new URL(path, `${adminUrl}/`)
+  const url = new URL(path, `${target.url}/`)
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  // Caddy's remote admin endpoint asks for a client certificate (TLS 1.3) and checks its public key.
+  const tls =
+    url.protocol === 'https:' && target.tls
+      ? { cert: target.tls.cert, key: target.tls.key, ...(target.tls.ca ? { ca: target.tls.ca } : {}) }
+      : {}
   return new Promise((resolve, reject) => {
     const req = send(
       url,
       {
         method,
         agent: false,
+        ...tls,
         timeout: timeoutMs,
         headers: {
           connection: 'close',
@@ -54,10 +74,16 @@ function _describeNetworkError(err: unknown): string {
 }
 
 /** POST /load. `force` sends Cache-Control: must-revalidate so identical JSON still reloads (rotated files). */
-export async function loadProxyConfig(adminUrl: string, configJson: string, opts: { force?: boolean } = {}): Promise<LoadResult> {
+export async function loadProxyConfig(
+  admin: string | AdminTarget,
+  configJson: string,
+  opts: { force?: boolean } = {},
+): Promise<LoadResult> {
+  const target = _target(admin)
+  const adminUrl = target.url
   let answer: _Answer
   try {
-    answer = await _call(adminUrl, 'POST', '/load', configJson, opts.force ? { 'cache-control': 'must-revalidate' } : {}, 20_000)
+    answer = await _call(target, 'POST', '/load', configJson, opts.force ? { 'cache-control': 'must-revalidate' } : {}, 20_000)
   } catch (err) {
     return { outcome: 'unreachable', error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
   }
@@ -74,14 +100,38 @@ export async function loadProxyConfig(adminUrl: string, configJson: string, opts
 
 /** GET /config/: what the proxy holds now (null for an empty config). */
 export async function readProxyConfig(
-  adminUrl: string,
+  admin: string | AdminTarget,
   opts: { timeoutMs?: number } = {},
 ): Promise<{ ok: true; config: unknown } | { ok: false; error: string }> {
+  const target = _target(admin)
+  const adminUrl = target.url
   try {
-    const answer = await _call(adminUrl, 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
+    const answer = await _call(target, 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
     if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
     return { ok: true, config: answer.body.trim() ? JSON.parse(answer.body) : null }
   } catch (err) {
     return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
+  }
+}
+
+/**
+ * What the node's Caddy says of its build: Caddy's admin API has no version
+ * endpoint, so this is the Go build line of its /metrics (the main module and
+ * its version; "(devel)" for a local xcaddy build) and the Go version. Null
+ * when /metrics is not served or not permitted (remote admin access control).
+ */
+export async function readProxyBuild(
+  admin: string | AdminTarget,
+  opts: { timeoutMs?: number } = {},
+): Promise<{ main_module: string; version: string; go_version: string | null } | null> {
+  try {
+    const answer = await _call(_target(admin), 'GET', '/metrics', undefined, {}, opts.timeoutMs ?? 2_000)
+    if (answer.status !== 200) return null
+    const build = /^go_build_info\{[^}]*path="([^"]*)"[^}]*version="([^"]*)"/m.exec(answer.body)
+    if (!build) return null
+    const go = /^go_info\{version="([^"]*)"\}/m.exec(answer.body)
+    return { main_module: build[1]!, version: build[2]!, go_version: go?.[1] ?? null }
+  } catch {
+    return null
   }
 }

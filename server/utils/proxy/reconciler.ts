@@ -11,7 +11,8 @@ import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../security/m
 import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
-import { loadProxyConfig, readProxyConfig } from './client'
+import { readProxyConfig } from './client'
+import { healNodes, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
 import { readProxySnapshot } from './snapshot'
 import { isDryRun } from './dry-run'
 
@@ -206,7 +207,10 @@ export async function reconcileInTransaction(
   }
 
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
-  const result = await loadProxyConfig(getConfig().proxy.adminUrl, pushedJson ?? json, { force: opts.force })
+  // Node by node, the canary (PROXY_ADMIN_URL) first: with it alone, the single push of before.
+  const roll = await rollOut(tx, pushedJson ?? json, { force: opts.force })
+  const result = roll.result
+  warnings.push(...roll.warnings)
   if (result.outcome === 'rejected') {
     const proxyError = await redact(result.proxyError)
     _lastAttempt = { at: now, status: 'rejected', error: proxyError }
@@ -260,6 +264,8 @@ async function _recordApplied(
   _pushedEngineDown = !!o.engineDown
   _pushedFailClosed = !!o.failClosed
   _lastAttempt = { at: o.now, status: 'ok', error: null }
+  // What the other nodes are healed to (rollout.ts), once this state is committed.
+  rememberPushed(o.hash, o.json)
   await writeRuntimeState(tx, _STATE_KEY, {
     last_reconcile_at: o.now,
     last_reconcile_status: 'ok',
@@ -294,6 +300,7 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
     return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
   }
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
+  noteCanaryHeld(held)
   if (!held.ok) return { result: 'unreachable' }
   if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash)
     return { reason: 'the proxy holds another configuration (restarted?)' }
@@ -319,6 +326,19 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
  * can no longer be mistaken for drift and pushed a second time.
  */
 export async function reconcileTick(): Promise<TickResult> {
+  const result = await _tickCanary()
+  // The other nodes follow the canary: each one that holds another configuration gets the current one.
+  if (result === 'in-sync' || result === 'pushed') {
+    try {
+      await healNodes(async (exec) => (await readReconcileState(exec)).pushed_hash)
+    } catch (err) {
+      logger.warn(`healing proxy nodes failed: ${(err as Error).message}`)
+    }
+  }
+  return result
+}
+
+async function _tickCanary(): Promise<TickResult> {
   const first = await _pushDue()
   if ('result' in first) return first.result
   return runWrite(async () => {

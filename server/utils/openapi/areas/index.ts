@@ -10,6 +10,7 @@ import { logsOperations } from './logs'
 import { opsOperations } from './ops'
 import { systemOperations } from './system'
 import { revisionsOperations, withDryRun } from './revisions'
+import { nodesOperations } from './nodes'
 
 /** Every area, in the order the reference shows them (the tag of each operation). */
 export const API_AREAS: Array<{ tag: string; description: string; operations: OperationDoc[] }> = [
@@ -23,6 +24,7 @@ export const API_AREAS: Array<{ tag: string; description: string; operations: Op
   { tag: 'logs', description: 'Log rows, statistics, live tail', operations: logsOperations },
   { tag: 'ops', description: 'Notifications, backups, dashboards', operations: opsOperations },
   { tag: 'system', description: 'Health, settings, users, this reference', operations: systemOperations },
+  { tag: 'nodes', description: 'Proxy nodes: the registry, rolling push status', operations: nodesOperations },
   {
     tag: 'revisions',
     description: 'Revisions of the proxy configuration, diffs, revert (and ?dry_run=1 on mutations)',

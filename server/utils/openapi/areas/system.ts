@@ -5,6 +5,7 @@ import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from 
 import { forwardAuthCheckQuery } from '../../proxy/forward-auth-check'
 import { userSchema } from './auth'
 import { engineHealthSchema, proxyHealthSchema } from './ops'
+import { nodeStatusSchema } from './nodes'
 
 // Area: system health, run-time settings, users, liveness, this reference itself.
 
@@ -47,6 +48,15 @@ export const systemHealthSchema = z.strictObject({
     .optional(),
   scheduler: z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) }).optional(),
   proxy: proxyHealthSchema.optional(),
+  proxy_nodes: z
+    .strictObject({
+      nodes: z
+        .array(nodeStatusSchema.extend({ id: int(), name: z.string(), enabled: z.boolean() }))
+        .describe('every proxy node, node 1 (the canary) first, with what this process last saw of it'),
+      enabled: int().describe('nodes a push goes to'),
+      in_sync: int().describe('enabled nodes seen holding the configuration last pushed'),
+    })
+    .optional(),
   security_engine: engineHealthSchema.optional(),
   background: z
     .record(z.string(), backgroundRunSchema)

@@ -1,0 +1,4 @@
+import { defineEventHandler } from 'h3'
+import { listNodes } from '~/server/utils/proxy/nodes'
+
+export default defineEventHandler(() => listNodes())

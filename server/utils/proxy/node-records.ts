@@ -1,0 +1,71 @@
+import { asc } from 'drizzle-orm'
+import { proxyNodes } from '../../../db/schema'
+import { getConfig } from '../core/config'
+import type { Executor } from '../core/db'
+import { getSecretsBox } from '../core/secrets'
+import type { AdminTarget } from './client'
+
+// The proxy nodes as the rollout reads them (docs/scaling.md). Node 1 is the one of
+// PROXY_ADMIN_URL: it has no stored URL, is always enabled and is the canary.
+
+export type NodeRow = typeof proxyNodes.$inferSelect
+export const CANARY_NODE_ID = 1
+
+export interface ProxyNode {
+  id: number
+  name: string
+  target: AdminTarget
+}
+
+/** The secrets box binds the sealed key to its row, so a value moved to another row does not open. */
+export const nodeKeyOwner = (id: number) => `proxy_nodes/${id}/tls_client_key`
+
+export function sealNodeKey(id: number, pem: string): string {
+  return getSecretsBox().seal(pem, nodeKeyOwner(id))
+}
+
+export function openNodeKey(row: NodeRow): string | null {
+  return row.tlsClientKey ? getSecretsBox().open(row.tlsClientKey, nodeKeyOwner(row.id)) : null
+}
+
+export function nodeAdminUrl(row: NodeRow): string {
+  return row.id === CANARY_NODE_ID ? getConfig().proxy.adminUrl : row.adminUrl!
+}
+
+export function nodeTarget(row: NodeRow): AdminTarget {
+  const url = nodeAdminUrl(row)
+  const key = openNodeKey(row)
+  if (!url.startsWith('https:') || !row.tlsClientCert || !key) return { url }
+  return { url, tls: { cert: row.tlsClientCert, key, ca: row.tlsServerCa } }
+}
+
+export async function readNodeRows(exec: Executor): Promise<NodeRow[]> {
+  return exec.select().from(proxyNodes).orderBy(asc(proxyNodes.id))
+}
+
+/**
+ * The nodes a push goes to, the canary (node 1) first, then the others by id.
+ * Node 1 is there even if its row is missing (a database restored from before
+ * migration 0023 is migrated first, so that is a safeguard only).
+ */
+export async function readRolloutNodes(exec: Executor): Promise<ProxyNode[]> {
+  const rows = await readNodeRows(exec)
+  const canary = rows.find((r) => r.id === CANARY_NODE_ID)
+  const out: ProxyNode[] = [{ id: CANARY_NODE_ID, name: canary?.name ?? 'node-1', target: { url: getConfig().proxy.adminUrl } }]
+  for (const r of rows) if (r.id !== CANARY_NODE_ID && r.enabled) out.push({ id: r.id, name: r.name, target: nodeTarget(r) })
+  return out
+}
+
+/** The stored client keys, for redaction (core/redact.ts). */
+export async function nodeKeySecrets(exec: Executor): Promise<string[]> {
+  const out: string[] = []
+  for (const r of await readNodeRows(exec)) {
+    try {
+      const key = openNodeKey(r)
+      if (key) out.push(key, ...key.split('\n').filter((line) => line.length >= 16 && !line.startsWith('-----')))
+    } catch {
+      /* sealed under another master key: nothing the panel could leak either */
+    }
+  }
+  return out
+}

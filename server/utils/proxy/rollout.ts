@@ -1,0 +1,292 @@
+import { getConfig } from '../core/config'
+import { getDb, writeTransaction, type Executor } from '../core/db'
+import { writeAudit, systemActor } from '../core/audit'
+import { logger } from '../core/log'
+import { redactSecrets } from '../core/redact'
+import { emitPanelEvent } from '../ops/events'
+import { hashProxyConfig } from './build/index'
+import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
+import { CANARY_NODE_ID, readRolloutNodes, type ProxyNode } from './node-records'
+
+// Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
+// node of PROXY_ADMIN_URL) first, then the others one by one:
+// - a node that refuses the configuration stops the roll: the nodes already
+//   pushed get back the configuration they held before, and the push fails
+//   naming the node and quoting its error (the mutation rolls back, 502);
+// - a node that does not answer is skipped: the roll goes on and the node gets
+//   the configuration from the reconcile loop once it answers (healNodes).
+// With node 1 alone this is exactly the single-node push of before.
+//
+// A node keeps its own `admin` block (its listener, its remote admin endpoint
+// and identity): node 1 gets the panel's, the others what they hold. Their
+// configuration hash is therefore taken without the admin block.
+
+export type NodePushResult = 'applied' | 'unchanged' | 'rejected' | 'unreachable' | 'restored' | 'restore-failed'
+
+interface _NodeState {
+  name: string
+  reachable: boolean | null
+  config_hash: string | null
+  last_checked_at: string | null
+  last_push_at: string | null
+  last_push_result: NodePushResult | null
+  last_error: string | null
+  caddy_build: { main_module: string; version: string; go_version: string | null } | null
+  /** The content hash this node refused: not offered again by the loop until the configuration changes. */
+  refusedHash: string | null
+}
+
+// In memory, like the background runs: a restarted panel learns every node's state
+// at its boot push and the loop's first look (two seconds).
+const _states = new Map<number, _NodeState>()
+/** What the last successful push sent (without the bouncer warm-up route) and its full hash. */
+let _lastPushed: { hash: string; json: string; nodeHash: string } | undefined
+
+const _HEAL_ACTOR = systemActor('reconciler')
+
+/** The configuration without the admin block, which is each node's own. */
+export function nodeConfigHash(config: unknown): string {
+  if (!config || typeof config !== 'object') return hashProxyConfig(config)
+  const { admin: _admin, ...rest } = config as Record<string, unknown>
+  return hashProxyConfig(rest)
+}
+
+function _state(node: { id: number; name: string }): _NodeState {
+  let s = _states.get(node.id)
+  if (!s) {
+    s = {
+      name: node.name,
+      reachable: null,
+      config_hash: null,
+      last_checked_at: null,
+      last_push_at: null,
+      last_push_result: null,
+      last_error: null,
+      caddy_build: null,
+      refusedHash: null,
+    }
+    _states.set(node.id, s)
+  }
+  s.name = node.name
+  return s
+}
+
+function _noteReachable(node: ProxyNode, reachable: boolean, error: string | null): void {
+  const s = _state(node)
+  if (s.reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy node', node: node.name, detail: error })
+  s.reachable = reachable
+  s.last_checked_at = new Date().toISOString()
+  if (!reachable) s.last_error = error
+}
+
+function _notePush(node: ProxyNode, result: NodePushResult, hash: string | null, error: string | null): void {
+  const s = _state(node)
+  s.last_push_at = new Date().toISOString()
+  s.last_push_result = result
+  s.last_error = error
+  if (hash && (result === 'applied' || result === 'unchanged' || result === 'restored')) s.config_hash = hash
+  if (result === 'rejected') s.refusedHash = hash
+  else if (result === 'applied' || result === 'unchanged') s.refusedHash = null
+  s.reachable = result !== 'unreachable'
+  s.last_checked_at = s.last_push_at
+}
+
+/** The reconciler tells what it last pushed and recorded: the configuration a healed node gets. */
+export function rememberPushed(hash: string, json: string): void {
+  if (_lastPushed?.hash === hash && _lastPushed.json === json) return
+  _lastPushed = { hash, json, nodeHash: nodeConfigHash(JSON.parse(json)) }
+}
+
+/** The canary as the reconcile loop saw it (it reads node 1 itself). */
+export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false; error: string }): void {
+  const s = _state({ id: CANARY_NODE_ID, name: _states.get(CANARY_NODE_ID)?.name ?? 'node-1' })
+  s.reachable = held.ok
+  s.last_checked_at = new Date().toISOString()
+  if (held.ok && held.config !== null) s.config_hash = nodeConfigHash(held.config)
+  if (!held.ok) s.last_error = held.error
+}
+
+/** The JSON a node gets: the configuration with the node's own admin block. */
+function _bodyFor(node: ProxyNode, config: Record<string, unknown>, configJson: string, held: unknown): string {
+  if (node.id === CANARY_NODE_ID) return configJson
+  const heldAdmin = (held as { admin?: unknown } | null)?.admin
+  const admin = heldAdmin ?? { listen: new URL(node.target.url).host, config: { persist: false } }
+  return JSON.stringify({ ...config, admin })
+}
+
+async function _readBuildOnce(node: ProxyNode): Promise<void> {
+  const s = _state(node)
+  if (!s.caddy_build) s.caddy_build = await readProxyBuild(node.target)
+}
+
+export interface RolloutOutcome {
+  /** The outcome for the reconciler: the canary's, or the refusal that stopped the roll. */
+  result: LoadResult
+  /** Nodes that did not answer (they are healed later). */
+  warnings: string[]
+}
+
+/**
+ * Pushes `configJson` to every enabled node, canary first; see the module comment.
+ * `exec`: the mutation's transaction (the node list as it sees it).
+ */
+export async function rollOut(exec: Executor, configJson: string, opts: { force?: boolean } = {}): Promise<RolloutOutcome> {
+  const nodes = await readRolloutNodes(exec)
+  const [canary, ...others] = nodes as [ProxyNode, ...ProxyNode[]]
+  const config = JSON.parse(configJson) as Record<string, unknown>
+  const hash = nodeConfigHash(config)
+  if (!others.length) {
+    const result = await loadProxyConfig(canary.target, configJson, opts)
+    _notePush(canary, result.outcome, hash, result.outcome === 'applied' ? null : _errorOf(result))
+    if (result.outcome === 'applied') void _readBuildOnce(canary)
+    return { result, warnings: [] }
+  }
+
+  const redact = (text: string) => redactSecrets(text, { exec })
+  const pushed: Array<{ node: ProxyNode; previous: unknown }> = []
+  const warnings: string[] = []
+  let canaryResult: LoadResult = { outcome: 'applied' }
+  for (const node of nodes) {
+    const held = await readProxyConfig(node.target, { timeoutMs: 5_000 })
+    if (!held.ok) {
+      const error = await redact(held.error)
+      _notePush(node, 'unreachable', hash, error)
+      if (node.id === CANARY_NODE_ID) canaryResult = { outcome: 'unreachable', error }
+      else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
+      continue
+    }
+    if (node.id !== CANARY_NODE_ID && !opts.force && held.config !== null && nodeConfigHash(held.config) === hash) {
+      _notePush(node, 'unchanged', hash, null)
+      continue
+    }
+    const result = await loadProxyConfig(node.target, _bodyFor(node, config, configJson, held.config), opts)
+    if (result.outcome === 'applied') {
+      _notePush(node, 'applied', hash, null)
+      void _readBuildOnce(node)
+      pushed.push({ node, previous: held.config })
+      continue
+    }
+    if (result.outcome === 'unreachable') {
+      const error = await redact(result.error)
+      _notePush(node, 'unreachable', hash, error)
+      if (node.id === CANARY_NODE_ID) canaryResult = { outcome: 'unreachable', error }
+      else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
+      continue
+    }
+    const proxyError = await redact(result.proxyError)
+    _notePush(node, 'rejected', hash, proxyError)
+    const restored = await _restore(pushed, redact)
+    const role = node.id === CANARY_NODE_ID ? ' (the canary)' : ''
+    return {
+      result: { outcome: 'rejected', proxyError: `node ${node.name}${role} refused the configuration: ${proxyError}${restored}` },
+      warnings,
+    }
+  }
+  return { result: canaryResult, warnings }
+}
+
+function _errorOf(result: LoadResult): string | null {
+  return result.outcome === 'rejected' ? result.proxyError : result.outcome === 'unreachable' ? result.error : null
+}
+
+/** Puts back what each pushed node held before the roll, last pushed first; says what happened. */
+async function _restore(pushed: Array<{ node: ProxyNode; previous: unknown }>, redact: (t: string) => Promise<string>): Promise<string> {
+  if (!pushed.length) return ''
+  const restored: string[] = []
+  const failed: string[] = []
+  for (const { node, previous } of pushed.reverse()) {
+    // A node that held nothing gets nothing back but its admin block.
+    const body = previous ?? { admin: { listen: new URL(node.target.url).host, config: { persist: false } } }
+    const result = await loadProxyConfig(node.target, JSON.stringify(body), { force: true })
+    if (result.outcome === 'applied') {
+      _notePush(node, 'restored', nodeConfigHash(previous), null)
+      restored.push(node.name)
+    } else {
+      const error = await redact(_errorOf(result) ?? '')
+      _notePush(node, 'restore-failed', null, error)
+      failed.push(`${node.name} (${error})`)
+      logger.error(`rollout: restoring node ${node.name} failed: ${error}`)
+    }
+  }
+  return (
+    (restored.length ? `; restored the previous configuration on ${restored.join(', ')}` : '') +
+    (failed.length ? `; could not restore ${failed.join(', ')}: the reconcile loop pushes the current configuration to them` : '')
+  )
+}
+
+/**
+ * The loop's look at every node but the canary (which the reconciler checks):
+ * a node holding another configuration than the one last pushed (it was down,
+ * restarted, or was just added) gets it, one node at a time in the write queue.
+ * `committedHash`: the hash the database says the proxy holds (read through
+ * the executor given); nothing is pushed unless the remembered configuration is
+ * that one, checked again inside the write queue, where a mutation that pushed
+ * meanwhile has committed (its roll already reached this node).
+ */
+export async function healNodes(committedHash: (exec: Executor) => Promise<string | null>): Promise<void> {
+  const nodes = (await readRolloutNodes(getDb())).filter((n) => n.id !== CANARY_NODE_ID)
+  const keep = new Set([CANARY_NODE_ID, ...nodes.map((n) => n.id)])
+  for (const id of _states.keys()) if (!keep.has(id)) _states.delete(id)
+  for (const node of nodes) {
+    const held = await readProxyConfig(node.target, { timeoutMs: 2_000 })
+    if (!held.ok) {
+      _noteReachable(node, false, await redactSecrets(held.error))
+      continue
+    }
+    _noteReachable(node, true, null)
+    void _readBuildOnce(node)
+    const heldHash = held.config === null ? null : nodeConfigHash(held.config)
+    const s = _state(node)
+    if (heldHash) s.config_hash = heldHash
+    const wanted = _lastPushed
+    if (!wanted || wanted.hash !== (await committedHash(getDb()))) continue
+    const hash = wanted.nodeHash
+    if (heldHash === hash || s.refusedHash === hash) continue
+    const config = JSON.parse(wanted.json) as Record<string, unknown>
+    await writeTransaction(async (tx) => {
+      if (_lastPushed !== wanted || wanted.hash !== (await committedHash(tx))) return
+      const result = await loadProxyConfig(node.target, _bodyFor(node, config, wanted.json, held.config))
+      const error = result.outcome === 'applied' ? null : await redactSecrets(_errorOf(result) ?? '', { exec: tx })
+      _notePush(node, result.outcome, hash, error)
+      if (result.outcome === 'rejected') logger.warn(`node ${node.name} refused the current configuration: ${error}`)
+      if (result.outcome !== 'unreachable')
+        await writeAudit(
+          _HEAL_ACTOR,
+          'proxy_node_heal',
+          { node_id: node.id, node: node.name, config_hash: hash.slice(0, 16), result: result.outcome, ...(error ? { error } : {}) },
+          tx,
+        )
+      if (result.outcome === 'applied') logger.info(`node ${node.name} held another configuration: pushed the current one`)
+    })
+  }
+}
+
+export interface NodeStatus {
+  reachable: boolean | null
+  config_hash: string | null
+  in_sync: boolean | null
+  last_checked_at: string | null
+  last_push_at: string | null
+  last_push_result: NodePushResult | null
+  last_error: string | null
+  caddy_build: { main_module: string; version: string; go_version: string | null } | null
+  modules: string[]
+}
+
+/** What this process knows of a node (null fields: not looked at yet). */
+export function nodeStatus(id: number): NodeStatus {
+  const s = _states.get(id)
+  const current = _lastPushed?.nodeHash ?? null
+  return {
+    reachable: s?.reachable ?? null,
+    config_hash: s?.config_hash ?? null,
+    in_sync: s?.config_hash && current ? s.config_hash === current : null,
+    last_checked_at: s?.last_checked_at ?? null,
+    last_push_at: s?.last_push_at ?? null,
+    last_push_result: s?.last_push_result ?? null,
+    last_error: s?.last_error ?? null,
+    caddy_build: s?.caddy_build ?? null,
+    // The panel builds for the modules it is told the proxies have (PROXY_MODULES): every node runs the same build.
+    modules: [...getConfig().proxy.modules],
+  }
+}

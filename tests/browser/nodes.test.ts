@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { startCaddy, type CaddyHandle } from '../support/caddy'
+import { ADMIN } from '../support/panel'
+import { eventually } from '../support/http'
+import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { firstPage, launchChromium, screenshot } from './browser'
+
+// The Nodes screen in Chromium against the built panel and two production Caddy
+// processes: node 1 (PROXY_ADMIN_URL) listed as the canary, a second node added
+// from the form (it then holds the configuration), disabled, and deleted.
+
+let stack: ProxyStack
+let second: CaddyHandle
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+let chrome: { browser: BrowserContext; close(): Promise<void> }
+let page: Page
+const consoleErrors: string[] = []
+const DOMAIN = 'ui.nodes.example.test'
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
+  second = await startCaddy()
+  chrome = await launchChromium()
+  page = await firstPage(chrome, consoleErrors)
+  page.on('dialog', (d) => {
+    void d.accept()
+  })
+}, 90_000)
+afterAll(async () => {
+  await chrome?.close()
+  await stack?.stop()
+  await second?.stop()
+  await up?.stop()
+})
+
+const row = (name: string) => page.getByRole('row').filter({ has: page.getByRole('cell', { name: new RegExp(`^${name}`) }) })
+
+describe('Nodes screen', () => {
+  it('lists the canary, adds a node that then holds the configuration, disables and deletes it', async () => {
+    const group = await createGroup(stack, { name: 'ui', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    expect((await createHost(stack, { domain: DOMAIN, target_group_id: group.id })).status).toBe(201)
+
+    await page.goto(`${stack.panel.url}/login?rd=/nodes`)
+    await page.getByLabel('Email').fill(ADMIN.email)
+    await page.getByLabel('Password').fill(ADMIN.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${stack.panel.url}/nodes`)
+    await page.getByRole('heading', { name: 'Proxy nodes' }).waitFor()
+    await row('node-1').getByRole('cell', { name: 'node-1 canary', exact: true }).waitFor()
+    await row('node-1').getByText('reachable').waitFor()
+
+    await page.getByRole('button', { name: 'Add node' }).click()
+    await page.getByLabel('Node name').fill('edge-2')
+    await page.getByLabel('Admin URL').fill(second.adminUrl)
+    await page.getByLabel('Labels (comma-separated)').fill('region=lab, ui')
+    await page.getByRole('button', { name: 'Save node' }).click()
+    await page.getByText('Node edge-2 saved.').waitFor()
+    await row('edge-2').getByText('in sync').waitFor()
+    await row('edge-2').getByText('region=lab, ui').waitFor()
+    const held = await eventually(
+      () => second.getConfig(),
+      (c) => JSON.stringify(c).includes(DOMAIN),
+    )
+    expect((held as any).admin.listen).toBe(second.adminListen)
+    await screenshot(page, 'nodes')
+
+    await page.getByRole('button', { name: 'Edit node edge-2' }).click()
+    await page.getByLabel('Enabled').uncheck()
+    await page.getByRole('button', { name: 'Save node' }).click()
+    await page.getByText('Node edge-2 saved.').waitFor()
+    await row('edge-2').getByText('disabled').waitFor()
+    expect((await stack.panel.request('/api/nodes', { cookie: stack.admin })).json.find((n: any) => n.name === 'edge-2').enabled).toBe(
+      false,
+    )
+
+    await page.getByRole('button', { name: 'Delete node edge-2' }).click()
+    await page.getByText('Node edge-2 removed.').waitFor()
+    await expect.poll(() => row('edge-2').count()).toBe(0)
+    expect((await stack.panel.request('/api/nodes', { cookie: stack.admin })).json.map((n: any) => n.name)).toEqual(['node-1'])
+    expect(consoleErrors).toEqual([])
+  })
+})
