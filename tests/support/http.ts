@@ -70,7 +70,15 @@ export function presentedCertificate(
   port: number,
   servername: string,
   ca: string,
-): Promise<{ subject: string; issuer: string; authorized: boolean; serialNumber: string; sans: string; validTo: string } | null> {
+): Promise<{
+  subject: string
+  issuer: string
+  authorized: boolean
+  serialNumber: string
+  sans: string
+  validTo: string
+  fingerprint256: string
+} | null> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, servername, ca, rejectUnauthorized: false, timeout: 5000 }, () => {
       const cert = socket.getPeerCertificate()
@@ -81,6 +89,7 @@ export function presentedCertificate(
         serialNumber: String(cert.serialNumber ?? ''),
         sans: String(cert.subjectaltname ?? ''),
         validTo: String(cert.valid_to ?? ''),
+        fingerprint256: String(cert.fingerprint256 ?? ''),
       })
       socket.end()
     })
