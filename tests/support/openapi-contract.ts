@@ -93,7 +93,7 @@ export function checkResponseAgainstDocument(r: ObservedResponse): { template: s
   const expected = op.responses.get(String(r.status))
   if (!expected)
     throw new Error(
-      `OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].filter((k) => k !== 'default').join(', ')} for ${op.method} ${op.template}: list this status in its operation (server/utils/openapi/areas/)`,
+      `OpenAPI contract: ${where}; the document lists only ${[...op.responses.keys()].filter((k) => k !== 'default').join(', ')} for ${op.method} ${op.template}: list this status in its operation (server/utils/openapi/areas/); body: ${r.text.slice(0, 500)}`,
     )
   if (expected.validate) {
     if (contentType !== 'application/json')

@@ -166,6 +166,9 @@ export async function startPanel(
       } catch {
         json = undefined
       }
+      // An unexpected server error is logged by the panel, not answered: show that log with the failure.
+      if (res.status === 500 && json?.error === 'internal error')
+        throw new Error(`${o.method ?? 'GET'} ${path} answered 500; the panel logged:\n${output.slice(-4000)}`)
       for (const observe of _observers) observe({ method: o.method ?? 'GET', path, status: res.status, headers: res.headers, text, json })
       return { status: res.status, headers: res.headers, text, json }
     },
