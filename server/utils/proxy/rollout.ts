@@ -135,14 +135,16 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
   const [canary, ...others] = nodes as [ProxyNode, ...ProxyNode[]]
   const config = JSON.parse(configJson) as Record<string, unknown>
   const hash = nodeConfigHash(config)
+  const redact = (text: string) => redactSecrets(text, { exec })
   if (!others.length) {
     const result = await loadProxyConfig(canary.target, configJson, opts)
-    _notePush(canary, result.outcome, hash, result.outcome === 'applied' ? null : _errorOf(result))
+    // The proxy's words can quote the configuration's credentials: redacted before the node's status keeps them.
+    const error = _errorOf(result)
+    _notePush(canary, result.outcome, hash, error === null ? null : await redact(error))
     if (result.outcome === 'applied') void _readBuildOnce(canary)
     return { result, warnings: [] }
   }
 
-  const redact = (text: string) => redactSecrets(text, { exec })
   const pushed: Array<{ node: ProxyNode; previous: unknown }> = []
   const warnings: string[] = []
   let canaryResult: LoadResult = { outcome: 'applied' }
