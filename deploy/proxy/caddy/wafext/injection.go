@@ -42,3 +42,49 @@ func (detectXSS) Evaluate(_ plugintypes.TransactionState, value string) bool {
 }
 
 func registerXSS() { plugins.RegisterOperator("detectXSS", newDetectXSS) }
+
+// @detectSQLi as Coraza v3.3.3's own (libinjection's IsSQLi, its fingerprint captured as
+// TX.0 on a match), with a pre-check that answers "no" without running libinjection on a
+// value made only of ASCII letters, digits and '_' (an id, a count, a word, true, null).
+// CRS 942100 runs it on every argument and every argument name.
+//
+// Why the answer is the same (libinjection-go v0.3.2, sqli.go, sqli_parse.go): such a value
+// holds no quote, so IsSQLi fingerprints it once, as written, and never as MySQL (that
+// needs a comment). Its tokens: a word swallows every letter, digit and '_' up to the end,
+// so a word is always the last token; before it only numbers can stand, and a number can
+// be followed by another only after a binary literal (0b1 then 2...), so there are at most
+// three tokens: [number or the bareword 0x/0b] [number] [one word, of any keyword type].
+// TestSQLiPrecheckAgreesWithLibinjection runs IsSQLi on every such shape with every word
+// of libinjection's keyword table: none is SQL injection to it (the short fingerprints of
+// its list all need a comment, a string or a variable, or are whitelisted, like "1U").
+type detectSQLi struct{}
+
+var _ plugintypes.Operator = detectSQLi{}
+
+func newDetectSQLi(plugintypes.OperatorOptions) (plugintypes.Operator, error) {
+	return detectSQLi{}, nil
+}
+
+// sqliNeedsLibinjection: false only when libinjection's IsSQLi is provably false (above).
+func sqliNeedsLibinjection(value string) bool {
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return true
+		}
+	}
+	return false
+}
+
+func (detectSQLi) Evaluate(tx plugintypes.TransactionState, value string) bool {
+	if !sqliNeedsLibinjection(value) {
+		return false
+	}
+	matched, fingerprint := libinjection.IsSQLi(value)
+	if matched {
+		tx.CaptureField(0, fingerprint)
+	}
+	return matched
+}
+
+func registerSQLi() { plugins.RegisterOperator("detectSQLi", newDetectSQLi) }
