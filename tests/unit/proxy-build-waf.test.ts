@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import {
@@ -278,5 +280,16 @@ describe('buildWafHandler — in the host chain', () => {
     )
     expect(JSON.stringify(r.config)).not.toContain('"waf"')
     expect(r.warnings).toEqual(['host host1.example.test: the proxy has no waf module; WAF not applied'])
+  })
+})
+
+describe('buildWafHandler — the directives the proxy engine benchmark runs', () => {
+  // deploy/proxy/caddy/wafext/engine_bench_test.go measures Coraza on exactly what this builder
+  // emits for a JSON API host (blocking, default families and limits). UPDATE_WAF_TESTDATA=1 rewrites the files.
+  it.each(['fast', 'full'] as const)('%s profile', (profile) => {
+    const file = join(__dirname, `../../deploy/proxy/caddy/wafext/testdata/${profile}-json-api.conf`)
+    const directives = `${buildWafHandler(host({ waf_profile: profile }), { ...settings, logDir: '/var/log/panel' }).directives}\n`
+    if (process.env.UPDATE_WAF_TESTDATA === '1') writeFileSync(file, directives)
+    expect(directives).toBe(readFileSync(file, 'utf8'))
   })
 })

@@ -11,6 +11,7 @@ require (
 	github.com/corazawaf/coraza-coreruleset/v4 v4.15.0
 	github.com/corazawaf/coraza-wasilibs v0.2.0
 	github.com/corazawaf/coraza/v3 v3.3.3
+	github.com/corazawaf/libinjection-go v0.3.2
 	github.com/hslatman/caddy-crowdsec-bouncer v0.13.1
 	github.com/mholt/caddy-ratelimit v0.1.0
 	github.com/tidwall/gjson v1.18.0
@@ -62,7 +63,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chzyer/readline v1.5.1 // indirect
 	github.com/cloudflare/circl v1.6.5 // indirect
-	github.com/corazawaf/libinjection-go v0.3.2 // indirect
 	github.com/coreos/go-oidc/v3 v3.21.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/crowdsecurity/crowdsec v1.6.3 // indirect

@@ -20,16 +20,19 @@ import (
 const OperatorsEnv = "EDGE_WAF_OPERATORS"
 
 // DefaultOperators: rx on RE2 through cgo; pm on Aho-Corasick compiled to WebAssembly
-// (coraza-wasilibs; its cgo build needs a Rust library that Debian does not ship).
-// detectXSS on WebAssembly was measured no faster than Coraza's Go one: left out.
-// Figures: docs/edge-build.md.
-const DefaultOperators = "rx,pm"
+// (coraza-wasilibs; its cgo build needs a Rust library that Debian does not ship);
+// detectXSS and detectSQLi on Coraza's libinjection behind pre-checks that skip the values
+// it cannot flag (injection.go). detectXSS on WebAssembly was measured no faster than Coraza's Go
+// one: left out. Figures: docs/edge-build.md.
+const DefaultOperators = "rx,pm,xss,sqli"
 
 var operatorRegistrations = map[string]func(){
-	"rx":          func() { plugins.RegisterOperator("rx", newRE2RX) },
-	"wasilibs-rx": wasilibs.RegisterRX, // coraza-wasilibs' own rx (capturing search on every input): for comparison only
-	"pm":          wasilibs.RegisterPM,
-	"xss":         wasilibs.RegisterXSS,
+	"rx":           func() { plugins.RegisterOperator("rx", newRE2RX) },
+	"wasilibs-rx":  wasilibs.RegisterRX, // coraza-wasilibs' own rx (capturing search on every input): for comparison only
+	"pm":           wasilibs.RegisterPM,
+	"xss":          registerXSS,
+	"sqli":         registerSQLi,
+	"wasilibs-xss": wasilibs.RegisterXSS, // libinjection compiled to WebAssembly: for comparison only
 }
 
 // RegisterOperators applies a spec such as "rx,pm" or "none".
@@ -40,7 +43,7 @@ func RegisterOperators(spec string) error {
 	for _, name := range strings.Split(spec, ",") {
 		register, ok := operatorRegistrations[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("%s=%q: unknown operator %q (known: rx, pm, xss, wasilibs-rx, or none)", OperatorsEnv, spec, name)
+			return fmt.Errorf("%s=%q: unknown operator %q (known: rx, pm, xss, sqli, wasilibs-rx, wasilibs-xss, or none)", OperatorsEnv, spec, name)
 		}
 		register()
 	}
