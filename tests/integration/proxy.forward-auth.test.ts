@@ -46,6 +46,26 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     expect(JSON.stringify(seen)).not.toContain('mallory')
   })
 
+  it("the upstream never receives the panel's session cookie; the application's own cookies pass", async () => {
+    const token = stack.admin.split('=')[1]!
+    const res = await httpRequest({
+      port: stack.httpPort,
+      host: 'secure.example.test',
+      path: '/private',
+      headers: { cookie: `app_a=1; ${stack.admin}; app_b=2` },
+    })
+    expect(res.status).toBe(200)
+    const seen = up.requests.at(-1)!.headers
+    expect(seen.cookie).toBe('app_a=1; app_b=2')
+    expect(seen['x-auth-email']).toBe(ADMIN.email)
+    expect(JSON.stringify(seen)).not.toContain(token)
+    // The session cookie first, then alone.
+    await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie: `${stack.admin}; app_b=2` } })
+    expect(up.requests.at(-1)!.headers.cookie).toBe('app_b=2')
+    await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie: stack.admin } })
+    expect(up.requests.at(-1)!.headers.cookie ?? '').toBe('')
+  })
+
   it('a forged cookie is treated as no session', async () => {
     const before = up.requests.length
     const res = await httpRequest({

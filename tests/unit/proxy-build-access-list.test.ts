@@ -195,7 +195,14 @@ describe('access list — in the host chain', () => {
     const routes = hostSubroutes(config, 'host1.example.test')
     expect(routes[0].handle[0].body).toBe('Access denied: LAN only\n')
     expect(routes[1]).toEqual(buildAccessListIpRoutes(list, NO_PROXIES)[0])
-    expect(routes[2].handle.map((h: any) => h.handler)).toEqual(['crowdsec', 'rate_limit', 'authentication', 'waf', 'reverse_proxy'])
+    expect(routes[2].handle.map((h: any) => h.handler)).toEqual([
+      'crowdsec',
+      'rate_limit',
+      'authentication',
+      'waf',
+      'reverse_proxy',
+      'headers',
+    ])
   })
 
   it('applies to every host it is attached to, and to no other', () => {

@@ -40,6 +40,8 @@ function stepOf(route: any, handler?: any): string {
   if (route.handle?.[0]?.body === ACCESS_DENIED_BODY) return 'access_ip'
   if (!handler) return route.match ? 'rules' : 'upstream'
   if (handler.rewrite?.uri === '/auth/forward') return 'forward_auth'
+  // ForwardAuth's second handler: the panel's session cookie leaves the request.
+  if (handler.handler === 'headers' && handler.request?.replace?.Cookie) return 'forward_auth'
   // The AppSec threshold header: set just before `crowdsec`, removed just after `appsec`.
   if (handler.handler === 'headers' && handler.request?.set) return 'crowdsec'
   if (handler.handler === 'headers' && handler.request?.delete) return 'appsec'
@@ -205,7 +207,7 @@ describe('buildProxyConfig — modules the proxy lacks', () => {
   it('each module present brings only its own part', () => {
     const r = buildProxyConfig(buildSnapshot({ modules: ['waf'], security, hosts: [everything] }))
     const handlers = hostSubroutes(r.config, 'host1.example.test')[1].handle.map((h: any) => h.handler)
-    expect(handlers).toEqual(['waf', 'reverse_proxy'])
+    expect(handlers).toEqual(['waf', 'reverse_proxy', 'headers'])
     expect((r.config as any).apps.crowdsec).toBeUndefined()
   })
 })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import {
+  buildPanelCookieStripHandler,
   FORWARD_AUTH_HEADERS,
   FORWARD_AUTH_PROBE_HOST,
   buildForwardAuthHandler,
@@ -74,8 +75,23 @@ describe('buildForwardAuthHandler — in the host chain', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({ hosts: [buildHostSnapshot({ auth_required: true }), buildHostSnapshot({ id: 2 })] }),
     )
-    expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([buildForwardAuthHandler(panel)])
+    expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([
+      buildForwardAuthHandler(panel),
+      buildPanelCookieStripHandler('panel_session'),
+    ])
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('/auth/forward')
+  })
+
+  it("then takes the panel's session cookie out of the request, keeping the others", () => {
+    const strip = buildPanelCookieStripHandler('panel_session') as any
+    expect(strip.handler).toBe('headers')
+    // The same replacements, in order, as Caddy applies them (Go's RE2 and JS agree on these patterns).
+    const apply = (cookie: string) =>
+      strip.request.replace.Cookie.reduce((v: string, r: any) => v.replace(new RegExp(r.search_regexp), r.replace), cookie)
+    expect(apply('a=1; panel_session=tok; b=2')).toBe('a=1; b=2')
+    expect(apply('panel_session=tok; b=2')).toBe('b=2')
+    expect(apply('a=1; panel_session=tok')).toBe('a=1')
+    expect(apply('my_panel_session=1; b=2')).toBe('my_panel_session=1; b=2')
   })
 
   it('dials the snapshot panel upstream', () => {

@@ -4,7 +4,8 @@ import { sessions, users } from '../../../db/schema'
 import { getDb, runWrite, type Executor } from '../core/db'
 import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 
-export const SESSION_COOKIE = 'panel_session'
+// The name alone, in a module of its own: the proxy configuration builder strips it and imports nothing else of auth.
+export { SESSION_COOKIE } from './session-cookie'
 export const SESSION_LIFETIME_MS = 30 * 24 * 3600 * 1000
 export const SESSION_CACHE_TTL_MS = 30_000
 export const LAST_SEEN_THROTTLE_MS = 5 * 60_000

@@ -47,6 +47,28 @@ export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): 
   }
 }
 
+/**
+ * After a successful ForwardAuth check, the panel's session cookie is taken out of
+ * the request before it goes on: the upstream needs only the X-Auth-* headers, and
+ * the cookie (scoped to the parent domain so that every protected host sends it)
+ * would let the upstream, or whoever reads its logs, act as the signed-in operator
+ * on the panel. The other cookies pass unchanged; Caddy applies the replacements in
+ * order (the second drops the separator left when the session cookie came first).
+ */
+export function buildPanelCookieStripHandler(cookieName: string): Json {
+  return {
+    handler: 'headers',
+    request: {
+      replace: {
+        Cookie: [
+          { search_regexp: `(^|;\\s*)${cookieName}=[^;]*`, replace: '' },
+          { search_regexp: '^;\\s*', replace: '' },
+        ],
+      },
+    },
+  }
+}
+
 /** A name no visitor uses (`.invalid` is reserved, RFC 2606): the Host of the panel's reachability probe. */
 export const FORWARD_AUTH_PROBE_HOST = 'forward-auth-probe.edge-panel.invalid'
 export const FORWARD_AUTH_PROBE_ROUTE_ID = 'panel_forward_auth_probe'

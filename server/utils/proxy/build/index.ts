@@ -13,7 +13,8 @@ import {
   hostUsesBouncer,
   stripBouncerWarmup,
 } from './crowdsec'
-import { buildForwardAuthHandler, buildForwardAuthProbeRoute } from './forward-auth'
+import { SESSION_COOKIE } from '../../auth/session-cookie'
+import { buildForwardAuthHandler, buildForwardAuthProbeRoute, buildPanelCookieStripHandler } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -140,7 +141,7 @@ function _buildHostRoute(
         }
         break
       case 'forward_auth':
-        if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream))
+        if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(SESSION_COOKIE))
         break
       case 'rules':
         // The chain so far runs for every request; rules and the default route follow it.
