@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FORWARD_AUTH_PROBE_HOST } from '../../server/utils/proxy/build/forward-auth'
 import type { BrowserContext, Page } from 'playwright-core'
 import { createDemoHosts, DEMO_OPEN_HOST, DEMO_PROTECTED_HOST, demoPanelEnv } from '../support/demo'
 import { ADMIN } from '../support/panel'
@@ -84,6 +87,13 @@ describe('ForwardAuth with the demo stack settings', () => {
       proxy_status: 302,
     })
     expect((await stack.panel.request('/api/revisions', { cookie: stack.admin })).json).toEqual(revisions)
+    // The probe is not a visitor: the proxy's access log has the protected host's requests, never the probe's.
+    const logged = () =>
+      readdirSync(stack.logDir)
+        .map((f) => readFileSync(join(stack.logDir, f), 'utf8'))
+        .join('')
+    await expect.poll(() => logged().includes(`"host":"${DEMO_PROTECTED_HOST}`), { timeout: 10_000 }).toBe(true)
+    expect(logged()).not.toContain(FORWARD_AUTH_PROBE_HOST)
   })
 
   it('logged no console error', () => {

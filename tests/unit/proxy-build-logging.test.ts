@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
+import { FORWARD_AUTH_PROBE_HOST } from '../../server/utils/proxy/build/forward-auth'
 import { buildLogging, buildServerLogs } from '../../server/utils/proxy/build/logging'
 import { buildHostSnapshot, buildSnapshot } from '../support/factories'
 
@@ -38,6 +39,7 @@ describe('buildServerLogs — per-host logger names', () => {
   it('maps every name of a host to one string host_<id> (the only shape Caddy 2.6.2 accepts; 2.11 still does)', () => {
     expect(buildServerLogs([buildHostSnapshot({ id: 4, aliases: ['a.example.test', '*.w.example.test'] })])).toEqual({
       logger_names: { 'host4.example.test': 'host_4', 'a.example.test': 'host_4', '*.w.example.test': 'host_4' },
+      skip_hosts: [FORWARD_AUTH_PROBE_HOST],
     })
   })
 
@@ -46,14 +48,14 @@ describe('buildServerLogs — per-host logger names', () => {
       buildSnapshot({ hosts: [buildHostSnapshot(), buildHostSnapshot({ id: 2, tls_mode: 'auto' })] }),
     ) as any
     const expected = { 'host1.example.test': 'host_1', 'host2.example.test': 'host_2' }
-    expect(config.apps.http.servers.http.logs).toEqual({ logger_names: expected })
-    expect(config.apps.http.servers.https.logs).toEqual({ logger_names: expected })
+    expect(config.apps.http.servers.http.logs).toEqual({ logger_names: expected, skip_hosts: [FORWARD_AUTH_PROBE_HOST] })
+    expect(config.apps.http.servers.https.logs).toEqual({ logger_names: expected, skip_hosts: [FORWARD_AUTH_PROBE_HOST] })
   })
 
   it('leaves out disabled and skipped hosts, but keeps access logging on with no host at all', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({ hosts: [buildHostSnapshot({ enabled: false }), buildHostSnapshot({ id: 2, target_group_id: 99 })] }),
     ) as any
-    expect(config.apps.http.servers.http.logs).toEqual({ logger_names: {} })
+    expect(config.apps.http.servers.http.logs).toEqual({ logger_names: {}, skip_hosts: [FORWARD_AUTH_PROBE_HOST] })
   })
 })

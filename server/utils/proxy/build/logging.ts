@@ -1,3 +1,4 @@
+import { FORWARD_AUTH_PROBE_HOST } from './forward-auth'
 import type { HostSnapshot, Json } from './types'
 
 export const ACCESS_LOGGER = 'http.log.access'
@@ -47,9 +48,11 @@ export function hostLoggerName(host: Pick<HostSnapshot, 'id'>): string {
  * field ServerLogConfig.servers.logs.logger_names of type string", seen against
  * the stock 2.6.2). Caddy 2.8.0 changed it to map[string]StringArray (caddy #6088),
  * whose unmarshaller still takes a single string, so a string works on 2.6 and 2.11.
+ * `skip_hosts` is a list of names in both.
  */
 export function buildServerLogs(hosts: HostSnapshot[]): Json {
   const loggerNames: Record<string, string> = {}
   for (const host of hosts) for (const name of [host.domain, ...host.aliases]) loggerNames[name] = hostLoggerName(host)
-  return { logger_names: loggerNames }
+  // The panel's own ForwardAuth probe (forward-auth.ts) is not a visitor: not logged, not counted on the dashboards.
+  return { logger_names: loggerNames, skip_hosts: [FORWARD_AUTH_PROBE_HOST] }
 }
