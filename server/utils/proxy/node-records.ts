@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import { asc } from 'drizzle-orm'
 import { proxyNodes } from '../../../db/schema'
 import { getConfig } from '../core/config'
@@ -15,6 +16,42 @@ export interface ProxyNode {
   id: number
   name: string
   target: AdminTarget
+  /**
+   * What makes the shared configuration this node's own, as replacements in its JSON text:
+   * [shared text, this node's text]. Node 1 has none.
+   */
+  rewrites: ReadonlyArray<readonly [string, string]>
+}
+
+/**
+ * The folder a node writes its access, error and WAF audit logs to: node 1 the proxy log folder
+ * itself (as a single-node panel always did), another node `<log folder>/nodes/<id>` (ids are
+ * never reused), so the ingester knows each line's node from its file (docs/scaling.md).
+ */
+export function nodeLogDir(id: number): string {
+  const base = getConfig().proxy.logDir
+  return id === CANARY_NODE_ID ? base : join(base, 'nodes', String(id))
+}
+
+/** A string as it appears inside a JSON string literal. */
+const _jsonText = (s: string) => JSON.stringify(s).slice(1, -1)
+
+function _nodeRewrites(id: number): Array<readonly [string, string]> {
+  if (id === CANARY_NODE_ID) return []
+  // Every path the builder puts under the log folder (access.log, error.log, waf-audit.log).
+  return [[_jsonText(`${nodeLogDir(CANARY_NODE_ID)}/`), _jsonText(`${nodeLogDir(id)}/`)]]
+}
+
+/** The node's own configuration text from the shared one. */
+export function toNodeText(node: Pick<ProxyNode, 'rewrites'>, text: string): string {
+  for (const [shared, own] of node.rewrites) text = text.replaceAll(shared, own)
+  return text
+}
+
+/** The shared configuration text from the node's own (for comparing hashes). */
+export function fromNodeText(node: Pick<ProxyNode, 'rewrites'>, text: string): string {
+  for (const [shared, own] of node.rewrites) text = text.replaceAll(own, shared)
+  return text
 }
 
 /** The secrets box binds the sealed key to its row, so a value moved to another row does not open. */
@@ -51,8 +88,11 @@ export async function readNodeRows(exec: Executor): Promise<NodeRow[]> {
 export async function readRolloutNodes(exec: Executor): Promise<ProxyNode[]> {
   const rows = await readNodeRows(exec)
   const canary = rows.find((r) => r.id === CANARY_NODE_ID)
-  const out: ProxyNode[] = [{ id: CANARY_NODE_ID, name: canary?.name ?? 'node-1', target: { url: getConfig().proxy.adminUrl } }]
-  for (const r of rows) if (r.id !== CANARY_NODE_ID && r.enabled) out.push({ id: r.id, name: r.name, target: nodeTarget(r) })
+  const out: ProxyNode[] = [
+    { id: CANARY_NODE_ID, name: canary?.name ?? 'node-1', target: { url: getConfig().proxy.adminUrl }, rewrites: [] },
+  ]
+  for (const r of rows)
+    if (r.id !== CANARY_NODE_ID && r.enabled) out.push({ id: r.id, name: r.name, target: nodeTarget(r), rewrites: _nodeRewrites(r.id) })
   return out
 }
 

@@ -6,7 +6,7 @@ import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
 import { hashProxyConfig } from './build/index'
 import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
-import { CANARY_NODE_ID, readRolloutNodes, type ProxyNode } from './node-records'
+import { CANARY_NODE_ID, fromNodeText, readRolloutNodes, toNodeText, type ProxyNode } from './node-records'
 
 // Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
 // node of PROXY_ADMIN_URL) first, then the others one by one:
@@ -44,11 +44,15 @@ let _lastPushed: { hash: string; json: string; nodeHash: string } | undefined
 
 const _HEAL_ACTOR = systemActor('reconciler')
 
-/** The configuration without the admin block, which is each node's own. */
-export function nodeConfigHash(config: unknown): string {
+/**
+ * The configuration without the admin block, which is each node's own, and with the node's own
+ * paths read as the shared ones (`node`: whose configuration this is), so that every node holding
+ * the current configuration shows the same hash.
+ */
+export function nodeConfigHash(config: unknown, node?: Pick<ProxyNode, 'rewrites'>): string {
   if (!config || typeof config !== 'object') return hashProxyConfig(config)
   const { admin: _admin, ...rest } = config as Record<string, unknown>
-  return hashProxyConfig(rest)
+  return hashProxyConfig(rest, node?.rewrites.length ? (text) => fromNodeText(node, text) : undefined)
 }
 
 function _state(node: { id: number; name: string }): _NodeState {
@@ -106,12 +110,15 @@ export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false
   if (!held.ok) s.last_error = held.error
 }
 
-/** The JSON a node gets: the configuration with the node's own admin block. */
+/** The JSON a node gets: the configuration with the node's own admin block and paths (ProxyNode.rewrites). */
 function _bodyFor(node: ProxyNode, config: Record<string, unknown>, configJson: string, held: unknown): string {
   if (node.id === CANARY_NODE_ID) return configJson
   const heldAdmin = (held as { admin?: unknown } | null)?.admin
   const admin = heldAdmin ?? { listen: new URL(node.target.url).host, config: { persist: false } }
-  return JSON.stringify({ ...config, admin })
+  // The admin block goes in after the rewrites: it is the node's own already.
+  const { admin: _shared, ...rest } = config
+  const text = toNodeText(node, JSON.stringify(rest))
+  return `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"admin":${JSON.stringify(admin)}}`
 }
 
 async function _readBuildOnce(node: ProxyNode): Promise<void> {
@@ -157,7 +164,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
       else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
       continue
     }
-    if (node.id !== CANARY_NODE_ID && !opts.force && held.config !== null && nodeConfigHash(held.config) === hash) {
+    if (node.id !== CANARY_NODE_ID && !opts.force && held.config !== null && nodeConfigHash(held.config, node) === hash) {
       _notePush(node, 'unchanged', hash, null)
       continue
     }
@@ -201,7 +208,7 @@ async function _restore(pushed: Array<{ node: ProxyNode; previous: unknown }>, r
     const body = previous ?? { admin: { listen: new URL(node.target.url).host, config: { persist: false } } }
     const result = await loadProxyConfig(node.target, JSON.stringify(body), { force: true })
     if (result.outcome === 'applied') {
-      _notePush(node, 'restored', nodeConfigHash(previous), null)
+      _notePush(node, 'restored', nodeConfigHash(previous, node), null)
       restored.push(node.name)
     } else {
       const error = await redact(_errorOf(result) ?? '')
@@ -237,7 +244,7 @@ export async function healNodes(committedHash: (exec: Executor) => Promise<strin
     }
     _noteReachable(node, true, null)
     void _readBuildOnce(node)
-    const heldHash = held.config === null ? null : nodeConfigHash(held.config)
+    const heldHash = held.config === null ? null : nodeConfigHash(held.config, node)
     const s = _state(node)
     if (heldHash) s.config_hash = heldHash
     const wanted = _lastPushed

@@ -67,10 +67,14 @@ export function stableStringify(value: unknown): string {
   })
 }
 
-/** Identifies what the database says: the warm-up routes (they carry a time) are left out. */
-export function hashProxyConfig(config: unknown): string {
+/**
+ * Identifies what the database says: the warm-up routes (they carry a time) are left out.
+ * `canonicalText` maps a node's own text back to the shared one (rollout.ts: a node's log folder).
+ */
+export function hashProxyConfig(config: unknown, canonicalText?: (text: string) => string): string {
+  const text = stableStringify(stripBouncerWarmup(config))
   return createHash('sha256')
-    .update(stableStringify(stripBouncerWarmup(config)))
+    .update(canonicalText ? canonicalText(text) : text)
     .digest('hex')
 }
 
