@@ -111,6 +111,8 @@ export const logs = sqliteTable('logs', {
   wafAnomalyScore: integer('waf_anomaly_score'),
   country: text('country'),
   actor: text('actor'),
+  nodeId: integer('node_id'),
+  nodeName: text('node_name'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {

@@ -15,6 +15,8 @@ export interface ProxyStack {
   httpPort: number
   httpsPort: number
   logDir: string
+  /** Stops the panel and starts it again on the same database, port and settings (`panel` and `admin` are the new ones). */
+  restartPanel(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -43,39 +45,41 @@ export async function startProxyStack(
   const logDir = opts.logDir ?? makeTempDir('proxy-logs-')
   const httpListen = [`127.0.0.1:${httpPort}`, ...(opts.httpListenExtra ?? []).map((a) => `${a}:${httpPort}`)]
   let panel: PanelHandle
+  const panelEnv: Record<string, string> = {
+    PROXY_ADMIN_URL: caddy.adminUrl,
+    PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES,
+    PROXY_LOG_DIR: logDir,
+    PROXY_DATA_DIR: caddy.storageDir,
+    PROXY_HTTP_LISTEN: httpListen.join(','),
+    PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
+    PANEL_DOMAIN: 'panel.example.test',
+    PANEL_PUBLIC_URL: 'https://panel.example.test',
+    ...opts.env,
+  }
   try {
-    panel = await startPanel({
-      dataDir: opts.dataDir,
-      port: opts.panelPort,
-      env: {
-        PROXY_ADMIN_URL: caddy.adminUrl,
-        PROXY_MODULES: opts.stockCaddy ? 'none' : ALL_PROXY_MODULES,
-        PROXY_LOG_DIR: logDir,
-        PROXY_DATA_DIR: caddy.storageDir,
-        PROXY_HTTP_LISTEN: httpListen.join(','),
-        PROXY_HTTPS_LISTEN: `127.0.0.1:${httpsPort}`,
-        PANEL_DOMAIN: 'panel.example.test',
-        PANEL_PUBLIC_URL: 'https://panel.example.test',
-        ...opts.env,
-      },
-    })
+    panel = await startPanel({ dataDir: opts.dataDir, port: opts.panelPort, env: panelEnv })
   } catch (err) {
     await caddy.stop()
     throw err
   }
-  const admin = await panel.login()
-  return {
+  const stack: ProxyStack = {
     caddy,
     panel,
-    admin,
+    admin: await panel.login(),
     httpPort,
     httpsPort,
     logDir,
+    async restartPanel() {
+      await stack.panel.stop()
+      stack.panel = await startPanel({ dataDir: stack.panel.dataDir, port: stack.panel.port, env: panelEnv })
+      stack.admin = await stack.panel.login()
+    },
     async stop() {
-      await panel.stop()
+      await stack.panel.stop()
       await caddy.stop()
     },
   }
+  return stack
 }
 
 export async function createGroup(stack: ProxyStack, body: Record<string, unknown>) {

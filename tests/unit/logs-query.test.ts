@@ -88,6 +88,9 @@ function seedRows(count: number): LogRow[] {
       wafAnomalyScore: source === 'waf_audit' ? pick([5, 10]) : null,
       country: pick(['FR', 'LAN', null]),
       actor: source === 'audit' ? 'admin@example.test' : null,
+      // Not from the generator, so that the other columns stay what they were.
+      nodeId: source === 'audit' ? null : [1, 2, 3, null][i % 4]!,
+      nodeName: source === 'audit' ? null : ['node-1', 'node-2', 'edge-3', null][i % 4]!,
     })
   }
   return rows
@@ -120,6 +123,8 @@ async function allRows(): Promise<LogRecord[]> {
     wafAnomalyScore: row.waf_anomaly_score as number | null,
     country: row.country as string | null,
     actor: row.actor as string | null,
+    nodeId: row.node_id as number | null,
+    nodeName: row.node_name as string | null,
   }))
 }
 
@@ -189,6 +194,13 @@ function oracleMatch(r: LogRecord, q: Q): boolean {
     !list('waf_severity')
       .map((s) => s.toUpperCase())
       .includes(r.wafSeverity as string)
+  )
+    return false
+  if (
+    q.node_id &&
+    !list('node_id')
+      .map(Number)
+      .includes(r.nodeId as number)
   )
     return false
   if (q.from && r.tsMs < (Number.isNaN(Number(q.from)) ? Date.parse(q.from) : Number(q.from))) return false
@@ -306,6 +318,10 @@ const FILTERS: Q[] = [
   { path: '/api/v2/items?id=7', status: '2xx' },
   { path: 'ems', host_id: '2', method: 'GET', from: String(T0 + 7 * H + 11) },
   { level: 'error', method: 'GET,PUT' },
+  // The proxy node (issue 24): no roll-up carries it.
+  { node_id: '2' },
+  { node_id: '1,3', status: '4xx', from: String(T0 + 5 * H + 17) },
+  { node_id: '3', path: 'items' },
   { status: '404', host_domain: 'a.example.test' },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
@@ -455,6 +471,8 @@ describe('the duration histogram bucket', () => {
       'waf_anomaly_score',
       'country',
       'actor',
+      'node_id',
+      'node',
     ])
   })
 })

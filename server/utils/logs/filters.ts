@@ -24,6 +24,7 @@ export type Dim =
   | 'query'
   | 'waf_rule_id'
   | 'waf_severity'
+  | 'node'
 
 /** A row as the API presents it (see present.ts); what the tail and the JS predicate see. */
 export interface FilterableRow {
@@ -42,6 +43,7 @@ export interface FilterableRow {
   raw: string | null
   waf_rule_id: number | null
   waf_severity: string | null
+  node_id: number | null
 }
 
 export interface CompiledFilter {
@@ -261,6 +263,14 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     dims.add('waf_severity')
     conds.push(inArray(_col('waf_severity'), severities))
     tail.push((r) => r.waf_severity !== null && severities.includes(r.waf_severity))
+  }
+
+  // No roll-up carries the node: a node filter is answered from the rows (stats.ts).
+  const nodeIds = _ids(q.node_id, 'node_id')
+  if (nodeIds.length) {
+    dims.add('node')
+    conds.push(inArray(_col('node_id'), nodeIds))
+    tail.push((r) => r.node_id !== null && nodeIds.includes(r.node_id))
   }
 
   const fromMs = parseTime(q.from, 'from'),

@@ -11,7 +11,8 @@ import { getConfig } from '../core/config'
 import { getSetting } from '../core/settings'
 import { logger } from '../core/log'
 import { systemActor, writeAudit } from '../core/audit'
-import { hostNames } from '../../../db/schema'
+import { hostNames, proxyNodes } from '../../../db/schema'
+import { CANARY_NODE_ID, nodeLogDir } from '../proxy/node-records'
 import { openGeoReader } from '../geo/readers'
 import { countryOfRecord } from '../geo/walker'
 import { isLanAddress } from '../geo/ip'
@@ -24,7 +25,8 @@ import { HEAD_BYTES, headFor, planRead, readLines, type Position, type ReadPlan 
 import { insertStatements } from './writer'
 import { rollUpLogs, rollupMark } from './rollup'
 
-// Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR. Each
+// Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR (node 1)
+// and in PROXY_LOG_DIR/nodes/<id> (every other proxy node, docs/scaling.md). Each
 // group of lines is parsed outside the write queue, then inserted (statements
 // of 100 rows) in one transaction together with the file's new position, so a
 // restart neither loses nor duplicates rows. New rows go to the live tail
@@ -146,11 +148,19 @@ async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<Log
     wafAnomalyScore: null,
     country: null,
     actor: null,
+    nodeId: null,
+    nodeName: null,
     ...r,
   }))
 }
 
-async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Promise<number> {
+/** The proxy node whose folder a file is in: every row read from it carries the node. */
+export interface LogNode {
+  id: number
+  name: string
+}
+
+async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan, node: LogNode | undefined): Promise<number> {
   let total = 0
   let groups = 0
   if (plan.reason !== 'append')
@@ -161,6 +171,11 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan): Pro
     groups++
     const texts = group.map((l) => l.text).filter((t): t is string => t !== null && t.trim() !== '')
     const rows = texts.length ? await _parse(source, texts) : []
+    if (node)
+      for (const r of rows) {
+        r.nodeId = node.id
+        r.nodeName = node.name
+      }
     const end = group.at(-1)!.end
     const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows)
     if (stored.length) publishLogRows(stored.map(presentLog))
@@ -225,14 +240,14 @@ export async function collapseIngestedPrefix(path: string, maxBytes: number): Pr
 }
 
 /** Reads whatever was appended to `path` (or is left in its rotated predecessor) and stores it. Returns the rows ingested. */
-export async function ingestFile(path: string, source: LogSource): Promise<number> {
+export async function ingestFile(path: string, source: LogSource, node?: LogNode): Promise<number> {
   await _refreshHosts(false)
   let total = 0
   // At most a few plans per call: the rest of a rotated file, then the new file.
   for (let i = 0; i < 3; i++) {
     const plan = planRead(path, await _readPosition(path))
     if (!plan) break
-    total += await _ingestPlan(path, source, plan)
+    total += await _ingestPlan(path, source, plan, node)
     if (plan.reason !== 'rotated-rest') break
   }
   return total
@@ -278,7 +293,19 @@ async function _reportError(what: string, err: unknown): Promise<void> {
   }
 }
 
-async function _tick(dir: string): Promise<void> {
+// The nodes' folders, re-read at most every 2 s. Disabled nodes are read too: what they wrote
+// before is still theirs. A deleted node's folder is no longer read (its rows stay).
+let _folders: { atMs: number; list: Array<LogNode & { dir: string }> } = { atMs: 0, list: [] }
+async function _nodeFolders(): Promise<Array<LogNode & { dir: string }>> {
+  if (Date.now() - _folders.atMs < _HOST_REFRESH_MS) return _folders.list
+  const rows = await getDb().select({ id: proxyNodes.id, name: proxyNodes.name }).from(proxyNodes).orderBy(proxyNodes.id)
+  // Node 1 is read even without its row (a database from before migration 0023 is migrated first; a safeguard).
+  if (!rows.some((r) => r.id === CANARY_NODE_ID)) rows.unshift({ id: CANARY_NODE_ID, name: 'node-1' })
+  _folders = { atMs: Date.now(), list: rows.map((r) => ({ ...r, dir: nodeLogDir(r.id) })) }
+  return _folders.list
+}
+
+async function _tick(): Promise<void> {
   if (Date.now() >= _nextLeaseCheckMs) {
     // The leader renews at half the lease's life; another panel retries every 5 s.
     try {
@@ -291,19 +318,30 @@ async function _tick(dir: string): Promise<void> {
   }
   if (!_status.leader) return
   let ingested = 0
-  for (const { file, source } of LOG_FILES) {
-    if (_stopped) return
-    try {
-      ingested += await ingestFile(join(dir, file), source)
-    } catch (err) {
-      await _reportError(file, err)
-    }
-  }
+  let folders: Array<LogNode & { dir: string }>
   try {
-    const wafAudit = LOG_FILES.find((f) => f.source === 'waf_audit')!.file
-    await collapseIngestedPrefix(join(dir, wafAudit), await getSetting<number>('logs.waf_audit_max_bytes'))
+    folders = await _nodeFolders()
   } catch (err) {
-    await _reportError('waf-audit bound', err)
+    await _reportError('proxy nodes', err)
+    return
+  }
+  for (const { dir, ...node } of folders) {
+    // Node 1's errors name the file alone, as before there were nodes.
+    const label = (file: string) => (node.id === CANARY_NODE_ID ? file : `${node.name}/${file}`)
+    for (const { file, source } of LOG_FILES) {
+      if (_stopped) return
+      try {
+        ingested += await ingestFile(join(dir, file), source, node)
+      } catch (err) {
+        await _reportError(label(file), err)
+      }
+    }
+    try {
+      const wafAudit = LOG_FILES.find((f) => f.source === 'waf_audit')!.file
+      await collapseIngestedPrefix(join(dir, wafAudit), await getSetting<number>('logs.waf_audit_max_bytes'))
+    } catch (err) {
+      await _reportError(label('waf-audit bound'), err)
+    }
   }
   _status.rows_ingested += ingested
   // Roll up when ingestion is idle, every 10 s, or when the backlog would make queries slow
@@ -326,9 +364,9 @@ async function _tick(dir: string): Promise<void> {
 
 /** Starts polling every `intervalMs`; never throws, never stops on an error. */
 export function startIngester(intervalMs = 200): void {
-  const dir = getConfig().proxy.logDir
   _stopped = false
-  _loop = startLoop('logs:ingest', { run: () => _tick(dir), nextDelayMs: () => intervalMs, onFailure: (err) => _reportError('tick', err) })
+  _folders = { atMs: 0, list: [] }
+  _loop = startLoop('logs:ingest', { run: () => _tick(), nextDelayMs: () => intervalMs, onFailure: (err) => _reportError('tick', err) })
 }
 
 /** Stops the loop after the group being written (no half-written group: each is one transaction). */

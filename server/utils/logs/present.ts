@@ -26,6 +26,8 @@ export function presentLog(r: LogRecord) {
     waf_anomaly_score: r.wafAnomalyScore,
     country: r.country,
     actor: r.actor,
+    node_id: r.nodeId,
+    node: r.nodeName,
   }
 }
 
@@ -55,5 +57,7 @@ export function recordOf(r: Row): LogRecord {
     wafAnomalyScore: _num(r.waf_anomaly_score),
     country: _text(r.country),
     actor: _text(r.actor),
+    nodeId: _num(r.node_id),
+    nodeName: _text(r.node_name),
   }
 }

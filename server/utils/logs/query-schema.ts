@@ -43,6 +43,10 @@ export const logFilterQuery = z.strictObject({
     .regex(_list('[A-Za-z]{1,16}'), 'must be severity names such as CRITICAL separated by commas')
     .optional()
     .describe('CRITICAL, ERROR, WARNING, NOTICE...'),
+  node_id: _text(2000)
+    .regex(_list('[1-9]\\d{0,9}'), 'must be positive integers separated by commas')
+    .optional()
+    .describe('comma list of proxy node ids (GET /api/nodes)'),
   from: _text(40)
     .regex(
       /^(\d{1,15}|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?)?)?$/,

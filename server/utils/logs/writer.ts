@@ -27,6 +27,8 @@ const _COLUMNS = [
   ['waf_anomaly_score', 'wafAnomalyScore'],
   ['country', 'country'],
   ['actor', 'actor'],
+  ['node_id', 'nodeId'],
+  ['node_name', 'nodeName'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()

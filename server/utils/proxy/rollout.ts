@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs'
 import { getConfig } from '../core/config'
 import { getDb, writeTransaction, type Executor } from '../core/db'
 import { writeAudit, systemActor } from '../core/audit'
@@ -6,7 +7,7 @@ import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
 import { hashProxyConfig } from './build/index'
 import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
-import { CANARY_NODE_ID, fromNodeText, readRolloutNodes, toNodeText, type ProxyNode } from './node-records'
+import { CANARY_NODE_ID, fromNodeText, nodeLogDir, readRolloutNodes, toNodeText, type ProxyNode } from './node-records'
 
 // Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
 // node of PROXY_ADMIN_URL) first, then the others one by one:
@@ -110,9 +111,24 @@ export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false
   if (!held.ok) s.last_error = held.error
 }
 
+/**
+ * A node's log folder is made by the panel when it can reach it (one machine, or the shared
+ * folder mounted): Caddy would make it for its own files, but Coraza does not for its audit
+ * log, and a folder the panel made is one the panel can read. Elsewhere the node makes it.
+ */
+function _prepareLogFolder(node: ProxyNode): void {
+  if (node.id === CANARY_NODE_ID) return
+  try {
+    mkdirSync(nodeLogDir(node.id), { recursive: true })
+  } catch {
+    /* not reachable from here: the node's own */
+  }
+}
+
 /** The JSON a node gets: the configuration with the node's own admin block and paths (ProxyNode.rewrites). */
 function _bodyFor(node: ProxyNode, config: Record<string, unknown>, configJson: string, held: unknown): string {
   if (node.id === CANARY_NODE_ID) return configJson
+  _prepareLogFolder(node)
   const heldAdmin = (held as { admin?: unknown } | null)?.admin
   const admin = heldAdmin ?? { listen: new URL(node.target.url).host, config: { persist: false } }
   // The admin block goes in after the rewrites: it is the node's own already.

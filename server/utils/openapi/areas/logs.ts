@@ -29,6 +29,10 @@ export const logRowSchema = z.strictObject({
   waf_anomaly_score: nullable(z.number()),
   country: nullable(z.string()),
   actor: nullable(z.string()),
+  node_id: nullable(z.number().int()).describe(
+    'the proxy node that wrote the row (null on audit rows and rows from before nodes were recorded)',
+  ),
+  node: nullable(z.string()).describe("that node's name when the row was ingested"),
 })
 
 export const timeseriesPointSchema = z.strictObject({

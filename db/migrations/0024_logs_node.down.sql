@@ -1,0 +1,2 @@
+ALTER TABLE logs DROP COLUMN node_name;
+ALTER TABLE logs DROP COLUMN node_id;

@@ -1,0 +1,172 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startCaddy, type CaddyHandle } from '../support/caddy'
+import { eventually, httpRequest } from '../support/http'
+import { startTestUpstream } from '../support/upstream'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+
+// Every node's logs (docs/scaling.md, issue 24 item 4), against three production
+// Caddy processes on loopback. They share the HTTP port (Caddy binds with
+// SO_REUSEPORT), so the kernel spreads new connections over the three: each
+// request lands on one node, which writes it to its own log folder. The test
+// never chooses the node; it checks every row's node against the file of the
+// node that wrote the line.
+
+const DOMAIN = 'logs.example.test'
+const PROBE = '/?id=1%27%20OR%20%271%27=%271'
+let up: Awaited<ReturnType<typeof startTestUpstream>>
+let stack: ProxyStack
+let second: CaddyHandle
+let third: CaddyHandle
+/** Node id -> name, node 1 included. */
+const nodeNames = new Map<number, string>()
+
+async function logRows(query: string) {
+  const res = await stack.panel.request(`/api/logs?limit=1000&host_domain=${DOMAIN}&${query}`, { cookie: stack.admin })
+  expect(res.status, res.text).toBe(200)
+  return res.json as Array<Record<string, any>>
+}
+/** `count` requests, each on a new connection (so that each may land on another node). */
+async function sendRequests(prefix: string, count: number, path = (i: number) => `${prefix}${i}`) {
+  for (let i = 0; i < count; i++) await httpRequest({ port: stack.httpPort, host: DOMAIN, path: path(i) })
+}
+/** The lines of a node's log file that hold `needle`. */
+function linesIn(nodeId: number, file: string, needle: string): number {
+  const dir = nodeId === 1 ? stack.logDir : join(stack.logDir, 'nodes', String(nodeId))
+  let text = ''
+  try {
+    text = readFileSync(join(dir, file), 'utf8')
+  } catch {
+    return 0
+  }
+  return text.split('\n').filter((l) => l.includes(needle)).length
+}
+function countByNode(rows: Array<Record<string, any>>): Map<number, number> {
+  const out = new Map<number, number>()
+  for (const r of rows) out.set(r.node_id, (out.get(r.node_id) ?? 0) + 1)
+  return out
+}
+
+beforeAll(async () => {
+  up = await startTestUpstream()
+  stack = await startProxyStack()
+  second = await startCaddy()
+  third = await startCaddy()
+  const group = await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })
+  const host = await createHost(stack, {
+    domain: DOMAIN,
+    target_group_id: group.id,
+    waf_enabled: true,
+    waf_mode: 'blocking',
+    bouncer_enabled: false,
+  })
+  expect(host.status, host.text).toBe(201)
+  nodeNames.set(1, 'node-1')
+  for (const [name, caddy] of [
+    ['edge-b', second],
+    ['edge-c', third],
+  ] as const) {
+    const res = await stack.panel.request('/api/nodes', { method: 'POST', cookie: stack.admin, body: { name, admin_url: caddy.adminUrl } })
+    expect(res.status, res.text).toBe(201)
+    nodeNames.set(res.json.id, name)
+  }
+  await eventually(
+    async () => (await stack.panel.request('/api/nodes', { cookie: stack.admin })).json as Array<Record<string, any>>,
+    (list) => list.length === 3 && list.every((n) => n.status.in_sync === true),
+    30_000,
+  )
+}, 90_000)
+
+afterAll(async () => {
+  await stack?.stop()
+  await second?.stop()
+  await third?.stop()
+  await up?.stop()
+})
+
+describe("every node's logs", () => {
+  it('gives each node its own log folder (access, error and WAF audit); node 1 keeps the log folder itself, and all show one hash', async () => {
+    const ids = [...nodeNames.keys()]
+    const logsOf = async (caddy: CaddyHandle) => JSON.stringify(((await caddy.getConfig()) as any).logging)
+    expect(await logsOf(stack.caddy)).toContain(`"${stack.logDir}/access.log"`)
+    for (const [id, caddy] of [
+      [ids[1]!, second],
+      [ids[2]!, third],
+    ] as const) {
+      const config = JSON.stringify(await caddy.getConfig())
+      expect(await logsOf(caddy)).toContain(`"${stack.logDir}/nodes/${id}/access.log"`)
+      expect(config).toContain(`SecAuditLog ${stack.logDir}/nodes/${id}/waf-audit.log`)
+      expect(config).not.toContain(`"${stack.logDir}/access.log"`)
+    }
+    const list = (await stack.panel.request('/api/nodes', { cookie: stack.admin })).json as Array<Record<string, any>>
+    expect(new Set(list.map((n) => n.status.config_hash)).size).toBe(1)
+  })
+
+  it("puts each request in the log store once, with the name of the node that served it, as that node's file says", async () => {
+    await sendRequests('/spread/', 60)
+    const rows = await eventually(
+      () => logRows('source=caddy_access&path=/spread/'),
+      (r) => r.length >= 60,
+      20_000,
+    )
+    expect(rows).toHaveLength(60)
+    expect(new Set(rows.map((r) => r.path)).size).toBe(60)
+    for (const r of rows) expect(r.node, `row ${r.id}`).toBe(nodeNames.get(r.node_id))
+    const counts = countByNode(rows)
+    // 60 new connections over three sockets: each node served some (all three empty-handed but one: p < 1e-10).
+    expect([...counts.keys()].sort()).toEqual([...nodeNames.keys()].sort())
+    for (const [id, n] of counts) expect(n, `node ${id}`).toBe(linesIn(id, 'access.log', '/spread/'))
+  })
+
+  it('filters by node in the list and in the stats', async () => {
+    const all = await logRows('source=caddy_access&path=/spread/')
+    for (const id of nodeNames.keys()) {
+      const mine = all.filter((r) => r.node_id === id)
+      const filtered = await logRows(`source=caddy_access&path=/spread/&node_id=${id}`)
+      expect(filtered.map((r) => r.id).sort()).toEqual(mine.map((r) => r.id).sort())
+      const stats = await stack.panel.request(`/api/logs/stats?host_domain=${DOMAIN}&source=caddy_access&path=/spread/&node_id=${id}`, {
+        cookie: stack.admin,
+      })
+      expect(stats.status, stats.text).toBe(200)
+      expect(stats.json.total).toBe(mine.length)
+    }
+    const bad = await stack.panel.request('/api/logs?node_id=two', { cookie: stack.admin })
+    expect(bad.status).toBe(400)
+    expect(bad.json.error).toMatch(/node_id/)
+  })
+
+  it("records each node's WAF audit rows under that node", async () => {
+    await sendRequests('', 20, (i) => `${PROBE}&n=${i}`)
+    const blocked = await eventually(
+      () => logRows('source=caddy_access&status=403'),
+      (r) => r.length >= 20,
+      20_000,
+    )
+    expect(blocked).toHaveLength(20)
+    const audits = await eventually(
+      () => logRows('source=waf_audit'),
+      (r) => r.length >= 20,
+      20_000,
+    )
+    expect(audits).toHaveLength(20)
+    const counts = countByNode(audits)
+    expect(counts).toEqual(countByNode(blocked))
+    for (const [id, n] of counts) expect(n, `node ${id}`).toBe(linesIn(id, 'waf-audit.log', '"transaction"'))
+  })
+
+  it('loses nothing across a panel restart: what the nodes wrote while it was down is ingested once it is back', async () => {
+    await stack.panel.stop()
+    await sendRequests('/while-down/', 30)
+    await stack.restartPanel()
+    const rows = await eventually(
+      () => logRows('source=caddy_access&path=/while-down/'),
+      (r) => r.length >= 30,
+      20_000,
+    )
+    expect(rows).toHaveLength(30)
+    for (const [id, n] of countByNode(rows)) expect(n, `node ${id}`).toBe(linesIn(id, 'access.log', '/while-down/'))
+    // Nothing read twice.
+    expect(await logRows('source=caddy_access&path=/spread/')).toHaveLength(60)
+  })
+})
