@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { ADMIN } from '../support/panel'
-import { eventually } from '../support/http'
+import { eventually, httpRequest } from '../support/http'
 import { startTestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { firstPage, launchChromium, screenshot } from './browser'
@@ -80,6 +80,43 @@ describe('Nodes screen', () => {
     await page.getByText('Node edge-2 removed.').waitFor()
     await expect.poll(() => row('edge-2').count()).toBe(0)
     expect((await stack.panel.request('/api/nodes', { cookie: stack.admin })).json.map((n: any) => n.name)).toEqual(['node-1'])
+    expect(consoleErrors).toEqual([])
+  })
+})
+
+describe('Logs screen with several nodes', () => {
+  it('shows the node of each row and filters by node', async () => {
+    const added = await stack.panel.request('/api/nodes', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { name: 'edge-3', admin_url: second.adminUrl },
+    })
+    expect(added.status, added.text).toBe(201)
+    await eventually(
+      async () => (await stack.panel.request('/api/nodes', { cookie: stack.admin })).json as any[],
+      (list) => list.every((n) => n.status.in_sync === true),
+    )
+    // New connections spread over both nodes (they share the HTTP port): send until each has rows.
+    const byNode = async () => {
+      const rows = (await stack.panel.request(`/api/logs?host_domain=${DOMAIN}&path=/by-node/&limit=1000`, { cookie: stack.admin }))
+        .json as any[]
+      return new Set(rows.map((r) => r.node))
+    }
+    for (let i = 0; i < 200 && (await byNode()).size < 2; i++)
+      await httpRequest({ port: stack.httpPort, host: DOMAIN, path: `/by-node/${i}` })
+    await eventually(byNode, (s) => s.has('node-1') && s.has('edge-3'))
+
+    await page.goto(`${stack.panel.url}/logs?path=/by-node/`)
+    const table = page.getByRole('table', { name: 'Log rows' })
+    await table.getByRole('columnheader', { name: 'Node' }).waitFor()
+    await table.getByRole('cell', { name: 'edge-3', exact: true }).first().waitFor()
+    await table.getByRole('cell', { name: 'node-1', exact: true }).first().waitFor()
+    await page.getByLabel('Proxy node').selectOption({ label: 'edge-3' })
+    await page.getByRole('button', { name: 'Apply filters' }).click()
+    await page.waitForURL(/node_id=/)
+    await expect.poll(() => table.getByRole('cell', { name: 'node-1', exact: true }).count()).toBe(0)
+    expect(await table.getByRole('cell', { name: 'edge-3', exact: true }).count()).toBeGreaterThan(0)
+    await screenshot(page, 'logs-nodes')
     expect(consoleErrors).toEqual([])
   })
 })
