@@ -155,6 +155,30 @@ describe("every node's logs", () => {
     for (const [id, n] of counts) expect(n, `node ${id}`).toBe(linesIn(id, 'waf-audit.log', '"transaction"'))
   })
 
+  it("keeps credentials out of WAF audit rows: the panel's session token, other cookies and basic-auth passwords read REDACTED", async () => {
+    const token = 'operator-session-token-0123456789abcdef'
+    await httpRequest({
+      port: stack.httpPort,
+      host: DOMAIN,
+      path: `${PROBE}&n=credentials`,
+      headers: { cookie: `app_pref=dark-mode-77; panel_session=${token}`, authorization: 'Basic YWxpY2U6czNjcmV0LXB3' },
+    })
+    const rows = await eventually(
+      () => logRows('source=waf_audit&path=credentials'),
+      (r) => r.length === 1,
+      20_000,
+    )
+    const row = rows[0]!
+    for (const secret of [token, 'dark-mode-77', 'YWxpY2U6czNjcmV0LXB3']) expect(row.raw).not.toContain(secret)
+    expect(row.raw).toContain('REDACTED')
+    // Coraza wrote them (the file is the operator's, as any WAF's audit log): the row is what viewers read.
+    expect(linesIn(row.node_id, 'waf-audit.log', token)).toBe(1)
+    // Caddy's own access log leaves credentials out by itself (log_credentials off).
+    const access = await logRows('source=caddy_access&path=credentials')
+    expect(access).toHaveLength(1)
+    expect(access[0]!.raw).not.toContain(token)
+  })
+
   it('loses nothing across a panel restart: what the nodes wrote while it was down is ingested once it is back', async () => {
     await stack.panel.stop()
     await sendRequests('/while-down/', 30)

@@ -36,6 +36,35 @@ describe('migrations — every migration goes up, down to zero and up again', ()
     client.close()
   })
 
+  it('0027 redacts the credentials WAF audit rows stored before it, and leaves other rows alone', async () => {
+    const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
+    await migrateUp(
+      client,
+      MIGRATIONS.filter((m) => m.version < 27),
+    )
+    const line = (headers: Record<string, string[]>) =>
+      JSON.stringify({
+        transaction: { request: { headers: { host: ['a.example.test'], ...headers } }, response: { headers: { 'set-cookie': ['s=1'] } } },
+      })
+    const rows: Array<[string, string]> = [
+      ['waf_audit', line({ cookie: ['panel_session=tok'], authorization: ['Basic eA=='] })],
+      ['waf_audit', line({ Cookie: ['x=1'] })],
+      ['waf_audit', '{"transaction": cut'],
+      ['caddy_access', line({ cookie: ['kept-as-is'] })],
+    ]
+    for (const [source, raw] of rows)
+      await client.execute({ sql: 'INSERT INTO logs (ts_ms, source, raw) VALUES (0, ?, ?)', args: [source, raw] })
+    await migrateUp(client, MIGRATIONS)
+    const after = (await client.execute('SELECT raw FROM logs ORDER BY id')).rows.map((r) => String(r.raw))
+    const headersOf = (raw: string) => JSON.parse(raw).transaction
+    expect(headersOf(after[0]!).request.headers).toEqual({ host: ['a.example.test'], cookie: ['REDACTED'], authorization: ['REDACTED'] })
+    expect(headersOf(after[0]!).response.headers).toEqual({ 'set-cookie': ['REDACTED'] })
+    expect(headersOf(after[1]!).request.headers.Cookie).toEqual(['REDACTED'])
+    expect(after[2]).toBe(rows[2]![1])
+    expect(after[3]).toBe(rows[3]![1])
+    client.close()
+  })
+
   it('leaves no partial schema when a migration fails', async () => {
     const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
     const broken = parseMigrationFiles({

@@ -244,6 +244,25 @@ describe('parseWafLine', () => {
       country: 'ZZ',
     })
   })
+  it('replaces credentials (cookies, authorization) in the kept line, and the session token wherever it is quoted', () => {
+    const e = structuredClone(waf) as any
+    const token = 'tok3n-of-the-operator_xyz'
+    e.transaction.request.headers = {
+      ...e.transaction.request.headers,
+      Cookie: [`app=1; panel_session=${token}`],
+      authorization: ['Basic dXNlcjpwYXNz'],
+    }
+    e.transaction.response = { ...e.transaction.response, headers: { 'Set-Cookie': ['app=2'] } }
+    e.messages[1].data.msg = `SQL Injection in REQUEST_COOKIES:panel_session: panel_session=${token}`
+    const row = parseWafLine(JSON.stringify(e), ctx)
+    for (const secret of [token, 'dXNlcjpwYXNz', 'app=1', 'app=2']) expect(row.raw).not.toContain(secret)
+    const kept = JSON.parse(row.raw!)
+    expect(kept.transaction.request.headers.Cookie).toEqual(['REDACTED'])
+    expect(kept.transaction.request.headers.authorization).toEqual(['REDACTED'])
+    expect(kept.transaction.response.headers['Set-Cookie']).toEqual(['REDACTED'])
+    expect(kept.transaction.request.headers['User-Agent'] ?? kept.transaction.request.headers['user-agent']).toBeDefined()
+    expect(row.message).not.toContain(token)
+  })
   it('without audit part K, reads the rule from the text form of error_message', () => {
     const e = structuredClone(waf) as any
     e.messages = [

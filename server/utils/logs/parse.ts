@@ -1,4 +1,5 @@
 import type { logs } from '../../../db/schema'
+import { SESSION_COOKIE } from '../auth/session-cookie'
 
 // One line of a proxy log -> one row of the logs table. Pure: host lookups and
 // geolocation come in through `ctx`. A line that cannot be parsed becomes a row
@@ -195,6 +196,26 @@ function _interruptionStatus(matches: _WafMatch[]): number {
   return status ? Number(status[1]) : _DENY_DEFAULT_STATUS
 }
 
+/** Headers whose values are credentials: Caddy's access log redacts the same ones (its `log_credentials` off). */
+const _CREDENTIAL_HEADERS = new Set(['cookie', 'set-cookie', 'authorization', 'proxy-authorization'])
+const _SESSION_VALUE = new RegExp(`(${SESSION_COOKIE}=)${String.raw`[^;"\\\s]+`}`, 'g')
+
+/**
+ * Coraza's audit log keeps the request's and the response's headers whole (parts B
+ * and F), so a blocked request of a signed-in operator held the panel's session
+ * token, and one to a basic-auth host its password: readable by every viewer of
+ * the logs. The row keeps the line with those values replaced by "REDACTED", and
+ * the session token also wherever else the line quotes it (a rule's matched data).
+ */
+function _redactWafCredentials(e: Record<string, any>, tx: Record<string, any>): string {
+  for (const part of [_obj(tx.request), _obj(tx.response)]) {
+    const headers = _obj(part?.headers)
+    if (!headers) continue
+    for (const name of Object.keys(headers)) if (_CREDENTIAL_HEADERS.has(name.toLowerCase())) headers[name] = ['REDACTED']
+  }
+  return JSON.stringify(e).replace(_SESSION_VALUE, '$1REDACTED')
+}
+
 /** Coraza JSON audit log (proxy-and-engine.md A2): one row per transaction. */
 export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
   const e = _parseJson(line)
@@ -230,8 +251,8 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
     remoteIp,
     userAgent: _str(_header(request.headers, 'user-agent'), FIELD_LIMITS.userAgent),
     level: interrupted ? 'warn' : 'info',
-    message: top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched'),
-    raw: truncateRaw(line),
+    message: (top?.msg ?? (interrupted ? 'request blocked by the WAF' : 'WAF rule matched')).replace(_SESSION_VALUE, '$1REDACTED'),
+    raw: truncateRaw(_redactWafCredentials(e, tx)),
     wafRuleId: top?.id ?? null,
     wafSeverity: top && top.severity >= 0 ? WAF_SEVERITIES[top.severity]! : null,
     wafAnomalyScore: score ? Number(score[1]) : null,
