@@ -13,6 +13,9 @@ beforeAll(async () => {
   const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
   const res = await createHost(stack, { domain: 'secure.example.test', target_group_id: group.id, auth_required: true })
   expect(res.status).toBe(201)
+  // Without ForwardAuth: one under the cookie's domain (example.test, the parent of PANEL_DOMAIN), one outside it.
+  for (const domain of ['open.example.test', 'open.other.test'])
+    expect((await createHost(stack, { domain, target_group_id: group.id })).status).toBe(201)
 })
 afterAll(async () => {
   await stack?.stop()
@@ -64,6 +67,24 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     expect(up.requests.at(-1)!.headers.cookie).toBe('app_b=2')
     await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie: stack.admin } })
     expect(up.requests.at(-1)!.headers.cookie ?? '').toBe('')
+  })
+
+  it('a host without ForwardAuth under the same domain does not pass the session cookie on either; a host outside the domain is left alone', async () => {
+    const token = stack.admin.split('=')[1]!
+    const res = await httpRequest({
+      port: stack.httpPort,
+      host: 'open.example.test',
+      path: '/',
+      headers: { cookie: `app_a=1; ${stack.admin}; app_b=2` },
+    })
+    expect(res.status).toBe(200)
+    const seen = up.requests.at(-1)!.headers
+    expect(seen.cookie).toBe('app_a=1; app_b=2')
+    expect(JSON.stringify(seen)).not.toContain(token)
+    expect(seen['x-auth-email']).toBeUndefined()
+    // A browser never sends the cookie there; what a client sends by hand passes as it is.
+    await httpRequest({ port: stack.httpPort, host: 'open.other.test', path: '/', headers: { cookie: 'panel_session=not-ours; b=2' } })
+    expect(up.requests.at(-1)!.headers.cookie).toBe('panel_session=not-ours; b=2')
   })
 
   it('a forged cookie is treated as no session', async () => {

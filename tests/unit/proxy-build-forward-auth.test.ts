@@ -94,6 +94,32 @@ describe('buildForwardAuthHandler — in the host chain', () => {
     expect(apply('my_panel_session=1; b=2')).toBe('my_panel_session=1; b=2')
   })
 
+  it('takes the cookie out on hosts without ForwardAuth under its domain, but not on the panel itself nor outside the domain', () => {
+    const scope = { domain: 'example.test', panelHost: 'panel.example.test' }
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        panelCookie: scope,
+        hosts: [
+          buildHostSnapshot({ id: 1, domain: 'app.example.test' }),
+          buildHostSnapshot({ id: 2, domain: 'panel.example.test' }),
+          buildHostSnapshot({ id: 3, domain: 'other.org', aliases: ['www.other.org'] }),
+          buildHostSnapshot({ id: 4, domain: 'other.net', aliases: ['alias.example.test'] }),
+          buildHostSnapshot({ id: 5, domain: 'fa.example.test', auth_required: true }),
+        ],
+      }),
+    )
+    const strip = buildPanelCookieStripHandler('panel_session')
+    expect(hostSubroutes(config, 'app.example.test')[0].handle).toEqual([strip])
+    expect(JSON.stringify(hostSubroutes(config, 'panel.example.test'))).not.toContain('panel_session')
+    expect(JSON.stringify(hostSubroutes(config, 'other.org'))).not.toContain('panel_session')
+    expect(hostSubroutes(config, 'other.net')[0].handle).toEqual([strip])
+    // ForwardAuth hosts keep the check first: the panel reads the cookie there, then it goes.
+    expect(hostSubroutes(config, 'fa.example.test')[0].handle).toEqual([buildForwardAuthHandler(panel), strip])
+    // A host-only cookie (no parent domain): nothing to take out anywhere.
+    const hostOnly = buildProxyConfig(buildSnapshot({ panelCookie: null, hosts: [buildHostSnapshot({ domain: 'app.example.test' })] }))
+    expect(JSON.stringify(hostOnly.config)).not.toContain('search_regexp')
+  })
+
   it('dials the snapshot panel upstream', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({ panelUpstream: { dial: 'panel.internal:8443', tls: true }, hosts: [buildHostSnapshot({ auth_required: true })] }),

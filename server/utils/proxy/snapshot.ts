@@ -5,6 +5,7 @@ import { getSetting } from '../core/settings'
 import { readAccessLists, readHosts, readRules, readTargetGroups, readWafExclusions } from '../hosts/records'
 import { readDnsProviderCredentials } from '../hosts/dns-credentials'
 import { readManualCertPaths } from '../hosts/manual-cert-files'
+import { cookieDomainFor } from '../auth/cookie'
 import type { ProxySnapshot } from './build/types'
 
 // Everything the proxy configuration depends on, read in this one place, inside
@@ -16,6 +17,11 @@ export function panelUpstreamOf(internalUrl: string): ProxySnapshot['panelUpstre
   const internal = new URL(internalUrl)
   const host = internal.hostname.includes(':') ? `[${internal.hostname}]` : internal.hostname
   return { dial: `${host}:${internal.port || (internal.protocol === 'https:' ? 443 : 80)}`, tls: internal.protocol === 'https:' }
+}
+
+function _panelCookieScope(panelDomain: string): ProxySnapshot['panelCookie'] {
+  const domain = cookieDomainFor(panelDomain)
+  return domain ? { domain: domain.toLowerCase(), panelHost: panelDomain.toLowerCase() } : null
 }
 
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
@@ -39,6 +45,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     httpPort: cfg.proxy.httpPort,
     httpsPort: cfg.proxy.httpsPort,
     panelUpstream: panelUpstreamOf(cfg.internalUrl),
+    panelCookie: _panelCookieScope(cfg.domain),
     acme: {
       email: (await getSetting<string>('acme.email', exec)) || null,
       caUrl: (await getSetting<string>('acme.ca_url', exec)) || null,

@@ -69,6 +69,16 @@ export function buildPanelCookieStripHandler(cookieName: string): Json {
   }
 }
 
+/**
+ * Whether browsers send the panel's session cookie to this host while the host is not the
+ * panel itself: one of its names is the cookie's domain or under it, none is the panel's.
+ */
+export function receivesPanelCookie(names: string[], scope: { domain: string; panelHost: string }): boolean {
+  const lower = names.map((n) => n.toLowerCase())
+  if (lower.includes(scope.panelHost)) return false
+  return lower.some((n) => n === scope.domain || n.endsWith(`.${scope.domain}`))
+}
+
 /** A name no visitor uses (`.invalid` is reserved, RFC 2606): the Host of the panel's reachability probe. */
 export const FORWARD_AUTH_PROBE_HOST = 'forward-auth-probe.edge-panel.invalid'
 export const FORWARD_AUTH_PROBE_ROUTE_ID = 'panel_forward_auth_probe'

@@ -14,7 +14,7 @@ import {
   stripBouncerWarmup,
 } from './crowdsec'
 import { SESSION_COOKIE } from '../../auth/session-cookie'
-import { buildForwardAuthHandler, buildForwardAuthProbeRoute, buildPanelCookieStripHandler } from './forward-auth'
+import { buildForwardAuthHandler, buildForwardAuthProbeRoute, buildPanelCookieStripHandler, receivesPanelCookie } from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -146,6 +146,9 @@ function _buildHostRoute(
         break
       case 'forward_auth':
         if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(SESSION_COOKIE))
+        // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
+        else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
+          chain.push(buildPanelCookieStripHandler(SESSION_COOKIE))
         break
       case 'rules':
         // The chain so far runs for every request; rules and the default route follow it.

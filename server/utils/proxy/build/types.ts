@@ -27,6 +27,13 @@ export interface ProxySnapshot {
   httpPort: number
   httpsPort: number
   panelUpstream: { dial: string; tls: boolean }
+  /**
+   * The panel's session cookie when browsers send it beyond the panel's own host (its
+   * Domain is the parent of PANEL_DOMAIN, for ForwardAuth): every other host under that
+   * domain takes it out of the request, so no upstream ever holds the operator's session.
+   * Absent: a host-only cookie, nothing to take out.
+   */
+  panelCookie?: { domain: string; panelHost: string } | null
   acme: { email: string | null; caUrl: string | null; trustedRootsPemFile: string | null }
   security: { lapiUrl: string; bouncerKey: string | null; tickerInterval: string; appsecUrl: string | null }
   waf: { inboundThreshold: number; outboundThreshold: number }
