@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { getConfig } from '../core/config'
+import { readTopLevelArrays } from '../core/json-array-reader'
 import { upstreamFailed, upstreamUnavailable } from '../core/errors'
 import { PANEL_VERSION } from '../core/version'
 import { redactSecrets } from '../core/redact'
@@ -140,12 +141,15 @@ export const STREAM_SCOPES = 'ip,range,country,as'
  * One pull of the decision stream with the panel's own key (never the proxy's: the
  * stream's delta is per bouncer). `startup`: every active decision; otherwise what
  * changed since this key's last pull. dedup=false: every decision by id, as GET
- * /v1/decisions lists them, not only the longest per value.
+ * /v1/decisions lists them, not only the longest per value. Each decision goes to
+ * `onDecision` as it is read from the answer: 500,000 of them are never held as
+ * one text nor as one parsed array (docs/performance.md, memory).
  */
 export async function pullDecisionStream(
   startup: boolean,
+  onDecision: (kind: 'new' | 'deleted', decision: LapiDecision) => void,
   opts: { timeoutMs?: number } = {},
-): Promise<{ new: LapiDecision[]; deleted: LapiDecision[] }> {
+): Promise<void> {
   const key = getConfig().lapi.panelBouncerKey
   if (!key) throw new Error('LAPI_PANEL_BOUNCER_KEY is not configured')
   const res = await _send('v1/decisions/stream', {
@@ -154,10 +158,19 @@ export async function pullDecisionStream(
     headers: { 'x-api-key': key },
     query: { startup: String(startup), scopes: STREAM_SCOPES, dedup: 'false' },
   })
-  const text = await res.text()
-  if (res.status !== 200) throw await _engineError(res.status, text)
-  const body = (text ? JSON.parse(text) : null) as { new?: LapiDecision[] | null; deleted?: LapiDecision[] | null } | null
-  return { new: body?.new ?? [], deleted: body?.deleted ?? [] }
+  if (res.status !== 200) throw await _engineError(res.status, await res.text())
+  try {
+    await readTopLevelArrays(res.body, (member, element) => {
+      if (member === 'new' || member === 'deleted') onDecision(member, element as LapiDecision)
+    })
+  } catch (err) {
+    const e = err as Error
+    if (e.name === 'TimeoutError' || e.name === 'AbortError')
+      throw new LapiUnreachable(
+        `local API at ${getConfig().lapi.url} is unreachable: the decision stream did not end within ${opts.timeoutMs ?? _TIMEOUT_MS} ms`,
+      )
+    throw new Error(`the local API's decision stream is not what the panel reads: ${e.message}`)
+  }
 }
 
 /**

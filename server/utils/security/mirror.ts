@@ -52,24 +52,37 @@ export function mirrorEnabled(): boolean {
   return !!getConfig().lapi.panelBouncerKey
 }
 
+// Origins, types, scopes and scenarios repeat across hundreds of thousands of records:
+// one string each (JSON.parse makes a new one per decision). Emptied at each full pull.
+let _strings = new Map<string, string>()
+function _shared(s: string): string {
+  let held = _strings.get(s)
+  if (held === undefined) {
+    held = s
+    _strings.set(s, s)
+  }
+  return held
+}
+
 function _record(d: LapiDecision, receivedMs: number): MirrorRecord {
   const left = parseGoDurationMs(String(d.duration)) ?? 0
+  const value = String(d.value)
+  const valueLc = value.toLowerCase()
+  const scenario = _shared(String(d.scenario))
   return {
     id: Number(d.id),
-    origin: String(d.origin),
-    type: String(d.type),
-    scope: String(d.scope),
-    value: String(d.value),
-    scenario: String(d.scenario),
+    origin: _shared(String(d.origin)),
+    type: _shared(String(d.type)),
+    scope: _shared(String(d.scope)),
+    value,
+    scenario,
     untilMs: receivedMs + left,
-    valueLc: String(d.value).toLowerCase(),
-    scenarioLc: String(d.scenario).toLowerCase(),
+    valueLc: valueLc === value ? value : valueLc,
+    scenarioLc: _shared(scenario.toLowerCase()),
   }
 }
 
-function _applyFull(decisions: LapiDecision[], receivedMs: number): void {
-  const byId = new Map<number, MirrorRecord>()
-  for (const d of decisions) byId.set(Number(d.id), _record(d, receivedMs))
+function _installFull(byId: Map<number, MirrorRecord>): void {
   _byId = byId
   _sorted = [...byId.values()].sort((a, b) => a.id - b.id)
 }
@@ -111,14 +124,30 @@ function _merge(a: MirrorRecord[], b: MirrorRecord[]): MirrorRecord[] {
 async function _pull(): Promise<void> {
   const full = _needFull || (_state.full_sync_at !== null && Date.now() - _state.full_sync_at > _FULL_RESYNC_MS)
   try {
-    const body = await pullDecisionStream(full, { timeoutMs: full ? _STARTUP_TIMEOUT_MS : _DELTA_TIMEOUT_MS })
+    const timeoutMs = full ? _STARTUP_TIMEOUT_MS : _DELTA_TIMEOUT_MS
+    // A full pull becomes records as it is read (the answer is never held whole); the
+    // records replace the held ones only once the answer was read to its end.
+    const receivedMs = Date.now()
+    if (full) _strings = new Map()
+    const fullById = new Map<number, MirrorRecord>()
+    const added: LapiDecision[] = []
+    const deleted: LapiDecision[] = []
+    await pullDecisionStream(
+      full,
+      (kind, d) => {
+        if (full) {
+          if (kind === 'new') fullById.set(Number(d.id), _record(d, receivedMs))
+        } else (kind === 'new' ? added : deleted).push(d)
+      },
+      { timeoutMs },
+    )
     const now = Date.now()
     if (full) {
-      _applyFull(body.new, now)
+      _installFull(fullById)
       _version++
       _state = { ..._state, full_sync_at: now, full_syncs: _state.full_syncs + 1 }
       logger.info(`decision mirror: full pull, ${_sorted.length} active decisions`)
-    } else if (_applyDelta(body.new, body.deleted, now)) _version++
+    } else if (_applyDelta(added, deleted, now)) _version++
     if (_state.last_error) logger.info('decision mirror: the local API answers again')
     _needFull = false
     _state = { ..._state, synced_at: now, last_error: null, last_error_at: null }
