@@ -1,9 +1,9 @@
-import { defineEventHandler, getRequestHeader, setResponseHeader } from 'h3'
+import { defineEventHandler, getRequestHeader, setResponseHeaders } from 'h3'
 import { whenBootReady } from '../utils/core/boot'
 import { upstreamUnavailable, payloadTooLarge } from '../utils/core/errors'
 import { JSON_BODY_LIMIT_BYTES } from '../utils/core/validate'
 import { NPM_DATABASE_LIMIT_BYTES, NPM_IMPORT_PATH } from '../utils/import/npm-limits'
-import { isSecureContextFor } from '../utils/auth/cookie'
+import { securityHeadersFor } from '../utils/auth/cookie'
 
 // Every request waits for boot (database open, migrations applied), is refused
 // early when its declared body is over the limit, and gets the security headers.
@@ -18,7 +18,5 @@ export default defineEventHandler(async (event) => {
   // An uploaded nginx-proxy-manager database is the one body allowed past 1 MiB.
   const limit = event.path === NPM_IMPORT_PATH ? NPM_DATABASE_LIMIT_BYTES : JSON_BODY_LIMIT_BYTES
   if (declared > limit) throw payloadTooLarge(limit)
-  setResponseHeader(event, 'x-content-type-options', 'nosniff')
-  setResponseHeader(event, 'referrer-policy', 'same-origin')
-  if (isSecureContextFor(event)) setResponseHeader(event, 'strict-transport-security', 'max-age=31536000')
+  setResponseHeaders(event, securityHeadersFor(event))
 })

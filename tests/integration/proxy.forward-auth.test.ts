@@ -87,6 +87,30 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     expect(up.requests.at(-1)!.headers.cookie).toBe('panel_session=not-ours; b=2')
   })
 
+  it("answers the proxy's sub-request itself with the headers every panel answer carries", async () => {
+    const ok = await stack.panel.request('/auth/forward', { cookie: stack.admin })
+    expect(ok.status).toBe(200)
+    expect(ok.text).toBe('')
+    const api = await stack.panel.request('/api/setup')
+    for (const name of ['x-content-type-options', 'referrer-policy', 'strict-transport-security'])
+      expect(ok.headers.get(name), name).toBe(api.headers.get(name))
+    expect(ok.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(Object.fromEntries(['x-auth-email', 'cache-control', 'content-type'].map((h) => [h, ok.headers.get(h)]))).toEqual({
+      'x-auth-email': ADMIN.email,
+      'cache-control': 'no-store',
+      'content-type': 'text/html',
+    })
+    const login = await stack.panel.request('/auth/forward', {
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'secure.example.test', 'x-forwarded-uri': '/private?x=1' },
+    })
+    expect(login.status).toBe(302)
+    const location = login.headers.get('location')!
+    expect(location).toBe(`https://panel.example.test/login?rd=${encodeURIComponent('https://secure.example.test/private?x=1')}`)
+    expect(login.text).toBe(`<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${location}"></head></html>`)
+    // Another method is not the proxy's: the route table answers it, as for any path.
+    expect((await stack.panel.request('/auth/forward', { method: 'POST', cookie: stack.admin })).status).toBe(405)
+  })
+
   it('a forged cookie is treated as no session', async () => {
     const before = up.requests.length
     const res = await httpRequest({

@@ -28,6 +28,13 @@ export function isSecureContextFor(event: H3Event): boolean {
   return isLoopbackHostname(_hostnameOfHostHeader(getRequestHeader(event, 'host') ?? ''))
 }
 
+/** The headers every answer of the panel carries (HSTS exactly when the cookie is Secure). */
+export function securityHeadersFor(event: H3Event): Record<string, string> {
+  const headers: Record<string, string> = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' }
+  if (isSecureContextFor(event)) headers['strict-transport-security'] = 'max-age=31536000'
+  return headers
+}
+
 export function setSessionCookie(event: H3Event, token: string): void {
   setCookie(event, SESSION_COOKIE, token, {
     domain: cookieDomainFor(getConfig().domain),

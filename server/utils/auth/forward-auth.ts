@@ -1,5 +1,7 @@
 import { getConfig } from '../core/config'
+import { FORWARD_AUTH_PROBE_HEADER, noteForwardAuthProbe } from '../proxy/forward-auth-check'
 import { sanitizeRedirectTarget } from './redirect'
+import { resolveSession } from './sessions'
 
 /**
  * Rebuilds the URL the browser asked for from the proxy's X-Forwarded-* headers
@@ -12,4 +14,54 @@ export function loginRedirectForForwardAuth(fwd: { proto?: string; host?: string
   const original = fwd.host ? `${proto}://${fwd.host}${uri}` : undefined
   const rd = original ? sanitizeRedirectTarget(original, domain, '') : ''
   return `${publicUrl}/login${rd ? `?rd=${encodeURIComponent(rd)}` : ''}`
+}
+
+/** What /auth/forward answers, whichever path serves it (the route, or the fast path of plugins/05-forward-auth.ts). */
+export interface ForwardAuthAnswer {
+  status: 200 | 302
+  headers: Record<string, string>
+  body: string
+}
+
+/** The inputs of answerForwardAuth from a request's headers and session cookie. */
+export function forwardAuthRequestOf(header: (name: string) => string | undefined, sessionToken: string | undefined) {
+  return {
+    sessionToken,
+    probeNonce: header(FORWARD_AUTH_PROBE_HEADER),
+    forwarded: { proto: header('x-forwarded-proto'), host: header('x-forwarded-host'), uri: header('x-forwarded-uri') },
+  }
+}
+
+/**
+ * The proxy's sub-request: 200 + X-Auth-* for a valid session, else 302 to the
+ * login page (with an HTML body naming it, as h3's sendRedirect writes).
+ */
+export async function answerForwardAuth(request: {
+  sessionToken: string | undefined
+  probeNonce: string | undefined
+  forwarded: { proto?: string; host?: string; uri?: string }
+}): Promise<ForwardAuthAnswer> {
+  noteForwardAuthProbe(request.probeNonce)
+  const session = await resolveSession(request.sessionToken)
+  if (session) {
+    const { user } = session
+    return {
+      status: 200,
+      headers: {
+        'x-auth-user': user.email,
+        'x-auth-email': user.email,
+        'x-auth-name': user.name || user.email,
+        'x-auth-provider': user.provider,
+        'cache-control': 'no-store',
+        'content-type': 'text/html',
+      },
+      body: '',
+    }
+  }
+  const location = loginRedirectForForwardAuth(request.forwarded)
+  return {
+    status: 302,
+    headers: { location, 'content-type': 'text/html' },
+    body: `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${location.replace(/"/g, '%22')}"></head></html>`,
+  }
 }

@@ -9,11 +9,17 @@ const _ready = new Promise<void>((res, rej) => {
 })
 _ready.catch(() => {})
 let _failure: Error | undefined
+let _isReady = false
 
 export const bootStartedAtMs = Date.now()
 
 export function markBootReady(): void {
+  _isReady = true
   _resolve()
+}
+/** Whether boot has finished (for a path that must not wait on the promise). */
+export function isBootReady(): boolean {
+  return _isReady
 }
 export function markBootFailed(err: Error): void {
   _failure = err
