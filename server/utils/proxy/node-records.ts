@@ -42,6 +42,18 @@ function _nodeRewrites(id: number): Array<readonly [string, string]> {
   return [[_jsonText(`${nodeLogDir(CANARY_NODE_ID)}/`), _jsonText(`${nodeLogDir(id)}/`)]]
 }
 
+/**
+ * The shared configuration text a node's text stands for, for comparing hashes; a text that is
+ * not this node's own (it holds the shared side of a rewrite: the configuration of before the
+ * node got a bouncer key of its own, or the canary's log paths) is returned marked, so that it
+ * never hashes like the current configuration and the node gets its own pushed. Mapping back
+ * alone cannot tell: the node's old text and its own map to the same shared text.
+ */
+export function sharedTextOf(node: Pick<ProxyNode, 'rewrites'>, text: string): string {
+  const shared = fromNodeText(node, text)
+  return toNodeText(node, shared) === text ? shared : `not the node's own configuration\n${text}`
+}
+
 /** The node's own configuration text from the shared one. */
 export function toNodeText(node: Pick<ProxyNode, 'rewrites'>, text: string): string {
   for (const [shared, own] of node.rewrites) text = text.replaceAll(shared, own)
