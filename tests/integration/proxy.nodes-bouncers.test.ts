@@ -229,6 +229,12 @@ describe('one engine for all bouncers', () => {
 
     const replaced = await putEdge({ bouncer_key: otherKey })
     expect(replaced.status, replaced.text).toBe(200)
+    const updates = (await auditRows()).filter((r) => r.message === 'proxy_node_update').map((r) => JSON.parse(r.raw))
+    expect(updates.slice(-3).map((u) => [u.bouncer_key_set, u.bouncer_key_changed])).toEqual([
+      [true, false],
+      [false, true],
+      [true, true],
+    ])
     // Regression: the node held the shared key, which maps back to the same shared text as its new
     // key would, so it looked in sync and was never given its key.
     expect(

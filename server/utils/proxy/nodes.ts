@@ -250,7 +250,9 @@ export async function updateNode(id: number, input: NodeInput, ctx: AuditContext
       .returning()
       .get()
       .catch((err) => _duplicateName(err, input.name)))!
-    await writeAudit(ctx, 'proxy_node_update', _auditFields(row), tx)
+    // A new key is named as a change (a rotation), never shown.
+    const bouncerKeyChanged = openNodeBouncerKey(current) !== openNodeBouncerKey(row)
+    await writeAudit(ctx, 'proxy_node_update', { ..._auditFields(row), bouncer_key_changed: bouncerKeyChanged }, tx)
     return presentNode(row)
   })
   return _afterChange(id, updated)
