@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { LAPI_USER_AGENT, panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
@@ -254,6 +256,26 @@ describe('one engine for all bouncers', () => {
     // edge-2-bouncer's key is no node's any more.
     expect(bouncers.find((b) => b.name === 'edge-2-bouncer')).toMatchObject({ key: 'other', node: null })
     expect((await nodeNamed('edge-2')).bouncer.name).toBe('spare-bouncer')
+  })
+
+  it('an engine database the panel cannot read: 503 saying why, and the node list still answers', async () => {
+    // The panel reads the engine's configuration at each answer; the engine itself is not restarted.
+    const local = join(cs.configDir, 'config.yaml.local')
+    writeFileSync(local, 'db_config:\n  type: mysql\n  host: db.internal\n')
+    try {
+      for (const path of ['/api/security/bouncers', '/api/security/machines']) {
+        const res = await stack.panel.request(path, { cookie: stack.admin })
+        expect(res.status).toBe(503)
+        expect(res.json.error).toMatch(
+          /^security engine unavailable: its database is of type "mysql"; the panel reads .* only from a sqlite database/,
+        )
+      }
+      const nodes = (await get('/api/nodes')) as Json[]
+      expect(nodes.map((n) => n.bouncer)).toEqual([null, null])
+    } finally {
+      rmSync(local)
+    }
+    expect(((await get('/api/nodes')) as Json[]).every((n) => n.bouncer)).toBe(true)
   })
 
   it('no node key in any audit row, state row, health answer or panel output', async () => {
