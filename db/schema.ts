@@ -456,4 +456,6 @@ export const proxyNodes = sqliteTable('proxy_nodes', {
   tlsClientKey: text('tls_client_key'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
+  /** Migration 0025: the node's own bouncer key, sealed; null = LAPI_BOUNCER_KEY. */
+  bouncerKey: text('bouncer_key'),
 })

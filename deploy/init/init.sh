@@ -33,6 +33,12 @@ if [ ! -e /etc/crowdsec/config.yaml ] && [ -d /staging/etc/crowdsec ]; then
   echo "init: engine configuration populated from the image"
 fi
 mkdir -p /etc/crowdsec/parsers/s02-enrich /etc/crowdsec/scenarios /var/lib/crowdsec/data/crs-plugins
+# The engine's database, made empty here before the engine's first start so that it belongs to
+# uid 1000 from the start: the panel reads it (read-only) for the bouncers and machines. A
+# database the engine makes itself is root's, mode 0640, until the next `up`; in this one the
+# engine creates its tables and keeps the owner, and SQLite gives its -wal and -shm files the
+# database's owner (checked with the engine v1.7.8; docs/security-engine.md).
+[ -e /var/lib/crowdsec/data/crowdsec.db ] || : >/var/lib/crowdsec/data/crowdsec.db
 
 chown -R 1000:1000 "$SECRETS" /var/lib/panel /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
 chmod 0700 "$SECRETS" && chmod 0600 "$SECRETS"/*

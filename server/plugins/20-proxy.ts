@@ -7,7 +7,7 @@ import { registerSystemHealthSection } from '../utils/ops/health'
 import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { accessListHashSecrets } from '../utils/hosts/access-lists'
-import { nodeKeySecrets } from '../utils/proxy/node-records'
+import { nodeBouncerKeySecrets, nodeKeySecrets } from '../utils/proxy/node-records'
 import { readNodesHealth } from '../utils/proxy/nodes'
 import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
 
@@ -20,6 +20,7 @@ export default defineNitroPlugin((nitroApp) => {
   registerSecretSource(manualCertKeySecrets)
   registerSecretSource(accessListHashSecrets)
   registerSecretSource(nodeKeySecrets)
+  registerSecretSource(nodeBouncerKeySecrets)
   registerSystemHealthSection('proxy', readProxyHealth)
   registerSystemHealthSection('proxy_nodes', readNodesHealth)
   // Inside the settings transaction: a proxy rejection rolls the change back.

@@ -205,6 +205,9 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/security/scenarios': {},
     'PATCH /api/security/scenarios/{name}': { params: { name: 'crowdsecurity%2Fhttp-probing' }, body: { disabled: true }, refusals: [503] },
     'GET /api/security/drift': {},
+    // No engine folder in this walk (CROWDSEC_CONFIG_DIR unset): the documented 503.
+    'GET /api/security/bouncers': { refusals: [503] },
+    'GET /api/security/machines': { refusals: [503] },
     'GET /api/security/appsec-tuning': {},
     'PUT /api/security/appsec-tuning': { body: { inbound_threshold: 5, outbound_threshold: 4 }, refusals: [503] },
     'GET /api/security/check-self': { refusals: [503] },

@@ -278,6 +278,9 @@ describe('deploy/compose.yaml', () => {
     const init = read('init/init.sh')
     for (const secret of ['master_key', 'bouncer_key', 'machine_password']) expect(init).toContain(secret)
     expect(spawnSync('sh', ['-n', join(DEPLOY, 'init/init.sh')]).status).toBe(0)
+    // The engine's database exists before the engine's first start, so the chown gives it to the panel's user.
+    expect(init.indexOf(': >/var/lib/crowdsec/data/crowdsec.db')).toBeGreaterThan(-1)
+    expect(init.indexOf(': >/var/lib/crowdsec/data/crowdsec.db')).toBeLessThan(init.indexOf('chown -R 1000:1000'))
     expect(services.init.volumes).toContain('./init/init.sh:/init/init.sh:ro')
   })
 

@@ -36,10 +36,37 @@ export function nodeLogDir(id: number): string {
 /** A string as it appears inside a JSON string literal. */
 const _jsonText = (s: string) => JSON.stringify(s).slice(1, -1)
 
-function _nodeRewrites(id: number): Array<readonly [string, string]> {
-  if (id === CANARY_NODE_ID) return []
+function _nodeRewrites(row: NodeRow): Array<readonly [string, string]> {
+  if (row.id === CANARY_NODE_ID) return []
   // Every path the builder puts under the log folder (access.log, error.log, waf-audit.log).
-  return [[_jsonText(`${nodeLogDir(CANARY_NODE_ID)}/`), _jsonText(`${nodeLogDir(id)}/`)]]
+  const out: Array<readonly [string, string]> = [[_jsonText(`${nodeLogDir(CANARY_NODE_ID)}/`), _jsonText(`${nodeLogDir(row.id)}/`)]]
+  const rewrite = _bouncerKeyRewrite(row)
+  if (rewrite) out.push(rewrite)
+  return out
+}
+
+/**
+ * A node with its own bouncer key gets it as `apps.crowdsec.api_key` in place of the shared
+ * LAPI_BOUNCER_KEY (docs/scaling.md). The pair names the whole `"api_key":"…"` member, so no
+ * other text is touched; without the shared key the configuration has no bouncer to rewrite.
+ */
+function _bouncerKeyRewrite(row: NodeRow): readonly [string, string] | null {
+  const shared = getConfig().lapi.bouncerKey
+  const own = openNodeBouncerKey(row)
+  if (!shared || !own) return null
+  return [`"api_key":${JSON.stringify(shared)}`, `"api_key":${JSON.stringify(own)}`]
+}
+
+/**
+ * The shared configuration text a node's text stands for, for comparing hashes; a text that is
+ * not this node's own (it holds the shared side of a rewrite: the configuration of before the
+ * node got a bouncer key of its own, or the canary's log paths) is returned marked, so that it
+ * never hashes like the current configuration and the node gets its own pushed. Mapping back
+ * alone cannot tell: the node's old text and its own map to the same shared text.
+ */
+export function sharedTextOf(node: Pick<ProxyNode, 'rewrites'>, text: string): string {
+  const shared = fromNodeText(node, text)
+  return toNodeText(node, shared) === text ? shared : `not the node's own configuration\n${text}`
 }
 
 /** The node's own configuration text from the shared one. */
@@ -63,6 +90,16 @@ export function sealNodeKey(id: number, pem: string): string {
 
 export function openNodeKey(row: NodeRow): string | null {
   return row.tlsClientKey ? getSecretsBox().open(row.tlsClientKey, nodeKeyOwner(row.id)) : null
+}
+
+export const nodeBouncerKeyOwner = (id: number) => `proxy_nodes/${id}/bouncer_key`
+
+export function sealNodeBouncerKey(id: number, key: string): string {
+  return getSecretsBox().seal(key, nodeBouncerKeyOwner(id))
+}
+
+export function openNodeBouncerKey(row: NodeRow): string | null {
+  return row.bouncerKey ? getSecretsBox().open(row.bouncerKey, nodeBouncerKeyOwner(row.id)) : null
 }
 
 export function nodeAdminUrl(row: NodeRow): string {
@@ -92,7 +129,7 @@ export async function readRolloutNodes(exec: Executor): Promise<ProxyNode[]> {
     { id: CANARY_NODE_ID, name: canary?.name ?? 'node-1', target: { url: getConfig().proxy.adminUrl }, rewrites: [] },
   ]
   for (const r of rows)
-    if (r.id !== CANARY_NODE_ID && r.enabled) out.push({ id: r.id, name: r.name, target: nodeTarget(r), rewrites: _nodeRewrites(r.id) })
+    if (r.id !== CANARY_NODE_ID && r.enabled) out.push({ id: r.id, name: r.name, target: nodeTarget(r), rewrites: _nodeRewrites(r) })
   return out
 }
 
@@ -103,6 +140,20 @@ export async function nodeKeySecrets(exec: Executor): Promise<string[]> {
     try {
       const key = openNodeKey(r)
       if (key) out.push(key, ...key.split('\n').filter((line) => line.length >= 16 && !line.startsWith('-----')))
+    } catch {
+      /* sealed under another master key: nothing the panel could leak either */
+    }
+  }
+  return out
+}
+
+/** The nodes' own bouncer keys, for redaction (core/redact.ts). */
+export async function nodeBouncerKeySecrets(exec: Executor): Promise<string[]> {
+  const out: string[] = []
+  for (const r of await readNodeRows(exec)) {
+    try {
+      const key = openNodeBouncerKey(r)
+      if (key) out.push(key)
     } catch {
       /* sealed under another master key: nothing the panel could leak either */
     }

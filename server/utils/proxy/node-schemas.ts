@@ -27,6 +27,26 @@ export const nodeTlsBody = z.strictObject({
     .optional(),
 })
 
+/**
+ * A bouncer key as `cscli bouncers add <name>` prints it (43 base64 characters) or as given with
+ * `-k`: no spaces or quotes, long enough to be a secret; or "__UNCHANGED__": keep the stored one.
+ */
+export const BOUNCER_KEY = /^[A-Za-z0-9+/=._~-]{16,256}$/
+const _BOUNCER_KEY_OR_UNCHANGED = new RegExp(`^(?:${UNCHANGED}|${BOUNCER_KEY.source.slice(1, -1)})$`)
+
+export const nodeBouncerKey = z
+  .string()
+  .max(256)
+  .regex(
+    _BOUNCER_KEY_OR_UNCHANGED,
+    `must be the key \`cscli bouncers add <name>\` printed (16 to 256 letters, digits or + / = . _ ~ -), or "${UNCHANGED}"`,
+  )
+  .nullable()
+  .optional()
+  .describe(
+    `the node's own bouncer key on the security engine, write-only (stored encrypted, never returned); null: the node uses the shared LAPI_BOUNCER_KEY; left out or "${UNCHANGED}": keep what is stored`,
+  )
+
 export const nodeBody = z.strictObject({
   name: z
     .string()
@@ -42,5 +62,6 @@ export const nodeBody = z.strictObject({
     .default([]),
   enabled: z.boolean().default(true),
   tls: nodeTlsBody.nullable().optional().describe('required with an https admin URL (remote admin with TLS client authentication)'),
+  bouncer_key: nodeBouncerKey,
 })
 export type NodeInput = z.infer<typeof nodeBody>

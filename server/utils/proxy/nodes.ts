@@ -6,7 +6,18 @@ import { badRequest, conflict, isUniqueViolation, notFound } from '../core/error
 import { writeAudit, type AuditContext } from '../core/audit'
 import { UNCHANGED } from '../core/settings'
 import { requestBackgroundReconcile } from './loop'
-import { CANARY_NODE_ID, nodeAdminUrl, readNodeRows, sealNodeKey, openNodeKey, type NodeRow } from './node-records'
+import { getConfig } from '../core/config'
+import { readNodeBouncers, type NodeBouncer } from '../security/engine-agents'
+import {
+  CANARY_NODE_ID,
+  nodeAdminUrl,
+  openNodeBouncerKey,
+  readNodeRows,
+  sealNodeBouncerKey,
+  sealNodeKey,
+  openNodeKey,
+  type NodeRow,
+} from './node-records'
 import type { NodeInput } from './node-schemas'
 import { nodeStatus } from './rollout'
 
@@ -25,7 +36,8 @@ function _certInfo(pem: string) {
   }
 }
 
-export function presentNode(row: NodeRow) {
+/** `bouncers`: each node's bouncer on the engine (security/engine-agents.ts); absent: not looked up. */
+export function presentNode(row: NodeRow, bouncers?: Map<number, NodeBouncer>) {
   return {
     id: row.id,
     name: row.name,
@@ -37,6 +49,8 @@ export function presentNode(row: NodeRow) {
     tls: row.tlsClientCert
       ? { client_cert: _certInfo(row.tlsClientCert), client_key_set: !!row.tlsClientKey, server_ca_set: !!row.tlsServerCa }
       : null,
+    bouncer_key_set: !!row.bouncerKey,
+    bouncer: bouncers?.get(row.id) ?? null,
     created_at: row.createdAt,
     updated_at: row.updatedAt,
     status: nodeStatus(row.id),
@@ -44,7 +58,9 @@ export function presentNode(row: NodeRow) {
 }
 
 export async function listNodes() {
-  return (await readNodeRows(getDb())).map(presentNode)
+  const rows = await readNodeRows(getDb())
+  const bouncers = await readNodeBouncers(rows)
+  return rows.map((row) => presentNode(row, bouncers))
 }
 
 async function _row(exec: Tx | ReturnType<typeof getDb>, id: number): Promise<NodeRow> {
@@ -54,7 +70,43 @@ async function _row(exec: Tx | ReturnType<typeof getDb>, id: number): Promise<No
 }
 
 export async function getNode(id: number) {
-  return presentNode(await _row(getDb(), id))
+  const row = await _row(getDb(), id)
+  // Every node: which bouncer is whose depends on which nodes share the key.
+  return presentNode(row, await readNodeBouncers(await readNodeRows(getDb())))
+}
+
+/**
+ * The sealed bouncer key column (docs/scaling.md): left out or "__UNCHANGED__" keeps what is
+ * stored, null removes it (the node goes back to the shared key). The key itself is never
+ * quoted in an error.
+ */
+async function _bouncerKeyColumn(tx: Tx, input: NodeInput, stored: NodeRow | undefined, id: number): Promise<string | null> {
+  const given = input.bouncer_key
+  if (given === undefined || given === UNCHANGED) {
+    if (given === UNCHANGED && !stored?.bouncerKey)
+      throw badRequest(`bouncer_key: nothing is stored for this node, so "${UNCHANGED}" cannot keep it; send the key`)
+    return stored?.bouncerKey ?? null
+  }
+  if (given === null) return null
+  if (id === CANARY_NODE_ID)
+    throw badRequest("bouncer_key: node 1's bouncer uses LAPI_BOUNCER_KEY, the shared key; give other nodes a key of their own")
+  const { bouncerKey, panelBouncerKey } = getConfig().lapi
+  if (given === bouncerKey || given === panelBouncerKey)
+    throw badRequest(
+      "bouncer_key: this is one of the panel's own keys (LAPI_BOUNCER_KEY or LAPI_PANEL_BOUNCER_KEY); create a key for this node with `cscli bouncers add <name>`",
+    )
+  for (const other of await readNodeRows(tx)) {
+    if (other.id === id) continue
+    let theirs: string | null = null
+    try {
+      theirs = openNodeBouncerKey(other)
+    } catch {
+      /* unreadable: cannot be the same key in use */
+    }
+    if (theirs === given)
+      throw conflict(`bouncer_key: node ${other.name} already uses this key; each node needs its own (\`cscli bouncers add <name>\`)`)
+  }
+  return sealNodeBouncerKey(id, given)
 }
 
 /** The TLS columns for an https node: the certificate and key checked to belong together, never echoed. */
@@ -118,6 +170,8 @@ function _auditFields(row: NodeRow) {
     labels: row.labels,
     enabled: row.enabled,
     tls_client_cert: row.tlsClientCert ? new X509Certificate(row.tlsClientCert).fingerprint256 : null,
+    // Whether the node has a bouncer key of its own; never the key.
+    bouncer_key_set: !!row.bouncerKey,
   }
 }
 
@@ -129,7 +183,9 @@ function _duplicateName(err: unknown, name: string): never {
 /** After a change, one look of the loop: a new or re-enabled node gets the current configuration. */
 async function _afterChange<T>(id: number | null, done: T): Promise<T> {
   await requestBackgroundReconcile().catch(() => {})
-  return id === null ? done : ({ ...done, status: nodeStatus(id) } as T)
+  if (id === null) return done
+  const bouncer = (await readNodeBouncers(await readNodeRows(getDb()))).get(id) ?? null
+  return { ...done, status: nodeStatus(id), bouncer } as T
 }
 
 export async function createNode(input: NodeInput, ctx: AuditContext) {
@@ -153,7 +209,7 @@ export async function createNode(input: NodeInput, ctx: AuditContext) {
     // The key is sealed to the row's id, known only now.
     const row = (await tx
       .update(proxyNodes)
-      .set(_tlsColumns(input, undefined, inserted.id))
+      .set({ ..._tlsColumns(input, undefined, inserted.id), bouncerKey: await _bouncerKeyColumn(tx, input, undefined, inserted.id) })
       .where(eq(proxyNodes.id, inserted.id))
       .returning()
       .get())!
@@ -174,7 +230,7 @@ export async function updateNode(id: number, input: NodeInput, ctx: AuditContext
           'admin_url: node 1 is the node of PROXY_ADMIN_URL; change that variable to move it (name and labels can be set here)',
         )
       if (!input.enabled) throw badRequest('enabled: node 1 is the canary every push goes to first and cannot be disabled')
-      columns = { name: input.name, labels: input.labels }
+      columns = { name: input.name, labels: input.labels, bouncerKey: await _bouncerKeyColumn(tx, input, current, id) }
     } else {
       if (!input.admin_url) throw badRequest('admin_url: required')
       await _assertUrlFree(tx, input.admin_url, id)
@@ -184,6 +240,7 @@ export async function updateNode(id: number, input: NodeInput, ctx: AuditContext
         labels: input.labels,
         enabled: input.enabled,
         ..._tlsColumns(input, current, id),
+        bouncerKey: await _bouncerKeyColumn(tx, input, current, id),
       }
     }
     const row = (await tx
@@ -193,7 +250,9 @@ export async function updateNode(id: number, input: NodeInput, ctx: AuditContext
       .returning()
       .get()
       .catch((err) => _duplicateName(err, input.name)))!
-    await writeAudit(ctx, 'proxy_node_update', _auditFields(row), tx)
+    // A new key is named as a change (a rotation), never shown.
+    const bouncerKeyChanged = openNodeBouncerKey(current) !== openNodeBouncerKey(row)
+    await writeAudit(ctx, 'proxy_node_update', { ..._auditFields(row), bouncer_key_changed: bouncerKeyChanged }, tx)
     return presentNode(row)
   })
   return _afterChange(id, updated)

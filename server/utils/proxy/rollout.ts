@@ -7,7 +7,7 @@ import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
 import { hashProxyConfig } from './build/index'
 import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
-import { CANARY_NODE_ID, fromNodeText, nodeLogDir, readRolloutNodes, toNodeText, type ProxyNode } from './node-records'
+import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText, type ProxyNode } from './node-records'
 
 // Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
 // node of PROXY_ADMIN_URL) first, then the others one by one:
@@ -53,7 +53,7 @@ const _HEAL_ACTOR = systemActor('reconciler')
 export function nodeConfigHash(config: unknown, node?: Pick<ProxyNode, 'rewrites'>): string {
   if (!config || typeof config !== 'object') return hashProxyConfig(config)
   const { admin: _admin, ...rest } = config as Record<string, unknown>
-  return hashProxyConfig(rest, node?.rewrites.length ? (text) => fromNodeText(node, text) : undefined)
+  return hashProxyConfig(rest, node?.rewrites.length ? (text) => sharedTextOf(node, text) : undefined)
 }
 
 function _state(node: { id: number; name: string }): _NodeState {

@@ -37,6 +37,17 @@ export const nodeSchema = z.strictObject({
       server_ca_set: z.boolean(),
     }),
   ),
+  bouncer_key_set: z
+    .boolean()
+    .describe('the node has a bouncer key of its own (write-only, never returned); false: it uses LAPI_BOUNCER_KEY'),
+  bouncer: nullable(
+    z.strictObject({
+      name: z.string().describe("the bouncer's name on the engine"),
+      last_pull: nullableTimestamp().describe('when it last read the decisions; null: never'),
+    }),
+  ).describe(
+    "the node's bouncer as the engine knows it (GET /api/security/bouncers); null: none found or the engine's database not readable",
+  ),
   created_at: timestamp(),
   updated_at: timestamp(),
   status: nodeStatusSchema,
@@ -58,7 +69,7 @@ export const nodesOperations = [
     body: nodeBody,
     description:
       "http admin URL: a node on a private network. https admin URL: Caddy's remote admin endpoint (admin.remote), with `tls` holding the panel's client certificate and key (the key is stored encrypted, never returned) and the CA of the node's identity certificate.",
-    responses: { 201: ok('the node', nodeSchema), 409: ok('the name or the admin URL is taken') },
+    responses: { 201: ok('the node', nodeSchema), 409: ok('the name, the admin URL or the bouncer key is taken') },
   }),
   operation({
     method: 'get',
@@ -75,7 +86,7 @@ export const nodesOperations = [
     summary: 'Replace a proxy node (node 1: name and labels only)',
     params: idParam('node'),
     body: nodeBody,
-    responses: { 200: ok('the node', nodeSchema), 404: ok('no such node'), 409: ok('the name or the admin URL is taken') },
+    responses: { 200: ok('the node', nodeSchema), 404: ok('no such node'), 409: ok('the name, the admin URL or the bouncer key is taken') },
   }),
   operation({
     method: 'delete',

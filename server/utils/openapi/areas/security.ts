@@ -72,6 +72,47 @@ const appsecTuningSchema = z.strictObject({
   drift_detected: z.boolean(),
 })
 
+const _nodeRef = {
+  node_id: z.union([z.number().int(), z.null()]).describe('the proxy node this belongs to, when the panel can tell'),
+  node: nullableString().describe("that node's name"),
+}
+
+export const engineBouncerSchema = z.strictObject({
+  name: z.string(),
+  ip_address: z.string().describe('the address of its last request (empty before the first)'),
+  type: z.string().describe("the bouncer's User-Agent name, such as caddy-cs-bouncer (empty before the first request)"),
+  version: z.string(),
+  last_pull: nullableTimestamp().describe('when it last read the decisions (the engine moves it at most once a minute); null: never'),
+  auth_type: z.string().describe('api-key or tls'),
+  revoked: z.boolean(),
+  auto_created: z.boolean().describe('made by the engine for a known key used from another address (`<name>@<ip>`)'),
+  created_at: nullableTimestamp(),
+  key: z
+    .enum(['node', 'shared', 'panel', 'other'])
+    .describe(
+      "node: a node's own bouncer_key; shared: LAPI_BOUNCER_KEY; panel: LAPI_PANEL_BOUNCER_KEY; other: a key the panel does not hold",
+    ),
+  ..._nodeRef,
+})
+
+export const engineMachineSchema = z.strictObject({
+  machine_id: z.string(),
+  ip_address: z.string(),
+  version: z.string(),
+  status: z
+    .enum(['validated', 'pending'])
+    .describe('pending: registered but not yet validated on the engine (`cscli machines validate <id>`)'),
+  last_push: nullableTimestamp(),
+  last_heartbeat: nullableTimestamp(),
+  auth_type: z.string().describe('password or tls'),
+  created_at: nullableTimestamp(),
+  ..._nodeRef,
+})
+
+const _engineDbUnavailable = ok(
+  "the engine's database cannot be read: CROWDSEC_CONFIG_DIR unset, a database that is not sqlite, or its file not visible to the panel",
+)
+
 export const securityOperations = [
   operation({
     method: 'get',
@@ -323,5 +364,23 @@ export const securityOperations = [
         }),
       ),
     },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/security/bouncers',
+    access: 'session',
+    summary: "The engine's bouncers with their last pull, each tied to the proxy node whose key it uses",
+    description:
+      "Read from the engine's own database, read-only (the local API has no such list). A node's bouncer is found by its key: the node's own bouncer_key, or the shared LAPI_BOUNCER_KEY.",
+    responses: { 200: ok('every bouncer, by name', z.array(engineBouncerSchema)), 503: _engineDbUnavailable },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/security/machines',
+    access: 'session',
+    summary: "The engine's machines (agents), validated or pending, each tied to a proxy node where its id or address says so",
+    description:
+      "Read from the engine's own database, read-only. A machine is a node's agent when its machine id is the node's name, or else when its address is the host of exactly one node's admin URL.",
+    responses: { 200: ok('every machine, by id', z.array(engineMachineSchema)), 503: _engineDbUnavailable },
   }),
 ]

@@ -1,0 +1,1 @@
+ALTER TABLE proxy_nodes DROP COLUMN bouncer_key;
