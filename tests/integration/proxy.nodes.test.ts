@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAdminTap, type AdminTap } from '../support/admin-tap'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
+import { createNodeNamespaces, type NodeNamespace } from '../support/netns'
 import { createClientCertificate, createTestPki } from '../support/certs'
 import { registerTestSecret } from '../support/panel'
 import { freePort } from '../support/ports'
@@ -11,13 +12,16 @@ import { startTestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 // Many proxy nodes (docs/scaling.md) over plain http admin URLs, against three
-// real Caddy processes on loopback: node 1 (the panel's PROXY_ADMIN_URL, the
-// production build), node 2 (Debian's stock Caddy 2.6.2: it lacks the rate-limit
-// plugin, which is how it refuses a configuration the others accept) and node 3
-// (the production build). Caddy binds its listeners with SO_REUSEPORT, so the
-// three share the HTTP port; what each node holds is read from its admin API.
+// real Caddy processes, each in a network namespace of its own (a machine of its
+// own: its own loopback and ports, its admin API reached at its address): node 1
+// (the panel's PROXY_ADMIN_URL, the production build), node 2 (Debian's stock
+// Caddy 2.6.2: it lacks the rate-limit plugin, which is how it refuses a
+// configuration the others accept) and node 3 (the production build). What each
+// node holds is read from its admin API. The node behind Caddy's remote admin
+// endpoint (TLS, below) runs on loopback.
 
 let up: Awaited<ReturnType<typeof startTestUpstream>>
+let machines: Awaited<ReturnType<typeof createNodeNamespaces>>
 let stack: ProxyStack
 let stockNode: CaddyHandle
 let thirdNode: CaddyHandle
@@ -74,10 +78,12 @@ async function hostRow() {
 
 beforeAll(async () => {
   up = await startTestUpstream()
-  stack = await startProxyStack()
-  stockNode = await startCaddy({ stock: true })
-  thirdTap = await startAdminTap(() => Number(new URL(thirdNode.adminUrl).port))
-  thirdNode = await startCaddy({ adminOrigins: [thirdTap.host] })
+  machines = await createNodeNamespaces(3)
+  const [first, second, third] = machines.nodes as [NodeNamespace, NodeNamespace, NodeNamespace]
+  stack = await startProxyStack({ caddyNetns: first })
+  stockNode = await startCaddy({ stock: true, netns: second })
+  thirdTap = await startAdminTap(() => Number(new URL(thirdNode.adminUrl).port), third.address)
+  thirdNode = await startCaddy({ adminOrigins: [thirdTap.host], netns: third })
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: `127.0.0.1:${up.port}` }] })).id
   const host = await createHost(stack, { domain: 'multi.example.test', target_group_id: groupId })
   expect(host.status).toBe(201)
@@ -90,6 +96,7 @@ afterAll(async () => {
   await thirdNode?.stop()
   await thirdTap?.stop()
   await up?.stop()
+  await machines?.destroy()
 })
 
 describe('the node registry', () => {

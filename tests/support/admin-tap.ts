@@ -20,7 +20,7 @@ export interface AdminTap {
 }
 
 /** `targetPort`: read at each connection, so the relay can be made before the Caddy it fronts. */
-export async function startAdminTap(targetPort: () => number): Promise<AdminTap> {
+export async function startAdminTap(targetPort: () => number, targetHost = '127.0.0.1'): Promise<AdminTap> {
   let armed: (() => Promise<void>) | null = null
   let fired = false
   const open = new Set<Socket>()
@@ -38,7 +38,7 @@ export async function startAdminTap(targetPort: () => number): Promise<AdminTap>
         })
         return
       }
-      const upstream = connect(targetPort(), '127.0.0.1')
+      const upstream = connect(targetPort(), targetHost)
       open.add(upstream)
       upstream.on('close', () => open.delete(upstream))
       upstream.on('error', () => client.destroy())

@@ -2,13 +2,14 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshRequest } from './admin-http'
 import { edgeBinaries, STOCK_CADDY_BIN } from './edge-bins'
+import type { NodeNamespace } from './netns'
 import { freePort } from './ports'
 import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
 export interface CaddyHandle {
-  /** 'http://127.0.0.1:<port>' */
+  /** 'http://127.0.0.1:<port>' (the namespace's address instead of 127.0.0.1 in a network namespace) */
   adminUrl: string
-  /** '127.0.0.1:<port>': every config sent to /load must carry it as admin.listen. */
+  /** '127.0.0.1:<port>' (idem): every config sent to /load must carry it as admin.listen. */
   adminListen: string
   workDir: string
   /** The binary: the production Caddy with its plugins, or Debian's stock one. */
@@ -46,6 +47,8 @@ export async function startCaddy(
     bootstrap?: { admin?: Record<string, unknown>; [key: string]: unknown }
     /** Other Host values the admin API accepts (a relay in front of it), besides its own listen address. */
     adminOrigins?: string[]
+    /** Run inside this network namespace (netns.ts createNodeNamespaces): its admin API listens on the namespace's address. */
+    netns?: NodeNamespace
   } = {},
 ): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
@@ -53,7 +56,7 @@ export async function startCaddy(
   const workDir = opts.workDir ?? makeTempDir('caddy-')
   for (const d of ['data', 'config', 'home', 'storage']) mkdirSync(join(workDir, d), { recursive: true })
   const port = await freePort()
-  const adminListen = `127.0.0.1:${port}`
+  const adminListen = `${opts.netns?.address ?? '127.0.0.1'}:${port}`
   const adminUrl = `http://${adminListen}`
   const bootstrap = join(workDir, 'bootstrap.json')
   const { admin: adminExtra, ...configExtra } = opts.bootstrap ?? {}
@@ -68,7 +71,9 @@ export async function startCaddy(
 
   const start = async () => {
     const t0 = performance.now()
-    proc = startProcess(bin, ['run', '--config', bootstrap], {
+    const command = ['run', '--config', bootstrap]
+    // `ip netns exec` enters the namespace and execs Caddy: the same PID, stopped as any other.
+    proc = startProcess(opts.netns ? 'ip' : bin, opts.netns ? ['netns', 'exec', opts.netns.name, bin, ...command] : command, {
       cwd: workDir,
       logFile,
       env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home'), ...opts.env },

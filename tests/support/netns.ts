@@ -242,3 +242,82 @@ export async function createPublicClientNamespace(
     },
   }
 }
+
+/** One namespace of createNodeNamespaces: a machine of its own, reached from the host at `address`. */
+export interface NodeNamespace {
+  name: string
+  /** The namespace's address (its veth end), where its servers listen. */
+  address: string
+  /** The host's end of the pair (the namespace's default route). */
+  hostAddress: string
+}
+
+/**
+ * `count` network namespaces, one per proxy node (issue 24's "Caddy processes in
+ * network namespaces"): namespace k holds 198.51.100.(4k+2)/30 on a veth pair whose
+ * host end holds 198.51.100.(4k+1), and routes everything else through the host. Each
+ * is a machine of its own: its own loopback and ports, reached from the host (the
+ * panel) only at its address. Taken under the same machine-wide lock as the public
+ * client, whose /24 would overlap these /30s.
+ */
+export async function createNodeNamespaces(count: number, opts: { lockTimeoutMs?: number } = {}) {
+  if (!existsSync('/usr/sbin/ip') && !existsSync('/usr/bin/ip') && !existsSync('/sbin/ip'))
+    throw new Error('ip is not installed: run bash scripts/test.sh, which installs it')
+  if (count < 1 || count > 60) throw new Error('between 1 and 60 node namespaces fit in 198.51.100.0/24')
+  const tag = randomBytes(3).toString('hex')
+  const lockName = `${NS_PREFIX}${process.pid}-${tag}-nodes`
+  const nodes: Array<NodeNamespace & { hostIf: string }> = Array.from({ length: count }, (_, i) => ({
+    name: `${NS_PREFIX}${process.pid}-${tag}-n${i + 1}`,
+    address: `198.51.100.${4 * (i + 1) + 2}`,
+    hostAddress: `198.51.100.${4 * (i + 1) + 1}`,
+    hostIf: `vnh${tag}${i + 1}`,
+  }))
+  await _acquireLock(lockName, opts.lockTimeoutMs ?? 90_000)
+  let destroyed = false
+  const destroySync = () => {
+    if (destroyed) return
+    destroyed = true
+    for (const n of nodes) {
+      for (const args of [
+        ['netns', 'del', n.name],
+        ['link', 'del', n.hostIf],
+      ])
+        try {
+          execFileSync('ip', args, { stdio: 'ignore' })
+        } catch {
+          /* not created, or gone with the namespace */
+        }
+    }
+    _releaseLockSync(lockName)
+  }
+  const unregister = onProcessExit(destroySync)
+  const destroy = async () => {
+    unregister()
+    destroySync()
+  }
+  try {
+    for (const line of (await run('ip', ['netns', 'list'])).stdout.split('\n')) {
+      const stale = line.split(' ')[0]
+      if (stale?.startsWith(NS_PREFIX) && !nodes.some((n) => n.name === stale)) await run('ip', ['netns', 'del', stale]).catch(() => {})
+    }
+    const overlap = await overlappingRoutes()
+    if (overlap.length) throw new Error(`routes overlapping ${ALLOWED_NET} already exist on this machine: ${overlap.join('; ')}`)
+    const ip = (args: string[]) => run('ip', args)
+    for (const n of nodes) {
+      const nsIf = `vnn${n.hostIf.slice(3)}`
+      await ip(['netns', 'add', n.name])
+      await ip(['link', 'add', n.hostIf, 'type', 'veth', 'peer', 'name', nsIf])
+      await ip(['link', 'set', nsIf, 'netns', n.name])
+      await ip(['addr', 'add', `${n.hostAddress}/30`, 'dev', n.hostIf])
+      await ip(['link', 'set', n.hostIf, 'up'])
+      await ip(['netns', 'exec', n.name, 'ip', 'addr', 'add', `${n.address}/30`, 'dev', nsIf])
+      await ip(['netns', 'exec', n.name, 'ip', 'link', 'set', nsIf, 'up'])
+      await ip(['netns', 'exec', n.name, 'ip', 'link', 'set', 'lo', 'up'])
+      await ip(['netns', 'exec', n.name, 'ip', 'route', 'add', 'default', 'via', n.hostAddress])
+    }
+  } catch (err) {
+    await destroy()
+    throw err
+  }
+  return { nodes: nodes.map(({ hostIf: _hostIf, ...n }) => n as NodeNamespace), destroy }
+}

@@ -1,4 +1,5 @@
 import { startCaddy, type CaddyHandle } from './caddy'
+import type { NodeNamespace } from './netns'
 import { freePort } from './ports'
 import { startPanel, type PanelHandle } from './panel'
 import { makeTempDir } from './processes'
@@ -37,9 +38,11 @@ export async function startProxyStack(
     httpsPort?: number
     stockCaddy?: boolean
     panelPort?: number
+    /** Node 1's Caddy in this network namespace (netns.ts createNodeNamespaces). */
+    caddyNetns?: NodeNamespace
   } = {},
 ): Promise<ProxyStack> {
-  const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv })
+  const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv, netns: opts.caddyNetns })
   const httpPort = opts.httpPort ?? (await freePort())
   const httpsPort = opts.httpsPort ?? (await freePort())
   const logDir = opts.logDir ?? makeTempDir('proxy-logs-')

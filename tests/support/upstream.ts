@@ -10,7 +10,9 @@ export interface RecordedRequest {
 }
 
 /** A test upstream that records every request and answers {upstream: <port>, url, headers}. */
-export async function startTestUpstream() {
+/** `host`: the address to listen on (a host end of createNodeNamespaces' pairs, for proxies in namespaces). */
+export async function startTestUpstream(opts: { host?: string } = {}) {
+  const host = opts.host ?? '127.0.0.1'
   const port = await freePort()
   const requests: RecordedRequest[] = []
   const sockets = new Set<Socket>()
@@ -30,7 +32,7 @@ export async function startTestUpstream() {
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       server.once('error', reject)
-      server.listen(port, '127.0.0.1', () => {
+      server.listen(port, host, () => {
         server.off('error', reject)
         resolve()
       })
@@ -44,7 +46,7 @@ export async function startTestUpstream() {
   let down = false
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     requests,
     /** Adds a response header to every answer (null removes it). */
     setResponseHeader(name: string, value: string | null) {
