@@ -29,6 +29,7 @@ function snapshotWith(hostCount: number): ProxySnapshot {
   return {
     adminListen: caddy.adminListen,
     storageRoot: caddy.storageDir,
+    renewIntervalSeconds: null,
     logDir: caddy.workDir,
     modules: [],
     httpListen: [`127.0.0.1:${httpPort}`],

@@ -34,6 +34,7 @@ export function buildSnapshot(overrides: Partial<ProxySnapshot> = {}): ProxySnap
   return {
     adminListen: '127.0.0.1:2019',
     storageRoot: '/var/lib/caddy',
+    renewIntervalSeconds: null,
     logDir: '/var/log/panel',
     modules: [],
     httpListen: [':80'],

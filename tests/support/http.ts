@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { request } from 'node:http'
 import { connect } from 'node:tls'
 
@@ -65,12 +66,7 @@ export async function eventually<T>(probe: () => Promise<T>, check: (v: T) => bo
   }
 }
 
-/** The certificate a TLS server presents for `servername` (null when the handshake fails). */
-export function presentedCertificate(
-  port: number,
-  servername: string,
-  ca: string,
-): Promise<{
+export interface PresentedCertificate {
   subject: string
   issuer: string
   authorized: boolean
@@ -78,7 +74,21 @@ export function presentedCertificate(
   sans: string
   validTo: string
   fingerprint256: string
-} | null> {
+  /** Which of `servedBy`'s processes accepted the connection (null when none or not asked). */
+  servedBy: number | null
+}
+
+/**
+ * The certificate a TLS server presents for `servername` (null when the handshake fails).
+ * `servedBy`: processes sharing the port (SO_REUSEPORT); the answer names the one that
+ * accepted this connection, looked up while the connection is open.
+ */
+export function presentedCertificate(
+  port: number,
+  servername: string,
+  ca: string,
+  servedBy: number[] = [],
+): Promise<PresentedCertificate | null> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, servername, ca, rejectUnauthorized: false, timeout: 5000 }, () => {
       const cert = socket.getPeerCertificate()
@@ -90,6 +100,7 @@ export function presentedCertificate(
         sans: String(cert.subjectaltname ?? ''),
         validTo: String(cert.valid_to ?? ''),
         fingerprint256: String(cert.fingerprint256 ?? ''),
+        servedBy: servedBy.length ? acceptingProcess(port, socket.localPort!, servedBy) : null,
       })
       socket.end()
     })
@@ -99,6 +110,42 @@ export function presentedCertificate(
       resolve(null)
     })
   })
+}
+
+/** '0100007F:1F90' for 127.0.0.1:8080, as /proc/net/tcp writes addresses. */
+const _procLoopback = (port: number) => `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
+
+/**
+ * Which of `pids` holds the server side of the open loopback connection from
+ * `clientPort` to `serverPort`: the kernel's socket table (/proc/net/tcp) gives the
+ * socket's inode, the processes' fd tables say whose it is. Processes sharing a port
+ * through SO_REUSEPORT are otherwise indistinguishable from the client.
+ */
+export function acceptingProcess(serverPort: number, clientPort: number, pids: number[]): number | null {
+  const local = _procLoopback(serverPort),
+    remote = _procLoopback(clientPort)
+  const row = readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find((f) => f[1] === local && f[2] === remote)
+  if (!row) return null
+  const socket = `socket:[${row[9]}]`
+  for (const pid of pids) {
+    let fds: string[]
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`)
+    } catch {
+      continue
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === socket) return pid
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return null
 }
 
 /** Reads a server-sent events body until `needle` shows up or the time is up; returns what was read. */

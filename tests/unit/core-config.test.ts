@@ -15,6 +15,7 @@ describe('parseConfig — defaults', () => {
     expect(config.lapi.url).toBe('http://127.0.0.1:8080')
     expect(config.lapi.appsecUrl).toBeUndefined()
     expect(config.publicUrl).toBe('https://localhost')
+    expect(config.proxy.renewIntervalSeconds).toBeUndefined()
   })
 
   it('reads LAPI_APPSEC_URL without its trailing slash', () => {
@@ -23,6 +24,10 @@ describe('parseConfig — defaults', () => {
 
   it('reads PROXY_MODULES=none as no modules', () => {
     expect(parseConfig({ PROXY_MODULES: 'none' }).config.proxy.modules).toEqual([])
+  })
+
+  it('reads PROXY_RENEW_INTERVAL_SECONDS as whole seconds', () => {
+    expect(parseConfig({ PROXY_RENEW_INTERVAL_SECONDS: '60' }).config.proxy.renewIntervalSeconds).toBe(60)
   })
 })
 
@@ -37,6 +42,9 @@ describe('parseConfig — every problem listed with its fix', () => {
     [{ PANEL_ADMIN_EMAIL: 'a@b.c' }, /must be set together/],
     [{ PANEL_ADMIN_EMAIL: 'a@b.c', PANEL_ADMIN_PASSWORD: 'short' }, /at least 12 characters/],
     [{ PANEL_DOMAIN: 'bad domain"' }, /PANEL_DOMAIN must be a host name/],
+    [{ PROXY_RENEW_INTERVAL_SECONDS: '10m' }, /PROXY_RENEW_INTERVAL_SECONDS must be an integer from 1 to 86400/],
+    [{ PROXY_RENEW_INTERVAL_SECONDS: '0' }, /PROXY_RENEW_INTERVAL_SECONDS must be an integer from 1 to 86400/],
+    [{ PROXY_RENEW_INTERVAL_SECONDS: '1.5' }, /PROXY_RENEW_INTERVAL_SECONDS must be an integer from 1 to 86400/],
     [{ LAPI_APPSEC_URL: 'crowdsec:7422' }, /LAPI_APPSEC_URL must be an http\(s\) URL such as http:\/\/crowdsec:7422/],
   ]
   it.each(cases)('%j', (env, expected) => {

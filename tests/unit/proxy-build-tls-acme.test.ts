@@ -176,3 +176,23 @@ describe('buildAcmePolicies — policy list', () => {
     expect(warnings).toEqual([])
   })
 })
+
+describe('certificate maintenance (PROXY_RENEW_INTERVAL_SECONDS)', () => {
+  it('unset: no renew_interval and no automation beyond the policies (Caddy keeps its 10 min)', () => {
+    expect((buildProxyConfig(buildSnapshot()).config as any).apps.tls).toBeUndefined()
+    expect(Object.keys((buildProxyConfig(buildSnapshot({ hosts: [autoHost()] })).config as any).apps.tls.automation)).toEqual(['policies'])
+  })
+
+  it('set: renew_interval in seconds next to the policies', () => {
+    const automation = (buildProxyConfig(buildSnapshot({ hosts: [autoHost()], renewIntervalSeconds: 90 })).config as any).apps.tls
+      .automation
+    expect(automation.renew_interval).toBe('90s')
+    expect(automation.policies.map((p: any) => p.subjects)).toEqual([['host1.example.test', 'www.host1.example.test']])
+  })
+
+  it('set: also without any TLS host, because a node keeps the interval of the first configuration it loads', () => {
+    expect((buildProxyConfig(buildSnapshot({ renewIntervalSeconds: 1 })).config as any).apps.tls).toEqual({
+      automation: { renew_interval: '1s' },
+    })
+  })
+})

@@ -50,6 +50,11 @@ export interface PanelConfig {
     acmeTrustedRootsPemFile?: string
     /** PANEL_CERTS_DIR as the proxy sees it (the same folder on a shared volume). */
     certsDir: string
+    /**
+     * Caddy's certificate maintenance interval (tls automation `renew_interval`) in
+     * seconds; unset = Caddy's own default (10 min), and nothing is emitted.
+     */
+    renewIntervalSeconds?: number
   }
   certsDir: string
   /** appsecUrl: the engine's AppSec listener as the proxy reaches it (the bouncer's appsec_url); unset = no AppSec. */
@@ -190,6 +195,16 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if (httpsPort === undefined || httpsListen.some((l) => _portOf(l) !== httpsPort))
     errors.push('PROXY_HTTPS_LISTEN must be a comma list of addresses sharing one port, such as :443 or 127.0.0.1:8443')
 
+  const renewIntervalRaw = _opt(env, 'PROXY_RENEW_INTERVAL_SECONDS')
+  const renewIntervalSeconds = renewIntervalRaw === undefined ? undefined : Number(renewIntervalRaw)
+  if (
+    renewIntervalSeconds !== undefined &&
+    !(Number.isInteger(renewIntervalSeconds) && renewIntervalSeconds >= 1 && renewIntervalSeconds <= 86400)
+  )
+    errors.push(
+      "PROXY_RENEW_INTERVAL_SECONDS must be an integer from 1 to 86400 (how often the proxy checks its certificates for renewal), or unset for Caddy's 600",
+    )
+
   const lapiUrl = (_opt(env, 'LAPI_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
   if (!_isUrl(lapiUrl, ['http:', 'https:'])) errors.push('LAPI_URL must be an http(s) URL such as http://127.0.0.1:8080')
   const appsecUrl = _opt(env, 'LAPI_APPSEC_URL')?.replace(/\/+$/, '')
@@ -253,6 +268,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
       httpsPort: httpsPort ?? 443,
       acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
       certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
+      renewIntervalSeconds,
     },
     certsDir: resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
     lapi: {

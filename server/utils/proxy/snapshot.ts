@@ -38,6 +38,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
   return {
     adminListen: new URL(cfg.proxy.adminUrl).host,
     storageRoot: cfg.proxy.dataDir ?? null,
+    renewIntervalSeconds: cfg.proxy.renewIntervalSeconds ?? null,
     logDir: cfg.proxy.logDir,
     modules: cfg.proxy.modules,
     httpListen: cfg.proxy.httpListen,

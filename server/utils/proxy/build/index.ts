@@ -19,7 +19,7 @@ import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServer
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
 import { buildRateLimitHandler } from './rate-limit'
-import { buildAcmePolicies } from './tls-acme'
+import { buildAcmePolicies, buildCertificateMaintenance } from './tls-acme'
 import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
@@ -242,7 +242,9 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
 
   const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
   const tls: Json = {}
-  if (policies.length) tls.automation = { policies }
+  const automation = buildCertificateMaintenance(snapshot)
+  if (policies.length) automation.policies = policies
+  if (Object.keys(automation).length) tls.automation = automation
   if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
   if (Object.keys(tls).length) apps.tls = tls
   if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {

@@ -56,3 +56,16 @@ export function buildAcmePolicies(snapshot: ProxySnapshot, hosts: HostSnapshot[]
   }
   return policies
 }
+
+/**
+ * The tls automation's maintenance settings. `renew_interval` goes into every
+ * configuration while it is set, with TLS hosts or without: a Caddy node starts
+ * its certificate maintenance timer with the first configuration it loads (the
+ * http app always starts the tls app) and keeps that period across later loads
+ * (certmagic's cache and its timer are made once per process; a reload changes
+ * only the "less than five intervals left" renewal threshold), so the value
+ * must be there from the first push (docs/scaling.md).
+ */
+export function buildCertificateMaintenance(snapshot: ProxySnapshot): Json {
+  return snapshot.renewIntervalSeconds === null ? {} : { renew_interval: `${snapshot.renewIntervalSeconds}s` }
+}

@@ -20,6 +20,8 @@ export type AccessListSnapshot = AccessListRecord
 export interface ProxySnapshot {
   adminListen: string
   storageRoot: string | null
+  /** PROXY_RENEW_INTERVAL_SECONDS: Caddy's certificate maintenance interval; null = Caddy's default, not emitted. */
+  renewIntervalSeconds: number | null
   logDir: string
   modules: ProxyModuleName[]
   httpListen: string[]
