@@ -1,4 +1,4 @@
-import { deleteCookie, getRequestHeader, setCookie, type H3Event } from 'h3'
+import { deleteCookie, setCookie, type H3Event } from 'h3'
 import { getConfig } from '../core/config'
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from './sessions'
 
@@ -25,7 +25,8 @@ function _hostnameOfHostHeader(host: string): string {
 /** Secure applies everywhere except LAN mode reached from a browser that is not on localhost. */
 export function isSecureContextFor(event: H3Event): boolean {
   if (getConfig().mode === 'public') return true
-  return isLoopbackHostname(_hostnameOfHostHeader(getRequestHeader(event, 'host') ?? ''))
+  // Node's own header (h3's getRequestHeader copies every header first): this runs on every answer.
+  return isLoopbackHostname(_hostnameOfHostHeader(event.node.req.headers.host ?? ''))
 }
 
 /** The headers every answer of the panel carries (HSTS exactly when the cookie is Secure). */
