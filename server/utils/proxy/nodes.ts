@@ -271,7 +271,10 @@ export async function deleteNode(id: number, ctx: AuditContext): Promise<void> {
 
 /** The `proxy_nodes` section of /api/system/health. */
 export async function readNodesHealth() {
-  const nodes = (await listNodes()).map((n) => ({ id: n.id, name: n.name, enabled: n.enabled, ...n.status }))
+  // The status only: health is polled, and the bouncers' last pulls would read the engine's database each time.
+  const nodes = (await readNodeRows(getDb()))
+    .map((row) => presentNode(row))
+    .map((n) => ({ id: n.id, name: n.name, enabled: n.enabled, ...n.status }))
   const active = nodes.filter((n) => n.enabled)
   return { nodes, enabled: active.length, in_sync: active.filter((n) => n.in_sync === true).length }
 }

@@ -18,8 +18,11 @@ import { engineConfigDir, readFileOrNull } from './engine-files'
 // against a database the real engine created): `bouncers` and `machines`.
 
 const _ENGINE = 'security engine'
-/** The engine holds its write lock briefly; a read waits for it rather than failing at once. */
-const _BUSY_TIMEOUT_MS = 2_000
+// The engine holds its write lock briefly; a read waits for it rather than failing at once.
+// But node:sqlite reads synchronously, on the panel's one thread: a wait for the engine's write
+// lock stalls every request meanwhile (ForwardAuth included). An engine commit holds it for
+// milliseconds, so a short wait is enough; past it the read answers 503 and is retried later.
+const _BUSY_TIMEOUT_MS = 250
 
 export interface EngineBouncerRow {
   name: string
