@@ -55,6 +55,9 @@ describe('TopLevelArrayReader', () => {
     expect(() => readInPieces('{"new":[{"id":1},{"id":', [])).toThrow(/ended before its end/)
     expect(() => readInPieces('{"new":[1,2]}', [])).toThrow(/non-object element/)
     expect(() => readInPieces('[{"id":1}]', [])).toThrow(/got an array/)
+    expect(() => readInPieces('123', [])).toThrow(/expected a JSON object of arrays/)
+    expect(() => readInPieces('"text"', [])).toThrow(/expected a JSON object of arrays/)
+    expect(() => readInPieces('{"new":[]} x', [])).toThrow(/expected a JSON object of arrays/)
     expect(() => readInPieces('{"new":[{"id":1,}]}', [])).toThrow(SyntaxError)
   })
   it('reads a response body of bytes split inside a multi-byte character', async () => {

@@ -28,6 +28,8 @@ export class TopLevelArrayReader {
   /** Where the element at depth 2 starts in `_pending`, or -1 (between elements). */
   private _elementStart = -1
   private _sawObject = false
+  /** What stands outside the object at the top (`null` is the engine's empty answer); a few characters at most. */
+  private _topLevelText = ''
 
   constructor(private readonly _sink: ElementSink) {}
 
@@ -52,6 +54,7 @@ export class TopLevelArrayReader {
       if (c === _QUOTE) {
         this._inString = true
         if (this._depth === 1) this._keyStart = i
+        else if (this._depth === 0) this._topLevelText += '"'
       } else if (c === _OPEN_OBJECT || c === _OPEN_ARRAY) {
         if (this._depth === 0) {
           if (c !== _OPEN_OBJECT) throw new Error('expected a JSON object of arrays, got an array')
@@ -66,6 +69,8 @@ export class TopLevelArrayReader {
           this._sink(this._arrayMember!, JSON.parse(text.slice(this._elementStart, i + 1)))
           this._elementStart = -1
         } else if (this._depth === 1) this._arrayMember = null
+      } else if (this._depth === 0 && c > 32) {
+        if (this._topLevelText.length < 8) this._topLevelText += text[i]
       } else if (this._depth === 2 && this._arrayMember !== null && c > 32 && c !== 44 && this._elementStart < 0) {
         // A scalar element (a number, true, null): not what this reader is for.
         throw new Error(`member "${this._arrayMember}" holds a non-object element`)
@@ -81,7 +86,7 @@ export class TopLevelArrayReader {
   /** Throws when the text ended inside the object (a cut answer), or held no object. */
   end(): void {
     if (this._depth !== 0 || this._inString) throw new Error('the JSON answer ended before its end (cut off)')
-    if (!this._sawObject && this._pending.trim() !== '' && this._pending.trim() !== 'null')
+    if (this._topLevelText !== '' && !(this._topLevelText === 'null' && !this._sawObject))
       throw new Error('expected a JSON object of arrays')
   }
 }

@@ -67,7 +67,6 @@ function _shared(s: string): string {
 function _record(d: LapiDecision, receivedMs: number): MirrorRecord {
   const left = parseGoDurationMs(String(d.duration)) ?? 0
   const value = String(d.value)
-  const valueLc = value.toLowerCase()
   const scenario = _shared(String(d.scenario))
   return {
     id: Number(d.id),
@@ -77,7 +76,7 @@ function _record(d: LapiDecision, receivedMs: number): MirrorRecord {
     value,
     scenario,
     untilMs: receivedMs + left,
-    valueLc: valueLc === value ? value : valueLc,
+    valueLc: value.toLowerCase(),
     scenarioLc: _shared(scenario.toLowerCase()),
   }
 }
