@@ -300,10 +300,10 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
     return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
   }
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
-  noteCanaryHeld(held)
+  const heldHash = held.ok && held.config !== null ? hashProxyConfig(held.config) : null
+  noteCanaryHeld(held, heldHash)
   if (!held.ok) return { result: 'unreachable' }
-  if (held.config === null || hashProxyConfig(held.config) !== state.pushed_hash)
-    return { reason: 'the proxy holds another configuration (restarted?)' }
+  if (heldHash === null || heldHash !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
   // The engine's state decides between the two configurations: back to normal once it
   // answers; to the unreachable-engine one when it stops, if some host must then refuse.
   if (_pushedEngineDown || _pushedFailClosed) {

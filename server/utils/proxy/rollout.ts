@@ -102,12 +102,14 @@ export function rememberPushed(hash: string, json: string): void {
   _lastPushed = { hash, json, nodeHash: nodeConfigHash(JSON.parse(json)) }
 }
 
-/** The canary as the reconcile loop saw it (it reads node 1 itself). */
-export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false; error: string }): void {
+/** The canary as the reconcile loop saw it (it reads node 1 itself); `heldHash`: hashProxyConfig of what it holds. */
+export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false; error: string }, heldHash: string | null): void {
   const s = _state({ id: CANARY_NODE_ID, name: _states.get(CANARY_NODE_ID)?.name ?? 'node-1' })
   s.reachable = held.ok
   s.last_checked_at = new Date().toISOString()
-  if (held.ok && held.config !== null) s.config_hash = nodeConfigHash(held.config)
+  // The loop looks every 2 s: holding what was last pushed, its node hash is known (no second hash of the whole configuration).
+  if (held.ok && held.config !== null)
+    s.config_hash = heldHash !== null && heldHash === _lastPushed?.hash ? _lastPushed.nodeHash : nodeConfigHash(held.config)
   if (!held.ok) s.last_error = held.error
 }
 
