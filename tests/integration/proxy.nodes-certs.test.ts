@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
@@ -91,10 +91,7 @@ const whatEachNodePresents = (certs: Array<PresentedCertificate | null>) =>
   JSON.stringify({
     nodes: certs.map((c) => c && { pid: c.servedBy, fingerprint: c.fingerprint256, serial: c.serialNumber, validTo: c.validTo }),
     issued: issuedByPebble(shortPebble),
-    errorLog: readFileSync(join(stack.logDir, 'error.log'), 'utf8')
-      .split('\n')
-      .filter((l) => l.includes(RENEWED))
-      .slice(-20),
+    errorLog: errorLogLines().filter(about(RENEWED)).slice(-20),
   })
 interface LogLine {
   ts: number
@@ -116,15 +113,23 @@ const logLines = (file: string) =>
       }
     })
 const about = (name: string) => (l: LogLine) => l.identifier === name || !!l.identifiers?.includes(name)
+/** Every node's error log: node 1's in the log folder, each other node's in `nodes/<id>` (docs/scaling.md). */
+const errorLogs = () => [
+  join(stack.logDir, 'error.log'),
+  ...(existsSync(join(stack.logDir, 'nodes')) ? readdirSync(join(stack.logDir, 'nodes')) : []).map((id) =>
+    join(stack.logDir, 'nodes', id, 'error.log'),
+  ),
+]
+const errorLogLines = () => errorLogs().flatMap((file) => (existsSync(file) ? logLines(file) : []))
 
 /**
  * What the logs say about the renewal of RENEWED since `since` (Caddy's `ts`, seconds).
  * certmagic's obtain and renew messages (logger tls.renew) go to the error log the panel
- * configures, one file for all nodes, so they are counted; each node's own messages
+ * configures, one file per node, counted over all of them; each node's own messages
  * (maintenance, ACME client) go to its stderr, so they say which node did what.
  */
 function renewalLog(since: number, caOrigin: string) {
-  const shared = logLines(join(stack.logDir, 'error.log')).filter((l) => about(RENEWED)(l) && l.ts >= since)
+  const shared = errorLogLines().filter((l) => about(RENEWED)(l) && l.ts >= since)
   const count = (msg: string) => shared.filter((l) => l.msg === msg).length
   const nodes = [stack.caddy, second, third].map((c) => {
     const lines = logLines(c.logFile).filter((l) => l.ts >= since)
