@@ -97,6 +97,16 @@ export function runWrite<T>(fn: () => Promise<T>): Promise<T> {
   return run
 }
 
+/**
+ * Runs `fn` as if no write were under way. Work a writer starts without awaiting it (an event's
+ * listeners, an after-commit callback) would otherwise inherit the writer's context, and its own
+ * writes would run inline, outside the queue, on another connection than the open transaction:
+ * SQLITE_BUSY after a busy wait that blocks the event loop (seen in CI as "database is locked").
+ */
+export function outsideWrite<T>(fn: () => T): T {
+  return _insideWrite.exit(fn)
+}
+
 const _afterCommit = new AsyncLocalStorage<Array<() => void>>()
 
 // Dry runs (issue 17): a hook that sees every write transaction's final state
@@ -119,7 +129,7 @@ export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const result = await _afterCommit.run(callbacks, () => getDb().transaction(body, { behavior: 'immediate' }))
     for (const cb of callbacks) {
       try {
-        cb()
+        outsideWrite(cb)
       } catch {
         /* a listener's failure is not the writer's */
       }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import { outsideWrite } from '../core/db'
 
 // Panel events (spec "Events"): emitters call emitPanelEvent; the notification
 // worker subscribes when it exists. Nothing here blocks the emitter.
@@ -26,7 +27,8 @@ const _bus = new EventEmitter()
 _bus.setMaxListeners(50)
 
 export function emitPanelEvent(name: PanelEventName, details: Record<string, unknown> = {}): void {
-  _bus.emit('event', { name, at: new Date().toISOString(), details } satisfies PanelEvent)
+  // Often raised inside a write transaction (an audit row): the listeners' writes queue behind it.
+  outsideWrite(() => _bus.emit('event', { name, at: new Date().toISOString(), details } satisfies PanelEvent))
 }
 
 export function onPanelEvent(listener: (e: PanelEvent) => void): () => void {
