@@ -309,6 +309,8 @@ export const notificationRules = sqliteTable('notification_rules', {
 export const logsRollupState = sqliteTable('logs_rollup_state', {
   id: integer('id').primaryKey(),
   lastId: integer('last_id').notNull(),
+  /** Ids at or below it are in the free-text index (migration 0029). */
+  textLastId: integer('text_last_id').notNull().default(0),
 })
 
 export const logsHourly = sqliteTable('logs_hourly', {

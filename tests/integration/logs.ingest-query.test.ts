@@ -368,6 +368,41 @@ describe('filters, stats and timeseries on known rows', () => {
     expect(withWaf.top_hosts[0]).toEqual({ host_domain: 'shop.example.test', count: 3 })
   })
 
+  it('the free-text index is built by the loop, emptied when the setting is off, rebuilt when on, and answers the same', async () => {
+    const mark = async () => {
+      const r = await panel
+        .db()
+        .execute(
+          'SELECT text_last_id AS t, (SELECT max(id) FROM logs) AS m, (SELECT count(*) FROM logs_text_fts) AS n FROM logs_rollup_state',
+        )
+      return { textLastId: Number(r.rows[0]!.t), maxId: Number(r.rows[0]!.m), indexed: Number(r.rows[0]!.n) }
+    }
+    const answers = async () => ({
+      rows: await seeded('query=sqlmap'),
+      stats: await api('/api/logs/stats?path=/seed/&query=scanner%2F1'),
+      series: await api(`/api/logs/timeseries?path=/seed/&query=sqlmap&bucket=hour&from=${T0}`),
+    })
+    // Built in the background: every row up to the newest at some point, the seeded ones included.
+    const built = await eventually(mark, (m) => m.textLastId > 0 && m.indexed > 0, 10_000, 100)
+    const indexed = await answers()
+    expect(indexed.rows).toEqual(['/waf-sqli', '/waf-xss'])
+    expect(indexed.stats).toMatchObject({ total: 1, by_status_class: { '4xx': 1 }, top_paths: [{ path: '/seed/missing', count: 1 }] })
+    expect(indexed.series).toEqual([{ ts: new Date(T0).toISOString(), total: 2, '2xx': 0, '3xx': 0, '4xx': 2, '5xx': 0 }])
+    expect(built.indexed).toBeLessThanOrEqual(built.textLastId)
+
+    const off = await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.text_index': false } })
+    expect(off.status).toBe(200)
+    await eventually(mark, (m) => m.textLastId === 0 && m.indexed === 0, 10_000, 100)
+    expect(await answers()).toEqual(indexed)
+
+    expect((await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.text_index': true } })).status).toBe(200)
+    await eventually(mark, (m) => m.textLastId >= built.textLastId && m.indexed > 0, 10_000, 100)
+    expect(await answers()).toEqual(indexed)
+    const bad = await panel.request('/api/settings', { method: 'PUT', cookie, body: { 'logs.text_index': 'yes' } })
+    expect(bad.status).toBe(400)
+    expect(bad.json.error).toMatch(/logs\.text_index/)
+  })
+
   it('timeseries buckets are exact', async () => {
     const t = await api('/api/logs/timeseries?path=/seed/&bucket=hour')
     expect(t).toEqual([

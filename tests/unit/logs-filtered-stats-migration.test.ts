@@ -91,3 +91,44 @@ it('migration 0022 back-fills the new roll-ups and the path index with the rows 
   client.close()
   rmSync(dir, { recursive: true, force: true })
 })
+
+// Migration 0028 adds the paths by status, method and level over every host; it is filled from the
+// per-host table, and must hold what the loop itself writes for the same rows.
+it('migration 0028 fills the paths by status from the per-host roll-up, as the loop does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mig-'))
+  const client = createClient({ url: `file:${join(dir, 'db.sqlite')}` })
+  await migrateUp(client, MIGRATIONS, 27)
+  const rows: Array<[number, number, string, number | null, string | null, string | null]> = [
+    [7_200_001, 1, 'a.example.test', 200, 'GET', '/a/b?x=1'],
+    [7_200_002, 2, 'b.example.test', 200, 'GET', '/a/b?x=2'],
+    [7_300_000, 2, 'b.example.test', 404, 'POST', '/Ünï"q'],
+    [10_900_000, 1, 'a.example.test', null, null, null],
+    [10_900_001, 1, 'a.example.test', 500, null, '/a/b'],
+    [10_900_002, 3, 'c.example.test', 500, 'GET', '/late'], // above the mark
+  ]
+  for (const [ts, host, domain, status, method, path] of rows)
+    await client.execute({
+      sql: "INSERT INTO logs (ts_ms, source, host_id, host_domain, status, method, path, level) VALUES (?, 'caddy_access', ?, ?, ?, ?, ?, 'info')",
+      args: [ts, host, domain, status, method, path],
+    })
+  // The loop as it was before 0028: every statement but the new table's.
+  const before = rollupStatements('id <= ?', [5], 1).filter((st) => typeof st === 'string' || !/logs_hourly_paths_by_status/.test(st.sql))
+  await client.batch([...before, 'UPDATE logs_rollup_state SET last_id = 5'], 'write')
+  await migrateUp(client, MIGRATIONS)
+  const read = async () =>
+    (await client.execute('SELECT * FROM logs_hourly_paths_by_status ORDER BY 1, 2, 3, 4, 5, 6')).rows.map((r) => ({ ...r }))
+  const migrated = await read()
+  expect(migrated).toEqual([
+    { hour_ms: 7_200_000, source: 'caddy_access', status: 200, method: 'GET', level: 'info', path: '/a/b', n: 2 },
+    { hour_ms: 7_200_000, source: 'caddy_access', status: 404, method: 'POST', level: 'info', path: '/Ünï"q', n: 1 },
+    { hour_ms: 10_800_000, source: 'caddy_access', status: 500, method: '', level: 'info', path: '/a/b', n: 1 },
+  ])
+  await client.execute('DELETE FROM logs_hourly_paths_by_status')
+  await client.batch(
+    rollupStatements('id <= ?', [5], 1).filter((st) => typeof st !== 'string' && /logs_hourly_paths_by_status/.test(st.sql)),
+    'write',
+  )
+  expect(await read()).toEqual(migrated)
+  client.close()
+  rmSync(dir, { recursive: true, force: true })
+})

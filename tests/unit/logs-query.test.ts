@@ -7,7 +7,7 @@ import { closeDatabase, getClient, openDatabase, runWrite } from '../../server/u
 import { readMigrationsFromDir } from '../../server/utils/core/migrations'
 import { getLog, listLogs } from '../../server/utils/logs/query'
 import { computeLogStats, computeLogTimeseries } from '../../server/utils/logs/stats'
-import { BUCKET_SQL, bucketUsOf, rebuildRollups, rollUpLogs } from '../../server/utils/logs/rollup'
+import { BUCKET_SQL, bucketUsOf, clearTextIndex, indexLogText, rebuildRollups, rollUpLogs } from '../../server/utils/logs/rollup'
 import { insertStatements } from '../../server/utils/logs/writer'
 import { presentLog, type LogRecord } from '../../server/utils/logs/present'
 import { pruneLogs } from '../../server/utils/logs/retention'
@@ -294,6 +294,12 @@ const FILTERS: Q[] = [
   { query: 'curl' },
   { query: 'connection refused' },
   { query: '"n":12' },
+  { query: 'refused' },
+  { query: 'Mozilla/5' },
+  { query: 'Ünïc' },
+  { query: 'ng' },
+  { query: 'late', status: '4xx' },
+  { query: 'items?id=7', from: String(T0 + 5 * H + 600_000) },
   { waf_rule_id: '942100' },
   { waf_severity: 'critical' },
   { waf_severity: 'WARNING,CRITICAL' },
@@ -303,6 +309,12 @@ const FILTERS: Q[] = [
   { from: String(T0 + 10 * H + 5), to: String(T0 + 10 * H + 1_800_000) },
   { from: String(T0 + 5 * H + 17), to: String(T0 + 50 * H - 3) },
   { host_id: '1', status: '5xx', from: String(T0 + 3 * H + 999) },
+  // A partial hour whose slice outside from..to is the smaller one is read whole from the roll-up,
+  // less that slice: at the start, at the end, both, with a dimension filter, and past the newest row.
+  { from: String(T0 + 5 * H + 600_000) },
+  { from: String(T0 + 5 * H + 3_000_000), to: String(T0 + 50 * H + 3_000_000) },
+  { status: '4xx', method: 'GET', from: String(T0 + 20 * H + 60_000), to: String(T0 + 71 * H + 3_500_000) },
+  { source: 'waf_audit', from: String(T0 + 2 * H + 1000), to: String(T0 + 100 * H + 1_000_000) },
   { source: 'caddy_access', method: 'GET', status: '2xx' },
   { path: 're:items', host_id: '2' },
   { remote_ip: '10.0.0.0/8', status: '4xx' },
@@ -366,16 +378,19 @@ describe('every filter, alone and combined, against a seeded libSQL file', () =>
   })
   it('answers the same from the hourly roll-ups, with rows added after the roll-up', async () => {
     await rollUpLogs({ budgetMs: 60_000 })
+    await indexLogText({ budgetMs: 60_000 })
     await insertRows(seedRows(500).map((r, i) => ({ ...r, raw: `{"late":${i}}` })))
     await expectAnswersMatchOracle('rolled up + fresh')
   })
   it('answers the same after a partial roll-up', async () => {
     await insertRows(seedRows(700))
     await rollUpLogs({ chunkRows: 300, budgetMs: 0 }) // one chunk of 300 ids
+    await indexLogText({ chunkRows: 700, budgetMs: 0 }) // the free-text index at another mark: one chunk of 700 ids
     await expectAnswersMatchOracle('partly rolled up')
   })
   it('keeps the roll-ups right when retention deletes rows', async () => {
     await rollUpLogs({ budgetMs: 60_000 })
+    await indexLogText({ budgetMs: 60_000 })
     const r = await pruneLogs(T0 + 31 * 24 * H) // retention 30 days: everything before T0 + 1 day goes
     expect(r.removed_by_age).toBeGreaterThan(0)
     expect((await allRows()).every((x) => x.tsMs >= T0 + 24 * H || x.source === 'audit')).toBe(true)
@@ -383,6 +398,18 @@ describe('every filter, alone and combined, against a seeded libSQL file', () =>
     // The roll-ups hold nothing for hours that no longer have rows.
     const stale = await getClient().execute(`SELECT count(*) AS n FROM logs_hourly WHERE hour_ms < ${T0 + 24 * H}`)
     expect(Number(stale.rows[0]!.n)).toBe(0)
+    // Nor does the free-text index hold a deleted row.
+    const gone = await getClient().execute('SELECT count(*) AS n FROM logs_text_fts WHERE rowid NOT IN (SELECT id FROM logs)')
+    expect(Number(gone.rows[0]!.n)).toBe(0)
+    const kept = await getClient().execute(
+      'SELECT (SELECT count(*) FROM logs_text_fts) AS indexed, (SELECT count(*) FROM logs WHERE id <= (SELECT text_last_id FROM logs_rollup_state)) AS n',
+    )
+    expect(Number(kept.rows[0]!.indexed)).toBe(Number(kept.rows[0]!.n)) // the sweep's audit row came after the index
+  })
+  it('answers the same with the free-text index emptied (the setting turned off)', async () => {
+    await clearTextIndex()
+    expect(Number((await getClient().execute('SELECT count(*) AS n FROM logs_text_fts')).rows[0]!.n)).toBe(0)
+    await expectAnswersMatchOracle('no text index')
   })
   it('rebuilding the roll-ups from scratch gives the same rows', async () => {
     await rollUpLogs({ budgetMs: 60_000 })

@@ -80,6 +80,13 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     description: 'most log rows kept (audit rows included)',
   }),
   _def({
+    key: 'logs.text_index',
+    schema: z.boolean(),
+    default: () => true,
+    description:
+      'keep a trigram index of every log row for the free-text filter (about 40 % more disk for the logs; off: the filter reads the rows)',
+  }),
+  _def({
     key: 'logs.waf_audit_max_bytes',
     schema: _int(65_536, 10 * 1024 ** 3),
     default: () => 64 * 1024 ** 2,

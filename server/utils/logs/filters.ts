@@ -58,6 +58,8 @@ export interface CompiledFilter {
   where: SQL | undefined
   /** The `path` substring filter, when given (not a regex): the path index narrows rows to it. */
   pathSubstring?: string
+  /** The free-text (`query`) filter, when given: the text index narrows rows to it. */
+  queryText?: string
   /** What SQL cannot check: run on the rows SQL returns. Null when SQL says it all. */
   predicate: ((row: FilterableRow) => boolean) | null
   /** The whole filter on one presented row (live tail). */
@@ -294,6 +296,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     toMs,
     predicate,
     pathSubstring,
+    queryText: text,
     dimWhere: conds.length ? and(...conds) : undefined,
     where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,
     matches: (r) => all.every((c) => c(r)),

@@ -23,7 +23,7 @@ import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } from './parse'
 import { HEAD_BYTES, headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
 import { insertStatements } from './writer'
-import { rollUpLogs, rollupMark } from './rollup'
+import { clearTextIndex, indexLogText, rollUpLogs, rollupMark, textIndexMark } from './rollup'
 
 // Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR (node 1)
 // and in PROXY_LOG_DIR/nodes/<id> (every other proxy node, docs/scaling.md). Each
@@ -266,6 +266,7 @@ let _loop: Loop | undefined
 let _stopped = false
 let _nextLeaseCheckMs = 0
 let _lastRollupMs = 0
+let _lastTextIndexMs = 0
 let _rollupBehind = false
 const _lastErrorAuditMs = new Map<string, number>()
 const _status = {
@@ -359,7 +360,29 @@ async function _tick(): Promise<void> {
   } catch (err) {
     await _reportError('roll-up', err)
   }
+  try {
+    await _keepTextIndex(ingested)
+  } catch (err) {
+    await _reportError('text index', err)
+  }
   _status.last_tick_at = new Date().toISOString()
+}
+
+/**
+ * The free-text index follows the roll-ups: it is filled once they have caught
+ * up (dashboards and stats first), in the same cadence (idle, or every 10 s
+ * during a burst), and emptied when the setting is turned off.
+ */
+async function _keepTextIndex(ingested: number): Promise<void> {
+  const { textLastId, maxId } = await textIndexMark()
+  if (!(await getSetting<boolean>('logs.text_index'))) {
+    if (textLastId > 0) await clearTextIndex()
+    return
+  }
+  const sinceMs = Date.now() - _lastTextIndexMs
+  if (_rollupBehind || maxId <= textLastId || (ingested > 0 && sinceMs <= 10_000)) return
+  await indexLogText({ budgetMs: ingested === 0 ? 1_000 : 250 })
+  _lastTextIndexMs = Date.now()
 }
 
 /** Starts polling every `intervalMs`; never throws, never stops on an error. */

@@ -2,7 +2,7 @@ import { getClient, getDb, runWrite } from '../core/db'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor } from '../core/audit'
 import { ATTEMPT_RETENTION_MS, deleteAttemptsOlderThan } from '../auth/attempts'
-import { rollupCleanupStatements, rollupStatements } from './rollup'
+import { rollupCleanupStatements, rollupStatements, textIndexDeleteStatement } from './rollup'
 
 // Retention: rows older than logs.retention_days, then the oldest rows beyond
 // logs.max_entries (audit rows included), deleted in batches of
@@ -33,6 +33,7 @@ async function _deleteBatch(condition: string, args: Array<string | number>): Pr
         // Only rows already rolled up are subtracted from the roll-ups.
         ...rollupStatements(`${inBatch} AND id <= (SELECT last_id FROM logs_rollup_state WHERE id = 1)`, [ids], -1),
         ...rollupCleanupStatements(inBatch, [ids]),
+        textIndexDeleteStatement(inBatch, [ids]),
         { sql: `DELETE FROM logs WHERE ${inBatch}`, args: [ids] },
       ],
       'write',

@@ -50,9 +50,21 @@ export const ROLLUP_TABLES = [
   'logs_hourly_blocked',
   'logs_hourly_status_durations',
   'logs_hourly_status_paths',
+  'logs_hourly_paths_by_status',
 ] as const
 /** The trigram index of paths (migration 0022): covers the same rows as the roll-ups. */
 export const PATH_INDEX = 'logs_path_fts'
+/** The trigram index of each row's searchable text (migration 0029): covers the rows at or below its own mark, text_last_id. */
+export const TEXT_INDEX = 'logs_text_fts'
+/**
+ * The text the free-text filter searches (filters.ts: path, user agent,
+ * message, raw), one line each: every substring of any of them is a substring
+ * of this, so the index's candidates are a superset; the filter confirms.
+ */
+export const TEXT_BODY_SQL =
+  "coalesce(path, '') || char(10) || coalesce(user_agent, '') || char(10) || coalesce(message, '') || char(10) || coalesce(raw, '')"
+/** Rows indexed per write transaction: indexing a row costs about as much as rolling up several. */
+export const TEXT_INDEX_CHUNK_ROWS = 5_000
 
 const _DIMS = "source, coalesce(host_id, 0), coalesce(host_domain, '')"
 const _STATUS_DIMS = `${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, '')`
@@ -112,6 +124,14 @@ export function rollupStatements(where: string, args: Array<string | number>, si
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
+    // Top paths under a status, method or level filter without a host filter (migration 0028).
+    {
+      sql: `INSERT INTO logs_hourly_paths_by_status (hour_ms, source, status, method, level, path, n)
+      SELECT ${HOUR_SQL}, source, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${PATH_KEY_SQL}, ${s}count(*)
+      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
     sign > 0
       ? { sql: `INSERT INTO ${PATH_INDEX} (rowid, path) SELECT id, path FROM logs WHERE (${where}) AND path IS NOT NULL`, args }
       : { sql: `DELETE FROM ${PATH_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND path IS NOT NULL)`, args },
@@ -124,38 +144,93 @@ export function rollupCleanupStatements(where: string, args: Array<string | numb
   return ROLLUP_TABLES.map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
 }
 
-export async function rollupMark(): Promise<{ lastId: number; maxId: number }> {
+type _MarkColumn = 'last_id' | 'text_last_id'
+
+/** A mark of logs_rollup_state (ids at or below it are covered) and the newest id. */
+async function _markOf(column: _MarkColumn): Promise<{ mark: number; maxId: number }> {
   const r = await getClient().execute(
-    'SELECT (SELECT last_id FROM logs_rollup_state WHERE id = 1) AS last_id, (SELECT coalesce(max(id), 0) FROM logs) AS max_id',
+    `SELECT (SELECT ${column} FROM logs_rollup_state WHERE id = 1) AS mark, (SELECT coalesce(max(id), 0) FROM logs) AS max_id`,
   )
-  return { lastId: Number(r.rows[0]?.last_id ?? 0), maxId: Number(r.rows[0]?.max_id ?? 0) }
+  return { mark: Number(r.rows[0]?.mark ?? 0), maxId: Number(r.rows[0]?.max_id ?? 0) }
+}
+
+export async function rollupMark(): Promise<{ lastId: number; maxId: number }> {
+  const { mark, maxId } = await _markOf('last_id')
+  return { lastId: mark, maxId }
+}
+
+export async function textIndexMark(): Promise<{ textLastId: number; maxId: number }> {
+  const { mark, maxId } = await _markOf('text_last_id')
+  return { textLastId: mark, maxId }
 }
 
 /**
- * Rolls up the next rows above the mark, at most `chunkRows` ids per write
- * transaction, until it has caught up or `budgetMs` is spent. Returns the rows' id span covered.
+ * Moves a mark over the next rows above it, at most `chunk` ids per write
+ * transaction (the statements for ids in (from, to], then the mark), until it
+ * has caught up or `budgetMs` is spent. Returns the rows' id span covered.
  */
-export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number } = {}): Promise<number> {
-  const chunk = opts.chunkRows ?? ROLLUP_CHUNK_ROWS
-  const deadline = Date.now() + (opts.budgetMs ?? 1_000)
+async function _advanceMark(
+  column: _MarkColumn,
+  statementsFor: (from: number, to: number) => InStatement[],
+  chunk: number,
+  budgetMs: number,
+): Promise<number> {
+  const deadline = Date.now() + budgetMs
   let covered = 0
   for (;;) {
     const step = await runWrite(async () => {
-      const { lastId, maxId } = await rollupMark()
-      if (maxId <= lastId) return 0
-      const to = Math.min(maxId, lastId + chunk)
+      const { mark, maxId } = await _markOf(column)
+      if (maxId <= mark) return 0
+      const to = Math.min(maxId, mark + chunk)
       await getClient().batch(
-        [
-          ...rollupStatements('id > ? AND id <= ?', [lastId, to], 1),
-          { sql: 'UPDATE logs_rollup_state SET last_id = ? WHERE id = 1', args: [to] },
-        ],
+        [...statementsFor(mark, to), { sql: `UPDATE logs_rollup_state SET ${column} = ? WHERE id = 1`, args: [to] }],
         'write',
       )
-      return to - lastId
+      return to - mark
     })
     covered += step
     if (step < chunk || Date.now() > deadline) return covered
     await new Promise((r) => setImmediate(r)) // let requests and ingestion in between chunks
+  }
+}
+
+/** Rolls up the next rows above the roll-up mark (see _advanceMark). */
+export async function rollUpLogs(opts: { chunkRows?: number; budgetMs?: number } = {}): Promise<number> {
+  return _advanceMark(
+    'last_id',
+    (from, to) => rollupStatements('id > ? AND id <= ?', [from, to], 1),
+    opts.chunkRows ?? ROLLUP_CHUNK_ROWS,
+    opts.budgetMs ?? 1_000,
+  )
+}
+
+/** Adds the next rows above the text index's mark to it (see _advanceMark). */
+export async function indexLogText(opts: { chunkRows?: number; budgetMs?: number } = {}): Promise<number> {
+  return _advanceMark(
+    'text_last_id',
+    (from, to) => [
+      { sql: `INSERT INTO ${TEXT_INDEX} (rowid, body) SELECT id, ${TEXT_BODY_SQL} FROM logs WHERE id > ? AND id <= ?`, args: [from, to] },
+    ],
+    opts.chunkRows ?? TEXT_INDEX_CHUNK_ROWS,
+    opts.budgetMs ?? 1_000,
+  )
+}
+
+/** Empties the text index (the setting logs.text_index turned off): queries then read the rows. */
+export async function clearTextIndex(): Promise<void> {
+  await runWrite(() =>
+    getClient().batch(
+      [`INSERT INTO ${TEXT_INDEX} (${TEXT_INDEX}) VALUES ('delete-all')`, 'UPDATE logs_rollup_state SET text_last_id = 0 WHERE id = 1'],
+      'write',
+    ),
+  )
+}
+
+/** The text index's delete for the rows matching `where` that it holds (retention). */
+export function textIndexDeleteStatement(where: string, args: Array<string | number>): InStatement {
+  return {
+    sql: `DELETE FROM ${TEXT_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND id <= (SELECT text_last_id FROM logs_rollup_state WHERE id = 1))`,
+    args,
   }
 }
 

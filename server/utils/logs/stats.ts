@@ -2,7 +2,7 @@ import { and, sql, type SQL } from 'drizzle-orm'
 import { badRequest } from '../core/errors'
 import { compileLogFilter, type CompiledFilter, type Dim } from './filters'
 import { scanLogs, withSnapshot, type RunQuery } from './read'
-import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_INDEX, PATH_KEY_SQL, bucketUsOf, pathKeyOf } from './rollup'
+import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_INDEX, PATH_KEY_SQL, TEXT_INDEX, bucketUsOf, pathKeyOf } from './rollup'
 import type { LogRecord } from './present'
 
 // Stats and timeseries. When the filter only uses dimensions a roll-up table
@@ -11,9 +11,9 @@ import type { LogRecord } from './present'
 // above the mark). All parts are summed in one SQL statement each, inside one
 // read snapshot. Status, method and level have roll-ups of their own for p95
 // and top paths (migration 0022). Otherwise everything is computed from raw
-// rows, in one pass over the matching rows; a path substring finds its rows
-// through the trigram index of paths (ids at or below the mark) plus the rows
-// above the mark, never by scanning the table.
+// rows, in one pass over the matching rows; a path substring or a free-text
+// filter finds its rows through a trigram index (ids at or below the index's
+// mark) plus the rows above the mark, never by scanning the table.
 //
 // p95: nearest rank (index floor(0.95 × (n − 1)) of the sorted durations),
 // reported rounded up to 3 significant digits (the histogram's resolution),
@@ -23,6 +23,7 @@ const _HOURLY = new Set<Dim>(['source', 'host', 'status', 'method', 'level'])
 const _DURATIONS = new Set<Dim>(['source', 'host'])
 const _HOST_PATHS = new Set<Dim>(['source', 'host'])
 const _PATHS = new Set<Dim>(['source'])
+const _PATHS_BY_STATUS = new Set<Dim>(['source', 'status', 'method', 'level'])
 /** The smallest trigram index query: a substring shorter than a trigram cannot use it. */
 const _TRIGRAM = 3
 /** Trigrams of a path substring used in the index query, and the newest ids each one is counted over to find the rarest. */
@@ -44,10 +45,37 @@ export interface LogStats {
   top_paths: Array<{ path: string; count: number }>
 }
 
-/** A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw part (SELECT from `from` with the given WHERE). */
+/**
+ * A roll-up part (SELECT from a roll-up table with the given WHERE) and a raw
+ * part (SELECT from `from` with the given WHERE), whose counts are multiplied
+ * by `sign`: 1 for rows added, -1 for rows of a whole hour read from the
+ * roll-up that lie outside from..to.
+ */
 export interface Parts {
   rollup: (where: SQL) => SQL
-  raw: (from: SQL, where: SQL) => SQL
+  raw: (from: SQL, where: SQL, sign: SQL) => SQL
+}
+
+/** What a roll-up query needs to know of the table, read inside the caller's snapshot. */
+export interface RollupState {
+  /** Ids at or below it are in the roll-up tables. */
+  lastId: number
+  /** Ids at or below it are in the free-text index (0: it holds nothing). */
+  textLastId: number
+  /** The oldest and newest row's time: they bound how many raw rows an hour's slice can hold. */
+  minTs: number
+  maxTs: number
+}
+
+interface RawPiece {
+  from: SQL
+  where: SQL
+  sign: 1 | -1
+}
+/** Roll-up hours (null: none) and raw pieces whose signed sum is exactly the filter's rows. */
+interface ReadPlan {
+  rollupWhere: SQL | null
+  raw: RawPiece[]
 }
 
 /** The distinct trigrams of a substring, as the tokenizer cuts them (code points, not UTF-16 units). */
@@ -59,25 +87,31 @@ export function trigramsOf(substring: string): string[] {
 }
 const _term = (gram: string) => `"${gram.replaceAll('"', '""')}"`
 
+/** A trigram index query: the index, its MATCH expression, and the mark at or below which it holds every row. */
+export interface IndexMatch {
+  table: string
+  match: string
+  mark: number
+}
+
 /**
- * The path index query for the filter's path substring: its rarest trigrams,
- * ANDed. With detail=none the index keeps no positions, so any trigrams of
- * the substring give a superset of the rows whose path holds it, and the
- * filter's instr() keeps the exact ones. A common trigram ("/ap") lists
- * almost every row and costs as much to read as a scan, and the index keeps
- * no term frequencies: each trigram is counted over the newest ids below the
- * mark only, and the rarest are used. Null when there is no path substring or
- * it is shorter than a trigram (then the rows are read from the table).
+ * The MATCH expression for a substring: its rarest trigrams, ANDed. With
+ * detail=none an index keeps no positions, so any trigrams of the substring
+ * give a superset of the rows that hold it, and the filter's instr() keeps
+ * the exact ones. A common trigram ("/ap") lists almost every row and costs
+ * as much to read as a scan, and the index keeps no term frequencies: each
+ * trigram is counted over the newest ids below the mark only, and the rarest
+ * are used. Null when the substring is shorter than a trigram.
  */
-export async function pathIndexMatch(f: CompiledFilter, run: RunQuery, lastId: number): Promise<string | null> {
-  const grams = f.pathSubstring === undefined ? [] : trigramsOf(f.pathSubstring)
-  if (!grams.length || lastId === 0) return null
+async function _trigramMatch(table: string, substring: string, run: RunQuery, mark: number): Promise<string | null> {
+  const grams = trigramsOf(substring)
+  if (!grams.length) return null
   if (grams.length <= _GRAMS_USED) return grams.map(_term).join(' AND ')
   const counts = await run(
     sql.join(
       grams.map(
         (g, i) =>
-          sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, lastId - _SAMPLE_IDS)))}`,
+          sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(table)} WHERE ${sql.raw(table)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, mark - _SAMPLE_IDS)))}`,
       ),
       sql` UNION ALL `,
     ),
@@ -90,76 +124,132 @@ export async function pathIndexMatch(f: CompiledFilter, run: RunQuery, lastId: n
 }
 
 /**
- * The raw rows of the filter as FROM / WHERE pairs whose union is exact. With
- * a path index query the index gives the candidate ids at or below the mark
- * (it covers the same rows as the roll-ups) and the rows above the mark are
- * read by rowid; otherwise one plain part.
+ * The index that narrows the filter's rows: the free-text index for a `query`
+ * filter (once it holds rows), else the path index for a path substring.
+ * Null when neither applies (then the rows are read from the table).
  */
-export function rawParts(f: CompiledFilter, lastId: number, pathMatch: string | null): Array<[SQL, SQL]> {
-  const where = f.where ?? sql`1`
-  if (pathMatch === null) return [[sql`logs`, where]]
-  // CROSS JOIN keeps the index first: each candidate is one rowid lookup (the planner would otherwise walk a ts_ms index).
-  const candidates = sql`(SELECT rowid AS candidate_id FROM ${sql.raw(PATH_INDEX)} WHERE ${sql.raw(PATH_INDEX)} MATCH ${pathMatch}) CROSS JOIN logs ON logs.id = candidate_id`
-  return [
-    [candidates, and(sql`logs.id <= ${lastId}`, where)!],
-    [sql`logs NOT INDEXED`, and(sql`id > ${lastId}`, where)!],
-  ]
+export async function indexMatchOf(f: CompiledFilter, run: RunQuery, state: RollupState): Promise<IndexMatch | null> {
+  for (const [table, substring, mark] of [
+    [TEXT_INDEX, f.queryText, state.textLastId],
+    [PATH_INDEX, f.pathSubstring, state.lastId],
+  ] as const) {
+    if (substring === undefined || mark === 0) continue
+    const match = await _trigramMatch(table, substring, run, mark)
+    if (match !== null) return { table, match, mark }
+  }
+  return null
 }
 
 /**
- * The union of parts that together cover exactly the rows of the filter.
+ * The raw rows of the filter as FROM / WHERE pairs whose union is exact. With
+ * an index query the index gives the candidate ids at or below its mark and
+ * the rows above the mark are read by rowid; otherwise one plain part.
+ */
+export function rawParts(f: CompiledFilter, index: IndexMatch | null): Array<[SQL, SQL]> {
+  const where = f.where ?? sql`1`
+  if (index === null) return [[sql`logs`, where]]
+  // CROSS JOIN keeps the index first: each candidate is one rowid lookup (the planner would otherwise walk a ts_ms index).
+  const table = sql.raw(index.table)
+  const candidates = sql`(SELECT rowid AS candidate_id FROM ${table} WHERE ${table} MATCH ${index.match}) CROSS JOIN logs ON logs.id = candidate_id`
+  return [
+    [candidates, and(sql`logs.id <= ${index.mark}`, where)!],
+    [sql`logs NOT INDEXED`, and(sql`id > ${index.mark}`, where)!],
+  ]
+}
+
+/** Of two slices of an hour (ms spans), the rows it can hold: the part inside the table's oldest..newest row. */
+const _spanWithin = (state: RollupState, from: number, toExclusive: number) =>
+  Math.max(0, Math.min(toExclusive, state.maxTs + 1) - Math.max(from, state.minTs))
+
+/**
+ * Where a query over hours reads its rows. Whole hours inside from..to come
+ * from the roll-up; rows above the mark are read raw. A partial hour at
+ * either end is read raw, or, when the slice outside from..to is the smaller
+ * one, read whole from the roll-up less that slice's rolled-up rows: the
+ * default window (the last 24 h, no `to`) then reads at most half an hour of
+ * raw rows instead of up to a whole one. The slices are compared by time
+ * within the table's span (rows after the newest row do not exist).
  * `useRollup` false (or no whole hour in from..to): the raw parts only.
  */
-export function rollupUnion(f: CompiledFilter, lastId: number, useRollup: boolean, parts: Parts, pathMatch: string | null = null): SQL {
+export function planRead(f: CompiledFilter, state: RollupState, useRollup: boolean, index: IndexMatch | null = null): ReadPlan {
+  const { lastId } = state
   const from = f.fromMs,
     to = f.toMs
   const start = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS
   const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS) * HOUR_MS
   if (!useRollup || (start !== undefined && end !== undefined && start >= end))
-    return sql.join(
-      rawParts(f, lastId, pathMatch).map(([table, where]) => parts.raw(table, where)),
-      sql` UNION ALL `,
-    )
+    return { rollupWhere: null, raw: rawParts(f, index).map(([table, where]) => ({ from: table, where, sign: 1 })) }
   const ts = _c('ts_ms')
-  const pieces: SQL[] = [
-    parts.rollup(
-      and(f.dimWhere, start !== undefined ? sql`hour_ms >= ${start}` : undefined, end !== undefined ? sql`hour_ms < ${end}` : undefined) ??
-        sql`1`,
-    ),
-  ]
-  // Rows not rolled up yet, inside the whole hours: by rowid (NOT INDEXED keeps rowid lookups only; +ts_ms is not an index term).
-  pieces.push(
-    parts.raw(
-      sql`logs NOT INDEXED`,
-      and(
-        sql`id > ${lastId}`,
-        f.dimWhere,
-        start !== undefined ? sql`+${ts} >= ${start}` : undefined,
-        end !== undefined ? sql`+${ts} < ${end}` : undefined,
-      )!,
-    ),
-  )
-  if (from !== undefined && from < start!)
-    pieces.push(
-      parts.raw(
-        sql`logs`,
-        and(f.dimWhere, sql`${ts} >= ${from}`, sql`${ts} < ${start}`, to !== undefined ? sql`${ts} <= ${to}` : undefined)!,
-      ),
-    )
-  if (to !== undefined && end! <= to)
-    pieces.push(
-      parts.raw(
-        sql`logs`,
-        and(f.dimWhere, sql`${ts} >= ${end}`, sql`${ts} <= ${to}`, from !== undefined ? sql`${ts} >= ${from}` : undefined)!,
-      ),
-    )
+  const raw: RawPiece[] = []
+  let lo = start,
+    hi = end
+  if (from !== undefined && from < start!) {
+    const hourStart = start! - HOUR_MS
+    if (_spanWithin(state, hourStart, from) < _spanWithin(state, from, start!)) {
+      lo = hourStart
+      raw.push({
+        from: sql`logs`,
+        where: and(f.dimWhere, sql`id <= ${lastId}`, sql`${ts} >= ${hourStart}`, sql`${ts} < ${from}`)!,
+        sign: -1,
+      })
+    } else
+      raw.push({
+        from: sql`logs`,
+        where: and(f.dimWhere, sql`${ts} >= ${from}`, sql`${ts} < ${start}`, to !== undefined ? sql`${ts} <= ${to}` : undefined)!,
+        sign: 1,
+      })
+  }
+  if (to !== undefined && end! <= to) {
+    const hourEnd = end! + HOUR_MS
+    if (_spanWithin(state, to + 1, hourEnd) < _spanWithin(state, end!, to + 1)) {
+      hi = hourEnd
+      raw.push({ from: sql`logs`, where: and(f.dimWhere, sql`id <= ${lastId}`, sql`${ts} > ${to}`, sql`${ts} < ${hourEnd}`)!, sign: -1 })
+    } else
+      raw.push({
+        from: sql`logs`,
+        where: and(f.dimWhere, sql`${ts} >= ${end}`, sql`${ts} <= ${to}`, from !== undefined ? sql`${ts} >= ${from}` : undefined)!,
+        sign: 1,
+      })
+  }
+  // Rows not rolled up yet, inside the hours read from the roll-up and inside from..to: by rowid
+  // (NOT INDEXED keeps rowid lookups only; +ts_ms is not an index term).
+  raw.push({
+    from: sql`logs NOT INDEXED`,
+    where: and(
+      sql`id > ${lastId}`,
+      f.dimWhere,
+      lo !== undefined ? sql`+${ts} >= ${Math.max(lo, from!)}` : undefined,
+      hi !== undefined ? sql`+${ts} < ${Math.min(hi, to! + 1)}` : undefined,
+    )!,
+    sign: 1,
+  })
+  const rollupWhere =
+    and(f.dimWhere, lo !== undefined ? sql`hour_ms >= ${lo}` : undefined, hi !== undefined ? sql`hour_ms < ${hi}` : undefined) ?? sql`1`
+  return { rollupWhere, raw }
+}
+
+const _SIGN = { 1: sql.raw('1'), [-1]: sql.raw('-1') } as const
+
+/** The union of parts whose signed sum covers exactly the rows of the filter (see planRead). */
+export function rollupUnion(f: CompiledFilter, state: RollupState, useRollup: boolean, parts: Parts, index: IndexMatch | null = null): SQL {
+  const plan = planRead(f, state, useRollup, index)
+  const pieces = plan.raw.map((p) => parts.raw(p.from, p.where, _SIGN[p.sign]))
+  if (plan.rollupWhere) pieces.unshift(parts.rollup(plan.rollupWhere))
   return sql.join(pieces, sql` UNION ALL `)
 }
 
-/** The roll-up mark (ids at or below it are in the roll-up tables), read inside the caller's snapshot. */
-export async function readRollupMark(run: RunQuery): Promise<number> {
-  const rows = await run(sql`SELECT last_id FROM logs_rollup_state WHERE id = 1`)
-  return Number(rows[0]?.last_id ?? 0)
+/** The roll-up mark and the table's time span, read inside the caller's snapshot. */
+export async function readRollupState(run: RunQuery): Promise<RollupState> {
+  const rows = await run(
+    sql`SELECT last_id, text_last_id, (SELECT min(ts_ms) FROM logs) AS min_ts, (SELECT max(ts_ms) FROM logs) AS max_ts FROM logs_rollup_state WHERE id = 1`,
+  )
+  const r = rows[0]
+  return {
+    lastId: Number(r?.last_id ?? 0),
+    textLastId: Number(r?.text_last_id ?? 0),
+    minTs: Number(r?.min_ts ?? 0),
+    maxTs: Number(r?.max_ts ?? -1),
+  }
 }
 
 const _DUR_US = sql.raw(DURATION_US_SQL),
@@ -180,71 +270,64 @@ export function p95OfHistogram(buckets: Array<[number, number]>): number | null 
 
 const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : null)
 
-/** Every figure from the raw rows of the filter, in one statement that reads those rows once. */
-async function _rawStats(f: CompiledFilter, run: RunQuery, lastId: number): Promise<Array<Record<string, unknown>>> {
+/**
+ * Every figure in one statement: the plan's raw rows are read once (a
+ * materialised CTE, each row with its sign) and, with a roll-up, added to its
+ * hours' sums; keys whose sum is 0 (all their rows outside from..to) drop out.
+ */
+async function _statsOfPlan(plan: ReadPlan, f: CompiledFilter, run: RunQuery): Promise<LogStats> {
   const rows = sql.join(
-    rawParts(f, lastId, await pathIndexMatch(f, run, lastId)).map(
-      ([table, where]) => sql`SELECT source, status, host_domain, duration_ms, path FROM ${table} WHERE ${where}`,
-    ),
+    plan.raw.map((p) => sql`SELECT ${_SIGN[p.sign]} AS s, source, status, host_domain, duration_ms, path FROM ${p.from} WHERE ${p.where}`),
     sql` UNION ALL `,
   )
-  const top5 = (key: SQL, kind: string, notNull: string) =>
-    sql`SELECT * FROM (SELECT ${kind} AS kind, ${key} AS k1, NULL AS k2, count(*) AS n, 0 AS dn, 0 AS ds FROM m WHERE ${sql.identifier(notNull)} IS NOT NULL GROUP BY 2 ORDER BY 4 DESC, 2 LIMIT 5)`
-  return run(sql`WITH m AS MATERIALIZED (${rows})
-    SELECT 'c' AS kind, source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM m GROUP BY 2, 3
-    UNION ALL SELECT 'd', ${_BUCKET}, NULL, count(*), 0, 0 FROM m WHERE duration_ms IS NOT NULL GROUP BY 2
-    UNION ALL ${top5(sql`host_domain`, 'h', 'host_domain')}
-    UNION ALL ${top5(_PATH_KEY, 'p', 'path')}`)
+  const w = plan.rollupWhere
+  const withRollup = (rollup: SQL, raw: SQL) => (w ? sql`${rollup} UNION ALL ${raw}` : raw)
+  const durationTable = _within(f, _DURATIONS) ? sql`logs_hourly_durations` : sql`logs_hourly_status_durations`
+  const pathTable = _within(f, _PATHS)
+    ? sql`logs_hourly_paths`
+    : _within(f, _HOST_PATHS)
+      ? sql`logs_hourly_host_paths`
+      : _within(f, _PATHS_BY_STATUS)
+        ? sql`logs_hourly_paths_by_status`
+        : sql`logs_hourly_status_paths`
+  const top5 = (kind: string, rollup: SQL, raw: SQL) =>
+    sql`SELECT * FROM (SELECT ${kind} AS kind, k1, NULL AS k2, sum(n) AS n, 0 AS dn, 0 AS ds FROM (${withRollup(rollup, raw)}) GROUP BY 2 HAVING sum(n) > 0 ORDER BY 4 DESC, 2 LIMIT 5)`
+  const all = await run(sql`WITH m AS MATERIALIZED (${rows})
+    SELECT 'c' AS kind, k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${withRollup(
+      sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+      sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, sum(s) AS n, sum(CASE WHEN duration_ms IS NULL THEN 0 ELSE s END) AS dn, coalesce(sum(s * ${_DUR_US}), 0) AS ds FROM m GROUP BY 1, 2`,
+    )}) GROUP BY 2, 3 HAVING sum(n) != 0
+    UNION ALL SELECT 'd', k1, NULL, sum(n), 0, 0 FROM (${withRollup(
+      sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
+      sql`SELECT ${_BUCKET} AS k1, sum(s) AS n FROM m WHERE duration_ms IS NOT NULL GROUP BY 1`,
+    )}) GROUP BY 2 HAVING sum(n) != 0
+    UNION ALL ${top5(
+      'h',
+      sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
+      sql`SELECT host_domain AS k1, sum(s) AS n FROM m WHERE host_domain IS NOT NULL GROUP BY 1`,
+    )}
+    UNION ALL ${top5(
+      'p',
+      sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
+      sql`SELECT ${_PATH_KEY} AS k1, sum(s) AS n FROM m WHERE path IS NOT NULL GROUP BY 1`,
+    )}`)
+  const of = (kind: string) => all.filter((r) => r.kind === kind)
+  const bySize = (a: Record<string, unknown>, b: Record<string, unknown>) =>
+    Number(b.n) - Number(a.n) || (String(a.k1) < String(b.k1) ? -1 : 1)
+  return _statsOf(
+    of('c'),
+    of('d').sort((a, b) => Number(a.k1) - Number(b.k1)),
+    of('h').sort(bySize),
+    of('p').sort(bySize),
+  )
 }
 
 async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
   return withSnapshot(async (run) => {
-    const lastId = await readRollupMark(run)
-    if (!_within(f, _HOURLY)) {
-      const all = await _rawStats(f, run, lastId)
-      const of = (kind: string) => all.filter((r) => r.kind === kind)
-      const bySize = (a: Record<string, unknown>, b: Record<string, unknown>) =>
-        Number(b.n) - Number(a.n) || (String(a.k1) < String(b.k1) ? -1 : 1)
-      return _statsOf(
-        of('c'),
-        of('d').sort((a, b) => Number(a.k1) - Number(b.k1)),
-        of('h').sort(bySize),
-        of('p').sort(bySize),
-      )
-    }
-    const counts = await run(
-      sql`SELECT k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${rollupUnion(f, lastId, true, {
-        rollup: (w) =>
-          sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
-        raw: (from, w) =>
-          sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n, count(duration_ms) AS dn, coalesce(sum(${_DUR_US}), 0) AS ds FROM ${from} WHERE ${w} GROUP BY 1, 2`,
-      })}) GROUP BY 1, 2`,
-    )
-    const hosts = await run(
-      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-        rollup: (w) => sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
-        raw: (from, w) => sql`SELECT host_domain AS k1, count(*) AS n FROM ${from} WHERE ${w} AND host_domain IS NOT NULL GROUP BY 1`,
-      })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`,
-    )
-    const durationTable = _within(f, _DURATIONS) ? sql`logs_hourly_durations` : sql`logs_hourly_status_durations`
-    const histogram = await run(
-      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-        rollup: (w) => sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
-        raw: (from, w) => sql`SELECT ${_BUCKET} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND duration_ms IS NOT NULL GROUP BY 1`,
-      })}) GROUP BY 1 ORDER BY 1`,
-    )
-    const pathTable = _within(f, _PATHS)
-      ? sql`logs_hourly_paths`
-      : _within(f, _HOST_PATHS)
-        ? sql`logs_hourly_host_paths`
-        : sql`logs_hourly_status_paths`
-    const paths = await run(
-      sql`SELECT k1, sum(n) AS n FROM (${rollupUnion(f, lastId, true, {
-        rollup: (w) => sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
-        raw: (from, w) => sql`SELECT ${_PATH_KEY} AS k1, count(*) AS n FROM ${from} WHERE ${w} AND path IS NOT NULL GROUP BY 1`,
-      })}) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`,
-    )
-    return _statsOf(counts, histogram, hosts, paths)
+    const state = await readRollupState(run)
+    const useRollup = _within(f, _HOURLY)
+    const index = useRollup ? null : await indexMatchOf(f, run, state)
+    return _statsOfPlan(planRead(f, state, useRollup, index), f, run)
   })
 }
 
@@ -365,22 +448,22 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
     scanLimited = scan.limited()
   } else {
     await withSnapshot(async (run) => {
-      const lastId = await readRollupMark(run)
+      const state = await readRollupState(run)
       const useRollup = bucket !== 'minute' && _within(f, _HOURLY)
-      const pathMatch = useRollup ? null : await pathIndexMatch(f, run, lastId)
+      const index = useRollup ? null : await indexMatchOf(f, run, state)
       const rows = await run(
         sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(
           f,
-          lastId,
+          state,
           useRollup,
           {
             rollup: (w) =>
               sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
-            raw: (from, w) =>
-              sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+            raw: (from, w, sign) =>
+              sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, ${sign} * count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
           },
-          pathMatch,
-        )}) GROUP BY 1, 2`,
+          index,
+        )}) GROUP BY 1, 2 HAVING sum(n) != 0`,
       )
       for (const r of rows) add(Number(r.k1), Number(r.k2), Number(r.n))
     })

@@ -6,7 +6,7 @@ import { compileLogFilter } from '../logs/filters'
 import { logTimeseries } from '../logs/query'
 import { withSnapshot } from '../logs/read'
 import { BLOCKED_SQL } from '../logs/rollup'
-import { readRollupMark, rollupUnion } from '../logs/stats'
+import { readRollupState, rollupUnion } from '../logs/stats'
 
 const HOUR = 3_600_000
 
@@ -36,21 +36,21 @@ export async function securityLast24h(nowMs = Date.now()) {
   const f = compileLogFilter({ from: String(nowMs - 24 * HOUR) })
   const lanOnlyHosts = new Set((await getDb().select({ id: hosts.id }).from(hosts).where(eq(hosts.lanOnly, true))).map((h) => h.id))
   return withSnapshot(async (run) => {
-    const lastId = await readRollupMark(run)
+    const state = await readRollupState(run)
     /** Sums `n` of the blocked rows grouped by the key columns (roll-up side: NULLs stored as '' / 0; raw side: coalesced the same way). */
     const blocked = (keys: string[], rawKeys: string[]) => {
       const groupBy = sql.raw(keys.map((_, i) => i + 1).join(', '))
-      return rollupUnion(f, lastId, true, {
+      return rollupUnion(f, state, true, {
         rollup: (w) => sql`SELECT ${sql.raw(keys.join(', '))}, sum(n) AS n FROM logs_hourly_blocked WHERE ${w} GROUP BY ${groupBy}`,
-        raw: (from, w) =>
-          sql`SELECT ${sql.raw(rawKeys.join(', '))}, count(*) AS n FROM ${from} WHERE ${w} AND ${sql.raw(BLOCKED_SQL)} GROUP BY ${groupBy}`,
+        raw: (from, w, sign) =>
+          sql`SELECT ${sql.raw(rawKeys.join(', '))}, ${sign} * count(*) AS n FROM ${from} WHERE ${w} AND ${sql.raw(BLOCKED_SQL)} GROUP BY ${groupBy}`,
       })
     }
     const reasons = await run(
       sql`SELECT source, status, host_id, lan, sum(n) AS n FROM (${blocked(
         ['source', 'status', 'host_id', "country = 'LAN' AS lan"],
         ['source', 'coalesce(status, 0) AS status', 'coalesce(host_id, 0) AS host_id', "coalesce(country, '') = 'LAN' AS lan"],
-      )}) GROUP BY 1, 2, 3, 4`,
+      )}) GROUP BY 1, 2, 3, 4 HAVING sum(n) != 0`,
     )
     const blockedBy = { rate_limit: 0, lan_only: 0, waf: 0, bouncer: 0 }
     let forbidden = 0
@@ -66,9 +66,9 @@ export async function securityLast24h(nowMs = Date.now()) {
     // Each WAF block also has its 403 access line: those are not the bouncer's.
     blockedBy.bouncer = Math.max(0, forbidden - blockedBy.lan_only - blockedBy.waf)
     const countries = await run(sql`SELECT country, sum(n) AS n FROM (${blocked(['country'], ["coalesce(country, '') AS country"])})
-      WHERE country NOT IN ('', 'LAN') GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50`)
+      WHERE country NOT IN ('', 'LAN') GROUP BY 1 HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT 50`)
     const ips = await run(sql`SELECT remote_ip, sum(n) AS n FROM (${blocked(['remote_ip'], ["coalesce(remote_ip, '') AS remote_ip"])})
-      WHERE remote_ip <> '' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10`)
+      WHERE remote_ip <> '' GROUP BY 1 HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT 10`)
     return {
       blocked_24h: blockedBy.rate_limit + blockedBy.lan_only + blockedBy.waf + blockedBy.bouncer,
       blocked_by: blockedBy,

@@ -1,0 +1,1 @@
+DROP TABLE logs_hourly_paths_by_status;
