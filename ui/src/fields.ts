@@ -57,6 +57,7 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   // Settings (their units are in SETTING_UNITS)
   'logs.retention_days': 'Keep log rows for',
   'logs.max_entries': 'Most log rows kept',
+  'logs.text_index': 'Index log text for free-text search (about 40 % more disk)',
   'logs.waf_audit_max_bytes': 'WAF audit log size limit',
   'backup.schedule': 'Backup schedule (cron, UTC)',
   'backup.retention_days': 'Keep backups for',
