@@ -2,7 +2,7 @@ import type { H3Event } from 'h3'
 import { getCookie } from 'h3'
 import { defineNitroPlugin } from 'nitropack/runtime'
 import { securityHeadersFor } from '../utils/auth/cookie'
-import { answerForwardAuth, forwardAuthRequestOf } from '../utils/auth/forward-auth'
+import { answerForwardAuth, answerForwardAuthFromCache, forwardAuthRequestOf, type ForwardAuthAnswer } from '../utils/auth/forward-auth'
 import { SESSION_COOKIE } from '../utils/auth/sessions'
 import { isBootReady } from '../utils/core/boot'
 
@@ -19,7 +19,14 @@ export default defineNitroPlugin((nitroApp) => {
   const throughApp = app.handler
   app.handler = ((event: H3Event) => {
     if (event.path !== '/auth/forward' || event.method !== 'GET' || !isBootReady()) return throughApp(event)
-    return _answerDirectly(event).catch(() => throughApp(event))
+    const request = forwardAuthRequestOf((name) => _header(event, name), getCookie(event, SESSION_COOKIE))
+    // A session the cache holds (every check after a user's first) is answered without a promise.
+    const cached = answerForwardAuthFromCache(request)
+    if (cached) return _send(event, cached)
+    return answerForwardAuth(request).then(
+      (answer) => _send(event, answer),
+      () => throughApp(event),
+    )
   }) as typeof app.handler
 })
 
@@ -29,8 +36,7 @@ function _header(event: H3Event, name: string): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-async function _answerDirectly(event: H3Event): Promise<void> {
-  const answer = await answerForwardAuth(forwardAuthRequestOf((name) => _header(event, name), getCookie(event, SESSION_COOKIE)))
+function _send(event: H3Event, answer: ForwardAuthAnswer): void {
   const res = event.node.res
   res.writeHead(answer.status, { ...securityHeadersFor(event), ...answer.headers })
   res.end(answer.body)

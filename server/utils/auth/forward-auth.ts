@@ -1,7 +1,7 @@
 import { getConfig } from '../core/config'
 import { FORWARD_AUTH_PROBE_HEADER, noteForwardAuthProbe } from '../proxy/forward-auth-check'
 import { sanitizeRedirectTarget } from './redirect'
-import { resolveSession } from './sessions'
+import { resolveCachedSession, resolveSession, type ResolvedSession } from './sessions'
 
 /**
  * Rebuilds the URL the browser asked for from the proxy's X-Forwarded-* headers
@@ -36,13 +36,20 @@ export function forwardAuthRequestOf(header: (name: string) => string | undefine
  * The proxy's sub-request: 200 + X-Auth-* for a valid session, else 302 to the
  * login page (with an HTML body naming it, as h3's sendRedirect writes).
  */
-export async function answerForwardAuth(request: {
-  sessionToken: string | undefined
-  probeNonce: string | undefined
-  forwarded: { proto?: string; host?: string; uri?: string }
-}): Promise<ForwardAuthAnswer> {
+export async function answerForwardAuth(request: ForwardAuthRequest): Promise<ForwardAuthAnswer> {
+  return answerForwardAuthFromCache(request) ?? _answerFor(request, await resolveSession(request.sessionToken))
+}
+
+/** answerForwardAuth without a promise when the session cache decides (the proxy's repeated checks); undefined otherwise. */
+export function answerForwardAuthFromCache(request: ForwardAuthRequest): ForwardAuthAnswer | undefined {
+  const session = resolveCachedSession(request.sessionToken)
+  return session === undefined ? undefined : _answerFor(request, session)
+}
+
+type ForwardAuthRequest = ReturnType<typeof forwardAuthRequestOf>
+
+function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null): ForwardAuthAnswer {
   noteForwardAuthProbe(request.probeNonce)
-  const session = await resolveSession(request.sessionToken)
   if (session) {
     const { user } = session
     return {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { and, eq, lte, ne } from 'drizzle-orm'
 import { sessions, users } from '../../../db/schema'
 import { getDb, runWrite, type Executor } from '../core/db'
-import { kvGetFresh, kvRemove, kvSetWithTtl } from '../core/kv'
+import { kvPeekFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 
 // The name alone, in a module of its own: the proxy configuration builder strips it and imports nothing else of auth.
 export { SESSION_COOKIE } from './session-cookie'
@@ -62,14 +62,26 @@ export async function createSession(
  * reads the database and writes last_seen (sliding the expiry) only when the
  * stored value is older than 5 minutes.
  */
+function _cachedSession(tokenHash: string): ResolvedSession | null | undefined {
+  const cached = kvPeekFresh<ResolvedSession | null>(_cacheKey(tokenHash))
+  if (cached && cached.expiresAtMs <= Date.now()) return null
+  return cached
+}
+
+/**
+ * resolveSession's answer when the session cache holds it, without a promise
+ * (ForwardAuth's fast path); undefined when the database must be asked.
+ */
+export function resolveCachedSession(token: string | undefined): ResolvedSession | null | undefined {
+  if (!token || token.length > 128) return null
+  return _cachedSession(hashSessionToken(token))
+}
+
 export async function resolveSession(token: string | undefined): Promise<ResolvedSession | null> {
   if (!token || token.length > 128) return null
   const tokenHash = hashSessionToken(token)
-  const cached = await kvGetFresh<ResolvedSession | null>(_cacheKey(tokenHash))
-  if (cached !== undefined) {
-    if (cached && cached.expiresAtMs <= Date.now()) return null
-    return cached
-  }
+  const cached = _cachedSession(tokenHash)
+  if (cached !== undefined) return cached
   const row = await getDb()
     .select({ s: sessions, u: users })
     .from(sessions)

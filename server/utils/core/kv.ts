@@ -22,6 +22,11 @@ interface _Entry<T> {
 }
 
 export async function kvGetFresh<T>(key: string): Promise<T | undefined> {
+  return kvPeekFresh<T>(key)
+}
+
+/** kvGetFresh without a promise, for the hottest path (ForwardAuth): valid while the storage is process-local. */
+export function kvPeekFresh<T>(key: string): T | undefined {
   const entry = _local.get(key) as _Entry<T> | undefined
   if (!entry) return undefined
   if (entry.expiresAtMs <= Date.now()) {
