@@ -69,35 +69,40 @@ export const TEXT_INDEX_CHUNK_ROWS = 5_000
 const _DIMS = "source, coalesce(host_id, 0), coalesce(host_domain, '')"
 const _STATUS_DIMS = `${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, '')`
 
-/** The upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args), and the path index's insert or delete. */
+/**
+ * The upserts that add (sign +1) or subtract (-1) the rows matching `where` (SQL over logs, with `?` args), and the path index's insert or delete.
+ * `where` picks rows by id (a range, or a batch): every statement reads logs NOT INDEXED, so rowid lookups
+ * do it; otherwise the planner answered the blocked-requests roll-up's OR of sources with a walk of the
+ * whole source index (all access rows) for every chunk and every retention batch.
+ */
 export function rollupStatements(where: string, args: Array<string | number>, sign: 1 | -1): InStatement[] {
   const s = sign < 0 ? '-' : ''
   return [
     {
       sql: `INSERT INTO logs_hourly (hour_ms, source, host_id, host_domain, status, method, level, n, dur_n, dur_sum_us)
       SELECT ${HOUR_SQL}, ${_DIMS}, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${s}count(*), ${s}count(duration_ms), ${s}coalesce(sum(${DURATION_US_SQL}), 0)
-      FROM logs WHERE ${where} GROUP BY 1, 2, 3, 4, 5, 6, 7
+      FROM logs NOT INDEXED WHERE ${where} GROUP BY 1, 2, 3, 4, 5, 6, 7
       ON CONFLICT DO UPDATE SET n = n + excluded.n, dur_n = dur_n + excluded.dur_n, dur_sum_us = dur_sum_us + excluded.dur_sum_us`,
       args,
     },
     {
       sql: `INSERT INTO logs_hourly_durations (hour_ms, source, host_id, host_domain, bucket_us, n)
       SELECT ${HOUR_SQL}, ${_DIMS}, ${BUCKET_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+      FROM logs NOT INDEXED WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
     {
       sql: `INSERT INTO logs_hourly_host_paths (hour_ms, source, host_id, host_domain, path, n)
       SELECT ${HOUR_SQL}, ${_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+      FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
     {
       sql: `INSERT INTO logs_hourly_paths (hour_ms, source, path, n)
       SELECT ${HOUR_SQL}, source, ${PATH_KEY_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3
+      FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
@@ -105,7 +110,7 @@ export function rollupStatements(where: string, args: Array<string | number>, si
     {
       sql: `INSERT INTO logs_hourly_blocked (hour_ms, source, host_id, status, remote_ip, country, n)
       SELECT ${HOUR_SQL}, source, coalesce(host_id, 0), coalesce(status, 0), coalesce(remote_ip, ''), coalesce(country, ''), ${s}count(*)
-      FROM logs WHERE (${where}) AND ${BLOCKED_SQL} GROUP BY 1, 2, 3, 4, 5, 6
+      FROM logs NOT INDEXED WHERE (${where}) AND ${BLOCKED_SQL} GROUP BY 1, 2, 3, 4, 5, 6
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
@@ -113,14 +118,14 @@ export function rollupStatements(where: string, args: Array<string | number>, si
     {
       sql: `INSERT INTO logs_hourly_status_durations (hour_ms, source, host_id, host_domain, status, method, level, bucket_us, n)
       SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${BUCKET_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+      FROM logs NOT INDEXED WHERE (${where}) AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
     {
       sql: `INSERT INTO logs_hourly_status_paths (hour_ms, source, host_id, host_domain, status, method, level, path, n)
       SELECT ${HOUR_SQL}, ${_STATUS_DIMS}, ${PATH_KEY_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+      FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
@@ -128,19 +133,19 @@ export function rollupStatements(where: string, args: Array<string | number>, si
     {
       sql: `INSERT INTO logs_hourly_paths_by_status (hour_ms, source, status, method, level, path, n)
       SELECT ${HOUR_SQL}, source, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${PATH_KEY_SQL}, ${s}count(*)
-      FROM logs WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6
+      FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },
     sign > 0
-      ? { sql: `INSERT INTO ${PATH_INDEX} (rowid, path) SELECT id, path FROM logs WHERE (${where}) AND path IS NOT NULL`, args }
-      : { sql: `DELETE FROM ${PATH_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND path IS NOT NULL)`, args },
+      ? { sql: `INSERT INTO ${PATH_INDEX} (rowid, path) SELECT id, path FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL`, args }
+      : { sql: `DELETE FROM ${PATH_INDEX} WHERE rowid IN (SELECT id FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL)`, args },
   ]
 }
 
 /** Removes roll-up rows that reached zero in the hours of the rows matching `where`. */
 export function rollupCleanupStatements(where: string, args: Array<string | number>): InStatement[] {
-  const hours = `hour_ms IN (SELECT DISTINCT ${HOUR_SQL} FROM logs WHERE ${where})`
+  const hours = `hour_ms IN (SELECT DISTINCT ${HOUR_SQL} FROM logs NOT INDEXED WHERE ${where})`
   return ROLLUP_TABLES.map((t) => ({ sql: `DELETE FROM ${t} WHERE ${hours} AND n <= 0`, args }))
 }
 
@@ -209,7 +214,7 @@ export async function indexLogText(opts: { chunkRows?: number; budgetMs?: number
   return _advanceMark(
     'text_last_id',
     (from, to) => [
-      { sql: `INSERT INTO ${TEXT_INDEX} (rowid, body) SELECT id, ${TEXT_BODY_SQL} FROM logs WHERE id > ? AND id <= ?`, args: [from, to] },
+      { sql: `INSERT INTO ${TEXT_INDEX} (rowid, body) SELECT id, ${TEXT_BODY_SQL} FROM logs NOT INDEXED WHERE id > ? AND id <= ?`, args: [from, to] },
     ],
     opts.chunkRows ?? TEXT_INDEX_CHUNK_ROWS,
     opts.budgetMs ?? 1_000,
@@ -229,7 +234,7 @@ export async function clearTextIndex(): Promise<void> {
 /** The text index's delete for the rows matching `where` that it holds (retention). */
 export function textIndexDeleteStatement(where: string, args: Array<string | number>): InStatement {
   return {
-    sql: `DELETE FROM ${TEXT_INDEX} WHERE rowid IN (SELECT id FROM logs WHERE (${where}) AND id <= (SELECT text_last_id FROM logs_rollup_state WHERE id = 1))`,
+    sql: `DELETE FROM ${TEXT_INDEX} WHERE rowid IN (SELECT id FROM logs NOT INDEXED WHERE (${where}) AND id <= (SELECT text_last_id FROM logs_rollup_state WHERE id = 1))`,
     args,
   }
 }
