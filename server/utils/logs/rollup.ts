@@ -214,7 +214,10 @@ export async function indexLogText(opts: { chunkRows?: number; budgetMs?: number
   return _advanceMark(
     'text_last_id',
     (from, to) => [
-      { sql: `INSERT INTO ${TEXT_INDEX} (rowid, body) SELECT id, ${TEXT_BODY_SQL} FROM logs NOT INDEXED WHERE id > ? AND id <= ?`, args: [from, to] },
+      {
+        sql: `INSERT INTO ${TEXT_INDEX} (rowid, body) SELECT id, ${TEXT_BODY_SQL} FROM logs NOT INDEXED WHERE id > ? AND id <= ?`,
+        args: [from, to],
+      },
     ],
     opts.chunkRows ?? TEXT_INDEX_CHUNK_ROWS,
     opts.budgetMs ?? 1_000,
