@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { closeDatabase, getClient, openDatabase, runWrite } from '../../server/utils/core/db'
 import { readMigrationsFromDir } from '../../server/utils/core/migrations'
 import { getLog, listLogs } from '../../server/utils/logs/query'
-import { computeLogStats, computeLogTimeseries, planRead, type RollupState } from '../../server/utils/logs/stats'
+import { computeLogStats, computeLogTimeseries, planHourlyRead, type RollupState } from '../../server/utils/logs/stats'
 import { compileLogFilter } from '../../server/utils/logs/filters'
 import { BUCKET_SQL, bucketUsOf, clearTextIndex, indexLogText, rebuildRollups, rollUpLogs } from '../../server/utils/logs/rollup'
 import { insertStatements } from '../../server/utils/logs/writer'
@@ -421,12 +421,12 @@ describe('every filter, alone and combined, against a seeded libSQL file', () =>
   })
 })
 
-// Which way planRead reads a partial hour (the answers are checked against the oracle above;
+// Which way planHourlyRead reads a partial hour (the answers are checked against the oracle above;
 // this is about reading the smaller slice raw).
 describe('the partial hours of a window', () => {
   const state: RollupState = { lastId: 1000, textLastId: 0, minTs: T0, maxTs: T0 + 72 * H }
   const plan = (q: Record<string, string>) => {
-    const p = planRead(compileLogFilter(q), state, true)
+    const p = planHourlyRead(compileLogFilter(q), state, true)
     return { signs: p.raw.map((r) => r.sign), rollup: p.rollupWhere !== null }
   }
   it('reads the slice before from and subtracts it when it is the smaller one', () => {
@@ -443,9 +443,9 @@ describe('the partial hours of a window', () => {
     // A window ending after the newest row (ending now): the slice after to can hold no row, so the
     // hour comes from the roll-up and the slice subtracted is empty, however far into the hour to is.
     const window = compileLogFilter({ from: String(T0), to: String(T0 + 72 * H + 600_000) })
-    expect(planRead(window, { ...state, maxTs: T0 + 72 * H + 300_000 }, true).raw.map((r) => r.sign)).toEqual([-1, 1])
+    expect(planHourlyRead(window, { ...state, maxTs: T0 + 72 * H + 300_000 }, true).raw.map((r) => r.sign)).toEqual([-1, 1])
     // The same window with rows until 55 minutes into that hour: the 10 minutes before to are read instead.
-    expect(planRead(window, { ...state, maxTs: T0 + 72 * H + 3_300_000 }, true).raw.map((r) => r.sign)).toEqual([1, 1])
+    expect(planHourlyRead(window, { ...state, maxTs: T0 + 72 * H + 3_300_000 }, true).raw.map((r) => r.sign)).toEqual([1, 1])
   })
   it('reads raw rows only when from..to holds no whole hour', () => {
     expect(plan({ from: String(T0 + 5 * H + 60_000), to: String(T0 + 6 * H + 60_000) })).toEqual({ signs: [1], rollup: false })

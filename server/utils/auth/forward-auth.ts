@@ -37,7 +37,7 @@ export function forwardAuthRequestOf(header: (name: string) => string | undefine
  * login page (with an HTML body naming it, as h3's sendRedirect writes).
  */
 export async function answerForwardAuth(request: ForwardAuthRequest): Promise<ForwardAuthAnswer> {
-  return answerForwardAuthFromCache(request) ?? _answerFor(request, await resolveSession(request.sessionToken))
+  return _answerFor(request, await resolveSession(request.sessionToken)) // resolveSession asks the cache first
 }
 
 /** answerForwardAuth without a promise when the session cache decides (the proxy's repeated checks); undefined otherwise. */

@@ -57,11 +57,6 @@ export async function createSession(
   return { token, expiresAtMs }
 }
 
-/**
- * Token -> session and user. Answers from a 30 s cache when it can; on a miss
- * reads the database and writes last_seen (sliding the expiry) only when the
- * stored value is older than 5 minutes.
- */
 function _cachedSession(tokenHash: string): ResolvedSession | null | undefined {
   const cached = kvPeekFresh<ResolvedSession | null>(_cacheKey(tokenHash))
   if (cached && cached.expiresAtMs <= Date.now()) return null
@@ -77,6 +72,11 @@ export function resolveCachedSession(token: string | undefined): ResolvedSession
   return _cachedSession(hashSessionToken(token))
 }
 
+/**
+ * Token -> session and user. Answers from a 30 s cache when it can; on a miss
+ * reads the database and writes last_seen (sliding the expiry) only when the
+ * stored value is older than 5 minutes.
+ */
 export async function resolveSession(token: string | undefined): Promise<ResolvedSession | null> {
   if (!token || token.length > 128) return null
   const tokenHash = hashSessionToken(token)

@@ -23,7 +23,7 @@ import { presentLog, type LogRecord } from './present'
 import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } from './parse'
 import { HEAD_BYTES, headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
 import { insertStatements } from './writer'
-import { clearTextIndex, indexLogText, rollUpLogs, rollupMark, textIndexMark } from './rollup'
+import { clearTextIndex, indexLogText, logMarks, rollUpLogs } from './rollup'
 
 // Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR (node 1)
 // and in PROXY_LOG_DIR/nodes/<id> (every other proxy node, docs/scaling.md). Each
@@ -267,6 +267,7 @@ let _stopped = false
 let _nextLeaseCheckMs = 0
 let _lastRollupMs = 0
 let _lastTextIndexMs = 0
+let _textIndexSetting = { on: true, readAtMs: 0 }
 let _rollupBehind = false
 const _lastErrorAuditMs = new Map<string, number>()
 const _status = {
@@ -345,42 +346,58 @@ async function _tick(): Promise<void> {
     }
   }
   _status.rows_ingested += ingested
-  // Roll up when ingestion is idle, every 10 s, or when the backlog would make queries slow
-  // (queries add the rows not rolled up yet, so waiting costs them time, never correctness).
-  // Audit rows arrive without the ingester: they are rolled up here too.
-  try {
-    const { lastId, maxId } = await rollupMark()
-    const backlog = maxId - lastId
-    const sinceMs = Date.now() - _lastRollupMs
-    if (backlog >= _ROLLUP_BACKLOG_ROWS || (backlog > 0 && (sinceMs > 10_000 || (ingested === 0 && (_rollupBehind || sinceMs > 1_000))))) {
-      const covered = await rollUpLogs({ budgetMs: ingested === 0 ? 1_000 : 250 }) // chunks of 20,000 rows, requests go in between
-      _rollupBehind = covered < backlog
-      _lastRollupMs = Date.now()
+  // One read of both marks serves the roll-ups and the free-text index.
+  const marks = await logMarks().catch((err) => _reportError('roll-up', err).then(() => null))
+  if (marks) {
+    try {
+      await _keepRollups(marks, ingested)
+    } catch (err) {
+      await _reportError('roll-up', err)
     }
-  } catch (err) {
-    await _reportError('roll-up', err)
-  }
-  try {
-    await _keepTextIndex(ingested)
-  } catch (err) {
-    await _reportError('text index', err)
+    try {
+      await _keepTextIndex(marks, ingested)
+    } catch (err) {
+      await _reportError('text index', err)
+    }
   }
   _status.last_tick_at = new Date().toISOString()
 }
 
 /**
+ * Rolls up when ingestion is idle, every 10 s, or when the backlog would make queries slow
+ * (queries add the rows not rolled up yet, so waiting costs them time, never correctness).
+ * Audit rows arrive without the ingester: they are rolled up here too.
+ */
+async function _keepRollups(marks: { lastId: number; maxId: number }, ingested: number): Promise<void> {
+  const backlog = marks.maxId - marks.lastId
+  const sinceMs = Date.now() - _lastRollupMs
+  if (backlog >= _ROLLUP_BACKLOG_ROWS || (backlog > 0 && (sinceMs > 10_000 || (ingested === 0 && (_rollupBehind || sinceMs > 1_000))))) {
+    const covered = await rollUpLogs({ budgetMs: ingested === 0 ? 1_000 : 250 }) // chunks of 20,000 rows, requests go in between
+    _rollupBehind = covered < backlog
+    _lastRollupMs = Date.now()
+  }
+}
+
+/** logs.text_index, read at most once a second (the loop ticks five times a second). */
+async function _textIndexEnabled(): Promise<boolean> {
+  if (Date.now() - _textIndexSetting.readAtMs >= 1_000)
+    _textIndexSetting = { on: await getSetting<boolean>('logs.text_index'), readAtMs: Date.now() }
+  return _textIndexSetting.on
+}
+
+/**
  * The free-text index follows the roll-ups: it is filled once they have caught
  * up (dashboards and stats first), in the same cadence (idle, or every 10 s
- * during a burst), and emptied when the setting is turned off.
+ * during a burst), and emptied when the setting is turned off. `marks` only
+ * decide whether to start: indexLogText reads the marks again in each chunk.
  */
-async function _keepTextIndex(ingested: number): Promise<void> {
-  const { textLastId, maxId } = await textIndexMark()
-  if (!(await getSetting<boolean>('logs.text_index'))) {
-    if (textLastId > 0) await clearTextIndex()
+async function _keepTextIndex(marks: { textLastId: number; maxId: number }, ingested: number): Promise<void> {
+  if (!(await _textIndexEnabled())) {
+    if (marks.textLastId > 0) await clearTextIndex()
     return
   }
   const sinceMs = Date.now() - _lastTextIndexMs
-  if (_rollupBehind || maxId <= textLastId || (ingested > 0 && sinceMs <= 10_000)) return
+  if (_rollupBehind || marks.maxId <= marks.textLastId || (ingested > 0 && sinceMs <= 10_000)) return
   await indexLogText({ budgetMs: ingested === 0 ? 1_000 : 250 })
   _lastTextIndexMs = Date.now()
 }

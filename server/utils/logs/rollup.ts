@@ -151,22 +151,13 @@ export function rollupCleanupStatements(where: string, args: Array<string | numb
 
 type _MarkColumn = 'last_id' | 'text_last_id'
 
-/** A mark of logs_rollup_state (ids at or below it are covered) and the newest id. */
-async function _markOf(column: _MarkColumn): Promise<{ mark: number; maxId: number }> {
+/** Both marks of logs_rollup_state (ids at or below them are covered) and the newest id, in one read. */
+export async function logMarks(): Promise<{ lastId: number; textLastId: number; maxId: number }> {
   const r = await getClient().execute(
-    `SELECT (SELECT ${column} FROM logs_rollup_state WHERE id = 1) AS mark, (SELECT coalesce(max(id), 0) FROM logs) AS max_id`,
+    'SELECT last_id, text_last_id, (SELECT coalesce(max(id), 0) FROM logs) AS max_id FROM logs_rollup_state WHERE id = 1',
   )
-  return { mark: Number(r.rows[0]?.mark ?? 0), maxId: Number(r.rows[0]?.max_id ?? 0) }
-}
-
-export async function rollupMark(): Promise<{ lastId: number; maxId: number }> {
-  const { mark, maxId } = await _markOf('last_id')
-  return { lastId: mark, maxId }
-}
-
-export async function textIndexMark(): Promise<{ textLastId: number; maxId: number }> {
-  const { mark, maxId } = await _markOf('text_last_id')
-  return { textLastId: mark, maxId }
+  const row = r.rows[0]
+  return { lastId: Number(row?.last_id ?? 0), textLastId: Number(row?.text_last_id ?? 0), maxId: Number(row?.max_id ?? 0) }
 }
 
 /**
@@ -184,7 +175,9 @@ async function _advanceMark(
   let covered = 0
   for (;;) {
     const step = await runWrite(async () => {
-      const { mark, maxId } = await _markOf(column)
+      const marks = await logMarks()
+      const mark = column === 'last_id' ? marks.lastId : marks.textLastId
+      const maxId = marks.maxId
       if (maxId <= mark) return 0
       const to = Math.min(maxId, mark + chunk)
       await getClient().batch(

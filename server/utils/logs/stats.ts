@@ -73,7 +73,7 @@ interface RawPiece {
   sign: 1 | -1
 }
 /** Roll-up hours (null: none) and raw pieces whose signed sum is exactly the filter's rows. */
-interface ReadPlan {
+interface HourlyReadPlan {
   rollupWhere: SQL | null
   raw: RawPiece[]
 }
@@ -171,7 +171,7 @@ const _spanWithin = (state: RollupState, from: number, toExclusive: number) =>
  * within the table's span (rows after the newest row do not exist).
  * `useRollup` false (or no whole hour in from..to): the raw parts only.
  */
-export function planRead(f: CompiledFilter, state: RollupState, useRollup: boolean, index: IndexMatch | null = null): ReadPlan {
+export function planHourlyRead(f: CompiledFilter, state: RollupState, useRollup: boolean, index: IndexMatch | null = null): HourlyReadPlan {
   const { lastId } = state
   const from = f.fromMs,
     to = f.toMs
@@ -230,9 +230,9 @@ export function planRead(f: CompiledFilter, state: RollupState, useRollup: boole
 
 const _SIGN = { 1: sql.raw('1'), [-1]: sql.raw('-1') } as const
 
-/** The union of parts whose signed sum covers exactly the rows of the filter (see planRead). */
+/** The union of parts whose signed sum covers exactly the rows of the filter (see planHourlyRead). */
 export function rollupUnion(f: CompiledFilter, state: RollupState, useRollup: boolean, parts: Parts, index: IndexMatch | null = null): SQL {
-  const plan = planRead(f, state, useRollup, index)
+  const plan = planHourlyRead(f, state, useRollup, index)
   const pieces = plan.raw.map((p) => parts.raw(p.from, p.where, _SIGN[p.sign]))
   if (plan.rollupWhere) pieces.unshift(parts.rollup(plan.rollupWhere))
   return sql.join(pieces, sql` UNION ALL `)
@@ -275,7 +275,7 @@ const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : n
  * materialised CTE, each row with its sign) and, with a roll-up, added to its
  * hours' sums; keys whose sum is 0 (all their rows outside from..to) drop out.
  */
-async function _statsOfPlan(plan: ReadPlan, f: CompiledFilter, run: RunQuery): Promise<LogStats> {
+async function _statsOfPlan(plan: HourlyReadPlan, f: CompiledFilter, run: RunQuery): Promise<LogStats> {
   const rows = sql.join(
     plan.raw.map((p) => sql`SELECT ${_SIGN[p.sign]} AS s, source, status, host_domain, duration_ms, path FROM ${p.from} WHERE ${p.where}`),
     sql` UNION ALL `,
@@ -327,7 +327,7 @@ async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
     const state = await readRollupState(run)
     const useRollup = _within(f, _HOURLY)
     const index = useRollup ? null : await indexMatchOf(f, run, state)
-    return _statsOfPlan(planRead(f, state, useRollup, index), f, run)
+    return _statsOfPlan(planHourlyRead(f, state, useRollup, index), f, run)
   })
 }
 

@@ -28,7 +28,8 @@ export async function trafficLast24h(nowMs = Date.now()) {
  * audit rows that blocked; the other 403s = the bouncer.
  *
  * Read from the blocked-requests roll-up (logs_hourly_blocked) for whole hours
- * plus the raw rows of the partial first hour and those above the roll-up mark,
+ * plus the partial first hour (its raw rows, or its whole hour less the rows
+ * before the window, whichever reads fewer) and the raw rows above the roll-up mark,
  * in one snapshot (the same split as /api/logs/stats): exact, and a few
  * thousand rows read instead of a day of traffic.
  */
