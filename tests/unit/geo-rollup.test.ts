@@ -113,6 +113,20 @@ describe('rollUpNetworks — properties over random country-like inputs', () => 
     }
   })
 
+  // The merge counts IPv6 in /64 units (the bundled data's longest networks);
+  // a network longer than /80 would not fit a number's 52 bits below the floor.
+  it('commits IPv6 networks longer than /80 as they are, unless a kept network or supernet covers them', () => {
+    const input = ['2001:db8::/64', '2001:db8::1/128', '2001:db8:0:1::/96', '2001:db8:0:1::/96', '2001:db8:0:2::/64']
+    const exact = rollUpNetworks(input, 1000)
+    expect(exact.cidrs).toEqual(['2001:db8::/64', '2001:db8:0:2::/64', '2001:db8:0:1::/96'])
+    expect(exact.inputAddresses.v6).toBe(2n * 2n ** 64n + 2n ** 32n)
+    expect(exact.addedAddresses.v6).toBe(0n)
+    const merged = rollUpNetworks(input, 1)
+    expect(merged.cidrs).toEqual(['2001:db8::/62'])
+    expect(merged.inputAddresses.v6).toBe(exact.inputAddresses.v6)
+    expect(merged.addedAddresses.v6).toBe(4n * 2n ** 64n - exact.inputAddresses.v6)
+  })
+
   it('never goes wider than /16 even when asked for one supernet', () => {
     const res = rollUpNetworks(['10.0.0.0/24', '10.1.0.0/24', '10.0.128.0/24'], 1)
     expect(res.cidrs.every((c) => Number(c.split('/')[1]) >= 16)).toBe(true)

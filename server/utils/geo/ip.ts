@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 
-// IP arithmetic on BigInt, shared by the walker, the roll-up and the LAN check.
+// IP arithmetic on BigInt, shared by the walker, the roll-up (which merges on plain numbers) and the LAN check.
 
 export type Family = 4 | 6
 export interface Net {
@@ -68,12 +68,6 @@ export const mask = (family: Family, prefix: number) => _MASKS[family][prefix]!
 export const sizeOf = (n: Net) => _SIZES[n.family][n.prefix]!
 export const endOf = (n: Net) => n.start + sizeOf(n) - 1n
 export const formatNet = (n: Net) => `${bigIntToIp(n.start, n.family)}/${n.prefix}`
-
-/** How many leading bits a and b share (the width when they are equal). */
-export function commonLeadingBits(a: bigint, b: bigint, family: Family): number {
-  const diff = a ^ b
-  return diff === 0n ? bitsOf(family) : bitsOf(family) - diff.toString(2).length
-}
 
 export function netContains(net: Net, family: Family, value: bigint): boolean {
   return net.family === family && value >= net.start && value <= endOf(net)
