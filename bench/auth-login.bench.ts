@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { ADMIN, startPanel, type PanelHandle } from '../tests/support/panel'
-import { reportFigures } from './report'
+import { median, reportFigures } from './report'
 
 // A login for an unknown email, or for an account without a password (OIDC),
 // must cost what a wrong password costs (one argon2id check), so that answer
@@ -15,8 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await panel?.stop()
 })
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 it('login answer time: unknown email and password-less account vs wrong password', async () => {
   const cases = {

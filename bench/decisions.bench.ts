@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { LAPI_USER_AGENT, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../tests/support/crowdsec'
 import { registerTestSecret, startPanel, type PanelHandle } from '../tests/support/panel'
-import { ratioOf, reportFigures, type Figure } from './report'
+import { median, ratioOf, reportFigures, type Figure } from './report'
 
 // Budgets (design.md, issue 18): the decisions list with 50,000 active decisions <= 500 ms
 // uncached; a page of it <= 20 ms with 50,000 (and 500,000: BENCH_DECISIONS=500000) active
@@ -67,7 +67,6 @@ async function engineAlone(): Promise<number> {
   await res.text()
   return performance.now() - t
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const fmt = (n: number) => n.toLocaleString('en')
 
 it(`lists ${COUNT} active decisions: the 15 s copy, the mirror, pages, against the engine alone`, async () => {

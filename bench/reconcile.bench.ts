@@ -8,9 +8,10 @@ import { httpRequest } from '../tests/support/http'
 import { buildProxyConfig, stableStringify } from '../server/utils/proxy/build/index'
 import type { ProxySnapshot } from '../server/utils/proxy/build/types'
 import { loadProxyConfig } from '../server/utils/proxy/client'
-import { ratioOf, reportFigures, type Figure } from './report'
+import { median, ratioOf, reportFigures, type Figure } from './report'
 
 // Budgets (design.md): build + push 1,000 hosts <= 0.5 s, 10,000 hosts <= 5 s, to the real Caddy.
+const PAIRS = 3
 let caddy: Awaited<ReturnType<typeof startCaddy>>
 let upstream: Awaited<ReturnType<typeof startTestUpstream>>
 let httpPort: number
@@ -134,11 +135,24 @@ it('builds and pushes 1,000 and 10,000 hosts, and measures a request through 1,0
     [10_000, 5_000],
   ] as const) {
     await measure(count) // warm-up (JIT, Caddy's first provisioning)
-    const m = await measure(count + 1)
-    // Same JSON with one byte changed in a host name, so Caddy does not skip an identical load.
-    const directMs = await postLoadDirectly(m.json.replace(`h1.bench.test`, `h0.bench.test`))
+    // Caddy's own load time varies by tens of ms from one load to the next: pairs alternate, medians are compared.
+    const panel: Array<Awaited<ReturnType<typeof measure>>> = []
+    const direct: number[] = []
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const m = await measure(count + 1 + pair)
+      panel.push(m)
+      // Same JSON with one byte changed in a host name, so Caddy does not skip an identical load.
+      direct.push(await postLoadDirectly(m.json.replace(`h1.bench.test`, `h0.bench.test`)))
+    }
+    const m = {
+      buildMs: median(panel.map((p) => p.buildMs)),
+      pushMs: median(panel.map((p) => p.pushMs)),
+      totalMs: median(panel.map((p) => p.buildMs + p.pushMs)),
+      bytes: panel[0]!.bytes,
+    }
+    const directMs = median(direct)
     figures.push(
-      { what: `build ${count} hosts`, value: Math.round(m.buildMs), unit: 'ms', budget: '-', withinBudget: true },
+      { what: `build ${count} hosts (median)`, value: Math.round(m.buildMs), unit: 'ms', budget: '-', withinBudget: true },
       {
         what: `push ${count} hosts (${(m.bytes / 1e6).toFixed(1)} MB JSON)`,
         value: Math.round(m.pushMs),
@@ -148,11 +162,16 @@ it('builds and pushes 1,000 and 10,000 hosts, and measures a request through 1,0
       },
       {
         what: `build + push ${count} hosts`,
-        value: Math.round(m.buildMs + m.pushMs),
+        value: Math.round(m.totalMs),
         unit: 'ms',
         budget: `<= ${budgetMs}`,
-        withinBudget: m.buildMs + m.pushMs <= budgetMs,
-        ratio: ratioOf(m.buildMs + m.pushMs, directMs, `the same JSON posted to /load, ${Math.round(directMs)} ms`, '<= 1.1'),
+        withinBudget: m.totalMs <= budgetMs,
+        ratio: ratioOf(
+          m.totalMs,
+          directMs,
+          `the same JSON posted to /load, ${Math.round(directMs)} ms (medians of ${PAIRS} alternated pairs)`,
+          '<= 1.1',
+        ),
       },
     )
   }

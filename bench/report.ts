@@ -21,6 +21,9 @@ export interface Figure {
 }
 
 /** A ratio rounded to two places, with the goal it is read against. */
+/** The middle value (the upper one of the two middles for an even count). */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
 export function ratioOf(panel: number, limit: number, against: string, goal: string): Ratio {
   return { value: Number((panel / limit).toFixed(2)), against, goal }
 }

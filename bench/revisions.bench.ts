@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startTestUpstream } from '../tests/support/upstream'
 import { createGroup, startProxyStack, type ProxyStack } from '../tests/support/proxy-stack'
-import { ratioOf, reportFigures, type Figure } from './report'
+import { median, ratioOf, reportFigures, type Figure } from './report'
 
 // What revisions and dry runs cost on a panel with 1,000 hosts and the
 // production Caddy: a host toggle (build, push, revision recorded in the same
@@ -23,7 +23,6 @@ afterAll(async () => {
   await up?.stop()
 })
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 async function timed(fn: () => Promise<{ status: number; text: string }>): Promise<number> {
   const t = performance.now()
