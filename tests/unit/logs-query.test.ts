@@ -535,3 +535,23 @@ describe('the duration histogram bucket', () => {
     ])
   })
 })
+
+describe('a JS-filtered scan through the path index', () => {
+  // Every window of the newest-first scan (5,000 ids, then doubling) must read its ids
+  // exactly once: the rows below are the only ones whose path holds the regex's literal.
+  it('reads every id once across window edges and the index mark', async () => {
+    const count = 12_345
+    const rows = seedRows(count).map((r, i) => ({ ...r, source: 'caddy_access' as const, path: `/window-edge/${i}`, durationMs: 5 }))
+    await insertRows(rows)
+    const regex = { path: `re:^/window-edge/\\d+$` }
+    expect((await computeLogStats(regex)).stats.total).toBe(count) // nothing indexed above the old mark
+    await rollUpLogs({ chunkRows: 7_000, budgetMs: 0 }) // the mark inside the new rows
+    expect((await computeLogStats(regex)).stats.total).toBe(count)
+    await rollUpLogs({ budgetMs: 60_000 })
+    const stats = (await computeLogStats(regex)).stats
+    expect(stats.total).toBe(count)
+    expect(stats.top_paths).toHaveLength(5)
+    const newest = (await listLogs({ ...regex, limit: '1000' })).rows
+    expect(newest.map((r) => r.path)).toEqual(Array.from({ length: 1000 }, (_, i) => `/window-edge/${count - 1 - i}`))
+  })
+})

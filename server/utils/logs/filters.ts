@@ -56,8 +56,8 @@ export interface CompiledFilter {
   toMs?: number
   /** dimWhere plus the time range, on the logs table. */
   where: SQL | undefined
-  /** The `path` substring filter, when given (not a regex): the path index narrows rows to it. */
-  pathSubstring?: string
+  /** What every matching path contains (the `path` substring, or the literal a `re:` path requires): the path index narrows rows to it. */
+  pathLiteral?: string
   /** The free-text (`query`) filter, when given: the text index narrows rows to it. */
   queryText?: string
   /** What SQL cannot check: run on the rows SQL returns. Null when SQL says it all. */
@@ -190,18 +190,21 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   }
 
   const path = _one(q.path)
-  let pathSubstring: string | undefined
+  let pathLiteral: string | undefined
   if (path !== undefined) {
     dims.add('path')
     if (path.startsWith('re:')) {
       const re = compileSafeRegex(path.slice(3))
       const literal = requiredLiteral(path.slice(3))
-      if (literal) conds.push(sql`instr(${_col('path')}, ${literal}) > 0`)
+      if (literal) {
+        conds.push(sql`instr(${_col('path')}, ${literal}) > 0`)
+        pathLiteral = literal
+      }
       jsChecks.push((r) => r.path !== null && re.test(r.path))
     } else {
       conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
       tail.push((r) => r.path?.includes(path) === true)
-      pathSubstring = path
+      pathLiteral = path
     }
   }
 
@@ -295,7 +298,7 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
     fromMs,
     toMs,
     predicate,
-    pathSubstring,
+    pathLiteral,
     queryText: text,
     dimWhere: conds.length ? and(...conds) : undefined,
     where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,

@@ -4,7 +4,9 @@ import type { Row } from '@libsql/client'
 import { logs } from '../../../db/schema'
 import { getClient, getDb } from '../core/db'
 import type { CompiledFilter } from './filters'
+import { indexMatchOf, type IndexMatch } from './index-match'
 import { presentLog, recordOf, type LogRecord } from './present'
+import { logMarks } from './rollup'
 
 // Reading the logs table newest first. Lists are ORDER BY id DESC LIMIT n: for
 // a filter most rows match (one host, one source), an index on that column
@@ -21,10 +23,11 @@ export const PROBE_IDS = 20_000
 const _dialect = new SQLiteAsyncDialect()
 const _c = (name: string) => sql`${sql.identifier(name)}`
 
-async function _select(q: SQL): Promise<LogRecord[]> {
+const _run: RunQuery = async (q) => {
   const { sql: text, params } = _dialect.sqlToQuery(q)
-  return (await getClient().execute({ sql: text, args: params as Array<string | number | null> })).rows.map(recordOf)
+  return (await getClient().execute({ sql: text, args: params as Array<string | number | null> })).rows
 }
+const _select = async (q: SQL): Promise<LogRecord[]> => (await _run(q)).map(recordOf)
 
 async function _maxId(): Promise<number> {
   const r = await getClient().execute('SELECT coalesce(max(id), 0) AS m FROM logs')
@@ -35,6 +38,24 @@ async function _maxId(): Promise<number> {
 export function selectIdWindow(where: SQL | undefined, low: number, high: number, limit: number): Promise<LogRecord[]> {
   return _select(
     sql`SELECT * FROM logs NOT INDEXED WHERE ${and(where, sql`${_c('id')} >= ${low}`, sql`${_c('id')} < ${high}`)} ORDER BY id DESC LIMIT ${limit}`,
+  )
+}
+
+/**
+ * As selectIdWindow, for ids at or below the index's mark: the index lists the
+ * candidates (rowid bounds as literals: FTS5 ignores a REAL one) and each is
+ * read by rowid.
+ */
+export function selectIndexedWindow(
+  index: IndexMatch,
+  where: SQL | undefined,
+  low: number,
+  high: number,
+  limit: number,
+): Promise<LogRecord[]> {
+  const table = sql.raw(index.table)
+  return _select(
+    sql`SELECT logs.* FROM (SELECT rowid AS candidate_id FROM ${table} WHERE ${table} MATCH ${index.match} AND rowid >= ${sql.raw(String(low))} AND rowid < ${sql.raw(String(high))}) CROSS JOIN logs ON logs.id = candidate_id WHERE ${where ?? sql`1`} ORDER BY logs.id DESC LIMIT ${limit}`,
   )
 }
 
@@ -61,18 +82,26 @@ export interface Scan {
 /**
  * Rows matching the SQL part and then the JS predicate, newest first, walking
  * ids in growing windows. Stops after SCAN_LIMIT_ROWS rows from SQL or
- * SCAN_BUDGET_MS: `limited()` then says so.
+ * SCAN_BUDGET_MS: `limited()` then says so. When a trigram index narrows the
+ * filter (a regex's required path literal, free text), the windows at or
+ * below its mark read the index's candidates instead of every id.
  */
 export function scanLogs(f: CompiledFilter, beforeId?: number): Scan {
   let limited = false
   async function* rows(): AsyncGenerator<LogRecord> {
-    let high = beforeId ?? (await _maxId()) + 1
+    const marks = await logMarks()
+    const index = await indexMatchOf(f, _run, marks)
+    let high = beforeId ?? marks.maxId + 1
     let window = 5_000
     let examined = 0
     const deadline = Date.now() + SCAN_BUDGET_MS
     while (high > 1) {
-      const low = Math.max(0, high - window)
-      const page = await selectIdWindow(f.where, low, high, SCAN_LIMIT_ROWS)
+      let low = Math.max(0, high - window)
+      const indexed = index !== null && high - 1 <= index.mark
+      if (index && !indexed && low <= index.mark) low = index.mark + 1 // the ids above the mark first, then the index
+      const page = indexed
+        ? await selectIndexedWindow(index, f.where, low, high, SCAN_LIMIT_ROWS)
+        : await selectIdWindow(f.where, low, high, SCAN_LIMIT_ROWS)
       for (const r of page) if (!f.predicate || f.predicate(presentLog(r))) yield r
       examined += page.length
       high = low

@@ -1,8 +1,9 @@
 import { and, sql, type SQL } from 'drizzle-orm'
 import { badRequest } from '../core/errors'
 import { compileLogFilter, type CompiledFilter, type Dim } from './filters'
+import { indexMatchOf, type IndexMatch } from './index-match'
 import { scanLogs, withSnapshot, type RunQuery } from './read'
-import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_INDEX, PATH_KEY_SQL, TEXT_INDEX, bucketUsOf, pathKeyOf } from './rollup'
+import { BUCKET_SQL, DURATION_US_SQL, HOUR_MS, PATH_KEY_SQL, bucketUsOf, pathKeyOf } from './rollup'
 import type { LogRecord } from './present'
 
 // Stats and timeseries. When the filter only uses dimensions a roll-up table
@@ -24,11 +25,6 @@ const _DURATIONS = new Set<Dim>(['source', 'host'])
 const _HOST_PATHS = new Set<Dim>(['source', 'host'])
 const _PATHS = new Set<Dim>(['source'])
 const _PATHS_BY_STATUS = new Set<Dim>(['source', 'status', 'method', 'level'])
-/** The smallest trigram index query: a substring shorter than a trigram cannot use it. */
-const _TRIGRAM = 3
-/** Trigrams of a path substring used in the index query, and the newest ids each one is counted over to find the rarest. */
-const _GRAMS_USED = 2
-const _SAMPLE_IDS = 20_000
 const _within = (f: CompiledFilter, allowed: Set<Dim>) => [...f.dims].every((d) => allowed.has(d))
 const _c = (name: string) => sql`${sql.identifier(name)}`
 
@@ -76,68 +72,6 @@ interface RawPiece {
 interface HourlyReadPlan {
   rollupWhere: SQL | null
   raw: RawPiece[]
-}
-
-/** The distinct trigrams of a substring, as the tokenizer cuts them (code points, not UTF-16 units). */
-export function trigramsOf(substring: string): string[] {
-  const chars = Array.from(substring)
-  const grams = new Set<string>()
-  for (let i = 0; i + _TRIGRAM <= chars.length; i++) grams.add(chars.slice(i, i + _TRIGRAM).join(''))
-  return [...grams]
-}
-const _term = (gram: string) => `"${gram.replaceAll('"', '""')}"`
-
-/** A trigram index query: the index, its MATCH expression, and the mark at or below which it holds every row. */
-export interface IndexMatch {
-  table: string
-  match: string
-  mark: number
-}
-
-/**
- * The MATCH expression for a substring: its rarest trigrams, ANDed. With
- * detail=none an index keeps no positions, so any trigrams of the substring
- * give a superset of the rows that hold it, and the filter's instr() keeps
- * the exact ones. A common trigram ("/ap") lists almost every row and costs
- * as much to read as a scan, and the index keeps no term frequencies: each
- * trigram is counted over the newest ids below the mark only, and the rarest
- * are used. Null when the substring is shorter than a trigram.
- */
-async function _trigramMatch(table: string, substring: string, run: RunQuery, mark: number): Promise<string | null> {
-  const grams = trigramsOf(substring)
-  if (!grams.length) return null
-  if (grams.length <= _GRAMS_USED) return grams.map(_term).join(' AND ')
-  const counts = await run(
-    sql.join(
-      grams.map(
-        (g, i) =>
-          sql`SELECT ${i} AS i, count(*) AS n FROM ${sql.raw(table)} WHERE ${sql.raw(table)} MATCH ${_term(g)} AND rowid > ${sql.raw(String(Math.max(0, mark - _SAMPLE_IDS)))}`,
-      ),
-      sql` UNION ALL `,
-    ),
-  ) // a literal: FTS5 ignores a REAL rowid bound (a bound JS number)
-  const rarest = counts
-    .map((r) => ({ gram: grams[Number(r.i)]!, n: Number(r.n) }))
-    .sort((a, b) => a.n - b.n)
-    .slice(0, _GRAMS_USED)
-  return rarest.map((r) => _term(r.gram)).join(' AND ')
-}
-
-/**
- * The index that narrows the filter's rows: the free-text index for a `query`
- * filter (once it holds rows), else the path index for a path substring.
- * Null when neither applies (then the rows are read from the table).
- */
-export async function indexMatchOf(f: CompiledFilter, run: RunQuery, state: RollupState): Promise<IndexMatch | null> {
-  for (const [table, substring, mark] of [
-    [TEXT_INDEX, f.queryText, state.textLastId],
-    [PATH_INDEX, f.pathSubstring, state.lastId],
-  ] as const) {
-    if (substring === undefined || mark === 0) continue
-    const match = await _trigramMatch(table, substring, run, mark)
-    if (match !== null) return { table, match, mark }
-  }
-  return null
 }
 
 /**
