@@ -23,7 +23,6 @@ afterAll(async () => {
   await up?.stop()
 })
 
-
 async function timed(fn: () => Promise<{ status: number; text: string }>): Promise<number> {
   const t = performance.now()
   const r = await fn()
