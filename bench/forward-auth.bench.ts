@@ -2,11 +2,12 @@ import { spawn } from 'node:child_process'
 import autocannon from 'autocannon'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startPanel, type PanelHandle } from '../tests/support/panel'
-import { ratioOf, reportFigures } from './report'
+import { median, ratioOf, reportFigures } from './report'
 
 // Budget (design.md): /auth/forward with a valid cached session >= 10,000 req/s, p99 <= 5 ms.
 // The limit, in the same run: a bare node:http server answering 200 with an empty body, in
 // its own process like the panel, loaded by the same generator with the same connections.
+const PAIRS = 3
 let panel: PanelHandle
 let bare: { url: string; stop: () => Promise<void> }
 beforeAll(async () => {
@@ -49,18 +50,29 @@ it('/auth/forward with a cached session', async () => {
   const figures = []
   // The load generator shares the machine's two cores with the panel.
   for (const connections of [10, 32]) {
-    const r = await run(cookie, 5, connections)
-    expect(r.non2xx).toBe(0)
-    const limit = await run(cookie, 5, connections, bare.url)
-    expect(limit.non2xx).toBe(0)
+    // The bare server's own throughput swings by a fifth from one run to the next on a shared
+    // machine: three alternated pairs of 3 s, and the ratio of the medians.
+    const panelRuns: Array<Awaited<ReturnType<typeof run>>> = []
+    const bareRuns: number[] = []
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const r = await run(cookie, 3, connections)
+      expect(r.non2xx).toBe(0)
+      panelRuns.push(r)
+      const limit = await run(cookie, 3, connections, bare.url)
+      expect(limit.non2xx).toBe(0)
+      bareRuns.push(limit.requests.average)
+    }
+    const rps = median(panelRuns.map((r) => r.requests.average))
+    const bareRps = median(bareRuns)
+    const r = panelRuns.find((x) => x.requests.average === rps)!
     figures.push(
       {
-        what: `requests per second (${connections} connections)`,
-        value: Math.round(r.requests.average),
+        what: `requests per second (${connections} connections, median of ${PAIRS})`,
+        value: Math.round(rps),
         unit: 'req/s',
         budget: '>= 10000',
-        withinBudget: r.requests.average >= 10_000,
-        ratio: ratioOf(r.requests.average, limit.requests.average, `bare node:http ${Math.round(limit.requests.average)} req/s`, '>= 0.7'),
+        withinBudget: rps >= 10_000,
+        ratio: ratioOf(rps, bareRps, `bare node:http ${Math.round(bareRps)} req/s (median, alternated)`, '>= 0.7'),
       },
       {
         what: `p99 latency (${connections} connections)`,
