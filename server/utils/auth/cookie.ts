@@ -26,14 +26,26 @@ function _hostnameOfHostHeader(host: string): string {
 export function isSecureContextFor(event: H3Event): boolean {
   if (getConfig().mode === 'public') return true
   // Node's own header (h3's getRequestHeader copies every header first): this runs on every answer.
-  return isLoopbackHostname(_hostnameOfHostHeader(event.node.req.headers.host ?? ''))
+  return _isLoopbackHostHeader(event.node.req.headers.host ?? '')
 }
 
-/** The headers every answer of the panel carries (HSTS exactly when the cookie is Secure). */
-export function securityHeadersFor(event: H3Event): Record<string, string> {
-  const headers: Record<string, string> = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' }
-  if (isSecureContextFor(event)) headers['strict-transport-security'] = 'max-age=31536000'
-  return headers
+// The last Host header seen and its answer: the proxy's ForwardAuth checks all carry the same one.
+let _lastHost: string | undefined
+let _lastHostIsLoopback = false
+function _isLoopbackHostHeader(host: string): boolean {
+  if (host !== _lastHost) {
+    _lastHostIsLoopback = isLoopbackHostname(_hostnameOfHostHeader(host))
+    _lastHost = host
+  }
+  return _lastHostIsLoopback
+}
+
+const _BASE_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' })
+const _SECURE_HEADERS = Object.freeze({ ..._BASE_HEADERS, 'strict-transport-security': 'max-age=31536000' })
+
+/** The headers every answer of the panel carries (HSTS exactly when the cookie is Secure). Shared and frozen: copy to change. */
+export function securityHeadersFor(event: H3Event): Readonly<Record<string, string>> {
+  return isSecureContextFor(event) ? _SECURE_HEADERS : _BASE_HEADERS
 }
 
 export function setSessionCookie(event: H3Event, token: string): void {
