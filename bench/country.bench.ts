@@ -6,6 +6,7 @@ import { Reader } from 'maxmind'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { countryOfRecord, listCountryNets, walkMmdb } from '../server/utils/geo/walker'
 import { rollUpNets } from '../server/utils/geo/rollup'
+import { CHUNK_SIZE, CHUNKS_IN_FLIGHT } from '../server/utils/security/countries'
 import { panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../tests/support/crowdsec'
 import { makeTempDir } from '../tests/support/processes'
 import { registerTestSecret, startPanel } from '../tests/support/panel'
@@ -33,39 +34,45 @@ async function commit(cc: string, cidrs: string[]): Promise<number> {
     })
   ).json()) as { token: string }
   const t = performance.now()
-  for (let i = 0; i < cidrs.length; i += 500) {
-    const now = new Date().toISOString()
-    const chunk = cidrs.slice(i, i + 500)
-    const res = await fetch(`${cs.url}/v1/alerts`, {
-      method: 'POST',
-      headers: { ...headers, authorization: `Bearer ${token}` },
-      body: JSON.stringify([
-        {
-          scenario: `panel/country-ban:${cc}`,
-          scenario_hash: '',
-          scenario_version: '',
-          message: 'bench',
-          events_count: 1,
-          start_at: now,
-          stop_at: now,
-          capacity: 0,
-          leakspeed: '0',
-          simulated: false,
-          events: [],
-          source: { scope: 'Range', value: chunk[0] },
-          decisions: chunk.map((value) => ({
-            origin: `panel-country-${cc}`,
-            type: 'ban',
-            scope: 'Range',
-            value,
-            duration: '1h',
+  let next = 0
+  const postChunks = async () => {
+    for (let i = next; i < cidrs.length; i = next) {
+      next += CHUNK_SIZE
+      const now = new Date().toISOString()
+      const chunk = cidrs.slice(i, i + CHUNK_SIZE)
+      const res = await fetch(`${cs.url}/v1/alerts`, {
+        method: 'POST',
+        headers: { ...headers, authorization: `Bearer ${token}` },
+        body: JSON.stringify([
+          {
             scenario: `panel/country-ban:${cc}`,
-          })),
-        },
-      ]),
-    })
-    expect(res.status).toBe(201)
+            scenario_hash: '',
+            scenario_version: '',
+            message: 'bench',
+            events_count: 1,
+            start_at: now,
+            stop_at: now,
+            capacity: 0,
+            leakspeed: '0',
+            simulated: false,
+            events: [],
+            source: { scope: 'Range', value: chunk[0] },
+            decisions: chunk.map((value) => ({
+              origin: `panel-country-${cc}`,
+              type: 'ban',
+              scope: 'Range',
+              value,
+              duration: '1h',
+              scenario: `panel/country-ban:${cc}`,
+            })),
+          },
+        ]),
+      })
+      expect(res.status).toBe(201)
+    }
   }
+  // As many chunks in flight as the panel's job posts.
+  await Promise.all(Array.from({ length: CHUNKS_IN_FLIGHT }, postChunks))
   return performance.now() - t
 }
 
@@ -123,7 +130,13 @@ it('walks, rolls up and commits the most fragmented country of the bundled datab
       },
       { what: `${cc}: walk the database`, value: Math.round(walkMs), unit: 'ms', budget: '-', withinBudget: true },
       { what: `${cc}: roll-up`, value: Math.round(rollMs), unit: 'ms', budget: '-', withinBudget: true },
-      { what: `${cc}: commit to the LAPI (500 per alert)`, value: Math.round(commitMs), unit: 'ms', budget: '-', withinBudget: true },
+      {
+        what: `${cc}: commit to the LAPI (500 per alert, ${CHUNKS_IN_FLIGHT} in flight)`,
+        value: Math.round(commitMs),
+        unit: 'ms',
+        budget: '-',
+        withinBudget: true,
+      },
       {
         what: `${cc}: total`,
         value: Math.round(total),

@@ -223,6 +223,53 @@ describe('the real country database', () => {
     }
   })
 
+  // Failure injection: a relay in front of the real local API refuses every POST of one chunk (the
+  // first attempt and the retry). Two chunks are in flight at once; the job must still account for
+  // each chunk exactly and track only what landed, in chunk order.
+  it('a chunk the local API refuses is skipped: the others land, the job completes and says how many failed', async () => {
+    const refused: string[] = []
+    const relayPort = await freePort()
+    const relay = createServer((req, res) => {
+      const parts: Buffer[] = []
+      req.on('data', (c: Buffer) => parts.push(c))
+      req.on('end', async () => {
+        const body = Buffer.concat(parts)
+        if (req.method === 'POST' && req.url?.startsWith('/v1/alerts') && body.toString().includes('chunk 2/')) {
+          for (const alert of JSON.parse(body.toString())) refused.push(...alert.decisions.map((d: { value: string }) => d.value))
+          res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"injected failure"}')
+          return
+        }
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)),
+        ) as Record<string, string>
+        const answer = await fetch(`${cs.url}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined })
+        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
+        res.end(Buffer.from(await answer.arrayBuffer()))
+      })
+    })
+    await new Promise<void>((r) => relay.listen(relayPort, '127.0.0.1', r))
+    const { panel, cookie } = await panelWith(REAL_DB, { LAPI_URL: `http://127.0.0.1:${relayPort}` })
+    try {
+      const res = await panel.request('/api/security/countries/FR/expand', { method: 'POST', cookie, body: { duration: '1h' } })
+      const job = await waitForJob(panel, cookie, res.json.id, 120_000)
+      expect(job.chunks_total).toBeGreaterThan(4)
+      expect(job).toMatchObject({ state: 'completed', chunks_failed: 1, chunks_done: job.chunks_total - 1 })
+      expect(job.error_message).toMatch(new RegExp(`^1 of ${job.chunks_total} chunks failed: .*500`))
+      const uniqueRefused = [...new Set(refused)]
+      expect(refused.length).toBe(2 * uniqueRefused.length) // tried once more
+      expect(uniqueRefused.length).toBe(500)
+      const record = (await panel.request('/api/security/countries', { cookie })).json.find((r: any) => r.country_code === 'FR')
+      expect(record.cidrs.length).toBe(job.cidr_committed)
+      expect(job.cidr_committed + uniqueRefused.length).toBe(job.requested_count)
+      expect(record.cidrs.filter((c: string) => uniqueRefused.includes(c))).toEqual([])
+      const inLapi = (await originDecisions('FR')).map((d: any) => d.value).sort()
+      expect(inLapi).toEqual([...record.cidrs].sort())
+    } finally {
+      await panel.stop()
+      await new Promise<void>((r) => relay.close(() => r()))
+    }
+  })
+
   it('a job interrupted by a killed panel is failed with "panel restarted" at the next start', async () => {
     const { panel, cookie } = await panelWith(REAL_DB)
     const res = await panel.request('/api/security/countries/US/expand', { method: 'POST', cookie, body: { duration: '1h' } })
