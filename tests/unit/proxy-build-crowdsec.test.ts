@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildProxyConfig, hashProxyConfig } from '../../server/utils/proxy/build/index'
+import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
 import {
   APPSEC_THRESHOLD_HEADER,
   buildBouncerWarmupRoute,
@@ -226,6 +226,10 @@ describe('buildBouncerWarmupRoute — the sources banned at push time, refused w
     expect(hashProxyConfig(gated)).toBe(hashProxyConfig(plain))
     expect(hashProxyConfig(later)).toBe(hashProxyConfig(plain))
     expect(stripBouncerWarmup(gated)).toEqual(plain)
+    expect(JSON.stringify(gated)).toContain('bouncer_warmup') // stripping copies, it never edits the pushed configuration
+    expect(stripBouncerWarmup(plain)).toBe(plain)
+    // The reconciler hashes the text it already serialised (a configuration built without warm-up routes).
+    expect(hashOfConfigText(stableStringify(plain))).toBe(hashProxyConfig(gated))
   })
 })
 

@@ -10,7 +10,7 @@ import { KNOWN_BANS_MAX_SOURCES, lastKnownBannedSources, rememberBannedSources }
 import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../security/mirror'
 import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
-import { buildProxyConfig, hashProxyConfig, stableStringify } from './build/index'
+import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
 import { readProxyConfig } from './client'
 import { healNodes, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
 import { readProxySnapshot } from './snapshot'
@@ -135,7 +135,8 @@ export async function reconcileInTransaction(
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
   let json = stableStringify(config)
-  let hash = hashProxyConfig(config)
+  // Built without a warm-up route (that one is built into pushedJson below): the text is what hashProxyConfig hashes.
+  let hash = hashOfConfigText(json)
   /** With the bouncer warm-up route; revisions keep `json` (the same hash, without the passing ban list). */
   let pushedJson: string | undefined
   let engineDown = false
@@ -162,7 +163,7 @@ export async function reconcileInTransaction(
       engineDown = true
       const degraded = buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config
       json = stableStringify(degraded)
-      hash = hashProxyConfig(degraded)
+      hash = hashOfConfigText(json)
       warnings.push(
         await redact(
           `security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`,

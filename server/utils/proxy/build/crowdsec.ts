@@ -130,11 +130,14 @@ export function buildBouncerWarmupRoute(
 
 /** The configuration without its warm-up routes: what the database says, the same from push to push. */
 export function stripBouncerWarmup(config: unknown): unknown {
-  const servers = (config as { apps?: { http?: { servers?: Record<string, { routes?: Json[] }> } } } | null)?.apps?.http?.servers
-  if (!servers) return config
-  const copy = structuredClone(config) as { apps: { http: { servers: Record<string, { routes?: Json[] }> } } }
-  for (const server of Object.values(copy.apps.http.servers)) {
-    if (server.routes) server.routes = server.routes.filter((r) => !String(r['@id'] ?? '').startsWith(BOUNCER_WARMUP_ID))
-  }
-  return copy
+  type Servers = Record<string, { routes?: Json[] }>
+  const c = config as { apps?: { http?: { servers?: Servers } } } | null
+  const servers = c?.apps?.http?.servers
+  const isWarmup = (r: Json) => String(r['@id'] ?? '').startsWith(BOUNCER_WARMUP_ID)
+  if (!servers || !Object.values(servers).some((s) => s.routes?.some(isWarmup))) return config
+  // Copies along the path to the routes only (a whole-config structuredClone cost 150-240 ms at 10,000 hosts); key order is kept.
+  const stripped: Servers = {}
+  for (const [name, server] of Object.entries(servers))
+    stripped[name] = server.routes ? { ...server, routes: server.routes.filter((r) => !isWarmup(r)) } : server
+  return { ...c, apps: { ...c!.apps, http: { ...c!.apps!.http, servers: stripped } } }
 }

@@ -73,9 +73,12 @@ export function stableStringify(value: unknown): string {
  */
 export function hashProxyConfig(config: unknown, canonicalText?: (text: string) => string): string {
   const text = stableStringify(stripBouncerWarmup(config))
-  return createHash('sha256')
-    .update(canonicalText ? canonicalText(text) : text)
-    .digest('hex')
+  return hashOfConfigText(canonicalText ? canonicalText(text) : text)
+}
+
+/** hashProxyConfig of a configuration without warm-up routes, from its stableStringify text (no second serialisation). */
+export function hashOfConfigText(stableText: string): string {
+  return createHash('sha256').update(stableText).digest('hex')
 }
 
 function _buildHostRoute(
