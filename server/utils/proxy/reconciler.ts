@@ -242,6 +242,7 @@ export async function reconcileInTransaction(
     force: opts.force,
     engineDown,
     failClosed,
+    nodeHash: roll.nodeHash,
   })
 }
 
@@ -259,6 +260,8 @@ async function _recordApplied(
     force?: boolean
     engineDown?: boolean
     failClosed?: boolean
+    /** The roll-out's nodeConfigHash of what it pushed (none when nothing was pushed). */
+    nodeHash?: string
   },
 ): Promise<ReconcileOutcome> {
   _deferredForEngine = false
@@ -266,7 +269,7 @@ async function _recordApplied(
   _pushedFailClosed = !!o.failClosed
   _lastAttempt = { at: o.now, status: 'ok', error: null }
   // What the other nodes are healed to (rollout.ts), once this state is committed.
-  rememberPushed(o.hash, o.json)
+  rememberPushed(o.hash, o.json, o.nodeHash)
   await writeRuntimeState(tx, _STATE_KEY, {
     last_reconcile_at: o.now,
     last_reconcile_status: 'ok',

@@ -96,10 +96,14 @@ function _notePush(node: ProxyNode, result: NodePushResult, hash: string | null,
   s.last_checked_at = s.last_push_at
 }
 
-/** The reconciler tells what it last pushed and recorded: the configuration a healed node gets. */
-export function rememberPushed(hash: string, json: string): void {
+/**
+ * The reconciler tells what it last pushed and recorded: the configuration a healed node gets.
+ * `nodeHash`: its nodeConfigHash when the roll-out just made it (parsing and hashing the whole
+ * configuration again cost a push as much as a second serialisation).
+ */
+export function rememberPushed(hash: string, json: string, nodeHash?: string): void {
   if (_lastPushed?.hash === hash && _lastPushed.json === json) return
-  _lastPushed = { hash, json, nodeHash: nodeConfigHash(JSON.parse(json)) }
+  _lastPushed = { hash, json, nodeHash: nodeHash ?? nodeConfigHash(JSON.parse(json)) }
 }
 
 /** The canary as the reconcile loop saw it (it reads node 1 itself); `heldHash`: hashProxyConfig of what it holds. */
@@ -149,6 +153,8 @@ export interface RolloutOutcome {
   result: LoadResult
   /** Nodes that did not answer (they are healed later). */
   warnings: string[]
+  /** nodeConfigHash of what was rolled out (warm-up routes do not count). */
+  nodeHash: string
 }
 
 /**
@@ -167,7 +173,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
     const error = _errorOf(result)
     _notePush(canary, result.outcome, hash, error === null ? null : await redact(error))
     if (result.outcome === 'applied') void _readBuildOnce(canary)
-    return { result, warnings: [] }
+    return { result, warnings: [], nodeHash: hash }
   }
 
   const pushed: Array<{ node: ProxyNode; previous: unknown }> = []
@@ -207,9 +213,10 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
     return {
       result: { outcome: 'rejected', proxyError: `node ${node.name}${role} refused the configuration: ${proxyError}${restored}` },
       warnings,
+      nodeHash: hash,
     }
   }
-  return { result: canaryResult, warnings }
+  return { result: canaryResult, warnings, nodeHash: hash }
 }
 
 function _errorOf(result: LoadResult): string | null {
