@@ -13,6 +13,8 @@ const _TRIGRAM = 3
 /** Trigrams of a substring used in the index query, and the newest ids each one is counted over to find the rarest. */
 const _GRAMS_USED = 2
 const _SAMPLE_IDS = 20_000
+/** A further trigram is ANDed only when it is at most this many times as common as the rarest (in the sample). */
+const _COMMONER_AT_MOST = 4
 
 /** Ids at or below a mark are in that index: the path index's is the roll-up's, the free-text index has its own. */
 export interface IndexMarks {
@@ -43,7 +45,8 @@ export interface IndexMatch {
  * the exact ones. A common trigram ("/ap") lists almost every row and costs
  * as much to read as a scan, and the index keeps no term frequencies: each
  * trigram is counted over the newest ids below the mark only, and the rarest
- * are used. Null when the substring is shorter than a trigram.
+ * are used (the second only when it is rare too). Null when the substring is
+ * shorter than a trigram.
  */
 async function _trigramMatch(table: string, substring: string, run: RunQuery, mark: number): Promise<string | null> {
   const grams = trigramsOf(substring)
@@ -62,7 +65,9 @@ async function _trigramMatch(table: string, substring: string, run: RunQuery, ma
     .map((r) => ({ gram: grams[Number(r.i)]!, n: Number(r.n) }))
     .sort((a, b) => a.n - b.n)
     .slice(0, _GRAMS_USED)
-  return rarest.map((r) => _term(r.gram)).join(' AND ')
+  // A second trigram far commoner than the first removes few candidates and costs its whole list.
+  const useful = rarest.filter((r, i) => i === 0 || r.n <= _COMMONER_AT_MOST * rarest[0]!.n)
+  return useful.map((r) => _term(r.gram)).join(' AND ')
 }
 
 /**
