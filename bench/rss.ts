@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 
-// Resident memory of a process, read from /proc (Linux): what the panel holds in RAM.
+// Resident memory and CPU time of a process, read from /proc (Linux).
 
 /** VmRSS of `pid` in MB. */
 export function rssMb(pid: number): number {
@@ -26,4 +26,12 @@ export async function peakRssDuring<T>(pid: number, work: () => Promise<T>): Pro
   } finally {
     clearInterval(timer)
   }
+}
+
+/** CPU time `pid` has used so far, in ms (user + system, from /proc/<pid>/stat at 100 ticks a second). */
+export function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
