@@ -98,17 +98,17 @@ export async function loadProxyConfig(
   return { outcome: 'rejected', proxyError: text || `HTTP ${answer.status}` }
 }
 
-/** GET /config/: what the proxy holds now (null for an empty config). */
+/** GET /config/: what the proxy holds now (null for an empty config), and the text it answered. */
 export async function readProxyConfig(
   admin: string | AdminTarget,
   opts: { timeoutMs?: number } = {},
-): Promise<{ ok: true; config: unknown } | { ok: false; error: string }> {
+): Promise<{ ok: true; config: unknown; text: string } | { ok: false; error: string }> {
   const target = _target(admin)
   const adminUrl = target.url
   try {
     const answer = await _call(target, 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
     if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
-    return { ok: true, config: answer.body.trim() ? JSON.parse(answer.body) : null }
+    return { ok: true, config: answer.body.trim() ? JSON.parse(answer.body) : null, text: answer.body }
   } catch (err) {
     return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
   }

@@ -12,6 +12,7 @@ import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
 import { readProxyConfig } from './client'
+import { heldConfigHash } from './held-hash'
 import { healNodes, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
 import { readProxySnapshot } from './snapshot'
 import { isDryRun } from './dry-run'
@@ -81,9 +82,10 @@ export function configStartsBouncer(config: Json): boolean {
 }
 
 /** The proxy holds this configuration (warm-up routes aside): a push would change nothing but restart the bouncer. */
+const _CANARY_SLOT = 'canary'
 async function _proxyHolds(hash: string): Promise<boolean> {
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
-  return held.ok && held.config !== null && hashProxyConfig(held.config) === hash
+  return held.ok && heldConfigHash(_CANARY_SLOT, held, hashProxyConfig) === hash
 }
 
 /**
@@ -304,7 +306,7 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
     return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
   }
   const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
-  const heldHash = held.ok && held.config !== null ? hashProxyConfig(held.config) : null
+  const heldHash = held.ok ? heldConfigHash(_CANARY_SLOT, held, hashProxyConfig) : null
   noteCanaryHeld(held, heldHash)
   if (!held.ok) return { result: 'unreachable' }
   if (heldHash === null || heldHash !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }

@@ -6,6 +6,7 @@ import { logger } from '../core/log'
 import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
 import { hashProxyConfig } from './build/index'
+import { heldConfigHash } from './held-hash'
 import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
 import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText, type ProxyNode } from './node-records'
 
@@ -55,6 +56,9 @@ export function nodeConfigHash(config: unknown, node?: Pick<ProxyNode, 'rewrites
   const { admin: _admin, ...rest } = config as Record<string, unknown>
   return hashProxyConfig(rest, node?.rewrites.length ? (text) => sharedTextOf(node, text) : undefined)
 }
+
+/** A node's slot for heldConfigHash: its node hash depends on its path rewrites too. */
+const _nodeSlot = (node: Pick<ProxyNode, 'id' | 'rewrites'>) => `node ${node.id} ${JSON.stringify(node.rewrites)}`
 
 function _state(node: { id: number; name: string }): _NodeState {
   let s = _states.get(node.id)
@@ -188,7 +192,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
       else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
       continue
     }
-    if (node.id !== CANARY_NODE_ID && !opts.force && held.config !== null && nodeConfigHash(held.config, node) === hash) {
+    if (node.id !== CANARY_NODE_ID && !opts.force && heldConfigHash(_nodeSlot(node), held, (c) => nodeConfigHash(c, node)) === hash) {
       _notePush(node, 'unchanged', hash, null)
       continue
     }
@@ -269,7 +273,7 @@ export async function healNodes(committedHash: (exec: Executor) => Promise<strin
     }
     _noteReachable(node, true, null)
     void _readBuildOnce(node)
-    const heldHash = held.config === null ? null : nodeConfigHash(held.config, node)
+    const heldHash = heldConfigHash(_nodeSlot(node), held, (config) => nodeConfigHash(config, node))
     const s = _state(node)
     if (heldHash) s.config_hash = heldHash
     const wanted = _lastPushed
