@@ -1,21 +1,24 @@
 import { describe, expect, it } from 'vitest'
-import { heldConfigHash } from '../../server/utils/proxy/held-hash'
+import { heldConfigOf } from '../../server/utils/proxy/held-hash'
 
-describe('heldConfigHash: a held configuration hashed again only when its text changed', () => {
-  it('reuses the hash for the same text, recomputes for another, keeps slots apart, and answers null for an empty configuration', () => {
-    const calls: unknown[] = []
+describe('heldConfigOf: a held configuration parsed and hashed again only when its text changed', () => {
+  it('reuses the hash for the same text and parses it only when asked, recomputes for another text, keeps slots apart', () => {
+    const hashed: unknown[] = []
     const hashOf = (config: unknown) => {
-      calls.push(config)
-      return `h${calls.length}`
+      hashed.push(config)
+      return `h${hashed.length}`
     }
-    const a = { config: { apps: 1 }, text: '{"apps":1}' }
-    expect(heldConfigHash('test-a', a, hashOf)).toBe('h1')
-    expect(heldConfigHash('test-a', { ...a, config: { apps: 1 } }, hashOf)).toBe('h1')
-    expect(calls).toHaveLength(1)
-    expect(heldConfigHash('test-a', { config: { apps: 2 }, text: '{"apps":2}' }, hashOf)).toBe('h2')
-    expect(heldConfigHash('test-b', a, hashOf)).toBe('h3') // another proxy, or another kind of hash
-    expect(heldConfigHash('test-a', a, hashOf)).toBe('h4') // the slot holds the last text only
-    expect(heldConfigHash('test-a', { config: null, text: 'null' }, hashOf)).toBeNull()
-    expect(calls).toHaveLength(4)
+    const first = heldConfigOf('test-a', '{"apps":{"n":1}}', hashOf)
+    expect(first).toMatchObject({ ok: true, hash: 'h1', config: { apps: { n: 1 } } })
+    const again = heldConfigOf('test-a', '{"apps":{"n":1}}', hashOf)
+    expect(again.hash).toBe('h1')
+    expect(hashed).toHaveLength(1)
+    expect(again.config).toEqual({ apps: { n: 1 } }) // parsed on demand
+    expect(heldConfigOf('test-a', '{"apps":{"n":2}}', hashOf).hash).toBe('h2')
+    expect(heldConfigOf('test-b', '{"apps":{"n":1}}', hashOf).hash).toBe('h3') // another proxy, or another kind of hash
+    expect(heldConfigOf('test-a', '{"apps":{"n":1}}', hashOf).hash).toBe('h4') // a slot holds its last text only
+    expect(heldConfigOf('test-a', 'null\n', hashOf)).toMatchObject({ hash: null, config: null })
+    expect(hashed).toHaveLength(4)
+    expect(() => heldConfigOf('test-a', '<html>', hashOf)).toThrow()
   })
 })

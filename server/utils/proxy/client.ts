@@ -98,21 +98,23 @@ export async function loadProxyConfig(
   return { outcome: 'rejected', proxyError: text || `HTTP ${answer.status}` }
 }
 
-/** GET /config/: what the proxy holds now (null for an empty config), and the text it answered. */
-export async function readProxyConfig(
+/** GET /config/ as the text the proxy answered ('null' for an empty configuration); see held-hash.ts for the parsed and hashed form. */
+export async function readProxyConfigText(
   admin: string | AdminTarget,
   opts: { timeoutMs?: number } = {},
-): Promise<{ ok: true; config: unknown; text: string } | { ok: false; error: string }> {
-  const target = _target(admin)
-  const adminUrl = target.url
+): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
+  const adminUrl = adminUrlOf(admin)
   try {
-    const answer = await _call(target, 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
+    const answer = await _call(_target(admin), 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
     if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
-    return { ok: true, config: answer.body.trim() ? JSON.parse(answer.body) : null, text: answer.body }
+    return { ok: true, text: answer.body }
   } catch (err) {
     return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
   }
 }
+
+/** The admin API's URL, for messages. */
+export const adminUrlOf = (admin: string | AdminTarget) => _target(admin).url
 
 /**
  * What the node's Caddy says of its build: Caddy's admin API has no version

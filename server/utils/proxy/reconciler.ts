@@ -11,8 +11,7 @@ import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../security/m
 import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
-import { readProxyConfig } from './client'
-import { heldConfigHash } from './held-hash'
+import { readHeldConfig } from './held-hash'
 import { healNodes, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
 import { readProxySnapshot } from './snapshot'
 import { isDryRun } from './dry-run'
@@ -84,8 +83,8 @@ export function configStartsBouncer(config: Json): boolean {
 /** The proxy holds this configuration (warm-up routes aside): a push would change nothing but restart the bouncer. */
 const _CANARY_SLOT = 'canary'
 async function _proxyHolds(hash: string): Promise<boolean> {
-  const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
-  return held.ok && heldConfigHash(_CANARY_SLOT, held, hashProxyConfig) === hash
+  const held = await readHeldConfig(_CANARY_SLOT, getConfig().proxy.adminUrl, { timeoutMs: 2_000 }, hashProxyConfig)
+  return held.ok && held.hash === hash
 }
 
 /**
@@ -305,9 +304,9 @@ async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> 
     if (_deferredForEngine && !(await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })).up) return { result: 'deferred' }
     return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
   }
-  const held = await readProxyConfig(getConfig().proxy.adminUrl, { timeoutMs: 2_000 })
-  const heldHash = held.ok ? heldConfigHash(_CANARY_SLOT, held, hashProxyConfig) : null
-  noteCanaryHeld(held, heldHash)
+  const held = await readHeldConfig(_CANARY_SLOT, getConfig().proxy.adminUrl, { timeoutMs: 2_000 }, hashProxyConfig)
+  const heldHash = held.ok ? held.hash : null
+  noteCanaryHeld(held)
   if (!held.ok) return { result: 'unreachable' }
   if (heldHash === null || heldHash !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
   // The engine's state decides between the two configurations: back to normal once it

@@ -6,8 +6,8 @@ import { logger } from '../core/log'
 import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
 import { hashProxyConfig } from './build/index'
-import { heldConfigHash } from './held-hash'
-import { loadProxyConfig, readProxyBuild, readProxyConfig, type LoadResult } from './client'
+import { readHeldConfig, type HeldConfig } from './held-hash'
+import { loadProxyConfig, readProxyBuild, type LoadResult } from './client'
 import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText, type ProxyNode } from './node-records'
 
 // Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
@@ -110,14 +110,13 @@ export function rememberPushed(hash: string, json: string, nodeHash?: string): v
   _lastPushed = { hash, json, nodeHash: nodeHash ?? nodeConfigHash(JSON.parse(json)) }
 }
 
-/** The canary as the reconcile loop saw it (it reads node 1 itself); `heldHash`: hashProxyConfig of what it holds. */
-export function noteCanaryHeld(held: { ok: true; config: unknown } | { ok: false; error: string }, heldHash: string | null): void {
+/** The canary as the reconcile loop saw it (it reads node 1 itself); `held.hash`: hashProxyConfig of what it holds. */
+export function noteCanaryHeld(held: HeldConfig | { ok: false; error: string }): void {
   const s = _state({ id: CANARY_NODE_ID, name: _states.get(CANARY_NODE_ID)?.name ?? 'node-1' })
   s.reachable = held.ok
   s.last_checked_at = new Date().toISOString()
   // The loop looks every 2 s: holding what was last pushed, its node hash is known (no second hash of the whole configuration).
-  if (held.ok && held.config !== null)
-    s.config_hash = heldHash !== null && heldHash === _lastPushed?.hash ? _lastPushed.nodeHash : nodeConfigHash(held.config)
+  if (held.ok && held.hash !== null) s.config_hash = held.hash === _lastPushed?.hash ? _lastPushed.nodeHash : nodeConfigHash(held.config)
   if (!held.ok) s.last_error = held.error
 }
 
@@ -184,7 +183,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
   const warnings: string[] = []
   let canaryResult: LoadResult = { outcome: 'applied' }
   for (const node of nodes) {
-    const held = await readProxyConfig(node.target, { timeoutMs: 5_000 })
+    const held = await readHeldConfig(_nodeSlot(node), node.target, { timeoutMs: 5_000 }, (c) => nodeConfigHash(c, node))
     if (!held.ok) {
       const error = await redact(held.error)
       _notePush(node, 'unreachable', hash, error)
@@ -192,7 +191,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
       else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
       continue
     }
-    if (node.id !== CANARY_NODE_ID && !opts.force && heldConfigHash(_nodeSlot(node), held, (c) => nodeConfigHash(c, node)) === hash) {
+    if (node.id !== CANARY_NODE_ID && !opts.force && held.hash === hash) {
       _notePush(node, 'unchanged', hash, null)
       continue
     }
@@ -266,14 +265,14 @@ export async function healNodes(committedHash: (exec: Executor) => Promise<strin
   const keep = new Set([CANARY_NODE_ID, ...nodes.map((n) => n.id)])
   for (const id of _states.keys()) if (!keep.has(id)) _states.delete(id)
   for (const node of nodes) {
-    const held = await readProxyConfig(node.target, { timeoutMs: 2_000 })
+    const held = await readHeldConfig(_nodeSlot(node), node.target, { timeoutMs: 2_000 }, (c) => nodeConfigHash(c, node))
     if (!held.ok) {
       _noteReachable(node, false, await redactSecrets(held.error))
       continue
     }
     _noteReachable(node, true, null)
     void _readBuildOnce(node)
-    const heldHash = heldConfigHash(_nodeSlot(node), held, (config) => nodeConfigHash(config, node))
+    const heldHash = held.hash
     const s = _state(node)
     if (heldHash) s.config_hash = heldHash
     const wanted = _lastPushed
