@@ -254,7 +254,9 @@ export interface ObjectChange {
   fields: FieldChange[]
 }
 
-const _same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+// Equal values, JSON objects compared as JSON (a revision diffs every field of every row: strict equality first).
+const _same = (a: unknown, b: unknown) =>
+  a === b || (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b))
 
 /** Per object and field, from `before` to `after`; parts missing on one side count as empty. */
 export function diffDesiredState(before: DesiredState, after: DesiredState): ObjectChange[] {
@@ -268,14 +270,12 @@ export function diffDesiredState(before: DesiredState, after: DesiredState): Obj
     for (const key of keys) {
       const x = a[key],
         y = b[key]
-      const label = part ? part.label(key, (y ?? x)!) : key
       const fieldNames = [...new Set([...Object.keys(x ?? {}), ...Object.keys(y ?? {})])].filter((f) => !_NOISE_FIELDS.has(f))
       const fields = fieldNames
         .filter((f) => !_same(x?.[f], y?.[f]))
         .map((f) => ({ field: name === 'settings' ? key : _snake(f), before: x?.[f] ?? null, after: y?.[f] ?? null }))
-      if (!x) changes.push({ part: name, key, label, change: 'added', fields })
-      else if (!y) changes.push({ part: name, key, label, change: 'removed', fields })
-      else if (fields.length) changes.push({ part: name, key, label, change: 'changed', fields })
+      const change = !x ? 'added' : !y ? 'removed' : fields.length ? 'changed' : null
+      if (change) changes.push({ part: name, key, label: part ? part.label(key, (y ?? x)!) : key, change, fields })
     }
   }
   return changes
