@@ -81,7 +81,11 @@ build_crowdsec() {
 }
 
 t_all=$SECONDS
-[ -x "$caddy_dir/caddy" ] || build_caddy
-[ -x "$crowdsec_dir/crowdsec" ] && [ -x "$crowdsec_dir/cscli" ] || build_crowdsec
+# Standard output carries the KEY=path lines alone (scripts/test.sh exports each line):
+# everything the builds print (go test's "ok" lines, compiler output) goes to standard error.
+{
+  [ -x "$caddy_dir/caddy" ] || build_caddy
+  [ -x "$crowdsec_dir/crowdsec" ] && [ -x "$crowdsec_dir/cscli" ] || build_crowdsec
+} >&2
 log "edge components ready in $((SECONDS - t_all)) s"
 print_paths

@@ -55,7 +55,10 @@ t0=$SECONDS
 edge_paths=$(bash scripts/build-edge.sh)
 echo "$edge_paths"
 echo "edge components ready in $((SECONDS - t0)) s"
-while IFS= read -r line; do export "$line"; done <<<"$edge_paths"
+# Only the KEY=path lines: anything else a build printed is not a variable.
+while IFS= read -r line; do
+  case $line in PANEL_*=*) export "$line" ;; esac
+done <<<"$edge_paths"
 
 section "build"
 npm run build
