@@ -112,7 +112,9 @@ it('migration 0028 fills the paths by status from the per-host roll-up, as the l
       args: [ts, host, domain, status, method, path],
     })
   // The loop as it was before 0028: every statement but the new table's.
-  const before = rollupStatements('id <= ?', [5], 1).filter((st) => typeof st === 'string' || !/logs_hourly_paths_by_status/.test(st.sql))
+  const before = rollupStatements('id <= ?', [5], 1).filter(
+    (st) => typeof st === 'string' || !/logs_hourly_paths_by_status|logs_hourly_path_durations|logs_hourly_queries/.test(st.sql),
+  )
   await client.batch([...before, 'UPDATE logs_rollup_state SET last_id = 5'], 'write')
   await migrateUp(client, MIGRATIONS)
   const read = async () =>
@@ -126,6 +128,60 @@ it('migration 0028 fills the paths by status from the per-host roll-up, as the l
   await client.execute('DELETE FROM logs_hourly_paths_by_status')
   await client.batch(
     rollupStatements('id <= ?', [5], 1).filter((st) => typeof st !== 'string' && /logs_hourly_paths_by_status/.test(st.sql)),
+    'write',
+  )
+  expect(await read()).toEqual(migrated)
+  client.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+// Migration 0030 adds the durations per path and the query strings seen per hour, back-filled from the
+// rows below the mark with rollup.ts's expressions spelled out: they must hold what the loop writes.
+it('migration 0030 back-fills the durations per path and the query strings from the rows below the mark, as the loop does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mig-'))
+  const client = createClient({ url: `file:${join(dir, 'db.sqlite')}` })
+  await migrateUp(client, MIGRATIONS, 29)
+  const rows: Array<[number, string, string | null, number | null]> = [
+    [7_200_001, 'caddy_access', '/a/b?x=1', 0.2],
+    [7_200_002, 'caddy_access', '/a/b?x=1', 13.2],
+    [7_200_003, 'waf_audit', '/a/b?x=2&y=?', 13.24],
+    [7_300_000, 'caddy_access', '/Ünï"q', 1234.567],
+    [7_300_001, 'caddy_access', '/Ünï"q', null],
+    [10_900_000, 'caddy_access', null, 5],
+    [10_900_001, 'caddy_access', '/a/b?', 30_000],
+    [10_900_002, 'caddy_access', '/late?z', 1], // above the mark
+  ]
+  for (const [ts, source, path, duration] of rows)
+    await client.execute({
+      sql: "INSERT INTO logs (ts_ms, source, host_id, host_domain, status, method, path, level, duration_ms) VALUES (?, ?, 1, 'a.example.test', 200, 'GET', ?, 'info', ?)",
+      args: [ts, source, path, duration],
+    })
+  const added = /logs_hourly_path_durations|logs_hourly_queries/
+  const before = rollupStatements('id <= ?', [7], 1).filter((st) => typeof st === 'string' || !added.test(st.sql))
+  await client.batch([...before, 'UPDATE logs_rollup_state SET last_id = 7'], 'write')
+  await migrateUp(client, MIGRATIONS)
+  const read = async () => ({
+    durations: (await client.execute('SELECT * FROM logs_hourly_path_durations ORDER BY 1, 2, 3, 4')).rows.map((r) => ({ ...r })),
+    queries: (await client.execute('SELECT * FROM logs_hourly_queries ORDER BY 1, 2, 3')).rows.map((r) => ({ ...r })),
+  })
+  const migrated = await read()
+  expect(migrated).toEqual({
+    durations: [
+      { hour_ms: 7_200_000, source: 'caddy_access', path: '/a/b', bucket_us: 200, n: 1, dur_sum_us: 200 },
+      { hour_ms: 7_200_000, source: 'caddy_access', path: '/a/b', bucket_us: 13_200, n: 1, dur_sum_us: 13_200 },
+      { hour_ms: 7_200_000, source: 'caddy_access', path: '/Ünï"q', bucket_us: 1_240_000, n: 1, dur_sum_us: 1_234_567 },
+      { hour_ms: 7_200_000, source: 'waf_audit', path: '/a/b', bucket_us: 13_300, n: 1, dur_sum_us: 13_240 },
+      { hour_ms: 10_800_000, source: 'caddy_access', path: '/a/b', bucket_us: 30_000_000, n: 1, dur_sum_us: 30_000_000 },
+    ],
+    queries: [
+      { hour_ms: 7_200_000, source: 'caddy_access', query: 'x=1', n: 2 },
+      { hour_ms: 7_200_000, source: 'waf_audit', query: 'x=2&y=?', n: 1 },
+      { hour_ms: 10_800_000, source: 'caddy_access', query: '', n: 1 },
+    ],
+  })
+  await client.batch(['DELETE FROM logs_hourly_path_durations', 'DELETE FROM logs_hourly_queries'], 'write')
+  await client.batch(
+    rollupStatements('id <= ?', [7], 1).filter((st) => typeof st !== 'string' && added.test(st.sql)),
     'write',
   )
   expect(await read()).toEqual(migrated)

@@ -6,7 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { closeDatabase, getClient, openDatabase, runWrite } from '../../server/utils/core/db'
 import { readMigrationsFromDir } from '../../server/utils/core/migrations'
 import { getLog, listLogs } from '../../server/utils/logs/query'
-import { computeLogStats, computeLogTimeseries, planHourlyRead, type RollupState } from '../../server/utils/logs/stats'
+import {
+  computeLogStats,
+  computeLogTimeseries,
+  planHourlyRead,
+  planLogRead,
+  readRollupState,
+  type RollupState,
+} from '../../server/utils/logs/stats'
+import { withSnapshot } from '../../server/utils/logs/read'
 import { compileLogFilter } from '../../server/utils/logs/filters'
 import { BUCKET_SQL, bucketUsOf, clearTextIndex, indexLogText, rebuildRollups, rollUpLogs } from '../../server/utils/logs/rollup'
 import { insertStatements } from '../../server/utils/logs/writer'
@@ -336,6 +344,15 @@ const FILTERS: Q[] = [
   { node_id: '1,3', status: '4xx', from: String(T0 + 5 * H + 17) },
   { node_id: '3', path: 'items' },
   { status: '404', host_domain: 'a.example.test' },
+  // The roll-ups keyed by path (migration 0030): a substring of path keys alone, with sources and windows
+  // whose partial hours are read either way; one of a query string only, and one of both (read from the rows).
+  { path: 'items' },
+  { path: '/api/v', source: 'caddy_access,waf_audit', from: String(T0 + 5 * H + 600_000) },
+  { path: 's', from: String(T0 + 5 * H + 3_000_000), to: String(T0 + 50 * H + 3_000_000) },
+  { path: 'ch', to: String(T0 + 30 * H + 600_000) },
+  { path: 'items', from: String(T0 + 10 * H + 5), to: String(T0 + 10 * H + 1_800_000) },
+  { path: 'id=7' },
+  { path: 'q' },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
 
@@ -355,6 +372,17 @@ async function expectAnswersMatchOracle(label: string): Promise<void> {
       ['minute', 60_000],
     ] as const)
       expect((await computeLogTimeseries({ ...q, bucket })).points, `${label} ${bucket} series ${qs(q)}`).toEqual(
+        oracleSeries(matching, size),
+      )
+    if (q.path === undefined) continue
+    // A path substring once more with the planner's threshold at 0: from the roll-ups keyed by path wherever they apply.
+    const byPath = { pathRollupMinCandidates: 0 }
+    expect((await computeLogStats(q, byPath)).stats, `${label} stats by path ${qs(q)}`).toEqual(oracleStats(matching))
+    for (const [bucket, size] of [
+      ['hour', H],
+      ['day', 24 * H],
+    ] as const)
+      expect((await computeLogTimeseries({ ...q, bucket }, byPath)).points, `${label} ${bucket} series by path ${qs(q)}`).toEqual(
         oracleSeries(matching, size),
       )
   }
@@ -449,6 +477,40 @@ describe('the partial hours of a window', () => {
   })
   it('reads raw rows only when from..to holds no whole hour', () => {
     expect(plan({ from: String(T0 + 5 * H + 60_000), to: String(T0 + 6 * H + 60_000) })).toEqual({ signs: [1], rollup: false })
+  })
+})
+
+// Which read a path substring takes (its answers are checked against the oracle above either way).
+describe('a path substring from the roll-ups keyed by path', () => {
+  const readOf = (q: Q, pathRollupMinCandidates?: number) =>
+    withSnapshot(
+      async (run) => (await planLogRead(compileLogFilter(q), run, await readRollupState(run), true, { pathRollupMinCandidates })).byPath,
+    )
+  it('sums the roll-ups for an unselective substring of path keys, and reads the rows otherwise', async () => {
+    await rollUpLogs({ budgetMs: 60_000 })
+    expect(await readOf({ path: 'items' }, 0)).toBe(true)
+    expect(await readOf({ path: 'items', source: 'caddy_access' }, 0)).toBe(true)
+    // Fewer candidates in the path index than the threshold: the rows are read.
+    expect(await readOf({ path: 'items' }, 1_000_000)).toBe(false)
+    expect(await readOf({ path: 'items' })).toBe(false)
+    // Past the candidates' threshold, the rows are still read while the window holds many path keys and hours
+    // for each candidate (a path per request), and the roll-ups once the candidates outnumber them.
+    const keyHours = async (from: number) =>
+      Number((await getClient().execute(`SELECT count(*) AS n FROM logs_hourly_paths WHERE hour_ms >= ${from}`)).rows[0]!.n)
+    const candidates = Number(
+      (await getClient().execute(`SELECT count(*) AS n FROM logs_path_fts WHERE logs_path_fts MATCH '"tem"'`)).rows[0]!.n,
+    )
+    const lastHours = T0 + 70 * H
+    expect(await keyHours(0)).toBeGreaterThan(candidates / 4)
+    expect(await keyHours(lastHours)).toBeLessThan(candidates / 4)
+    expect(await readOf({ path: 'items' }, 1)).toBe(false)
+    expect(await readOf({ path: 'items', from: String(lastHours) }, 1)).toBe(true)
+    // A substring a query string holds ('/search?q=%27or' and '?id=7'), one with a '?', and other dimensions: the rows.
+    expect(await readOf({ path: 'q' }, 0)).toBe(false)
+    expect(await readOf({ path: 'id=7' }, 0)).toBe(false)
+    expect(await readOf({ path: 'items?id' }, 0)).toBe(false)
+    expect(await readOf({ path: 'items', status: '2xx' }, 0)).toBe(false)
+    expect(await readOf({ path: 're:items' }, 0)).toBe(false)
   })
 })
 

@@ -34,6 +34,9 @@ export function bucketUsOf(durationMs: number): number {
   for (let p = 10, limit = 10_000; p <= 1e10; p *= 10, limit *= 10) if (u < limit) return Math.floor((u + p - 1) / p) * p
   return u
 }
+/** The query string without its '?' (rows whose path has one). */
+export const QUERY_PART_SQL = "substr(path, instr(path, '?') + 1)"
+
 /** JS twin of PATH_KEY_SQL. */
 export const pathKeyOf = (path: string) => {
   const i = path.indexOf('?')
@@ -51,6 +54,8 @@ export const ROLLUP_TABLES = [
   'logs_hourly_status_durations',
   'logs_hourly_status_paths',
   'logs_hourly_paths_by_status',
+  'logs_hourly_path_durations',
+  'logs_hourly_queries',
 ] as const
 /** The trigram index of paths (migration 0022): covers the same rows as the roll-ups. */
 export const PATH_INDEX = 'logs_path_fts'
@@ -134,6 +139,21 @@ export function rollupStatements(where: string, args: Array<string | number>, si
       sql: `INSERT INTO logs_hourly_paths_by_status (hour_ms, source, status, method, level, path, n)
       SELECT ${HOUR_SQL}, source, coalesce(status, 0), coalesce(method, ''), coalesce(level, ''), ${PATH_KEY_SQL}, ${s}count(*)
       FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6
+      ON CONFLICT DO UPDATE SET n = n + excluded.n`,
+      args,
+    },
+    // Durations per path and the query strings seen, for stats of an unselective path substring (migration 0030).
+    {
+      sql: `INSERT INTO logs_hourly_path_durations (hour_ms, source, path, bucket_us, n, dur_sum_us)
+      SELECT ${HOUR_SQL}, source, ${PATH_KEY_SQL}, ${BUCKET_SQL}, ${s}count(*), ${s}sum(${DURATION_US_SQL})
+      FROM logs NOT INDEXED WHERE (${where}) AND path IS NOT NULL AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4
+      ON CONFLICT DO UPDATE SET n = n + excluded.n, dur_sum_us = dur_sum_us + excluded.dur_sum_us`,
+      args,
+    },
+    {
+      sql: `INSERT INTO logs_hourly_queries (hour_ms, source, query, n)
+      SELECT ${HOUR_SQL}, source, ${QUERY_PART_SQL}, ${s}count(*)
+      FROM logs NOT INDEXED WHERE (${where}) AND instr(path, '?') > 0 GROUP BY 1, 2, 3
       ON CONFLICT DO UPDATE SET n = n + excluded.n`,
       args,
     },

@@ -25,6 +25,7 @@ const _DURATIONS = new Set<Dim>(['source', 'host'])
 const _HOST_PATHS = new Set<Dim>(['source', 'host'])
 const _PATHS = new Set<Dim>(['source'])
 const _PATHS_BY_STATUS = new Set<Dim>(['source', 'status', 'method', 'level'])
+const _BY_PATH = new Set<Dim>(['source', 'path'])
 const _within = (f: CompiledFilter, allowed: Set<Dim>) => [...f.dims].every((d) => allowed.has(d))
 const _c = (name: string) => sql`${sql.identifier(name)}`
 
@@ -166,7 +167,11 @@ const _SIGN = { 1: sql.raw('1'), [-1]: sql.raw('-1') } as const
 
 /** The union of parts whose signed sum covers exactly the rows of the filter (see planHourlyRead). */
 export function rollupUnion(f: CompiledFilter, state: RollupState, useRollup: boolean, parts: Parts, index: IndexMatch | null = null): SQL {
-  const plan = planHourlyRead(f, state, useRollup, index)
+  return unionOfPlan(planHourlyRead(f, state, useRollup, index), parts)
+}
+
+/** The union of a plan's parts: its roll-up hours (if any) and its signed raw pieces. */
+function unionOfPlan(plan: HourlyReadPlan, parts: Parts): SQL {
   const pieces = plan.raw.map((p) => parts.raw(p.from, p.where, _SIGN[p.sign]))
   if (plan.rollupWhere) pieces.unshift(parts.rollup(plan.rollupWhere))
   return sql.join(pieces, sql` UNION ALL `)
@@ -184,6 +189,79 @@ export async function readRollupState(run: RunQuery): Promise<RollupState> {
     minTs: Number(r?.min_ts ?? 0),
     maxTs: Number(r?.max_ts ?? -1),
   }
+}
+
+/**
+ * When a plain path substring is summed from the roll-ups keyed by path (migration 0030) instead of
+ * its rows read through the path index. The roll-ups cost what the window's path keys carry (hosts,
+ * duration buckets, statuses: about 80 rows per key and hour on bench/logs-scale's traffic, at about
+ * 0.1 µs each), the rows about 2 µs each: the roll-ups are read when the index lists at least
+ * PATH_ROLLUP_MIN_CANDIDATES rows and at least _CANDIDATES_PER_KEY_HOUR per path key and hour in the
+ * window. Few distinct paths and much traffic (an API) take the roll-ups; a path per request (ids in
+ * paths), or a selective substring, reads the rows, which is exact too and then faster.
+ */
+export const PATH_ROLLUP_MIN_CANDIDATES = 20_000
+const _CANDIDATES_PER_KEY_HOUR = 4
+/** Candidates counted at most: enough to tell any window's choice, without reading a whole index. */
+const _CANDIDATES_COUNTED = 4_000_000
+
+/**
+ * Whether a path substring's figures can be summed from the roll-ups keyed by path: the filter is
+ * the substring (sources aside), and the substring has no '?', so a row holds it exactly when its
+ * path key does or its query string does; no query string rolled up in the window's hours may hold
+ * it. `minCandidates` 0: whenever that holds (tests); otherwise see PATH_ROLLUP_MIN_CANDIDATES.
+ */
+async function _pathRollupApplies(
+  f: CompiledFilter,
+  run: RunQuery,
+  state: RollupState,
+  index: IndexMatch | null,
+  minCandidates: number,
+): Promise<boolean> {
+  const literal = f.pathLiteral
+  if (literal === undefined || literal.includes('?') || f.predicate || !_within(f, _BY_PATH) || state.lastId === 0) return false
+  const lo = f.fromMs === undefined ? undefined : Math.floor(f.fromMs / HOUR_MS) * HOUR_MS
+  const hours = and(lo !== undefined ? sql`hour_ms >= ${lo}` : undefined, f.toMs !== undefined ? sql`hour_ms <= ${f.toMs}` : undefined)
+  const countUpTo = async (from: SQL, where: SQL | undefined, limit: number) =>
+    Number(
+      (await run(sql`SELECT count(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${where ?? sql`1`} LIMIT ${sql.raw(String(limit))})`))[0]?.n ??
+        0,
+    )
+  // Without an index query (a substring shorter than a trigram) the rows would be read whole: the roll-ups never cost more.
+  if (index !== null && minCandidates > 0) {
+    const table = sql.raw(index.table)
+    const candidates = await countUpTo(table, sql`${table} MATCH ${index.match}`, _CANDIDATES_COUNTED)
+    if (candidates < minCandidates) return false
+    const keyHoursAtMost = Math.floor(candidates / _CANDIDATES_PER_KEY_HOUR)
+    if ((await countUpTo(sql`logs_hourly_paths`, hours, keyHoursAtMost + 1)) > keyHoursAtMost) return false
+  }
+  return (await countUpTo(sql`logs_hourly_queries`, and(hours, sql`instr(query, ${literal}) > 0`), 1)) === 0
+}
+
+/** How a query reads its rows: the plan, and whether its roll-up hours come from the roll-ups keyed by path. */
+interface StatsRead {
+  plan: HourlyReadPlan
+  byPath: boolean
+}
+
+/** Options of the stats and the timeseries (tests move the planner's threshold). */
+export interface LogStatsOptions {
+  pathRollupMinCandidates?: number
+}
+
+/** The read of a stats or timeseries query (`hourly` false: per-minute buckets, no roll-up). */
+export async function planLogRead(
+  f: CompiledFilter,
+  run: RunQuery,
+  state: RollupState,
+  hourly: boolean,
+  opts: LogStatsOptions,
+): Promise<StatsRead> {
+  if (hourly && _within(f, _HOURLY)) return { plan: planHourlyRead(f, state, true), byPath: false }
+  const index = await indexMatchOf(f, run, state)
+  if (hourly && (await _pathRollupApplies(f, run, state, index, opts.pathRollupMinCandidates ?? PATH_ROLLUP_MIN_CANDIDATES)))
+    return { plan: planHourlyRead(f, state, true), byPath: true }
+  return { plan: planHourlyRead(f, state, false, index), byPath: false }
 }
 
 const _DUR_US = sql.raw(DURATION_US_SQL),
@@ -209,7 +287,7 @@ const _avg = (sumUs: number, n: number) => (n ? Math.round(sumUs / n) / 1000 : n
  * materialised CTE, each row with its sign) and, with a roll-up, added to its
  * hours' sums; keys whose sum is 0 (all their rows outside from..to) drop out.
  */
-async function _statsOfPlan(plan: HourlyReadPlan, f: CompiledFilter, run: RunQuery): Promise<LogStats> {
+async function _statsOfPlan({ plan, byPath }: StatsRead, f: CompiledFilter, run: RunQuery): Promise<LogStats> {
   const rows = sql.join(
     plan.raw.map((p) => sql`SELECT ${_SIGN[p.sign]} AS s, source, status, host_domain, duration_ms, path FROM ${p.from} WHERE ${p.where}`),
     sql` UNION ALL `,
@@ -217,29 +295,42 @@ async function _statsOfPlan(plan: HourlyReadPlan, f: CompiledFilter, run: RunQue
   const w = plan.rollupWhere
   const withRollup = (rollup: SQL, raw: SQL) => (w ? sql`${rollup} UNION ALL ${raw}` : raw)
   const durationTable = _within(f, _DURATIONS) ? sql`logs_hourly_durations` : sql`logs_hourly_status_durations`
-  const pathTable = _within(f, _PATHS)
-    ? sql`logs_hourly_paths`
-    : _within(f, _HOST_PATHS)
-      ? sql`logs_hourly_host_paths`
-      : _within(f, _PATHS_BY_STATUS)
-        ? sql`logs_hourly_paths_by_status`
-        : sql`logs_hourly_status_paths`
+  const pathTable =
+    byPath || _within(f, _PATHS)
+      ? sql`logs_hourly_paths`
+      : _within(f, _HOST_PATHS)
+        ? sql`logs_hourly_host_paths`
+        : _within(f, _PATHS_BY_STATUS)
+          ? sql`logs_hourly_paths_by_status`
+          : sql`logs_hourly_status_paths`
   const top5 = (kind: string, rollup: SQL, raw: SQL) =>
     sql`SELECT * FROM (SELECT ${kind} AS kind, k1, NULL AS k2, sum(n) AS n, 0 AS dn, 0 AS ds FROM (${withRollup(rollup, raw)}) GROUP BY 2 HAVING sum(n) > 0 ORDER BY 4 DESC, 2 LIMIT 5)`
-  const all = await run(sql`WITH m AS MATERIALIZED (${rows})
+  // Keyed by path, the counts come by status, and the durations' count and sum from the histogram by path
+  // (read once, pd): those rows carry no class (k2 NULL, n 0).
+  const pathDurations =
+    byPath && w
+      ? sql`, pd AS MATERIALIZED (SELECT source, bucket_us, sum(n) AS n, sum(dur_sum_us) AS ds FROM logs_hourly_path_durations WHERE ${w} GROUP BY 1, 2)`
+      : sql``
+  const countsRollup = byPath
+    ? sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, 0 AS dn, 0 AS ds FROM logs_hourly_paths_by_status WHERE ${w} GROUP BY 1, 2
+      UNION ALL SELECT source, NULL, 0, sum(n), sum(ds) FROM pd GROUP BY 1`
+    : sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`
+  const durationsRollup = byPath
+    ? sql`SELECT bucket_us AS k1, sum(n) AS n FROM pd GROUP BY 1`
+    : sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`
+  const hostsRollup = byPath
+    ? sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly_host_paths WHERE ${w} AND host_domain != '' GROUP BY 1`
+    : sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`
+  const all = await run(sql`WITH m AS MATERIALIZED (${rows})${pathDurations}
     SELECT 'c' AS kind, k1, k2, sum(n) AS n, sum(dn) AS dn, sum(ds) AS ds FROM (${withRollup(
-      sql`SELECT source AS k1, status / 100 AS k2, sum(n) AS n, sum(dur_n) AS dn, sum(dur_sum_us) AS ds FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
+      countsRollup,
       sql`SELECT source AS k1, coalesce(status, 0) / 100 AS k2, sum(s) AS n, sum(CASE WHEN duration_ms IS NULL THEN 0 ELSE s END) AS dn, coalesce(sum(s * ${_DUR_US}), 0) AS ds FROM m GROUP BY 1, 2`,
-    )}) GROUP BY 2, 3 HAVING sum(n) != 0
+    )}) GROUP BY 2, 3 HAVING sum(n) != 0 OR sum(dn) != 0
     UNION ALL SELECT 'd', k1, NULL, sum(n), 0, 0 FROM (${withRollup(
-      sql`SELECT bucket_us AS k1, sum(n) AS n FROM ${durationTable} WHERE ${w} GROUP BY 1`,
+      durationsRollup,
       sql`SELECT ${_BUCKET} AS k1, sum(s) AS n FROM m WHERE duration_ms IS NOT NULL GROUP BY 1`,
     )}) GROUP BY 2 HAVING sum(n) != 0
-    UNION ALL ${top5(
-      'h',
-      sql`SELECT host_domain AS k1, sum(n) AS n FROM logs_hourly WHERE ${w} AND host_domain != '' GROUP BY 1`,
-      sql`SELECT host_domain AS k1, sum(s) AS n FROM m WHERE host_domain IS NOT NULL GROUP BY 1`,
-    )}
+    UNION ALL ${top5('h', hostsRollup, sql`SELECT host_domain AS k1, sum(s) AS n FROM m WHERE host_domain IS NOT NULL GROUP BY 1`)}
     UNION ALL ${top5(
       'p',
       sql`SELECT path AS k1, sum(n) AS n FROM ${pathTable} WHERE ${w} GROUP BY 1`,
@@ -256,12 +347,10 @@ async function _statsOfPlan(plan: HourlyReadPlan, f: CompiledFilter, run: RunQue
   )
 }
 
-async function _statsFromSql(f: CompiledFilter): Promise<LogStats> {
+async function _statsFromSql(f: CompiledFilter, opts: LogStatsOptions): Promise<LogStats> {
   return withSnapshot(async (run) => {
     const state = await readRollupState(run)
-    const useRollup = _within(f, _HOURLY)
-    const index = useRollup ? null : await indexMatchOf(f, run, state)
-    return _statsOfPlan(planHourlyRead(f, state, useRollup, index), f, run)
+    return _statsOfPlan(await planLogRead(f, run, state, true, opts), f, run)
   })
 }
 
@@ -277,12 +366,13 @@ function _statsOf(
     durSum = 0
   for (const r of counts) {
     const n = Number(r.n)
+    durN += Number(r.dn)
+    durSum += Number(r.ds)
+    if (!n) continue // durations alone (k2 NULL): counted by their own rows
     stats.total += n
     stats.by_source[String(r.k1)] = (stats.by_source[String(r.k1)] ?? 0) + n
     const cls = _CLASSES[Number(r.k2) - 1]
     if (cls) stats.by_status_class[cls] = (stats.by_status_class[cls] ?? 0) + n
-    durN += Number(r.dn)
-    durSum += Number(r.ds)
   }
   stats.avg_duration_ms = _avg(durSum, durN)
   stats.p95_duration_ms = p95OfHistogram(histogram.map((r) => [Number(r.k1), Number(r.n)]))
@@ -341,9 +431,12 @@ async function _statsFromRows(rows: AsyncIterable<LogRecord>): Promise<LogStats>
 }
 
 /** GET /api/logs/stats. */
-export async function computeLogStats(q: Record<string, unknown>): Promise<{ stats: LogStats; scanLimited: boolean }> {
+export async function computeLogStats(
+  q: Record<string, unknown>,
+  opts: LogStatsOptions = {},
+): Promise<{ stats: LogStats; scanLimited: boolean }> {
   const f = compileLogFilter(q)
-  if (!f.predicate) return { stats: await _statsFromSql(f), scanLimited: false }
+  if (!f.predicate) return { stats: await _statsFromSql(f, opts), scanLimited: false }
   const scan = scanLogs(f)
   return { stats: await _statsFromRows(scan.rows), scanLimited: scan.limited() }
 }
@@ -358,7 +451,10 @@ export interface TimeseriesPoint {
 }
 
 /** GET /api/logs/timeseries: counts per bucket (minute, hour, day; UTC), oldest first, only buckets with rows. */
-export async function computeLogTimeseries(q: Record<string, unknown>): Promise<{ points: TimeseriesPoint[]; scanLimited: boolean }> {
+export async function computeLogTimeseries(
+  q: Record<string, unknown>,
+  opts: LogStatsOptions = {},
+): Promise<{ points: TimeseriesPoint[]; scanLimited: boolean }> {
   const bucket = (q.bucket === undefined || q.bucket === '' ? 'hour' : String(q.bucket)) as keyof typeof BUCKETS
   if (!Object.hasOwn(BUCKETS, bucket)) throw badRequest('bucket: must be minute, hour or day')
   const size = BUCKETS[bucket]
@@ -383,21 +479,15 @@ export async function computeLogTimeseries(q: Record<string, unknown>): Promise<
   } else {
     await withSnapshot(async (run) => {
       const state = await readRollupState(run)
-      const useRollup = bucket !== 'minute' && _within(f, _HOURLY)
-      const index = useRollup ? null : await indexMatchOf(f, run, state)
+      const { plan, byPath } = await planLogRead(f, run, state, bucket !== 'minute', opts)
+      const rollupTable = byPath ? sql`logs_hourly_paths_by_status` : sql`logs_hourly`
       const rows = await run(
-        sql`SELECT k1, k2, sum(n) AS n FROM (${rollupUnion(
-          f,
-          state,
-          useRollup,
-          {
-            rollup: (w) =>
-              sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1, 2`,
-            raw: (from, w, sign) =>
-              sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, ${sign} * count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
-          },
-          index,
-        )}) GROUP BY 1, 2 HAVING sum(n) != 0`,
+        sql`SELECT k1, k2, sum(n) AS n FROM (${unionOfPlan(plan, {
+          rollup: (w) =>
+            sql`SELECT (hour_ms / ${sizeSql}) * ${sizeSql} AS k1, status / 100 AS k2, sum(n) AS n FROM ${rollupTable} WHERE ${w} GROUP BY 1, 2`,
+          raw: (from, w, sign) =>
+            sql`SELECT (ts_ms / ${sizeSql}) * ${sizeSql} AS k1, coalesce(status, 0) / 100 AS k2, ${sign} * count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1, 2`,
+        })}) GROUP BY 1, 2 HAVING sum(n) != 0`,
       )
       for (const r of rows) add(Number(r.k1), Number(r.k2), Number(r.n))
     })

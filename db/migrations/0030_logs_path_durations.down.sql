@@ -1,0 +1,2 @@
+DROP TABLE logs_hourly_queries;
+DROP TABLE logs_hourly_path_durations;
