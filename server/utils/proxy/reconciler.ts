@@ -12,7 +12,7 @@ import { hostUsesBouncer } from './build/crowdsec'
 import type { Json, ProxySnapshot } from './build/types'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
 import { readHeldConfig } from './held-hash'
-import { healNodes, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
+import { healNodes, nodeConfigHashOfText, noteCanaryHeld, rememberPushed, rollOut } from './rollout'
 import { readProxySnapshot } from './snapshot'
 import { isDryRun } from './dry-run'
 
@@ -135,6 +135,7 @@ export async function reconcileInTransaction(
   if (isDryRun()) return { status: 'applied', warnings: [] }
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
+  let built = config
   let json = stableStringify(config)
   // Built without a warm-up route (that one is built into pushedJson below): the text is what hashProxyConfig hashes.
   let hash = hashOfConfigText(json)
@@ -163,6 +164,7 @@ export async function reconcileInTransaction(
       // itself (the new bouncer starts empty and cannot pull), hosts that fail closed answer 503.
       engineDown = true
       const degraded = buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config
+      built = degraded
       json = stableStringify(degraded)
       hash = hashOfConfigText(json)
       warnings.push(
@@ -210,7 +212,8 @@ export async function reconcileInTransaction(
 
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
   // Node by node, the canary (PROXY_ADMIN_URL) first: with it alone, the single push of before.
-  const roll = await rollOut(tx, pushedJson ?? json, { force: opts.force })
+  // The warm-up route does not count in the node hash: the one of `json` is the one of what is pushed.
+  const roll = await rollOut(tx, pushedJson ?? json, { force: opts.force, nodeHash: nodeConfigHashOfText(built, json) })
   const result = roll.result
   warnings.push(...roll.warnings)
   if (result.outcome === 'rejected') {

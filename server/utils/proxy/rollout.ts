@@ -5,7 +5,7 @@ import { writeAudit, systemActor } from '../core/audit'
 import { logger } from '../core/log'
 import { redactSecrets } from '../core/redact'
 import { emitPanelEvent } from '../ops/events'
-import { hashProxyConfig } from './build/index'
+import { hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
 import { readHeldConfig, type HeldConfig } from './held-hash'
 import { loadProxyConfig, readProxyBuild, type LoadResult } from './client'
 import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText, type ProxyNode } from './node-records'
@@ -59,6 +59,20 @@ export function nodeConfigHash(config: unknown, node?: Pick<ProxyNode, 'rewrites
 
 /** A node's slot for heldConfigHash: its node hash depends on its path rewrites too. */
 const _nodeSlot = (node: Pick<ProxyNode, 'id' | 'rewrites'>) => `node ${node.id} ${JSON.stringify(node.rewrites)}`
+
+/**
+ * nodeConfigHash of a configuration without warm-up routes, from its stableStringify text:
+ * the keys are sorted, so the text without the admin block is the text less its leading
+ * `"admin":…` member (no second serialisation of the whole configuration). Anything else
+ * (no admin block first) is hashed the long way.
+ */
+export function nodeConfigHashOfText(config: Record<string, unknown>, stableText: string): string {
+  if (config.admin === undefined) return hashOfConfigText(stableText)
+  const head = `{"admin":${stableStringify(config.admin)}`
+  if (!stableText.startsWith(head)) return nodeConfigHash(config)
+  const rest = stableText.slice(head.length)
+  return hashOfConfigText(rest.startsWith(',') ? `{${rest.slice(1)}` : `{${rest}`)
+}
 
 function _state(node: { id: number; name: string }): _NodeState {
   let s = _states.get(node.id)
@@ -164,11 +178,15 @@ export interface RolloutOutcome {
  * Pushes `configJson` to every enabled node, canary first; see the module comment.
  * `exec`: the mutation's transaction (the node list as it sees it).
  */
-export async function rollOut(exec: Executor, configJson: string, opts: { force?: boolean } = {}): Promise<RolloutOutcome> {
+export async function rollOut(
+  exec: Executor,
+  configJson: string,
+  opts: { force?: boolean; nodeHash?: string } = {},
+): Promise<RolloutOutcome> {
   const nodes = await readRolloutNodes(exec)
   const [canary, ...others] = nodes as [ProxyNode, ...ProxyNode[]]
-  const config = JSON.parse(configJson) as Record<string, unknown>
-  const hash = nodeConfigHash(config)
+  // `opts.nodeHash`: the caller's nodeConfigHash of this configuration (nodeConfigHashOfText), or it is made here.
+  const hash = opts.nodeHash ?? nodeConfigHash(JSON.parse(configJson))
   const redact = (text: string) => redactSecrets(text, { exec })
   if (!others.length) {
     const result = await loadProxyConfig(canary.target, configJson, opts)
@@ -179,6 +197,7 @@ export async function rollOut(exec: Executor, configJson: string, opts: { force?
     return { result, warnings: [], nodeHash: hash }
   }
 
+  const config = JSON.parse(configJson) as Record<string, unknown>
   const pushed: Array<{ node: ProxyNode; previous: unknown }> = []
   const warnings: string[] = []
   let canaryResult: LoadResult = { outcome: 'applied' }
