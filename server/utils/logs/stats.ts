@@ -11,7 +11,9 @@ import type { LogRecord } from './present'
 // partial hours at either end of from/to, and the rows not rolled up yet (id
 // above the mark). All parts are summed in one SQL statement each, inside one
 // read snapshot. Status, method and level have roll-ups of their own for p95
-// and top paths (migration 0022). Otherwise everything is computed from raw
+// and top paths (migration 0022), and a path substring matching many rows is
+// summed from the roll-ups keyed by path when no query string can hold it
+// (migration 0030, planLogRead). Otherwise everything is computed from raw
 // rows, in one pass over the matching rows; a path substring or a free-text
 // filter finds its rows through a trigram index (ids at or below the index's
 // mark) plus the rows above the mark, never by scanning the table.
