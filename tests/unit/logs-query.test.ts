@@ -353,6 +353,12 @@ const FILTERS: Q[] = [
   { path: 'items', from: String(T0 + 10 * H + 5), to: String(T0 + 10 * H + 1_800_000) },
   { path: 'id=7' },
   { path: 'q' },
+  // Free text as the rows whose path holds it (the roll-ups keyed by path) plus those whose path does not:
+  // '/login' and the audit rows' 'login' message, user agents, raw lines, short texts and windows.
+  { query: 'login' },
+  { query: 'items', source: 'caddy_access,audit', from: String(T0 + 5 * H + 600_000) },
+  { query: 'e', to: String(T0 + 30 * H + 600_000) },
+  { query: 'Moz', from: String(T0 + 5 * H + 3_000_000), to: String(T0 + 50 * H + 3_000_000) },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
 
@@ -374,8 +380,8 @@ async function expectAnswersMatchOracle(label: string): Promise<void> {
       expect((await computeLogTimeseries({ ...q, bucket })).points, `${label} ${bucket} series ${qs(q)}`).toEqual(
         oracleSeries(matching, size),
       )
-    if (q.path === undefined) continue
-    // A path substring once more with the planner's threshold at 0: from the roll-ups keyed by path wherever they apply.
+    if (q.path === undefined && q.query === undefined) continue
+    // A path substring or free text once more with the planner's threshold at 0: from the roll-ups keyed by path wherever they apply.
     const byPath = { pathRollupMinCandidates: 0 }
     expect((await computeLogStats(q, byPath)).stats, `${label} stats by path ${qs(q)}`).toEqual(oracleStats(matching))
     for (const [bucket, size] of [
@@ -484,7 +490,7 @@ describe('the partial hours of a window', () => {
 describe('a path substring from the roll-ups keyed by path', () => {
   const readOf = (q: Q, pathRollupMinCandidates?: number) =>
     withSnapshot(
-      async (run) => (await planLogRead(compileLogFilter(q), run, await readRollupState(run), true, { pathRollupMinCandidates })).byPath,
+      async (run) => (await planLogRead(q, compileLogFilter(q), run, await readRollupState(run), true, { pathRollupMinCandidates })).byPath,
     )
   it('sums the roll-ups for an unselective substring of path keys, and reads the rows otherwise', async () => {
     await rollUpLogs({ budgetMs: 60_000 })
@@ -511,6 +517,12 @@ describe('a path substring from the roll-ups keyed by path', () => {
     expect(await readOf({ path: 'items?id' }, 0)).toBe(false)
     expect(await readOf({ path: 'items', status: '2xx' }, 0)).toBe(false)
     expect(await readOf({ path: 're:items' }, 0)).toBe(false)
+    // Free text: its rows whose path holds it from the roll-ups, the others read; not when a query string holds it.
+    expect(await readOf({ query: 'items' }, 0)).toBe(true)
+    expect(await readOf({ query: 'items', source: 'caddy_access' }, 0)).toBe(true)
+    expect(await readOf({ query: 'items' })).toBe(false)
+    expect(await readOf({ query: 'id=7' }, 0)).toBe(false)
+    expect(await readOf({ query: 'items', status: '2xx' }, 0)).toBe(false)
   })
 })
 

@@ -28,6 +28,7 @@ const _HOST_PATHS = new Set<Dim>(['source', 'host'])
 const _PATHS = new Set<Dim>(['source'])
 const _PATHS_BY_STATUS = new Set<Dim>(['source', 'status', 'method', 'level'])
 const _BY_PATH = new Set<Dim>(['source', 'path'])
+const _BY_TEXT = new Set<Dim>(['source', 'query'])
 const _within = (f: CompiledFilter, allowed: Set<Dim>) => [...f.dims].every((d) => allowed.has(d))
 const _c = (name: string) => sql`${sql.identifier(name)}`
 
@@ -251,8 +252,16 @@ export interface LogStatsOptions {
   pathRollupMinCandidates?: number
 }
 
-/** The read of a stats or timeseries query (`hourly` false: per-minute buckets, no roll-up). */
+/**
+ * The read of a stats or timeseries query `q` (compiled: `f`; `hourly` false: per-minute buckets, no roll-up).
+ * A free-text filter (sources aside) matching many rows is split in two disjoint parts: the rows whose
+ * path holds the text, summed from the roll-ups keyed by path as a path substring would be, and the rows
+ * whose path does not (the text stands in the user agent, message or raw line only), read through the
+ * free-text index; the second part is usually small, and reading the index's candidates to find it
+ * costs far less than grouping them all.
+ */
 export async function planLogRead(
+  q: Record<string, unknown>,
   f: CompiledFilter,
   run: RunQuery,
   state: RollupState,
@@ -260,9 +269,21 @@ export async function planLogRead(
   opts: LogStatsOptions,
 ): Promise<StatsRead> {
   if (hourly && _within(f, _HOURLY)) return { plan: planHourlyRead(f, state, true), byPath: false }
+  const minCandidates = opts.pathRollupMinCandidates ?? PATH_ROLLUP_MIN_CANDIDATES
   const index = await indexMatchOf(f, run, state)
-  if (hourly && (await _pathRollupApplies(f, run, state, index, opts.pathRollupMinCandidates ?? PATH_ROLLUP_MIN_CANDIDATES)))
+  if (hourly && (await _pathRollupApplies(f, run, state, index, minCandidates)))
     return { plan: planHourlyRead(f, state, true), byPath: true }
+  const text = f.queryText
+  if (hourly && text !== undefined && _within(f, _BY_TEXT)) {
+    const inPath = compileLogFilter({ ...q, query: undefined, path: text })
+    if (await _pathRollupApplies(inPath, run, state, await indexMatchOf(inPath, run, state), minCandidates)) {
+      const plan = planHourlyRead(inPath, state, true)
+      // The path test first: it drops most candidates before the longer texts are searched.
+      const notInPath = { ...f, where: and(sql`(path IS NULL OR instr(path, ${text}) = 0)`, f.where) }
+      for (const [from, where] of rawParts(notInPath, index)) plan.raw.push({ from, where, sign: 1 })
+      return { plan, byPath: true }
+    }
+  }
   return { plan: planHourlyRead(f, state, false, index), byPath: false }
 }
 
@@ -349,10 +370,10 @@ async function _statsOfPlan({ plan, byPath }: StatsRead, f: CompiledFilter, run:
   )
 }
 
-async function _statsFromSql(f: CompiledFilter, opts: LogStatsOptions): Promise<LogStats> {
+async function _statsFromSql(q: Record<string, unknown>, f: CompiledFilter, opts: LogStatsOptions): Promise<LogStats> {
   return withSnapshot(async (run) => {
     const state = await readRollupState(run)
-    return _statsOfPlan(await planLogRead(f, run, state, true, opts), f, run)
+    return _statsOfPlan(await planLogRead(q, f, run, state, true, opts), f, run)
   })
 }
 
@@ -438,7 +459,7 @@ export async function computeLogStats(
   opts: LogStatsOptions = {},
 ): Promise<{ stats: LogStats; scanLimited: boolean }> {
   const f = compileLogFilter(q)
-  if (!f.predicate) return { stats: await _statsFromSql(f, opts), scanLimited: false }
+  if (!f.predicate) return { stats: await _statsFromSql(q, f, opts), scanLimited: false }
   const scan = scanLogs(f)
   return { stats: await _statsFromRows(scan.rows), scanLimited: scan.limited() }
 }
@@ -481,7 +502,7 @@ export async function computeLogTimeseries(
   } else {
     await withSnapshot(async (run) => {
       const state = await readRollupState(run)
-      const { plan, byPath } = await planLogRead(f, run, state, bucket !== 'minute', opts)
+      const { plan, byPath } = await planLogRead(q, f, run, state, bucket !== 'minute', opts)
       const rollupTable = byPath ? sql`logs_hourly_paths_by_status` : sql`logs_hourly`
       const rows = await run(
         sql`SELECT k1, k2, sum(n) AS n FROM (${unionOfPlan(plan, {
