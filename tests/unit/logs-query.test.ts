@@ -359,6 +359,7 @@ const FILTERS: Q[] = [
   { query: 'items', source: 'caddy_access,audit', from: String(T0 + 5 * H + 600_000) },
   { query: 'e', to: String(T0 + 30 * H + 600_000) },
   { query: 'Moz', from: String(T0 + 5 * H + 3_000_000), to: String(T0 + 50 * H + 3_000_000) },
+  { query: 're:(' },
 ]
 const qs = (q: Q) => new URLSearchParams(q).toString() || '(none)'
 

@@ -274,7 +274,8 @@ export async function planLogRead(
   if (hourly && (await _pathRollupApplies(f, run, state, index, minCandidates)))
     return { plan: planHourlyRead(f, state, true), byPath: true }
   const text = f.queryText
-  if (hourly && text !== undefined && _within(f, _BY_TEXT)) {
+  // (A text starting with 're:' would read as a path regex: such a text is read from the rows.)
+  if (hourly && text !== undefined && !text.startsWith('re:') && _within(f, _BY_TEXT)) {
     const inPath = compileLogFilter({ ...q, query: undefined, path: text })
     if (await _pathRollupApplies(inPath, run, state, await indexMatchOf(inPath, run, state), minCandidates)) {
       const plan = planHourlyRead(inPath, state, true)
