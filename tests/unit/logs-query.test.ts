@@ -7,6 +7,7 @@ import { closeDatabase, getClient, openDatabase, runWrite } from '../../server/u
 import { readMigrationsFromDir } from '../../server/utils/core/migrations'
 import { getLog, listLogs } from '../../server/utils/logs/query'
 import {
+  CANDIDATES_PER_KEY_HOUR,
   computeLogStats,
   computeLogTimeseries,
   planHourlyRead,
@@ -487,8 +488,8 @@ describe('the partial hours of a window', () => {
   })
 })
 
-// Which read a path substring takes (its answers are checked against the oracle above either way).
-describe('a path substring from the roll-ups keyed by path', () => {
+// Which read a path substring or free text takes (its answers are checked against the oracle above either way).
+describe('a path substring or free text from the roll-ups keyed by path', () => {
   const readOf = (q: Q, pathRollupMinCandidates?: number) =>
     withSnapshot(
       async (run) => (await planLogRead(q, compileLogFilter(q), run, await readRollupState(run), true, { pathRollupMinCandidates })).byPath,
@@ -508,8 +509,8 @@ describe('a path substring from the roll-ups keyed by path', () => {
       (await getClient().execute(`SELECT count(*) AS n FROM logs_path_fts WHERE logs_path_fts MATCH '"tem"'`)).rows[0]!.n,
     )
     const lastHours = T0 + 70 * H
-    expect(await keyHours(0)).toBeGreaterThan(candidates / 4)
-    expect(await keyHours(lastHours)).toBeLessThan(candidates / 4)
+    expect(await keyHours(0)).toBeGreaterThan(candidates / CANDIDATES_PER_KEY_HOUR)
+    expect(await keyHours(lastHours)).toBeLessThan(candidates / CANDIDATES_PER_KEY_HOUR)
     expect(await readOf({ path: 'items' }, 1)).toBe(false)
     expect(await readOf({ path: 'items', from: String(lastHours) }, 1)).toBe(true)
     // A substring a query string holds ('/search?q=%27or' and '?id=7'), one with a '?', and other dimensions: the rows.

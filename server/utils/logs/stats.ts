@@ -199,12 +199,12 @@ export async function readRollupState(run: RunQuery): Promise<RollupState> {
  * its rows read through the path index. The roll-ups cost what the window's path keys carry (hosts,
  * duration buckets, statuses: about 80 rows per key and hour on bench/logs-scale's traffic, at about
  * 0.1 µs each), the rows about 2 µs each: the roll-ups are read when the index lists at least
- * PATH_ROLLUP_MIN_CANDIDATES rows and at least _CANDIDATES_PER_KEY_HOUR per path key and hour in the
+ * PATH_ROLLUP_MIN_CANDIDATES rows and at least CANDIDATES_PER_KEY_HOUR per path key and hour in the
  * window. Few distinct paths and much traffic (an API) take the roll-ups; a path per request (ids in
  * paths), or a selective substring, reads the rows, which is exact too and then faster.
  */
 export const PATH_ROLLUP_MIN_CANDIDATES = 20_000
-const _CANDIDATES_PER_KEY_HOUR = 4
+export const CANDIDATES_PER_KEY_HOUR = 4
 /** Candidates counted at most: enough to tell any window's choice, without reading a whole index. */
 const _CANDIDATES_COUNTED = 4_000_000
 
@@ -235,7 +235,7 @@ async function _pathRollupApplies(
     const table = sql.raw(index.table)
     const candidates = await countUpTo(table, sql`${table} MATCH ${index.match}`, _CANDIDATES_COUNTED)
     if (candidates < minCandidates) return false
-    const keyHoursAtMost = Math.floor(candidates / _CANDIDATES_PER_KEY_HOUR)
+    const keyHoursAtMost = Math.floor(candidates / CANDIDATES_PER_KEY_HOUR)
     if ((await countUpTo(sql`logs_hourly_paths`, hours, keyHoursAtMost + 1)) > keyHoursAtMost) return false
   }
   return (await countUpTo(sql`logs_hourly_queries`, and(hours, sql`instr(query, ${literal}) > 0`), 1)) === 0
