@@ -1,14 +1,12 @@
-import { defineEventHandler, getCookie, getRequestHeader, setResponseHeaders, setResponseStatus } from 'h3'
+import { defineEventHandler, getCookie, getRequestHeader } from 'h3'
 import { SESSION_COOKIE } from '~/server/utils/auth/sessions'
-import { answerForwardAuth, forwardAuthRequestOf } from '~/server/utils/auth/forward-auth'
+import { answerForwardAuth, forwardAuthRequestOf, sendForwardAuthAnswer } from '~/server/utils/auth/forward-auth'
 
 // The proxy's sub-request: 200 + X-Auth-* for a valid session, else 302 to login.
 // The proxy's own GETs are served before the app by plugins/05-forward-auth.ts,
-// with the same function; this route is what the app has for the path (the
+// with the same functions; this route is what the app has for the path (the
 // OpenAPI document, a panel still booting, the fast path's fallback on an error).
 export default defineEventHandler(async (event) => {
   const answer = await answerForwardAuth(forwardAuthRequestOf((name) => getRequestHeader(event, name), getCookie(event, SESSION_COOKIE)))
-  setResponseStatus(event, answer.status)
-  setResponseHeaders(event, answer.headers)
-  return answer.body
+  sendForwardAuthAnswer(event, answer)
 })

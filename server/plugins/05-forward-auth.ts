@@ -1,8 +1,7 @@
 import type { H3Event } from 'h3'
 import { getCookie } from 'h3'
 import { defineNitroPlugin } from 'nitropack/runtime'
-import { securityHeadersFor } from '../utils/auth/cookie'
-import { answerForwardAuth, answerForwardAuthFromCache, forwardAuthRequestOf, type ForwardAuthAnswer } from '../utils/auth/forward-auth'
+import { answerForwardAuth, answerForwardAuthFromCache, forwardAuthRequestOf, sendForwardAuthAnswer } from '../utils/auth/forward-auth'
 import { SESSION_COOKIE } from '../utils/auth/sessions'
 import { isBootReady } from '../utils/core/boot'
 
@@ -11,8 +10,8 @@ import { isBootReady } from '../utils/core/boot'
 // server). Nitro's app wraps each request in hooks, four middlewares, the route
 // table and the router, and those cost far more than the answer itself: the
 // proxy's exact request (GET /auth/forward, no query) is answered here, before
-// the app, with the same function the route uses and the same headers the
-// middlewares would add (the route table knows the path; no body is read).
+// the app, with the same functions the route uses (the route table knows the
+// path; no body is read).
 // Anything else, or a panel still booting, goes through the app as before.
 export default defineNitroPlugin((nitroApp) => {
   const app = nitroApp.h3App
@@ -22,9 +21,9 @@ export default defineNitroPlugin((nitroApp) => {
     const request = forwardAuthRequestOf((name) => _header(event, name), getCookie(event, SESSION_COOKIE))
     // A session the cache holds (every check after a user's first) is answered without a promise.
     const cached = answerForwardAuthFromCache(request)
-    if (cached) return _send(event, cached)
+    if (cached) return sendForwardAuthAnswer(event, cached)
     return answerForwardAuth(request).then(
-      (answer) => _send(event, answer),
+      (answer) => sendForwardAuthAnswer(event, answer),
       () => throughApp(event),
     )
   }) as typeof app.handler
@@ -34,10 +33,4 @@ export default defineNitroPlugin((nitroApp) => {
 function _header(event: H3Event, name: string): string | undefined {
   const value = event.node.req.headers[name]
   return Array.isArray(value) ? value.join(', ') : value
-}
-
-function _send(event: H3Event, answer: ForwardAuthAnswer): void {
-  const res = event.node.res
-  res.writeHead(answer.status, { ...securityHeadersFor(event), ...answer.headers })
-  res.end(answer.body)
 }

@@ -141,12 +141,15 @@ describe('session rotation', () => {
     expect((await lan.request('/auth/forward', { cookie: viewer })).status).toBe(302)
     // A change of the name only is not a privilege change.
     const again = await lan.login('promoted@example.test', 'rotation-password-2')
+    // ForwardAuth's answer is kept with the cached session: a new name shows in the next check.
+    expect((await lan.request('/auth/forward', { cookie: again })).headers.get('x-auth-name')).toBe('promoted@example.test')
     await lan.request(`/api/users/${created.json.id}`, {
       method: 'PUT',
       cookie: admin,
       body: { email: 'promoted@example.test', name: 'P', role: 'admin' },
     })
     expect((await lan.request('/api/auth/session', { cookie: again })).status).toBe(200)
+    expect((await lan.request('/auth/forward', { cookie: again })).headers.get('x-auth-name')).toBe('P')
   })
 
   it("changing one's own password gives a new session and ends the old ones", async () => {

@@ -30,6 +30,8 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     const location = new URL(String(res.headers.location))
     expect(`${location.origin}${location.pathname}`).toBe('https://panel.example.test/login')
     expect(location.searchParams.get('rd')).toBe('http://secure.example.test/private/page?x=1')
+    // The proxy hands the panel's redirect on as it is, with the headers meant for the browser.
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
     expect(up.requests.length).toBe(before)
   })
 
@@ -87,19 +89,39 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     expect(up.requests.at(-1)!.headers.cookie).toBe('panel_session=not-ours; b=2')
   })
 
-  it("answers the proxy's sub-request itself with the headers every panel answer carries", async () => {
-    const ok = await stack.panel.request('/auth/forward', { cookie: stack.admin })
-    expect(ok.status).toBe(200)
-    expect(ok.text).toBe('')
+  it("answers the proxy's sub-request itself; the browser's security headers go on the redirect the browser sees, not on the 200 the proxy keeps", async () => {
     const api = await stack.panel.request('/api/setup')
-    for (const name of ['x-content-type-options', 'referrer-policy', 'strict-transport-security'])
-      expect(ok.headers.get(name), name).toBe(api.headers.get(name))
-    expect(ok.headers.get('x-content-type-options')).toBe('nosniff')
-    expect(Object.fromEntries(['x-auth-email', 'cache-control', 'content-type'].map((h) => [h, ok.headers.get(h)]))).toEqual({
-      'x-auth-email': ADMIN.email,
-      'cache-control': 'no-store',
-      'content-type': 'text/html',
-    })
+    const securityHeaders = ['x-content-type-options', 'referrer-policy', 'strict-transport-security']
+    expect(api.headers.get('x-content-type-options')).toBe('nosniff')
+    // The fast path serves the proxy's exact request; a query string takes the app's route.
+    for (const path of ['/auth/forward', '/auth/forward?via=app']) {
+      const ok = await stack.panel.request(path, { cookie: stack.admin })
+      expect(ok.status, path).toBe(200)
+      expect(ok.text).toBe('')
+      expect(
+        Object.fromEntries(
+          ['x-auth-email', 'x-auth-user', 'cache-control', 'content-length', 'content-type', ...securityHeaders].map((h) => [
+            h,
+            ok.headers.get(h),
+          ]),
+        ),
+        path,
+      ).toEqual({
+        'x-auth-email': ADMIN.email,
+        'x-auth-user': ADMIN.email,
+        'cache-control': 'no-store',
+        'content-length': '0',
+        'content-type': null,
+        'x-content-type-options': null,
+        'referrer-policy': null,
+        'strict-transport-security': null,
+      })
+      const away = await stack.panel.request(path, { headers: { 'x-forwarded-host': 'secure.example.test', 'x-forwarded-uri': '/' } })
+      expect(away.status, path).toBe(302)
+      for (const name of securityHeaders) expect(away.headers.get(name), `${path} ${name}`).toBe(api.headers.get(name))
+      expect(away.headers.get('content-type'), path).toBe('text/html')
+      expect(away.headers.get('content-length'), path).toBe(String(Buffer.byteLength(away.text)))
+    }
     const login = await stack.panel.request('/auth/forward', {
       headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'secure.example.test', 'x-forwarded-uri': '/private?x=1' },
     })

@@ -42,6 +42,7 @@ function _isLoopbackHostHeader(host: string): boolean {
 
 const _BASE_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' })
 const _SECURE_HEADERS = Object.freeze({ ..._BASE_HEADERS, 'strict-transport-security': 'max-age=31536000' })
+export const SECURITY_HEADER_NAMES: readonly string[] = Object.freeze(Object.keys(_SECURE_HEADERS))
 
 /** The headers every answer of the panel carries (HSTS exactly when the cookie is Secure). Shared and frozen: copy to change. */
 export function securityHeadersFor(event: H3Event): Readonly<Record<string, string>> {

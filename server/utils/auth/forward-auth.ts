@@ -1,5 +1,7 @@
+import type { H3Event } from 'h3'
 import { getConfig } from '../core/config'
 import { FORWARD_AUTH_PROBE_HEADER, noteForwardAuthProbe } from '../proxy/forward-auth-check'
+import { SECURITY_HEADER_NAMES, securityHeadersFor } from './cookie'
 import { sanitizeRedirectTarget } from './redirect'
 import { resolveCachedSession, resolveSession, type ResolvedSession } from './sessions'
 
@@ -18,23 +20,20 @@ export function loginRedirectForForwardAuth(fwd: { proto?: string; host?: string
 
 /** What /auth/forward answers, whichever path serves it (the route, or the fast path of plugins/05-forward-auth.ts). */
 export interface ForwardAuthAnswer {
-  status: 200 | 302
-  headers: Record<string, string>
-  body: string
+  readonly status: 200 | 302
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
 }
 
-/** The inputs of answerForwardAuth from a request's headers and session cookie. */
+/** The inputs of answerForwardAuth: a request's session cookie and a reader of its headers. */
 export function forwardAuthRequestOf(header: (name: string) => string | undefined, sessionToken: string | undefined) {
-  return {
-    sessionToken,
-    probeNonce: header(FORWARD_AUTH_PROBE_HEADER),
-    forwarded: { proto: header('x-forwarded-proto'), host: header('x-forwarded-host'), uri: header('x-forwarded-uri') },
-  }
+  return { sessionToken, header }
 }
 
 /**
  * The proxy's sub-request: 200 + X-Auth-* for a valid session, else 302 to the
- * login page (with an HTML body naming it, as h3's sendRedirect writes).
+ * login page (with an HTML body naming it, as h3's sendRedirect writes). The
+ * 200 has no body, so no Content-Type.
  */
 export async function answerForwardAuth(request: ForwardAuthRequest): Promise<ForwardAuthAnswer> {
   return _answerFor(request, await resolveSession(request.sessionToken)) // resolveSession asks the cache first
@@ -49,26 +48,57 @@ export function answerForwardAuthFromCache(request: ForwardAuthRequest): Forward
 type ForwardAuthRequest = ReturnType<typeof forwardAuthRequestOf>
 
 function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null): ForwardAuthAnswer {
-  noteForwardAuthProbe(request.probeNonce)
+  noteForwardAuthProbe(request.header(FORWARD_AUTH_PROBE_HEADER))
   if (session) {
-    const { user } = session
-    return {
-      status: 200,
-      headers: {
-        'x-auth-user': user.email,
-        'x-auth-email': user.email,
-        'x-auth-name': user.name || user.email,
-        'x-auth-provider': user.provider,
-        'cache-control': 'no-store',
-        'content-type': 'text/html',
-      },
-      body: '',
+    let answer = _answerOfSession.get(session)
+    if (!answer) {
+      answer = _signedInAnswer(session.user)
+      _answerOfSession.set(session, answer)
     }
+    return answer
   }
-  const location = loginRedirectForForwardAuth(request.forwarded)
+  const location = loginRedirectForForwardAuth({
+    proto: request.header('x-forwarded-proto'),
+    host: request.header('x-forwarded-host'),
+    uri: request.header('x-forwarded-uri'),
+  })
+  const body = `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${location.replace(/"/g, '%22')}"></head></html>`
+  return { status: 302, headers: { location, 'content-type': 'text/html', 'content-length': String(Buffer.byteLength(body)) }, body }
+}
+
+// A cached session is one object for the cache's life (30 s), and so is its answer: the proxy's
+// repeated checks reuse it instead of building the same headers each time. Never mutated.
+const _answerOfSession = new WeakMap<ResolvedSession, ForwardAuthAnswer>()
+
+function _signedInAnswer(user: ResolvedSession['user']): ForwardAuthAnswer {
   return {
-    status: 302,
-    headers: { location, 'content-type': 'text/html' },
-    body: `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${location.replace(/"/g, '%22')}"></head></html>`,
+    status: 200,
+    headers: {
+      'x-auth-user': user.email,
+      'x-auth-email': user.email,
+      'x-auth-name': user.name || user.email,
+      'x-auth-provider': user.provider,
+      'cache-control': 'no-store',
+      // Declared, or Node sends the empty body chunked (writeHead fixes the framing before end).
+      'content-length': '0',
+    },
+    body: '',
   }
+}
+
+/**
+ * Writes the answer, from the fast path (plugins/05-forward-auth.ts) or the route. The headers
+ * meant for a browser (securityHeadersFor) go on the 302 only: the proxy hands that answer to the
+ * browser as it is, while of a 200 it keeps the X-Auth-* headers for the upstream request and
+ * discards the rest (the `handle_response` of build/forward-auth.ts), so on the hottest answer
+ * they would be bytes every check writes and the proxy parses for nothing (docs/performance.md).
+ */
+export function sendForwardAuthAnswer(event: H3Event, answer: ForwardAuthAnswer): void {
+  const res = event.node.res
+  if (answer.status === 200) {
+    // Through the app, the first middleware has set them already.
+    for (const name of SECURITY_HEADER_NAMES) res.removeHeader(name)
+    res.writeHead(200, answer.headers)
+  } else res.writeHead(answer.status, { ...securityHeadersFor(event), ...answer.headers })
+  res.end(answer.body)
 }

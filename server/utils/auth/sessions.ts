@@ -72,7 +72,23 @@ function _cachedSession(tokenHash: string): ResolvedSession | null | undefined {
  */
 export function resolveCachedSession(token: string | undefined): ResolvedSession | null | undefined {
   if (!token || token.length > 128) return null
-  return _cachedSession(hashSessionToken(token))
+  return _cachedSession(_recentTokenHash(token))
+}
+
+// The proxy asks about the same few cookies thousands of times a second, and hashing one is
+// a sixth of a cached check's own work. The tokens live in this process's memory anyway (each
+// request carries one); the database and the session cache still hold only hashes. Bounded:
+// a flood of made-up cookies empties it, it never grows past the cap.
+const _TOKEN_HASH_MEMO_CAP = 4096
+const _tokenHashMemo = new Map<string, string>()
+function _recentTokenHash(token: string): string {
+  let tokenHash = _tokenHashMemo.get(token)
+  if (tokenHash === undefined) {
+    if (_tokenHashMemo.size >= _TOKEN_HASH_MEMO_CAP) _tokenHashMemo.clear()
+    tokenHash = hashSessionToken(token)
+    _tokenHashMemo.set(token, tokenHash)
+  }
+  return tokenHash
 }
 
 /**
