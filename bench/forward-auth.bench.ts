@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { availableParallelism } from 'node:os'
 import autocannon from 'autocannon'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startPanel, type PanelHandle } from '../tests/support/panel'
@@ -9,7 +10,7 @@ import { median, ratioOf, reportFigures } from './report'
 // its own process like the panel, loaded by the same generator with the same connections.
 const PAIRS = 3
 let panel: PanelHandle
-let bare: { url: string; stop: () => Promise<void> }
+let bare: Awaited<ReturnType<typeof startBareServer>>
 beforeAll(async () => {
   panel = await startPanel()
   bare = await startBareServer()
@@ -27,6 +28,7 @@ async function startBareServer() {
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (b) => resolve(Number(String(b).trim()))))
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGTERM')
     },
@@ -84,5 +86,49 @@ it('/auth/forward with a cached session', async () => {
       { what: `p50 latency (${connections} connections)`, value: r.latency.p50, unit: 'ms', budget: '-', withinBudget: true },
     )
   }
+  figures.push(...(await pinnedFigures(cookie)))
   reportFigures('forward-auth', figures)
 })
+
+/**
+ * The same comparison with the load generator pinned to CPU 0 and the server under test to the
+ * others (util-linux taskset). Unpinned, the generator saturates its core first and the ratio
+ * mostly measures how long the answer takes it to parse; pinned, the server's core is the one
+ * that saturates, so the ratio is the panel's own cost per check against the bare server's,
+ * and it varies far less from run to run (docs/performance.md, 2026-11-28).
+ */
+async function pinnedFigures(cookie: string) {
+  const cpus = availableParallelism()
+  if (cpus < 2 || !_pin(process.pid, '0')) return []
+  const serverCpus = cpus === 2 ? '1' : `1-${cpus - 1}`
+  try {
+    if (!_pin(panel.pid, serverCpus) || !_pin(bare.pid, serverCpus)) return []
+    const panelRuns: number[] = []
+    const bareRuns: number[] = []
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const r = await run(cookie, 3, 10)
+      expect(r.non2xx).toBe(0)
+      panelRuns.push(r.requests.average)
+      bareRuns.push((await run(cookie, 3, 10, bare.url)).requests.average)
+    }
+    const rps = median(panelRuns)
+    const bareRps = median(bareRuns)
+    return [
+      {
+        what: `requests per second, pinned (server CPU ${serverCpus}, generator CPU 0, 10 connections)`,
+        value: Math.round(rps),
+        unit: 'req/s',
+        budget: '>= 10000',
+        withinBudget: rps >= 10_000,
+        ratio: ratioOf(rps, bareRps, `bare node:http pinned alike ${Math.round(bareRps)} req/s`, '>= 0.7'),
+      },
+    ]
+  } finally {
+    _pin(process.pid, `0-${cpus - 1}`)
+  }
+}
+
+/** Sets the CPUs of every thread of a process; false where taskset is missing or refuses. */
+function _pin(pid: number, cpus: string): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0
+}
