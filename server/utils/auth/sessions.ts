@@ -60,8 +60,8 @@ export async function createSession(
   return { token, expiresAtMs }
 }
 
-function _cachedSession(tokenHash: string): ResolvedSession | null | undefined {
-  const cached = kvPeekFresh<ResolvedSession | null>(_cacheKey(tokenHash))
+function _cachedSession(cacheKey: string): ResolvedSession | null | undefined {
+  const cached = kvPeekFresh<ResolvedSession | null>(cacheKey)
   if (cached && cached.expiresAtMs <= Date.now()) return null
   return cached
 }
@@ -72,23 +72,24 @@ function _cachedSession(tokenHash: string): ResolvedSession | null | undefined {
  */
 export function resolveCachedSession(token: string | undefined): ResolvedSession | null | undefined {
   if (!token || token.length > 128) return null
-  return _cachedSession(_recentTokenHash(token))
+  return _cachedSession(_recentCacheKey(token))
 }
 
 // The proxy asks about the same few cookies thousands of times a second, and hashing one is
-// a sixth of a cached check's own work. The tokens live in this process's memory anyway (each
-// request carries one); the database and the session cache still hold only hashes. Bounded:
-// a flood of made-up cookies empties it, it never grows past the cap.
-const _TOKEN_HASH_MEMO_CAP = 4096
-const _tokenHashMemo = new Map<string, string>()
-function _recentTokenHash(token: string): string {
-  let tokenHash = _tokenHashMemo.get(token)
-  if (tokenHash === undefined) {
-    if (_tokenHashMemo.size >= _TOKEN_HASH_MEMO_CAP) _tokenHashMemo.clear()
-    tokenHash = hashSessionToken(token)
-    _tokenHashMemo.set(token, tokenHash)
+// a sixth of a cached check's own work; the key kept is one string, so the cache's lookup
+// reuses its hash too. The tokens live in this process's memory anyway (each request carries
+// one); the database and the session cache still hold only hashes. Bounded: a flood of
+// made-up cookies empties it, it never grows past the cap.
+const _CACHE_KEY_MEMO_CAP = 4096
+const _cacheKeyOfToken = new Map<string, string>()
+function _recentCacheKey(token: string): string {
+  let cacheKey = _cacheKeyOfToken.get(token)
+  if (cacheKey === undefined) {
+    if (_cacheKeyOfToken.size >= _CACHE_KEY_MEMO_CAP) _cacheKeyOfToken.clear()
+    cacheKey = _cacheKey(hashSessionToken(token))
+    _cacheKeyOfToken.set(token, cacheKey)
   }
-  return tokenHash
+  return cacheKey
 }
 
 /**
@@ -99,7 +100,7 @@ function _recentTokenHash(token: string): string {
 export async function resolveSession(token: string | undefined): Promise<ResolvedSession | null> {
   if (!token || token.length > 128) return null
   const tokenHash = hashSessionToken(token)
-  const cached = _cachedSession(tokenHash)
+  const cached = _cachedSession(_cacheKey(tokenHash))
   if (cached !== undefined) return cached
   const row = await getDb()
     .select({ s: sessions, u: users })
