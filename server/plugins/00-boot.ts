@@ -1,6 +1,6 @@
 import { defineNitroPlugin, useStorage } from 'nitropack/runtime'
 import { applyListenDefaults, getConfig } from '../utils/core/config'
-import { logger } from '../utils/core/log'
+import { keepRunningWithoutStandardOutput, logger } from '../utils/core/log'
 import { closeDatabase, openDatabase } from '../utils/core/db'
 import { parseMigrationFiles } from '../utils/core/migrations'
 import { initSecretsBox, resolveMasterKey } from '../utils/core/secrets'
@@ -18,6 +18,7 @@ async function _loadBundledMigrations() {
 }
 
 export default defineNitroPlugin((nitroApp) => {
+  keepRunningWithoutStandardOutput()
   let config: ReturnType<typeof getConfig>
   try {
     config = getConfig()

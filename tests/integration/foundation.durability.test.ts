@@ -40,3 +40,32 @@ describe('durability — killing the process during writes loses no committed ro
     }
   })
 })
+
+describe('a panel whose log reader is gone (standard output and error closed)', () => {
+  // Each write then fails with EPIPE; unhandled, Nitro reported each failure on the same closed
+  // stream, from one tick to the next: the panel never answered again and ignored SIGTERM.
+  it('starts, serves, writes what it logs about, and stops on SIGTERM', async () => {
+    const panel = await startPanel({ outputClosed: true })
+    try {
+      const cookie = await panel.login()
+      const auditCount = async () =>
+        Number((await panel.db().execute("SELECT count(*) AS n FROM logs WHERE message = 'user_create'")).rows[0]!.n)
+      const before = await auditCount()
+      // A login the panel refuses, and a user created: the answers and the audit row, without a log to write to.
+      expect(
+        (await panel.request('/api/auth/login', { method: 'POST', body: { email: 'nobody@example.test', password: 'wrong-password' } }))
+          .status,
+      ).toBe(401)
+      const created = await panel.request('/api/users', {
+        method: 'POST',
+        cookie,
+        body: { email: 'after-the-log@example.test', password: 'long-enough-pass', role: 'viewer' },
+      })
+      expect(created.status).toBe(201)
+      expect(await auditCount()).toBe(before + 1)
+    } finally {
+      await panel.stop()
+    }
+    expect(panel.output()).toBe('')
+  })
+})

@@ -86,7 +86,8 @@ export function sessionCookieOf(res: { headers: Headers }): string | undefined {
 
 export async function startPanel(
   // port: when the caller must know it before the start (a PANEL_PUBLIC_URL naming it).
-  opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean; port?: number } = {},
+  // outputClosed: the reader of the panel's standard output and error is gone from the start (a log collector that died).
+  opts: { env?: Record<string, string>; dataDir?: string; setupAdmin?: boolean; port?: number; outputClosed?: boolean } = {},
 ): Promise<PanelHandle> {
   const entry = join(REPO_ROOT, '.output/server/index.mjs')
   if (!existsSync(entry)) throw new Error('the panel is not built: run npm run build (scripts/test.sh does)')
@@ -121,14 +122,16 @@ export async function startPanel(
   child.stderr!.on('data', (d) => {
     output += d
   })
+  if (opts.outputClosed) for (const stream of [child.stdout!, child.stderr!]) stream.destroy()
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 20_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`panel exited with ${child.exitCode}:\n${output}`)
-    if (output.includes('Listening on')) {
+    if (output.includes('Listening on') || opts.outputClosed) {
       // Boot work (migrations, admin bootstrap) finishes before the first answer.
-      const ok = await fetch(`${url}/api/setup`).then(
+      // Bounded: a panel that accepts connections but never answers must fail the start, not hang it.
+      const ok = await fetch(`${url}/api/setup`, { signal: AbortSignal.timeout(2000) }).then(
         (r) => r.status < 500,
         () => false,
       )
