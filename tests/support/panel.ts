@@ -5,7 +5,7 @@ import { createClient, type Client } from '@libsql/client'
 import { PANEL_NODE_FLAGS } from '../../scripts/node-flags.mjs'
 import { REPO_ROOT } from './build'
 import { freePort } from './ports'
-import { makeTempDir } from './processes'
+import { makeTempDir, manageChild } from './processes'
 
 // Starts the BUILT panel (.output/server/index.mjs) on a free loopback port with
 // its own data folder, and talks to it over HTTP like any client would.
@@ -115,6 +115,7 @@ export async function startPanel(
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  manageChild(child)
   let output = ''
   child.stdout!.on('data', (d) => {
     output += d

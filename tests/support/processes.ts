@@ -267,6 +267,23 @@ export function startProcess(
   }
 }
 
+/**
+ * A child spawned elsewhere (the panel, whose output the harness reads itself) ends with the
+ * test process like the components started here, and a later run reaps it when that process
+ * was killed: a benchmark that timed out left its panel running for the rest of the run.
+ */
+export function manageChild(child: ChildProcess): void {
+  const pid = child.pid
+  if (!pid) return
+  _reapOnce()
+  _running.add(child)
+  _register(pid)
+  child.on('exit', () => {
+    _running.delete(child)
+    _unregister(pid)
+  })
+}
+
 /** The last `lines` lines of a file ('(no log)' when it cannot be read). */
 export function tailFile(path: string, lines = 30): string {
   try {
