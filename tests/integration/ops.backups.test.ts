@@ -1,17 +1,43 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { startTestUpstream } from '../support/upstream'
 import { eventually, httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { makeTempDir } from '../support/processes'
-import { startPanel } from '../support/panel'
+import { registerTestSecret, startPanel } from '../support/panel'
+import { createClient } from '@libsql/client'
 
 let stack: ProxyStack
 let up: Awaited<ReturnType<typeof startTestUpstream>>
 const backupsDir = () => join(stack.panel.dataDir, 'backups')
 const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
+const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` })
+
+const VIEWER = { email: 'viewer.backups@example.test', password: 'viewer-backups-password-1' }
+const GONE = { email: 'gone.backups@example.test', password: 'gone-backups-password-1' }
+const DEMOTED = { email: 'demoted.backups@example.test', password: 'demoted-backups-password-1' }
+const RESET = { email: 'reset.backups@example.test', password: 'reset-backups-password-1', newPassword: 'reset-backups-password-2' }
+registerTestSecret(VIEWER.password, GONE.password, DEMOTED.password, RESET.password, RESET.newPassword)
+
+async function makeUser(u: { email: string; password: string }, role: 'admin' | 'viewer'): Promise<number> {
+  const res = await api('/api/users', 'POST', { ...u, role })
+  expect(res.status, res.text).toBe(201)
+  return res.json.id
+}
+
+async function makeToken(cookie: string, name: string, scope: 'read' | 'admin') {
+  const res = await stack.panel.request('/api/tokens', { method: 'POST', cookie, body: { name, scope } })
+  expect(res.status, res.text).toBe(201)
+  registerTestSecret(res.json.secret)
+  return res.json as { token: { id: number; name: string }; secret: string }
+}
+
+/** The panel's database as it is now: a restore renames another file into place, so the handle's client would read the old one. */
+function freshDb() {
+  return createClient({ url: `file:${join(stack.panel.dataDir, 'panel.db')}`, timeout: 5000 })
+}
 
 beforeAll(async () => {
   up = await startTestUpstream()
@@ -115,5 +141,130 @@ describe('backups', () => {
     } finally {
       await panel.stop()
     }
+  })
+})
+
+describe('backups are for admins only (issue 33)', () => {
+  it('a viewer and a read token can neither list, download nor restore one; an admin token can, and each download is audited', async () => {
+    const backup = (await api('/api/backups', 'POST')).json
+    await makeUser(VIEWER, 'viewer')
+    const viewer = await stack.panel.login(VIEWER.email, VIEWER.password)
+    const read = await makeToken(stack.admin, 'backups read', 'read')
+    const auditBefore = await stack.panel
+      .db()
+      .execute("SELECT count(*) AS n FROM logs WHERE source = 'audit' AND message = 'backup_download'")
+    for (const who of [{ cookie: viewer }, { headers: bearer(read.secret) }]) {
+      for (const [method, path] of [
+        ['GET', '/api/backups'],
+        ['GET', `/api/backups/${backup.id}/download`],
+        ['POST', `/api/backups/${backup.id}/restore`],
+        ['POST', '/api/backups'],
+        ['DELETE', `/api/backups/${backup.id}`],
+      ] as const) {
+        const res = await stack.panel.request(path, { method, ...who })
+        expect(res.status, `${method} ${path}`).toBe(403)
+        expect(res.json.error).toBeTruthy()
+        expect(res.text).not.toContain('SQLite format')
+      }
+    }
+    const auditAfter = await stack.panel
+      .db()
+      .execute("SELECT count(*) AS n FROM logs WHERE source = 'audit' AND message = 'backup_download'")
+    expect(auditAfter.rows[0]!.n).toBe(auditBefore.rows[0]!.n)
+    expect((await api('/api/backups')).json.map((b: any) => b.id)).toContain(backup.id)
+
+    const adminToken = await makeToken(stack.admin, 'backups admin', 'admin')
+    const download = await fetch(`${stack.panel.url}/api/backups/${backup.id}/download`, { headers: bearer(adminToken.secret) })
+    expect(download.status).toBe(200)
+    expect(
+      gunzipSync(Buffer.from(await download.arrayBuffer()))
+        .subarray(0, 15)
+        .toString(),
+    ).toBe('SQLite format 3')
+    const rows = await stack.panel
+      .db()
+      .execute("SELECT actor, raw FROM logs WHERE source = 'audit' AND message = 'backup_download' ORDER BY id DESC LIMIT 1")
+    expect(String(rows.rows[0]!.actor)).toBe('admin@example.test')
+    expect(JSON.parse(String(rows.rows[0]!.raw))).toMatchObject({
+      backup_id: backup.id,
+      file_name: backup.file_name,
+      api_token_id: adminToken.token.id,
+    })
+  })
+})
+
+describe('a restore keeps what was done to credentials since the backup (issue 33)', () => {
+  it('revoked and deleted stay so, demoted stays viewer, new passwords stay, every session ends, and the answer and audit say so', async () => {
+    const goneId = await makeUser(GONE, 'viewer')
+    const demotedId = await makeUser(DEMOTED, 'admin')
+    const resetId = await makeUser({ email: RESET.email, password: RESET.password }, 'viewer')
+    const viewerSession = await stack.panel.login(GONE.email, GONE.password)
+    const revoked = await makeToken(stack.admin, 'revoked since', 'admin')
+    const kept = await makeToken(stack.admin, 'still good', 'read')
+    const goneToken = await makeToken(viewerSession, 'of a deleted user', 'read')
+    const demoted = await makeToken(await stack.panel.login(DEMOTED.email, DEMOTED.password), 'of a demoted admin', 'admin')
+    const backup = (await api('/api/backups', 'POST')).json
+    expect(backup.status).toBe('ok')
+
+    // After the backup: a revocation, a deletion, a demotion, a password reset, a new token.
+    expect((await api(`/api/tokens/${revoked.token.id}`, 'DELETE')).status).toBe(204)
+    expect((await api(`/api/users/${goneId}`, 'DELETE')).status).toBe(204)
+    expect((await api(`/api/users/${demotedId}`, 'PUT', { email: DEMOTED.email, name: '', role: 'viewer' })).status).toBe(200)
+    expect(
+      (await api(`/api/users/${resetId}`, 'PUT', { email: RESET.email, name: '', role: 'viewer', password: RESET.newPassword })).status,
+    ).toBe(200)
+    const later = await makeToken(stack.admin, 'made after the backup', 'read')
+    const oldAdmin = stack.admin
+
+    const res = await api(`/api/backups/${backup.id}/restore`, 'POST')
+    expect(res.status, res.text).toBe(200)
+    const ref = (t: { token: { id: number; name: string } }, email: string) => ({ id: t.token.id, name: t.token.name, user_email: email })
+    expect(res.json.kept).toEqual({
+      api_tokens_revoked: expect.arrayContaining([ref(revoked, 'admin@example.test'), ref(goneToken, GONE.email)]),
+      api_tokens_narrowed: [ref(demoted, DEMOTED.email)],
+      users_deleted: [{ id: goneId, email: GONE.email }],
+      users_demoted: [{ id: demotedId, email: DEMOTED.email }],
+      credentials_changed: [{ id: resetId, email: RESET.email }],
+    })
+    expect(res.json.kept.api_tokens_revoked).toHaveLength(2)
+    expect(res.json.not_in_backup.api_tokens).toContainEqual(ref(later, 'admin@example.test'))
+    expect(res.json.sessions_ended).toBeGreaterThanOrEqual(2)
+    const db = freshDb()
+    onTestFinished(() => db.close())
+    // No secret and no hash in the answer.
+    const hashes = (await db.execute('SELECT token_hash FROM api_tokens')).rows.map((r) => String(r.token_hash))
+    expect(hashes.length).toBeGreaterThan(3)
+    for (const h of hashes) expect(res.text).not.toContain(h)
+    expect(res.text).not.toMatch(/\$argon2|ept_/)
+
+    // Every session ended, the snapshot's and the caller's.
+    expect((await stack.panel.request('/api/hosts', { cookie: oldAdmin })).status).toBe(401)
+    expect((await stack.panel.request('/api/hosts', { cookie: viewerSession })).status).toBe(401)
+    stack.admin = await stack.panel.login()
+    // Tokens: the revoked one and the deleted user's stay dead, the demoted admin's is read, the untouched one works.
+    expect((await stack.panel.request('/api/hosts', { headers: bearer(revoked.secret) })).json.error).toMatch(/was revoked/)
+    expect((await stack.panel.request('/api/hosts', { headers: bearer(goneToken.secret) })).status).toBe(401)
+    expect((await stack.panel.request('/api/hosts', { headers: bearer(later.secret) })).status).toBe(401)
+    expect((await stack.panel.request('/api/hosts', { headers: bearer(kept.secret) })).status).toBe(200)
+    expect((await stack.panel.request('/api/hosts', { headers: bearer(demoted.secret) })).status).toBe(200)
+    const refused = await stack.panel.request('/api/target-groups', {
+      method: 'POST',
+      headers: bearer(demoted.secret),
+      body: { name: 'after-restore', targets: [{ address: '127.0.0.1:9' }] },
+    })
+    expect(refused.status).toBe(403)
+    // Users: the deleted one cannot log in, the demoted one is a viewer, the reset one has the new password only.
+    expect((await stack.panel.request('/api/auth/login', { method: 'POST', body: GONE })).status).toBe(401)
+    const demotedSession = await stack.panel.login(DEMOTED.email, DEMOTED.password)
+    expect((await stack.panel.request('/api/auth/session', { cookie: demotedSession })).json.user.role).toBe('viewer')
+    expect(
+      (await stack.panel.request('/api/auth/login', { method: 'POST', body: { email: RESET.email, password: RESET.password } })).status,
+    ).toBe(401)
+    await stack.panel.login(RESET.email, RESET.newPassword)
+
+    const audit = await db.execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'backup_restore' ORDER BY id DESC LIMIT 1")
+    const raw = JSON.parse(String(audit.rows[0]!.raw))
+    expect(raw).toMatchObject({ backup_id: backup.id, kept: res.json.kept, sessions_ended: res.json.sessions_ended })
+    for (const h of hashes) expect(String(audit.rows[0]!.raw)).not.toContain(h)
   })
 })

@@ -1,4 +1,9 @@
 import { defineEventHandler } from 'h3'
+import { requireAdmin } from '~/server/utils/auth/access'
 import { listBackups } from '~/server/utils/ops/backups'
 
-export default defineEventHandler(() => listBackups())
+// Admin only: a backup holds every credential hash and sealed secret the API hides (issue 33).
+export default defineEventHandler((event) => {
+  requireAdmin(event)
+  return listBackups()
+})

@@ -116,6 +116,8 @@ export const AUDIT_ACTIONS = {
   // operations
   backup_create: _recordOnly,
   backup_delete: _recordOnly,
+  // who took a copy of every credential hash and sealed secret (issue 33)
+  backup_download: _recordOnly,
   backup_expire: _recordOnly,
   backup_failed: _recordOnly,
   backup_restore: _hostNames,

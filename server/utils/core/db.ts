@@ -60,6 +60,23 @@ export async function replaceDatabaseFile(replacement: string): Promise<void> {
   })
 }
 
+/**
+ * Opens another database file (a backup about to be restored), brings it to
+ * this panel's schema and hands it to `fn`. Rollback journal, not WAL: every
+ * change is in the file itself when it is closed and renamed into place.
+ */
+export async function withMigratedFile<T>(path: string, fn: (db: Db) => Promise<T>): Promise<T> {
+  if (!_open) throw new Error('database is not open yet')
+  const client = createClient({ url: `file:${path}` })
+  try {
+    await client.execute('PRAGMA journal_mode = DELETE')
+    await migrateUp(client, _open.migrations)
+    return await fn(drizzle({ client, schema }))
+  } finally {
+    client.close()
+  }
+}
+
 export function getDb(): Db {
   if (!_open) throw new Error('database is not open yet')
   return _open.db

@@ -5,7 +5,7 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 import { createClient } from '@libsql/client'
 import { Cron } from 'croner'
 import { getConfig } from '../core/config'
-import { filePathOfUrl, getClient, getDatabaseUrl, replaceDatabaseFile, runWrite } from '../core/db'
+import { filePathOfUrl, getClient, getDatabaseUrl, getDb, replaceDatabaseFile, runWrite, withMigratedFile } from '../core/db'
 import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
@@ -13,6 +13,7 @@ import { kvClearAll } from '../core/kv'
 import { logger } from '../core/log'
 import { emitPanelEvent } from './events'
 import { reconcileNow } from '../proxy/reconciler'
+import { carryOverCredentials, type CarriedOver } from '../auth/carry-over'
 
 // Backups are consistent snapshots (VACUUM INTO, never a copy of a live WAL
 // file), gzip-compressed, with a SHA-256 beside them. Their metadata lives in a
@@ -129,10 +130,14 @@ function _snapshotBytes(meta: BackupMeta): Buffer {
   }
 }
 
-export function backupFile(id: number): { fileName: string; bytes: Buffer } {
+/** The backup's file, for an admin (the route checks the role); the download is audited. */
+export async function downloadBackup(id: number, ctx: AuditContext): Promise<{ fileName: string; bytes: Buffer }> {
   const meta = _get(id)
   if (meta.status !== 'ok') throw notFound('backup file', id)
-  return { fileName: meta.file_name, bytes: readFileSync(join(_dir(), meta.file_name)) }
+  const bytes = readFileSync(join(_dir(), meta.file_name))
+  // The file holds every password hash and sealed secret: who took a copy is on record.
+  await writeAudit(ctx, 'backup_download', { backup_id: id, file_name: meta.file_name, size_bytes: bytes.length })
+  return { fileName: meta.file_name, bytes }
 }
 
 export async function deleteBackup(id: number, ctx: AuditContext): Promise<void> {
@@ -142,32 +147,48 @@ export async function deleteBackup(id: number, ctx: AuditContext): Promise<void>
   await writeAudit(ctx, 'backup_delete', { backup_id: id })
 }
 
-/** Integrity check first, then the database is replaced, caches dropped and the proxy reconciled. */
+/** Refuses (400) a file that is not a sound panel database, before anything is replaced. */
+async function _assertPanelDatabase(path: string, id: number): Promise<void> {
+  const check = createClient({ url: `file:${path}` })
+  try {
+    const r = await check.execute('PRAGMA integrity_check')
+    if (String(r.rows[0]?.[0]) !== 'ok') throw badRequest(`backup ${id}: integrity check failed: ${String(r.rows[0]?.[0]).slice(0, 200)}`)
+    await check.execute('SELECT max(version) FROM schema_migrations')
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode) throw err
+    throw badRequest(`backup ${id}: not a panel database (${(err as Error).message.slice(0, 120)})`)
+  } finally {
+    check.close()
+  }
+}
+
+/**
+ * Integrity check first; then, under the write queue, the snapshot is migrated,
+ * given what changed to credentials since it was taken (revocations, deletions,
+ * demotions, new passwords: server/utils/auth/carry-over.ts) with every session
+ * ended, and only then swapped in; caches dropped and the proxy reconciled.
+ */
 export async function restoreBackup(id: number, ctx: AuditContext) {
   const meta = _get(id)
   const bytes = _snapshotBytes(meta)
   const candidate = join(_dir(), `.restore-${id}.db`)
   writeFileSync(candidate, bytes, { mode: 0o600 })
+  let carried: CarriedOver
   try {
-    const check = createClient({ url: `file:${candidate}` })
-    try {
-      const r = await check.execute('PRAGMA integrity_check')
-      if (String(r.rows[0]?.[0]) !== 'ok') throw badRequest(`backup ${id}: integrity check failed: ${String(r.rows[0]?.[0]).slice(0, 200)}`)
-      await check.execute('SELECT max(version) FROM schema_migrations')
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode) throw err
-      throw badRequest(`backup ${id}: not a panel database (${(err as Error).message.slice(0, 120)})`)
-    } finally {
-      check.close()
-    }
-    await replaceDatabaseFile(candidate)
+    await _assertPanelDatabase(candidate, id)
+    // One queue slot from reading the live tables to the swap: a revocation cannot slip in between.
+    carried = await runWrite(async () => {
+      const c = await withMigratedFile(candidate, (snapshot) => carryOverCredentials(getDb(), snapshot, id))
+      await replaceDatabaseFile(candidate)
+      return c
+    })
   } finally {
     rmSync(candidate, { force: true })
   }
   await kvClearAll() // cached sessions and decisions belong to the replaced database
-  await writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at })
+  await writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at, ...carried })
   const reconcile = await reconcileNow(`restored backup ${id}`).catch((err) => ({ status: 'failed', error: (err as Error).message }))
-  return { restored: meta, reconcile }
+  return { restored: meta, reconcile, ...carried }
 }
 
 export function lastBackup() {

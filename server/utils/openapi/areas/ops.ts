@@ -42,6 +42,8 @@ export const backupSchema = z.strictObject({
   sha256: nullable(z.string()),
   error: z.string().optional(),
 })
+const tokenRefSchema = z.strictObject({ id: z.number().int(), name: z.string(), user_email: z.string() })
+const userRefSchema = z.strictObject({ id: z.number().int(), email: z.string() })
 const lastBackupSchema = z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) })
 export const proxyHealthSchema = z.strictObject({
   reachable: nullable(z.boolean()),
@@ -183,14 +185,15 @@ export const opsOperations = [
   operation({
     method: 'get',
     path: '/api/backups',
-    access: 'session',
+    access: 'admin',
     summary: 'Backups, newest first',
+    description: 'Admins only: a backup holds every password hash and sealed secret that the rest of the API hides.',
     responses: { 200: ok('backups', z.array(backupSchema)) },
   }),
   operation({
     method: 'post',
     path: '/api/backups',
-    access: 'session',
+    access: 'admin',
     summary: 'Take a consistent snapshot now',
     responses: {
       201: ok('the backup', backupSchema),
@@ -200,15 +203,16 @@ export const opsOperations = [
   operation({
     method: 'get',
     path: '/api/backups/{id}/download',
-    access: 'session',
+    access: 'admin',
     summary: 'The snapshot file (gzip)',
+    description: 'Admins only (a read-scope token gets 403); every download writes a `backup_download` audit row.',
     params: idParam('backup'),
     responses: { 200: ok('gzip of the database file', undefined, { contentType: 'application/gzip' }), 404: ok('no such backup') },
   }),
   operation({
     method: 'delete',
     path: '/api/backups/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a backup',
     params: idParam('backup'),
     responses: { 204: noContent(), 404: ok('no such backup') },
@@ -216,16 +220,36 @@ export const opsOperations = [
   operation({
     method: 'post',
     path: '/api/backups/{id}/restore',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace the database by a snapshot (after an integrity check), then reconcile',
+    description:
+      'Credentials do not go back with the snapshot: tokens revoked or gone since stay revoked, users deleted or demoted since stay so, ' +
+      'changed passwords and second factors are kept, and every session ends (the caller logs in again). The answer lists each.',
     params: idParam('backup'),
     responses: {
       200: ok(
         'restored',
-        z.strictObject({ restored: backupSchema, reconcile: z.looseObject({ status: z.string(), error: z.string().optional() }) }),
+        z.strictObject({
+          restored: backupSchema,
+          reconcile: z.looseObject({ status: z.string(), error: z.string().optional() }),
+          kept: z
+            .strictObject({
+              api_tokens_revoked: z.array(tokenRefSchema).describe('revoked since the backup, or gone with their user: revoked'),
+              api_tokens_narrowed: z.array(tokenRefSchema).describe('narrowed to read since the backup: read'),
+              users_deleted: z.array(userRefSchema).describe('deleted since the backup: deleted again, with their tokens'),
+              users_demoted: z.array(userRefSchema).describe('demoted to viewer since the backup: viewer, admin tokens narrowed'),
+              credentials_changed: z.array(userRefSchema).describe('password or second factor changed since the backup: the new ones kept'),
+            })
+            .describe('what was done to credentials since the backup, applied to the restored database'),
+          not_in_backup: z
+            .strictObject({ users: z.array(userRefSchema), api_tokens: z.array(tokenRefSchema) })
+            .describe('users and active tokens created after the backup: not in it, so gone'),
+          sessions_ended: z.number().int().describe("sessions that were open; every session ended, the caller's too"),
+        }),
       ),
       400: ok('the snapshot failed its integrity check'),
       404: ok('no such backup'),
+      409: ok('every admin of the snapshot has since been deleted or demoted: restoring it would leave no admin'),
     },
   }),
   operation({
