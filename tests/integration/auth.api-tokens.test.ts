@@ -9,7 +9,8 @@ import { registerTestSecret, startPanel, type PanelHandle } from '../support/pan
 
 const VIEWER = { email: 'viewer.tokens@example.test', password: 'viewer-tokens-password-1' }
 const DEPUTY = { email: 'deputy.tokens@example.test', password: 'deputy-tokens-password-1' }
-registerTestSecret(VIEWER.password, DEPUTY.password)
+const RESET = { email: 'reset.tokens@example.test', password: 'reset-tokens-password-1', newPassword: 'reset-tokens-password-2' }
+registerTestSecret(VIEWER.password, DEPUTY.password, RESET.password, RESET.newPassword)
 
 let panel: PanelHandle
 let admin: string
@@ -304,6 +305,53 @@ describe('owners, roles and revocation', () => {
     const gone = await panel.request('/api/hosts', { headers: bearer(secret) })
     expect(gone.status).toBe(401)
     expect((await auditRows('user_delete')).at(-1)!.raw).toMatchObject({ user_id: deputyId, api_tokens_revoked: 1 })
+  })
+})
+
+describe('credentials follow the user (issue 33)', () => {
+  it('a password reset by an admin revokes every token of that user, audited; a change of name alone revokes none', async () => {
+    const resetId = await makeUser({ email: RESET.email, password: RESET.password }, 'admin')
+    const reset = await panel.login(RESET.email, RESET.password)
+    const adminToken = await createToken(reset, { name: 'left by an intruder', scope: 'admin' })
+    const readToken = await createToken(reset, { name: 'reset read', scope: 'read' })
+    const others = await createToken(admin, { name: 'not the reset user', scope: 'read' })
+    // A change without a password keeps the tokens.
+    const rename = await panel.request(`/api/users/${resetId}`, {
+      method: 'PUT',
+      cookie: admin,
+      body: { email: RESET.email, name: 'Renamed', role: 'admin' },
+    })
+    expect(rename.status, rename.text).toBe(200)
+    expect((await panel.request('/api/hosts', { headers: bearer(adminToken.secret) })).status).toBe(200)
+
+    const res = await panel.request(`/api/users/${resetId}`, {
+      method: 'PUT',
+      cookie: admin,
+      body: { email: RESET.email, name: 'Renamed', role: 'admin', password: RESET.newPassword },
+    })
+    expect(res.status, res.text).toBe(200)
+    const before = await groupCount()
+    for (const t of [adminToken, readToken]) {
+      const refused = await panel.request('/api/target-groups', {
+        method: 'POST',
+        headers: bearer(t.secret),
+        body: { name: 'after-reset', targets: [{ address: '127.0.0.1:9' }] },
+      })
+      expect(refused.status).toBe(401)
+      expect(refused.json.error).toMatch(/was revoked/)
+    }
+    expect(await groupCount()).toBe(before)
+    expect((await panel.request('/api/hosts', { headers: bearer(others.secret) })).status).toBe(200)
+    const listed = (await panel.request('/api/tokens?all=1', { cookie: admin })).json.filter((t: any) => t.user_id === resetId)
+    expect(listed.map((t: any) => [t.state, t.revoked_by])).toEqual([
+      ['revoked', 'admin@example.test'],
+      ['revoked', 'admin@example.test'],
+    ])
+    expect((await auditRows('user_update')).at(-1)!.raw).toMatchObject({ user_id: resetId, password_changed: true, api_tokens_revoked: 2 })
+    // The user logs in with the new password and makes new tokens.
+    const again = await panel.login(RESET.email, RESET.newPassword)
+    const fresh = await createToken(again, { name: 'left by an intruder', scope: 'admin' })
+    expect((await panel.request('/api/hosts', { headers: bearer(fresh.secret) })).status).toBe(200)
   })
 })
 

@@ -100,8 +100,9 @@ export interface UserUpdate {
 
 /**
  * A role or password change is a privilege change: every session of that user
- * ends. When the user changed themselves (`actorUserId`), they get a new
- * session in `session` so that they stay logged in with a fresh token.
+ * ends, and a password change also revokes every API token of that user.
+ * When the user changed themselves (`actorUserId`), they get a new session in
+ * `session` so that they stay logged in with a fresh token.
  */
 export async function updateUser(id: number, input: UserUpdate, ctx: AuditContext, actorUserId?: number) {
   return writeTransaction(async (tx) => {
@@ -126,7 +127,10 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
     } else {
       await forgetCachedSessionsOfUser(tx, id)
     }
-    // A demoted user's admin tokens narrow to read at once (issue 17).
+    // A new password is the answer to a compromise: the tokens made with the old one end with it
+    // (issue 33), or an intruder's token would outlive the reset. A demoted user's admin tokens
+    // narrow to read at once (issue 17).
+    const tokensRevoked = input.password !== undefined ? await revokeApiTokensOfUser(tx, id, ctx.actor) : 0
     const tokensNarrowed = row.role === 'admin' && input.role !== 'admin' ? await narrowApiTokensOfUser(tx, id) : 0
     await writeAudit(
       ctx,
@@ -137,6 +141,7 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
         role: updated.role,
         password_changed: input.password !== undefined,
         sessions_ended: privilegeChanged,
+        ...(input.password !== undefined ? { api_tokens_revoked: tokensRevoked } : {}),
         ...(tokensNarrowed ? { api_tokens_narrowed: tokensNarrowed } : {}),
       },
       tx,
