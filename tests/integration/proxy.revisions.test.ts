@@ -145,6 +145,59 @@ describe('revisions', () => {
   })
 })
 
+// Issue 33: a revert used to delete groups and lists before the hosts and attachments using them (500,
+// FOREIGN KEY constraint failed). Each case starts from the newest revision and reverts to it.
+describe('revert in dependency order', () => {
+  it('reverts past a new target group with a host on it: the host goes first, then the group', async () => {
+    const [base] = await revisions()
+    const group = await createGroup(stack, { name: 'later-group', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    const host = await createHost(stack, { domain: 'later.revisions.example.test', target_group_id: group.id })
+    expect(host.status, host.text).toBe(201)
+    expect((await through('later.revisions.example.test')).status).toBe(200)
+    const res = await req(`/api/revisions/${base.id}/revert`, { method: 'POST' })
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.reconcile.status).toBe('applied')
+    expect((await req(`/api/hosts/${host.json.id}`)).status).toBe(404)
+    expect((await req(`/api/target-groups/${group.id}`)).status).toBe(404)
+    expect((await through('later.revisions.example.test')).body).not.toContain('upstream')
+    expect((await through('app.revisions.example.test')).status).toBe(200)
+  })
+
+  it('reverts past a new access list attached to a host: detached first, then removed', async () => {
+    const [base] = await revisions()
+    const list = await req('/api/access-lists', {
+      method: 'POST',
+      body: { name: 'later-list', users: [{ username: 'bob', password: 'later-pass-1' }] },
+    })
+    expect(list.status, list.text).toBe(201)
+    const attach = await req(`/api/hosts/${hostId}/access-list`, { method: 'PUT', body: { access_list_id: list.json.id } })
+    expect(attach.status, attach.text).toBe(200)
+    expect((await through('app.revisions.example.test')).status).toBe(401)
+    const res = await req(`/api/revisions/${base.id}/revert`, { method: 'POST' })
+    expect(res.status, res.text).toBe(200)
+    expect((await req(`/api/access-lists/${list.json.id}`)).status).toBe(404)
+    expect((await through('app.revisions.example.test')).status).toBe(200)
+  })
+
+  it('reverts past a renamed group whose name a new group took, with a host on the new one', async () => {
+    const [base] = await revisions()
+    const renamed = await req(`/api/target-groups/${groupId}`, {
+      method: 'PUT',
+      body: { name: 'app-renamed', targets: [{ address: `127.0.0.1:${up.port}` }] },
+    })
+    expect(renamed.status, renamed.text).toBe(200)
+    const taker = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    const host = await createHost(stack, { domain: 'taker.revisions.example.test', target_group_id: taker.id })
+    expect(host.status, host.text).toBe(201)
+    const res = await req(`/api/revisions/${base.id}/revert`, { method: 'POST' })
+    expect(res.status, res.text).toBe(200)
+    expect((await req(`/api/target-groups/${groupId}`)).json.name).toBe('app')
+    expect((await req(`/api/target-groups/${taker.id}`)).status).toBe(404)
+    expect((await req(`/api/hosts/${host.json.id}`)).status).toBe(404)
+    expect((await through('app.revisions.example.test')).status).toBe(200)
+  })
+})
+
 describe('dry run', () => {
   it('answers the diff a host change would cause, and changes nothing: no row, no audit, no revision, nothing pushed to Caddy', async () => {
     const heldBefore = await caddyConfig()

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { eq, notInArray } from 'drizzle-orm'
+import { eq, notInArray, sql } from 'drizzle-orm'
 import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
 import {
   accessLists,
@@ -14,7 +14,7 @@ import {
   type AccessListUser,
 } from '../../../db/schema'
 import type { Executor, Tx } from '../core/db'
-import { conflict } from '../core/errors'
+import { conflict, sqliteErrorCode } from '../core/errors'
 import { SETTINGS_CATALOGUE, getSetting } from '../core/settings'
 import { assertDnsProviderUsable } from '../hosts/dns-providers'
 
@@ -38,14 +38,36 @@ export interface DesiredStatePart {
   label(key: string, object: Record<string, unknown>): string
   /** Refuses (409) when the state refers to something that no longer exists (a certificate, a credential). */
   check?(tx: Tx, state: DesiredState, revisionId: number): Promise<void>
-  /** Makes the database hold exactly `objects` for this part. */
+  /** Deletes the objects of this part that are absent from `objects`. */
+  prune?(tx: Tx, objects: PartState): Promise<void>
+  /** Writes `objects` back (inserted, or updated in place); with prune, the database then holds exactly them. */
   restore(tx: Tx, objects: PartState): Promise<void>
+  /**
+   * Other parts point at this one's objects with ON DELETE RESTRICT (a host's target group, an
+   * attachment's access list): its objects are pruned last, once nothing points at them any more.
+   */
+  referenced?: boolean
 }
 
 /** Fields that change on every save and say nothing about the configuration. */
 const _NOISE_FIELDS = new Set(['createdAt', 'updatedAt'])
 
 const _snake = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/** Deletes the rows of `table` whose id is not among `objects`' keys. */
+async function _pruneRows(tx: Tx, table: SQLiteTable & { id: any }, objects: PartState): Promise<void> {
+  const ids = Object.keys(objects).map(Number)
+  await tx.delete(table).where(notInArray(table.id, ids.length ? ids : [-1]))
+}
+
+/**
+ * Gives every row of `table` a placeholder in its unique `column` before the rows are written back:
+ * two objects that swapped names since the revision, or a name reused by an object the revert
+ * removes, would otherwise collide half-way. Every row is written back or pruned afterwards.
+ */
+async function _freeUniqueNames(tx: Tx, table: SQLiteTable & { id: any }, key: 'name' | 'domain'): Promise<void> {
+  await (tx as any).update(table).set({ [key]: sql`'~revert~' || ${table.id}` })
+}
 
 /**
  * A part for a table with an integer id, restored row by row (rows absent from the state are deleted).
@@ -59,19 +81,23 @@ function _tablePart(
   extra: {
     check?: DesiredStatePart['check']
     afterRestore?: (tx: Tx, objects: PartState) => Promise<void>
+    referenced?: boolean
+    /** The field with a UNIQUE constraint (a name), freed before the rows are written back. */
+    unique?: 'name' | 'domain'
   } = {},
 ): DesiredStatePart {
   return {
     name,
     label,
     check: extra.check,
+    referenced: extra.referenced,
     async collect(exec) {
       const rows = (await (exec as any).select().from(table).orderBy(table.id)) as Array<Record<string, unknown>>
       return Object.fromEntries(rows.map((r) => [String(r.id), r]))
     },
+    prune: (tx, objects) => _pruneRows(tx, table, objects),
     async restore(tx, objects) {
-      const ids = Object.keys(objects).map(Number)
-      await tx.delete(table).where(notInArray(table.id, ids.length ? ids : [-1]))
+      if (extra.unique) await _freeUniqueNames(tx, table, extra.unique)
       for (const row of Object.values(objects)) {
         const { id: _id, ...rest } = row
         await (tx as any).insert(table).values(row).onConflictDoUpdate({ target: table.id, set: rest })
@@ -108,6 +134,7 @@ const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
       }
     }
   },
+  unique: 'domain',
   // The name index follows the hosts (WAF exclusions are a part of their own).
   async afterRestore(tx, objects) {
     await tx.delete(hostNames)
@@ -118,7 +145,10 @@ const _hostsPart = _tablePart('hosts', hosts, (_k, h) => String(h.domain), {
   },
 })
 
-const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(g.name))
+const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(g.name), {
+  referenced: true,
+  unique: 'name',
+})
 const _rulesPart = _tablePart('rules', rules, (k, r) => `rule ${k} ${String(r.path)}`)
 const _wafExclusionsPart = _tablePart(
   'waf_exclusions',
@@ -189,10 +219,11 @@ const _accessListsPart: DesiredStatePart = {
             `revision ${revisionId} cannot be restored: user ${u.username} of access list ${String(list.name)} had a password that has since been changed or removed, and the panel keeps no old password; set it again or revert to another revision`,
           )
   },
+  referenced: true,
+  prune: (tx, objects) => _pruneRows(tx, accessLists, objects),
   async restore(tx, objects) {
     const current = await _currentPasswordHashes(tx)
-    const ids = Object.keys(objects).map(Number)
-    await tx.delete(accessLists).where(notInArray(accessLists.id, ids.length ? ids : [-1]))
+    await _freeUniqueNames(tx, accessLists, 'name')
     for (const list of Object.values(objects)) {
       const users: AccessListUser[] = (list.users as _StoredListUser[]).map((u) => ({
         username: u.username,
@@ -213,14 +244,17 @@ const _hostAccessListsPart: DesiredStatePart = {
     const rows = await exec.select().from(hostAccessLists).orderBy(hostAccessLists.hostId)
     return Object.fromEntries(rows.map((r) => [String(r.hostId), { ...r }]))
   },
-  async restore(tx, objects) {
+  // Attachments are dropped first and written back whole: one may point at a list the revert removes.
+  async prune(tx) {
     await tx.delete(hostAccessLists)
+  },
+  async restore(tx, objects) {
     const rows = Object.values(objects).map((a) => ({ hostId: a.hostId as number, accessListId: a.accessListId as number }))
     if (rows.length) await tx.insert(hostAccessLists).values(rows)
   },
 }
 
-/** Restore order: groups and lists before the hosts, rules, exclusions and attachments that point at them. */
+/** Dependency order: groups and lists before the hosts, rules, exclusions and attachments that point at them. */
 const _parts: readonly DesiredStatePart[] = [
   _groupsPart,
   _accessListsPart,
@@ -286,8 +320,36 @@ export function summariseChanges(changes: ObjectChange[]) {
   return changes.map((c) => ({ part: c.part, key: c.key, label: c.label, change: c.change, fields: c.fields.map((f) => f.field) }))
 }
 
-/** Checks every part's references, then writes every part back, in the caller's transaction. */
+/** The driver's own message ("FOREIGN KEY constraint failed"), never drizzle's, which quotes the query's parameters. */
+function _driverMessage(err: unknown): string {
+  let e: any = err
+  for (let depth = 0; e && depth < 4; depth++, e = e.cause)
+    if (typeof e.code === 'string' && e.code.startsWith('SQLITE_')) return String(e.message).replace(/^SQLITE_\w+: /, '')
+  return 'a constraint failed'
+}
+
+/**
+ * Checks every part's references, then writes every part back, in the caller's transaction and in
+ * dependency order (issue 33): objects created after the revision go children first (exclusions,
+ * rules, attachments, hosts), every part is written back parents first, and only then do groups and
+ * lists created after the revision go, once nothing points at them. A constraint the state still
+ * breaks is a 409 naming the part, never a 500.
+ */
 export async function restoreDesiredState(tx: Tx, state: DesiredState, revisionId: number): Promise<void> {
   for (const p of _parts) await p.check?.(tx, state, revisionId)
-  for (const p of _parts) if (state[p.name]) await p.restore(tx, state[p.name]!)
+  const present = _parts.filter((p) => state[p.name])
+  const step = async (p: DesiredStatePart, action: 'prune' | 'restore') => {
+    try {
+      await p[action]?.(tx, state[p.name]!)
+    } catch (err) {
+      if (!sqliteErrorCode(err)?.startsWith('SQLITE_CONSTRAINT')) throw err
+      const what = action === 'prune' ? `removing the ${p.name} created after it` : `writing back its ${p.name}`
+      throw conflict(
+        `revision ${revisionId} cannot be restored: ${what} breaks a database constraint (${_driverMessage(err)}); revert to another revision`,
+      )
+    }
+  }
+  for (const p of [...present].reverse()) if (!p.referenced) await step(p, 'prune')
+  for (const p of present) await step(p, 'restore')
+  for (const p of [...present].reverse()) if (p.referenced) await step(p, 'prune')
 }
