@@ -43,8 +43,8 @@ export interface DesiredStatePart {
   /** Writes `objects` back (inserted, or updated in place); with prune, the database then holds exactly them. */
   restore(tx: Tx, objects: PartState): Promise<void>
   /**
-   * Other parts point at this one's objects with ON DELETE RESTRICT (a host's target group, an
-   * attachment's access list): its objects are pruned last, once nothing points at them any more.
+   * Other parts point at this one's objects with a foreign key that forbids deleting them (a host's
+   * target group, an attachment's access list): its objects are pruned last, once nothing points at them.
    */
   referenced?: boolean
 }
@@ -61,7 +61,7 @@ async function _pruneRows(tx: Tx, table: SQLiteTable & { id: any }, objects: Par
 }
 
 /**
- * Gives every row of `table` a placeholder in its unique `column` before the rows are written back:
+ * Gives every row of `table` a placeholder in its unique field `key` before the rows are written back:
  * two objects that swapped names since the revision, or a name reused by an object the revert
  * removes, would otherwise collide half-way. Every row is written back or pruned afterwards.
  */
