@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { FORWARD_AUTH_ENCODED_PREFIX, forwardAuthHeaderValue } from '../../server/utils/auth/forward-auth'
+import { loginBackoffMs } from '../../server/utils/auth/attempts'
 
 // X-Auth-* values (issue 33, item 9): ASCII byte-identical, anything else as
 // RFC 8187's ext-value; the end-to-end check through the proxy is in
@@ -30,5 +31,12 @@ describe('forwardAuthHeaderValue', () => {
       expect(forwardAuthHeaderValue(v)).not.toBe(v)
       expect(decode(forwardAuthHeaderValue(v))).toBe(v)
     }
+  })
+})
+
+describe('loginBackoffMs', () => {
+  it('waits nothing below the free failures, then 15 s doubling up to 15 minutes', () => {
+    expect([0, 4].map((n) => loginBackoffMs(n, 5))).toEqual([0, 0])
+    expect([5, 6, 7, 10, 11, 12, 1000].map((n) => loginBackoffMs(n, 5) / 1000)).toEqual([15, 30, 60, 480, 900, 900, 900])
   })
 })
