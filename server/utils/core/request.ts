@@ -32,11 +32,7 @@ export function clientIpOf(event: H3Event): string | null {
   if (!addr) return null
   const peer = _unmapped(addr)
   const nets = _trustedNets()
-  if (!nets.length) {
-    _noteForwarded(event, peer)
-    return peer
-  }
-  if (!_isTrusted(peer, nets)) return peer
+  if (!nets.length || !_isTrusted(peer, nets)) return peer
   const header = event.node.req.headers['x-forwarded-for']
   const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
     .split(',')
@@ -70,7 +66,7 @@ function _noteForwarded(event: H3Event, peer: string): void {
   if (event.node.req.headers['x-forwarded-for'] !== undefined) _forwardedUntrusted = { peer, atMs: Date.now() }
 }
 
-/** For every /api request (middleware/10-auth.ts), so that the warning shows without a login first. */
+/** Called for every /api request (middleware/10-auth.ts): the only requests whose address the panel uses. */
 export function noteClientAddress(event: H3Event): void {
   const addr = event.node.req.socket?.remoteAddress
   if (addr && !_trustedNets().length) _noteForwarded(event, _unmapped(addr))
