@@ -2,7 +2,7 @@ import { defineEventHandler, getCookie } from 'h3'
 import { SESSION_COOKIE, resolveSession } from '../utils/auth/sessions'
 import { assertSameSiteOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
 import { assertNoTokenInQuery, bearerSecretOf, resolveApiToken } from '../utils/auth/api-tokens'
-import { clientIpOf } from '../utils/core/request'
+import { clientIpOf, noteClientAddress } from '../utils/core/request'
 import { forbidden, unauthorized } from '../utils/core/errors'
 
 // /api/* needs a session (except the login and setup paths); viewers may only
@@ -10,6 +10,7 @@ import { forbidden, unauthorized } from '../utils/core/errors'
 export default defineEventHandler(async (event) => {
   const path = event.path.split('?')[0]!
   if (!path.startsWith('/api/') && path !== '/api') return
+  noteClientAddress(event)
   if (isMutation(event)) assertSameSiteOrigin(event)
   // API tokens (issue 17): a Bearer header replaces the cookie; never a query string.
   assertNoTokenInQuery(event)

@@ -6,7 +6,8 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { createDemoHosts, DEMO_OPEN_HOST, DEMO_PROTECTED_HOST, demoPanelEnv } from '../support/demo'
 import { ADMIN } from '../support/panel'
 import { freePort } from '../support/ports'
-import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { httpRequest } from '../support/http'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { firstPage, launchChromium } from './browser'
 
@@ -94,6 +95,24 @@ describe('ForwardAuth with the demo stack settings', () => {
         .join('')
     await expect.poll(() => logged().includes(`"host":"${DEMO_PROTECTED_HOST}`), { timeout: 10_000 }).toBe(true)
     expect(logged()).not.toContain(FORWARD_AUTH_PROBE_HOST)
+  })
+
+  it('the dashboard says so when the panel is reached through the proxy while PANEL_TRUSTED_PROXIES is empty (issue 33)', async () => {
+    const publicUrl = `http://localhost:${panelPort}`
+    const item = page.locator('ul.health li', { hasText: 'Visitor addresses' })
+    await page.goto(`${publicUrl}/`)
+    await item.waitFor()
+    // So far the panel was reached directly (the proxy's ForwardAuth checks are not visitors).
+    expect((await item.textContent())?.replace(/\s+/g, ' ')).toMatch(/^OK Visitor addresses the connection address/)
+    // The panel behind the proxy, as deployment step 5 serves it, and one request through it.
+    const group = await createGroup(stack, { name: 'panel', targets: [{ address: `127.0.0.1:${panelPort}` }] })
+    expect((await createHost(stack, { domain: 'panel.demo.localhost', target_group_id: group.id })).status).toBe(201)
+    expect((await httpRequest({ port: stack.httpPort, host: 'panel.demo.localhost', path: '/api/auth/session' })).status).toBe(401)
+    await page.reload()
+    await item.waitFor()
+    expect((await item.textContent())?.replace(/\s+/g, ' ')).toMatch(
+      /^Problem Visitor addresses requests reach the panel through a proxy at 127\.0\.0\.1 .*Set PANEL_TRUSTED_PROXIES=127\.0\.0\.1 /,
+    )
   })
 
   it('logged no console error', () => {

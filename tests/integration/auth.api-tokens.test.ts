@@ -355,22 +355,24 @@ describe('credentials follow the user (issue 33)', () => {
   })
 })
 
-// Last: it locks this source out of token use for 15 minutes.
+// Last: it locks this source out of invalid tokens for 15 minutes.
 describe('throttling', () => {
-  it('20 bad tokens from one address within 15 minutes: 429 with Retry-After, also for a valid token, and the cookie still works', async () => {
+  it('20 bad tokens from one address within 15 minutes: 429 with Retry-After for further bad ones; a valid token and the cookie still work', async () => {
     const good = await createToken(admin, { name: 'throttle-good', scope: 'read' })
     let last = 0
     for (let i = 0; i < 25; i++) {
       const res = await panel.request('/api/hosts', { headers: bearer(`ept_bad${i}`) })
       last = res.status
-      if (res.status === 429) break
+      if (res.status === 429) {
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+        expect(res.json.error).toMatch(/too many invalid API tokens/)
+        break
+      }
       expect(res.status).toBe(401)
     }
     expect(last).toBe(429)
-    const blocked = await panel.request('/api/hosts', { headers: bearer(good.secret) })
-    expect(blocked.status).toBe(429)
-    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(blocked.json.error).toMatch(/too many invalid API tokens/)
+    // A guess cannot succeed (32 random bytes): a valid token from the same address is never refused (issue 33).
+    expect((await panel.request('/api/hosts', { headers: bearer(good.secret) })).status).toBe(200)
     expect((await panel.request('/api/hosts', { cookie: admin })).status).toBe(200)
   })
 })

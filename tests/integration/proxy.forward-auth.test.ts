@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestUpstream } from '../support/upstream'
 import { httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
-import { ADMIN } from '../support/panel'
+import { ADMIN, registerTestSecret } from '../support/panel'
 
 let stack: ProxyStack
 let up: Awaited<ReturnType<typeof startTestUpstream>>
@@ -143,5 +143,69 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
     })
     expect(res.status).toBe(302)
     expect(up.requests.length).toBe(before)
+  })
+})
+
+describe('ForwardAuth for every name (issue 33, item 9)', () => {
+  const LUKASZ = { email: 'łukasz.żółć@example.test', password: 'lukasz-password-long-1', name: 'Łukasz Żółć' }
+
+  it("a user named outside ASCII reaches a protected host; the upstream gets UTF-8'' + the percent-encoded bytes, which decode to the exact name", async () => {
+    registerTestSecret(LUKASZ.password)
+    const created = await stack.panel.request('/api/users', { method: 'POST', cookie: stack.admin, body: { ...LUKASZ, role: 'viewer' } })
+    expect(created.status, created.text).toBe(201)
+    const cookie = await stack.panel.login(LUKASZ.email, LUKASZ.password)
+    const res = await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/for-lukasz', headers: { cookie } })
+    expect(res.status, res.body).toBe(200)
+    const seen = up.requests.at(-1)!
+    expect(seen.url).toBe('/for-lukasz')
+    // The documented form (docs/auth.md): RFC 8187's ext-value, charset UTF-8, no language.
+    expect(seen.headers['x-auth-name']).toBe("UTF-8''%C5%81ukasz%20%C5%BB%C3%B3%C5%82%C4%87")
+    const decode = (v: unknown) => {
+      expect(String(v).startsWith("UTF-8''")).toBe(true)
+      return decodeURIComponent(String(v).slice("UTF-8''".length))
+    }
+    expect(decode(seen.headers['x-auth-name'])).toBe(LUKASZ.name)
+    expect(decode(seen.headers['x-auth-email'])).toBe(LUKASZ.email)
+    expect(decode(seen.headers['x-auth-user'])).toBe(LUKASZ.email)
+    // ASCII values stay as they are.
+    expect(seen.headers['x-auth-provider']).toBe('local')
+    // The app's route answers alike (the fast path served the proxy).
+    const viaApp = await stack.panel.request('/auth/forward?via=app', { cookie })
+    expect(viaApp.status).toBe(200)
+    expect(viaApp.headers.get('x-auth-name')).toBe(seen.headers['x-auth-name'])
+  })
+
+  it('an ASCII name that looks encoded is encoded itself, so that no plain value passes for another', async () => {
+    const MIMIC = { email: 'mimic@example.test', password: 'mimic-password-long-1', name: "UTF-8''%C5%81ukasz" }
+    registerTestSecret(MIMIC.password)
+    const created = await stack.panel.request('/api/users', { method: 'POST', cookie: stack.admin, body: { ...MIMIC, role: 'viewer' } })
+    expect(created.status, created.text).toBe(201)
+    const cookie = await stack.panel.login(MIMIC.email, MIMIC.password)
+    expect((await httpRequest({ port: stack.httpPort, host: 'secure.example.test', path: '/', headers: { cookie } })).status).toBe(200)
+    const name = String(up.requests.at(-1)!.headers['x-auth-name'])
+    expect(decodeURIComponent(name.slice("UTF-8''".length))).toBe(MIMIC.name)
+    expect(up.requests.at(-1)!.headers['x-auth-email']).toBe(MIMIC.email)
+  })
+})
+
+describe('client addresses behind the proxy (issue 33, item 6)', () => {
+  it('reached through the proxy with PANEL_TRUSTED_PROXIES empty, the health answers name the proxy and say what to set', async () => {
+    const before = await stack.panel.request('/api/system/health', { cookie: stack.admin })
+    expect(before.json.client_addresses).toEqual({ trusted_proxies: [], forwarded_by: null, warning: null })
+    const panelGroup = await createGroup(stack, { name: 'panel', targets: [{ address: `127.0.0.1:${stack.panel.port}` }] })
+    expect((await createHost(stack, { domain: 'panel.example.test', target_group_id: panelGroup.id })).status).toBe(201)
+    const through = await httpRequest({
+      port: stack.httpPort,
+      host: 'panel.example.test',
+      path: '/api/auth/session',
+      headers: { cookie: stack.admin },
+    })
+    expect(through.status, through.body).toBe(200)
+    for (const path of ['/api/system/health', '/api/dashboard/health']) {
+      const res = await stack.panel.request(path, { cookie: stack.admin })
+      expect(res.status, path).toBe(200)
+      expect(res.json.client_addresses.forwarded_by?.peer, path).toBe('127.0.0.1')
+      expect(res.json.client_addresses.warning, path).toMatch(/PANEL_TRUSTED_PROXIES is empty.*Set PANEL_TRUSTED_PROXIES=127\.0\.0\.1/)
+    }
   })
 })

@@ -345,6 +345,10 @@ describe('deploy/compose.yaml', () => {
     // The panel pushes admin.listen = host:port of PROXY_ADMIN_URL; the bootstrap config uses CADDY_ADMIN.
     expect(new URL(env.PROXY_ADMIN_URL!).host).toBe(`${controlIp}:2019`)
     expect(proxy.environment.CADDY_ADMIN).toBe(`${controlIp}:2019`)
+    // Browsers reach the panel through the proxy (deployment step 5): the panel believes its X-Forwarded-For,
+    // else every visitor looks like the proxy to the login throttle (issue 33). .env may add a CDN's ranges.
+    expect(env.PANEL_TRUSTED_PROXIES!.split(',').filter(Boolean)).toEqual([controlIp])
+    expect(raw.services.panel.environment.PANEL_TRUSTED_PROXIES).toMatch(/\$\{PANEL_TRUSTED_PROXIES:-\}$/)
     expect(JSON.parse(read('proxy/bootstrap.json')).admin.listen).toBeUndefined()
     // Only the proxy is on the upstreams' network; the control plane is not.
     expect(Object.keys(proxy.networks).sort()).toEqual(['apps', 'control'])

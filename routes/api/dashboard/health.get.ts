@@ -3,10 +3,12 @@ import { readProxyHealth } from '~/server/utils/proxy/loop'
 import { securityEngineHealth } from '~/server/utils/security/engine-health'
 import { lastBackup } from '~/server/utils/ops/backups'
 import { readGeoStatus } from '~/server/utils/geo/refresh'
+import { readClientAddressHealth } from '~/server/utils/core/request'
 
 export default defineEventHandler(async () => ({
   proxy: await readProxyHealth(),
   security_engine: securityEngineHealth(),
   geoip: await readGeoStatus(),
   backups: lastBackup(),
+  client_addresses: readClientAddressHealth(),
 }))

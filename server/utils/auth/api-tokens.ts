@@ -6,7 +6,7 @@ import { getDb, runWrite, writeTransaction, type Executor } from '../core/db'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
 import { conflict, forbidden, notFound, unauthorized } from '../core/errors'
-import { assertApiTokenAllowed, recordApiTokenFailure } from './attempts'
+import { noteInvalidApiToken } from './attempts'
 import { presentSessionUser, type ResolvedSession } from './sessions'
 import type { Role } from './users'
 
@@ -168,17 +168,17 @@ export interface TokenSession extends ResolvedSession {
 }
 
 async function _refuse(remoteIp: string | null, why: string): Promise<never> {
-  await runWrite(() => recordApiTokenFailure(getDb(), remoteIp))
+  await noteInvalidApiToken(remoteIp) // 429 instead, once this source has sent too many
   throw unauthorized(why)
 }
 
 /**
  * `Authorization: Bearer <secret>` -> the owner acting with the token's
  * effective role. Unknown, revoked and expired tokens are 401 and count
- * towards the per-source throttle (429 once it is reached).
+ * towards the per-source throttle (429 once it is reached); a valid token is
+ * never throttled, whatever its source sent before (noteInvalidApiToken).
  */
 export async function resolveApiToken(secret: string, remoteIp: string | null): Promise<TokenSession> {
-  await assertApiTokenAllowed(remoteIp)
   if (!_SECRET_PATTERN.test(secret))
     return _refuse(remoteIp, 'invalid API token: send the whole secret shown at creation as Authorization: Bearer <token>')
   const found = await getDb()

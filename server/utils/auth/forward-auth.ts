@@ -70,14 +70,43 @@ function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null
 // repeated checks reuse it instead of building the same headers each time. Never mutated.
 const _answerOfSession = new WeakMap<ResolvedSession, ForwardAuthAnswer>()
 
+/**
+ * The marker of an encoded X-Auth-* value: the start of an RFC 8187 ext-value (charset UTF-8, no
+ * language), the rest being the UTF-8 bytes percent-encoded (`decodeURIComponent` of what follows
+ * the marker gives the value back).
+ */
+export const FORWARD_AUTH_ENCODED_PREFIX = "UTF-8''"
+// Printable ASCII without leading or trailing space (HTTP would strip those): sent as it is.
+const _PLAIN_VALUE = /^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$/
+// RFC 8187 attr-char: ALPHA / DIGIT / "!" / "#" / "$" / "&" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
+const _ATTR_CHAR = /^[A-Za-z0-9!#$&+\-.^_`|~]$/
+
+/**
+ * An X-Auth-* header value (docs/auth.md, ForwardAuth headers). HTTP header values are bytes, and
+ * Node refuses any character above U+00FF: a name such as "Łukasz" would fail every check of that
+ * user. Printable ASCII stays byte-identical, so upstreams see no change for ASCII names and
+ * emails; anything else, and an ASCII value that itself starts with the marker (so that no plain
+ * value can pass for an encoded one), is sent as `UTF-8''` + the percent-encoded UTF-8 bytes.
+ */
+export function forwardAuthHeaderValue(value: string): string {
+  if (_PLAIN_VALUE.test(value) && !value.toLowerCase().startsWith(FORWARD_AUTH_ENCODED_PREFIX.toLowerCase())) return value
+  let out = FORWARD_AUTH_ENCODED_PREFIX
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const char = String.fromCharCode(byte)
+    out += byte < 0x80 && _ATTR_CHAR.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return out
+}
+
 function _signedInAnswer(user: ResolvedSession['user']): ForwardAuthAnswer {
+  // Built once per cached session (_answerOfSession): the encoding costs the fast path nothing.
   return {
     status: 200,
     headers: {
-      'x-auth-user': user.email,
-      'x-auth-email': user.email,
-      'x-auth-name': user.name || user.email,
-      'x-auth-provider': user.provider,
+      'x-auth-user': forwardAuthHeaderValue(user.email),
+      'x-auth-email': forwardAuthHeaderValue(user.email),
+      'x-auth-name': forwardAuthHeaderValue(user.name || user.email),
+      'x-auth-provider': forwardAuthHeaderValue(user.provider),
       'cache-control': 'no-store',
       // Declared, or Node sends the empty body chunked (writeHead fixes the framing before end).
       'content-length': '0',

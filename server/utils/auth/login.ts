@@ -2,7 +2,7 @@ import { writeTransaction } from '../core/db'
 import { conflict, unauthorized } from '../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
-import { assertLoginAllowed, recordLoginAttempt } from './attempts'
+import { beginLoginAttempt, settleLoginAttempt } from './attempts'
 import { burnPasswordCheck, verifyPassword } from './passwords'
 import { createSession, presentSessionUser, type SessionUser } from './sessions'
 import { countUsers, findUserByEmail, insertUser, presentUser } from './users'
@@ -17,33 +17,33 @@ export type PasswordLoginResult = ({ totpPending: false } & LoginResult) | { tot
 
 /**
  * Email + password -> new session, or a pending login waiting for its TOTP
- * code. Failures are recorded, audited and throttled. An unknown email, or an
- * account without a password (single sign-on), still runs one hash check: the
- * answer takes as long as for a wrong password.
+ * code. Failures are recorded, audited and throttled (attempts.ts: the attempt
+ * is recorded, as a failure, before the hash check, so a burst cannot outrun
+ * the count). An unknown email, or an account without a password (single
+ * sign-on), still runs one hash check: the answer takes as long as for a wrong
+ * password.
  */
 export async function loginWithPassword(email: string, password: string, ctx: AuditContext): Promise<PasswordLoginResult> {
-  await assertLoginAllowed(email, ctx.remoteIp ?? null)
+  const attemptId = await beginLoginAttempt(email, ctx.remoteIp ?? null)
   const row = await findUserByEmail(email)
   // An unknown email costs the same hash work as a known one, so the timing tells nothing.
   if (!row?.passwordHash) await burnPasswordCheck(password)
   const ok = row?.passwordHash ? await verifyPassword(row.passwordHash, password) : false
   if (!ok || !row) {
-    await writeTransaction(async (tx) => {
-      await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: false })
-      await writeAudit({ ...ctx, actor: email }, 'login_failed', { email }, tx)
-    })
+    // The attempt's row already says failure.
+    await writeAudit({ ...ctx, actor: email }, 'login_failed', { email })
     throw unauthorized('invalid email or password')
   }
   if (row.totpEnabled) {
     const pendingToken = await startTotpPendingLogin(row.id)
     await writeTransaction(async (tx) => {
-      await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: true })
+      await settleLoginAttempt(tx, attemptId)
       await writeAudit({ ...ctx, actor: row.email }, 'login_totp_pending', { user_id: row.id }, tx)
     })
     return { totpPending: true, pendingToken }
   }
   return writeTransaction(async (tx) => {
-    await recordLoginAttempt(tx, { email, remoteIp: ctx.remoteIp ?? null, success: true })
+    await settleLoginAttempt(tx, attemptId)
     const session = await createSession(tx, row.id, ctx)
     await writeAudit({ ...ctx, actor: row.email }, 'login', { user_id: row.id, provider: 'local' }, tx)
     return { totpPending: false as const, user: presentSessionUser(row), ...session }

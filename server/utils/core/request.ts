@@ -51,3 +51,38 @@ export function clientIpOf(event: H3Event): string | null {
   }
   return hops[0] ?? peer
 }
+
+/**
+ * The last request that came through a proxy (it carried X-Forwarded-For) while
+ * PANEL_TRUSTED_PROXIES is empty: the panel then takes the proxy for every
+ * visitor, so audit rows name the proxy and all visitors share one login
+ * throttle (docs/security.md, trusted proxies). Only with an empty list: a
+ * configured list is the operator's decision, and a visitor sending the header
+ * directly could otherwise raise the warning against a correct setup.
+ */
+let _forwardedUntrusted: { peer: string; atMs: number } | undefined
+
+function _noteForwarded(event: H3Event, peer: string): void {
+  if (event.node.req.headers['x-forwarded-for'] !== undefined) _forwardedUntrusted = { peer, atMs: Date.now() }
+}
+
+/** Called for every /api request (middleware/10-auth.ts): the only requests whose address the panel uses. */
+export function noteClientAddress(event: H3Event): void {
+  const addr = event.node.req.socket?.remoteAddress
+  if (addr && !_trustedNets().length) _noteForwarded(event, _unmapped(addr))
+}
+
+/** The client-address part of /api/system/health and /api/dashboard/health. */
+export function readClientAddressHealth() {
+  const trusted = getConfig().trustedProxies
+  const seen = trusted.length ? undefined : _forwardedUntrusted
+  return {
+    trusted_proxies: [...trusted],
+    forwarded_by: seen ? { peer: seen.peer, last_at: new Date(seen.atMs).toISOString() } : null,
+    warning: seen
+      ? `requests reach the panel through a proxy at ${seen.peer} (they carry X-Forwarded-For) while PANEL_TRUSTED_PROXIES is empty: ` +
+        'every visitor looks like that proxy, in audit rows and to the login throttle, so failed logins of anyone slow down everyone. ' +
+        `Set PANEL_TRUSTED_PROXIES=${seen.peer} (and any CDN's ranges) and restart the panel (docs/security.md, trusted proxies)`
+      : null,
+  }
+}

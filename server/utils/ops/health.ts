@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { getConfig } from '../core/config'
+import { readClientAddressHealth } from '../core/request'
 import { filePathOfUrl, getDatabaseUrl, writeQueueDepth } from '../core/db'
 import { bootStartedAtMs } from '../core/boot'
 import { readRuntimeMetrics } from './runtime-metrics'
@@ -48,6 +49,8 @@ export async function readSystemHealth() {
       uptime_seconds: Math.round((Date.now() - bootStartedAtMs) / 1000),
       version: PANEL_VERSION,
     },
+    // Whether the panel sees visitors' addresses or only a proxy's (login throttle, audit rows).
+    client_addresses: readClientAddressHealth(),
     // The last run of every task and loop of this process (core/background.ts).
     background: readBackgroundRuns(),
   }

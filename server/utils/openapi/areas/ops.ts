@@ -45,6 +45,16 @@ export const backupSchema = z.strictObject({
 const tokenRefSchema = z.strictObject({ id: z.number().int(), name: z.string(), user_email: z.string() })
 const userRefSchema = z.strictObject({ id: z.number().int(), email: z.string() })
 const lastBackupSchema = z.strictObject({ last_backup_at: nullableTimestamp(), last_backup_status: nullable(z.enum(['ok', 'failed'])) })
+export const clientAddressHealthSchema = z
+  .strictObject({
+    trusted_proxies: z.array(z.string()).describe('PANEL_TRUSTED_PROXIES: the peers whose X-Forwarded-For the panel believes'),
+    forwarded_by: nullable(z.strictObject({ peer: z.string(), last_at: timestamp() })).describe(
+      'with PANEL_TRUSTED_PROXIES empty: the peer of the last request that carried X-Forwarded-For (a proxy the panel does not trust); null otherwise',
+    ),
+    warning: nullable(z.string()).describe('what to set when the panel sees a proxy instead of its visitors; null when nothing is wrong'),
+  })
+  .describe("whether the panel sees its visitors' addresses (audit rows, login throttle) or only a proxy's")
+
 export const proxyHealthSchema = z.strictObject({
   reachable: nullable(z.boolean()),
   last_reconcile_at: nullableTimestamp(),
@@ -301,6 +311,7 @@ export const opsOperations = [
           security_engine: engineHealthSchema,
           geoip: geoStatusSchema,
           backups: lastBackupSchema,
+          client_addresses: clientAddressHealthSchema,
         }),
       ),
     },
