@@ -315,11 +315,11 @@ describe('nginx-proxy-manager import — a file that is not its database is refu
     writeFileSync(`/proc/${stack.panel.pid}/clear_refs`, '5')
     const idle = kib('VmRSS')
     const res = await upload(readFileSync(bomb), true)
+    expect(kib('VmHWM') - idle).toBeLessThan(64 * 1024)
     expect(res.status).toBe(400)
     expect(res.json.error).toBe(
       'database: not an nginx-proxy-manager database: the column proxy_host.bomb is generated or hidden; nginx-proxy-manager has none',
     )
-    expect(kib('VmHWM') - idle).toBeLessThan(64 * 1024)
     expect(await Promise.all(['hosts', 'target_groups'].map(countRows))).toEqual(counts)
   })
 
