@@ -70,6 +70,7 @@ describe('fileReadRefusal — what would make caddy adapt read a file', () => {
   const spellings: Array<[string, string, number]> = [
     ['a plain import', 'a.example.test {\n\timport /etc/hostname\n}\n', 2],
     ['an environment default', 'a.example.test {\n\t{$NOPE:import /etc/hostname}\n}\n', 2],
+    ['nested environment defaults', 'a.example.test {\n\trespond x\n\t{$A:{$B:import /etc/hostname}}\n}\n', 3],
     ['an {env.} placeholder', 'a.example.test {\n\trespond {env.PANEL_MASTER_KEY}\n}\n', 2],
     ['a {file.} placeholder', 'a.example.test {\n\trespond {file./etc/hostname}\n}\n', 2],
     ['an import on the line of the opening brace', 'a.example.test { import /etc/hostname\n}\n', 1],
