@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { edgeBinaries } from '../support/edge-bins'
+import { STOCK_CADDY_BIN, edgeBinaries } from '../support/edge-bins'
 import { httpRequest } from '../support/http'
-import { registerTestSecret, startPanel } from '../support/panel'
+import { registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
+import { makeTempDir } from '../support/processes'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
 
@@ -235,25 +236,28 @@ describe('Caddyfile import — TLS it cannot carry over', () => {
 })
 
 describe('Caddyfile import — refusals change nothing', () => {
-  it("a Caddyfile that does not adapt is a 400 carrying caddy's message", async () => {
+  it("a Caddyfile that does not adapt is a 400 with its line and a generic cause, none of caddy's own words", async () => {
     const counts = await Promise.all(['hosts', 'target_groups', 'rules'].map(countRows))
     const res = await post('a.example.test {\n\treverse_proxy 127.0.0.1:1\n\tno_such_directive on\n}\n', true)
     expect(res.status).toBe(400)
-    expect(res.json.error).toBe('Caddyfile does not adapt: line 3: unrecognized directive: no_such_directive')
+    expect(res.json.error).toBe('Caddyfile does not adapt: line 3: unrecognized directive')
     expect(await Promise.all(['hosts', 'target_groups', 'rules'].map(countRows))).toEqual(counts)
+    const unclosed = await post('a.example.test {\n\trespond "x"\n')
+    expect(unclosed.json.error).toBe("Caddyfile does not adapt: line 2: a block is not closed: '}' expected")
   })
 
   it('importing a file of the panel machine is refused before caddy runs', async () => {
     const res = await post('a.example.test {\n\timport /etc/hostname\n}\n')
     expect(res.status).toBe(400)
-    expect(res.json.error).toMatch(/^caddyfile: line 2 imports \/etc\/hostname: importing files is not supported/)
+    expect(res.json.error).toMatch(/^caddyfile: line 2: import \/etc\/hostname: importing files is not supported/)
   })
 
-  it("environment placeholders do not see the panel's environment", async () => {
-    const r = (await post('http://env.example.test {\n\trespond "{$PANEL_MASTER_KEY}x"\n}\n')).json
-    expect(r.items.find((i: any) => i.kind === 'rule').name).toBe('env.example.test /* (respond)')
-    // The rule body would be "x": nothing of the key reached the plan (the panel's responses are scanned for it too).
-    expect(JSON.stringify(r)).not.toContain('test-master-key')
+  it('environment placeholders are refused: caddy would expand them into the text before reading it', async () => {
+    const res = await post('http://env.example.test {\n\trespond "{$PANEL_MASTER_KEY}x"\n}\n')
+    expect(res.status).toBe(400)
+    expect(res.json.error).toBe(
+      'caddyfile: line 2: environment placeholders ({$NAME}) are not supported, since Caddy expands them into the text before reading it: write the value itself',
+    )
   })
 
   it('bad bodies are 400s', async () => {
@@ -261,6 +265,87 @@ describe('Caddyfile import — refusals change nothing', () => {
       (await stack.panel.request('/api/import/caddyfile', { method: 'POST', cookie: stack.admin, body: { caddyfile: 5 } })).status,
     ).toBe(400)
     expect((await post('   ')).json.error).toBe('caddyfile: is empty')
+  })
+})
+
+// Every spelling that makes Caddy 2.11 or 2.6 read a file (each was seen to
+// splice the planted file in, and its first line into caddy's error). The
+// planted line is a registered test secret: any answer or output carrying it
+// fails the test at once.
+const PLANTED_LINE = 'PLANTED-FIRST-LINE-d41d8cd98f00'
+registerTestSecret(PLANTED_LINE)
+const plantedDir = makeTempDir('planted-')
+const PLANTED = join(plantedDir, 'secret.txt')
+writeFileSync(PLANTED, `${PLANTED_LINE} x\nsecond line\n`)
+const SPELLINGS: Array<[string, string, number]> = [
+  ['a plain import', `a.example.test {\n\timport ${PLANTED}\n}\n`, 2],
+  ['an environment default', `a.example.test {\n\t{$NOPE:import ${PLANTED}}\n}\n`, 2],
+  ['a {file.} placeholder', `http://a.example.test {\n\trespond "{file.${PLANTED}}"\n}\n`, 2],
+  ['an import on the line of the opening brace', `a.example.test { import ${PLANTED}\n}\n`, 1],
+  ['a glob', `a.example.test {\n\timport ${plantedDir}/*.txt\n}\n`, 2],
+  [
+    'a snippet named like the file, defined after the import',
+    `a.example.test {\n\timport ${PLANTED}\n}\n(${PLANTED}) {\n\trespond x\n}\n`,
+    2,
+  ],
+  ['an import after a heredoc closed mid-line', `a.example.test {\n\trespond <<EOF\n\thi\n\tEOF 200\n\timport ${PLANTED}\n}\n`, 5],
+  ['a heredoc whose body is import', `a.example.test {\n\t<<EOF\n\timport\n\tEOF ${PLANTED}\n}\n`, 3],
+  ['a heredoc body Caddy 2.6 reads as lines', `a.example.test {\n\trespond <<EOF\n\timport ${PLANTED}\n\tEOF\n}\n`, 3],
+  ['a quoted import', `a.example.test {\n\t"import" ${PLANTED}\n}\n`, 2],
+  ['an escaped newline before the target', `a.example.test {\n\timport\\\n${PLANTED}\n}\n`, 2],
+  ['a no-break space', `a.example.test {\n\u00a0import\u00a0${PLANTED}\n}\n`, 2],
+  ['U+2028', `a.example.test {\n\timport\u2028${PLANTED}\n}\n`, 2],
+  ['a byte-order mark before a top-level import', `\uFEFFimport ${PLANTED}\na.example.test {\n\trespond x\n}\n`, 1],
+  ['snippet arguments assembling an import', `(s) {\n\t{args[0]} {args[1]}\n}\na.example.test {\n\timport s import ${PLANTED}\n}\n`, 2],
+  [
+    'client_auth reading a CA file while adapting',
+    `a.example.test {\n\ttls {\n\t\tclient_auth {\n\t\t\ttrusted_ca_cert_file ${PLANTED}\n\t\t}\n\t}\n}\n`,
+    4,
+  ],
+]
+
+async function refusesEverySpelling(panel: PanelHandle, cookie: string) {
+  const count = async () => Number((await panel.db().execute('SELECT count(*) AS n FROM hosts')).rows[0]!.n)
+  const before = await count()
+  for (const [name, caddyfile, line] of SPELLINGS) {
+    const res = await panel.request('/api/import/caddyfile', { method: 'POST', cookie, body: { caddyfile, apply: true } })
+    // The request itself throws when the answer carries the planted line (a registered secret).
+    expect(res.text).not.toContain('second line')
+    expect([name, res.status]).toEqual([name, 400])
+    expect([name, res.json.error]).toEqual([name, expect.stringMatching(new RegExp(`^caddyfile: line ${line}: `))])
+  }
+  expect(await count()).toBe(before)
+  const audit = JSON.stringify((await panel.db().execute("SELECT raw FROM logs WHERE source = 'audit'")).rows)
+  expect(audit).not.toContain(PLANTED_LINE)
+  expect(panel.output()).not.toContain(PLANTED_LINE)
+}
+
+describe('Caddyfile import — never reads a file', () => {
+  it('refuses every spelling of a file read before caddy runs, naming the line; the file is in no answer, row or log (production Caddy)', async () => {
+    await refusesEverySpelling(stack.panel, stack.admin)
+  })
+
+  it("the same with Debian's Caddy 2.6 as the adapter", async () => {
+    const panel = await startPanel({ env: { PANEL_CADDY_BIN: STOCK_CADDY_BIN } })
+    try {
+      await refusesEverySpelling(panel, await panel.login())
+      // The stock binary adapts what is allowed, with no PATH or environment of the panel.
+      const ok = await panel.request('/api/import/caddyfile', {
+        method: 'POST',
+        cookie: await panel.login(),
+        body: { caddyfile: '(common) {\n\tencode gzip\n}\nhttp://a.example.test {\n\timport common\n\trespond "ok"\n}\n' },
+      })
+      expect(ok.status).toBe(200)
+      expect(ok.json.items.map((i: any) => i.name)).toContain('a.example.test')
+    } finally {
+      await panel.stop()
+    }
+  })
+
+  it("an adapt error never carries caddy's text beyond the line: a word of the file is not echoed", async () => {
+    const res = await post('a.example.test {\n\tWORD-ONLY-IN-THE-FILE on\n}\n')
+    expect(res.status).toBe(400)
+    expect(res.json.error).toBe('Caddyfile does not adapt: line 2: unrecognized directive')
   })
 })
 

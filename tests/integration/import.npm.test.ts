@@ -301,6 +301,58 @@ describe('nginx-proxy-manager import', () => {
   })
 })
 
+describe('nginx-proxy-manager import — a file that is not its database is refused before a row is read', () => {
+  const host = (n: number) => ({ ...live, domain_names: [`h${n}.example.test`], forward_host: '127.0.0.1', forward_port: 1 })
+  const kib = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${stack.panel.pid}/status`, 'utf8'))![1])
+
+  it("a generated column that allocates 50 MB a read is a 400, and the panel's peak memory stays within 64 MiB of idle", async () => {
+    const bomb = await buildNpmDatabase({ proxy_host: [1, 2, 3, 4].map(host) }, [
+      "ALTER TABLE proxy_host ADD COLUMN bomb TEXT GENERATED ALWAYS AS (printf('%.*c', 50000000, 'x')) VIRTUAL",
+    ])
+    const counts = await Promise.all(['hosts', 'target_groups'].map(countRows))
+    // Resets the process's peak resident size (VmHWM) to what it holds now.
+    writeFileSync(`/proc/${stack.panel.pid}/clear_refs`, '5')
+    const idle = kib('VmRSS')
+    const res = await upload(readFileSync(bomb), true)
+    expect(kib('VmHWM') - idle).toBeLessThan(64 * 1024)
+    expect(res.status).toBe(400)
+    expect(res.json.error).toBe(
+      'database: not an nginx-proxy-manager database: the column proxy_host.bomb is generated or hidden; nginx-proxy-manager has none',
+    )
+    expect(await Promise.all(['hosts', 'target_groups'].map(countRows))).toEqual(counts)
+  })
+
+  it('views, triggers, tables it does not have and tables over the row cap are 400s naming them', async () => {
+    const counts = await Promise.all(['hosts', 'target_groups'].map(countRows))
+    const cases: Array<[string[], string]> = [
+      [
+        ['CREATE VIEW proxy_view AS SELECT * FROM proxy_host'],
+        'database: not an nginx-proxy-manager database: it holds the view "proxy_view"; nginx-proxy-manager creates none',
+      ],
+      [
+        ['CREATE TRIGGER on_setting AFTER UPDATE ON setting BEGIN SELECT 1; END'],
+        'database: not an nginx-proxy-manager database: it holds the trigger "on_setting"; nginx-proxy-manager creates none',
+      ],
+      [
+        ['CREATE TABLE extra (x text)'],
+        'database: not an nginx-proxy-manager database: the table "extra" is not one of nginx-proxy-manager\'s',
+      ],
+      [
+        [
+          "INSERT INTO stream (created_on, modified_on, owner_user_id, incoming_port, forwarding_host, forwarding_port, meta) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10001) SELECT '2026-01-01', '2026-01-01', 1, x, 'h', 1, '{}' FROM c",
+        ],
+        'database: the table stream has 10001 rows (deleted ones included); an import reads at most 10000',
+      ],
+    ]
+    for (const [sql, error] of cases) {
+      const res = await upload(readFileSync(await buildNpmDatabase({ proxy_host: [host(1)] }, sql)), true)
+      expect([res.status, res.json.error]).toEqual([400, error])
+    }
+    expect(await Promise.all(['hosts', 'target_groups'].map(countRows))).toEqual(counts)
+  })
+})
+
 async function buildOtherSqlite(path: string) {
   const { createClient } = await import('@libsql/client')
   const c = createClient({ url: `file:${path}` })

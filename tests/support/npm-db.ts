@@ -58,8 +58,11 @@ export interface NpmRows {
   [table: string]: Row[]
 }
 
-/** Writes a database file with the schema above and these rows; returns its path. */
-export async function buildNpmDatabase(rows: NpmRows): Promise<string> {
+/**
+ * Writes a database file with the schema above and these rows, then runs
+ * `extraSql` (to craft a file that is not quite nginx-proxy-manager's); returns its path.
+ */
+export async function buildNpmDatabase(rows: NpmRows, extraSql: string[] = []): Promise<string> {
   const file = join(makeTempDir('npm-db-'), 'database.sqlite')
   const client = createClient({ url: `file:${file}` })
   try {
@@ -85,6 +88,7 @@ export async function buildNpmDatabase(rows: NpmRows): Promise<string> {
         })
       }
     }
+    for (const sql of extraSql) await client.execute(sql)
   } finally {
     client.close()
   }

@@ -1,9 +1,236 @@
-// A small reading of a Caddyfile's structure, for what `caddy adapt` does not
-// say: the line each site block and each directive starts on (the adapted JSON
-// carries no positions), and whether it imports files. Caddy's own lexer rules
-// that matter here: tokens split on whitespace; "..." and `...` quote; # starts
-// a comment at the start of a token; `{` ending a line opens a block and `}` on
-// its own closes it; `<<MARKER` opens a heredoc up to MARKER.
+// A reading of a Caddyfile's text as Caddy reads it, for two things `caddy
+// adapt` does not give: the line each site block and each directive starts on
+// (the adapted JSON carries no positions), and whether adapting it would read
+// a file of the panel's machine (fileReadRefusal).
+//
+// The lexer is a port of Caddy's (caddyconfig/caddyfile/lexer.go, 2.11): tokens
+// split on every character Go's unicode.IsSpace accepts (no-break space, U+2028
+// and the other Unicode spaces included), only "\n" ends a line, a byte-order
+// mark is dropped at the start only, "..." and `...` quote, # starts a comment
+// at the start of a token, a backslash escapes a newline (the next line
+// continues this one), <<MARKER opens a heredoc that ends at the first MARKER.
+// Each step of its loop consumes one character, so it ends on any text.
+
+export interface CaddyToken {
+  text: string
+  /** The line Caddy gives the token (where it starts). */
+  line: number
+  /** '' when unquoted, else the quote: '"', '`', or '<' for a heredoc. */
+  quote: '' | '"' | '`' | '<'
+  /** Where the token starts in the text (UTF-16 offset). */
+  offset: number
+}
+export interface LexedCaddyfile {
+  tokens: CaddyToken[]
+  /** Every comment as [from, to) offsets, from its # to the end of its line. */
+  comments: Array<[number, number]>
+  /** Why Caddy's lexer would stop (a malformed heredoc); the tokens are those before. */
+  error: string | null
+  /** Characters read, end of text included: never more than the text's characters + 1. */
+  steps: number
+}
+
+// Go's unicode.IsSpace: the Latin-1 spaces, then Unicode's White_Space.
+const _SPACES = new Set([
+  0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009,
+  0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
+])
+/** Whether Caddy's lexer ends a token at this character (Go's unicode.IsSpace). */
+export function isCaddySpace(ch: string): boolean {
+  return _SPACES.has(ch.codePointAt(0)!)
+}
+
+/** Caddy's finalizeHeredoc: the closing marker's indentation is stripped from every line; null when a line lacks it. */
+function _finalizeHeredoc(body: string, marker: string): string | null {
+  const lastNewline = body.lastIndexOf('\n')
+  const lines = body.slice(0, lastNewline + 1).split('\n')
+  const padding = body.slice(lastNewline + 1, body.length - marker.length)
+  const out: string[] = []
+  for (const lineText of lines.slice(0, -1)) {
+    if (lineText === '' || lineText === '\r') {
+      out.push('\n')
+      continue
+    }
+    if (!lineText.startsWith(padding)) return null
+    out.push(`${lineText.slice(padding.length)}\n`.replaceAll('\r', ''))
+  }
+  const text = out.join('')
+  return text.endsWith('\n') ? text.slice(0, -1) : text
+}
+
+/**
+ * Caddy's lexer over the text. `legacy: true` reads it as Caddy 2.6 does
+ * (Debian's package): no heredocs, and a backslash escapes inside `...` too.
+ */
+export function lexCaddyfile(text: string, opts: { legacy?: boolean } = {}): LexedCaddyfile {
+  const legacy = !!opts.legacy
+  const chars = Array.from(text)
+  const offsets: number[] = new Array(chars.length)
+  for (let i = 0, o = 0; i < chars.length; o += chars[i]!.length, i++) offsets[i] = o
+  const tokens: CaddyToken[] = []
+  const comments: Array<[number, number]> = []
+  let pos = chars[0] === '\uFEFF' ? 1 : 0
+  let line = 1
+  let skipped = 0
+  let steps = 0
+  let error: string | null = null
+  // One pass of the outer loop is one call of lexer.next() in Go: its state starts afresh.
+  tokenLoop: for (;;) {
+    let val: string[] = []
+    let comment = false
+    let quoted = false
+    let backtick = false
+    let inHeredoc = false
+    let heredocEscaped = false
+    let escaped = false
+    let marker = ''
+    let prefix: number[] = []
+    let matched = 0
+    let tokenLine = line
+    let tokenOffset = 0
+    let commentStart = 0
+    const make = (quote: CaddyToken['quote']) => tokens.push({ text: val.join(''), line: tokenLine, quote, offset: tokenOffset })
+    for (;;) {
+      steps++
+      if (pos >= chars.length) {
+        if (comment) comments.push([commentStart, text.length])
+        if (val.length && inHeredoc) error = `incomplete heredoc <<${marker}: its closing marker is missing`
+        else if (val.length) make('')
+        break tokenLoop
+      }
+      const ch = chars[pos]!
+      const at = offsets[pos]!
+      pos++
+      if (!legacy && !quoted && !backtick && !inHeredoc && !heredocEscaped && val.length > 1 && val[0] === '<' && val[1] === '<') {
+        if (ch === ' ') {
+          make('')
+          continue tokenLoop
+        }
+        if (ch === '\r') continue
+        if (ch === '\n') {
+          marker = val.slice(2).join('')
+          if (!/^[A-Za-z0-9_-]+$/.test(marker)) {
+            error = 'a heredoc marker must be letters, digits, dashes and underscores'
+            break tokenLoop
+          }
+          // Caddy's prefix table: the marker is found incrementally, wherever it appears.
+          prefix = new Array(marker.length).fill(0)
+          for (let i = 1, m = 0; i < marker.length; i++) {
+            while (m > 0 && marker[i] !== marker[m]) m = prefix[m - 1]!
+            if (marker[i] === marker[m]) m++
+            prefix[i] = m
+          }
+          inHeredoc = true
+          skipped++
+          val = []
+          continue
+        }
+        val.push(ch)
+        continue
+      }
+      if (inHeredoc) {
+        val.push(ch)
+        if (ch === '\n') skipped++
+        while (matched > 0 && ch !== marker[matched]) matched = prefix[matched - 1]!
+        if (ch === marker[matched]) matched++
+        if (matched === marker.length) {
+          const body = _finalizeHeredoc(val.join(''), marker)
+          if (body === null) {
+            error = `mismatched leading whitespace in heredoc <<${marker}`
+            break tokenLoop
+          }
+          val = [body]
+          line += skipped
+          skipped = 0
+          make('<')
+          continue tokenLoop
+        }
+        continue
+      }
+      if (!escaped && (legacy || !backtick) && ch === '\\') {
+        escaped = true
+        continue
+      }
+      if (quoted || backtick) {
+        if (quoted && escaped) {
+          if (ch !== '"') val.push('\\')
+          escaped = false
+        } else if ((quoted && ch === '"') || (backtick && ch === '`')) {
+          make(ch)
+          continue tokenLoop
+        }
+        if (ch === '\n') {
+          line += 1 + skipped
+          skipped = 0
+        }
+        val.push(ch)
+        continue
+      }
+      if (isCaddySpace(ch)) {
+        if (ch === '\r') continue
+        if (ch === '\n') {
+          if (escaped) {
+            skipped++
+            escaped = false
+          } else {
+            line += 1 + skipped
+            skipped = 0
+          }
+          if (comment) comments.push([commentStart, at])
+          comment = false
+        }
+        if (val.length) {
+          make('')
+          continue tokenLoop
+        }
+        continue
+      }
+      if (ch === '#' && !val.length && !comment) {
+        comment = true
+        commentStart = at
+      }
+      if (comment) continue
+      if (!val.length) {
+        tokenLine = line
+        tokenOffset = at
+        if (ch === '"') {
+          quoted = true
+          continue
+        }
+        if (ch === '`') {
+          backtick = true
+          continue
+        }
+      }
+      if (escaped) {
+        if (ch === '<' && !legacy) heredocEscaped = true
+        else val.push('\\')
+        escaped = false
+      }
+      val.push(ch)
+    }
+  }
+  return { tokens, comments, error, steps }
+}
+
+/** Caddy's isNextOnNewLine: a token's lines are its own line plus its line breaks (two more for a heredoc). */
+function _endLine(t: CaddyToken): number {
+  let breaks = t.quote === '<' ? 2 : 0
+  for (let i = t.text.indexOf('\n'); i >= 0; i = t.text.indexOf('\n', i + 1)) breaks++
+  return t.line + breaks
+}
+
+/** The tokens grouped as Caddy groups them into lines. */
+function _logicalLines(tokens: CaddyToken[]): CaddyToken[][] {
+  const lines: CaddyToken[][] = []
+  let prev: CaddyToken | null = null
+  for (const t of tokens) {
+    if (!prev || _endLine(prev) < t.line) lines.push([])
+    lines.at(-1)!.push(t)
+    prev = t
+  }
+  return lines
+}
 
 export interface ScannedDirective {
   name: string
@@ -21,107 +248,26 @@ export interface ScannedCaddyfile {
   global: ScannedBlock | null
   snippets: Map<string, ScannedBlock>
   sites: ScannedBlock[]
-  /** `import` lines outside any block. */
-  topImports: Array<{ line: number; target: string }>
-}
-
-interface _Token {
-  text: string
-  line: number
-  quoted: boolean
-}
-
-function _lex(text: string): _Token[][] {
-  const lines: _Token[][] = []
-  let current: _Token[] = []
-  let lineNo = 1
-  let i = 0
-  const push = (t: _Token) => current.push(t)
-  const endLine = () => {
-    if (current.length) lines.push(current)
-    current = []
-  }
-  while (i < text.length) {
-    const c = text[i]!
-    if (c === '\n') {
-      endLine()
-      lineNo++
-      i++
-      continue
-    }
-    if (c === ' ' || c === '\t' || c === '\r') {
-      i++
-      continue
-    }
-    if (c === '\\' && text[i + 1] === '\n') {
-      lineNo++
-      i += 2
-      continue
-    }
-    if (c === '#') {
-      while (i < text.length && text[i] !== '\n') i++
-      continue
-    }
-    const start = lineNo
-    if (c === '"' || c === '`') {
-      let value = ''
-      i++
-      while (i < text.length && text[i] !== c) {
-        if (c === '"' && text[i] === '\\' && i + 1 < text.length) {
-          value += text[i + 1]
-          i += 2
-          continue
-        }
-        if (text[i] === '\n') lineNo++
-        value += text[i++]
-      }
-      i++
-      push({ text: value, line: start, quoted: true })
-      continue
-    }
-    let value = ''
-    while (i < text.length && !/[\s]/.test(text[i]!)) value += text[i++]
-    const heredoc = /^<<([A-Za-z0-9_]+)$/.exec(value)
-    if (heredoc) {
-      // The body runs to a line holding only the marker; kept as one quoted token.
-      const end = text.indexOf(`\n`, i)
-      const rest = end < 0 ? '' : text.slice(end + 1)
-      const close = new RegExp(`^[ \\t]*${heredoc[1]}[ \\t]*$`, 'm').exec(rest)
-      const body = close ? rest.slice(0, close.index) : rest
-      lineNo += (body.match(/\n/g)?.length ?? 0) + 1
-      i = close ? end + 1 + close.index + close[0].length : text.length
-      push({ text: body, line: start, quoted: true })
-      continue
-    }
-    push({ text: value, line: start, quoted: false })
-  }
-  endLine()
-  return lines
 }
 
 /** The structure of a Caddyfile: blocks at the top, directives inside with their lines. */
 export function scanCaddyfile(text: string): ScannedCaddyfile {
-  const lines = _lex(text)
-  const result: ScannedCaddyfile = { global: null, snippets: new Map(), sites: [], topImports: [] }
+  const lines = _logicalLines(lexCaddyfile(text).tokens)
+  const result: ScannedCaddyfile = { global: null, snippets: new Map(), sites: [] }
   const stack: ScannedDirective[][] = []
   let block: ScannedBlock | null = null
   let first = true
   for (const tokens of lines) {
     const last = tokens.at(-1)!
-    const opens = !last.quoted && last.text === '{'
-    const closes = tokens.length === 1 && !last.quoted && last.text === '}'
+    const opens = !last.quote && last.text === '{'
+    const closes = tokens.length === 1 && !last.quote && last.text === '}'
     const words = (opens ? tokens.slice(0, -1) : tokens).map((t) => t.text)
     if (!block) {
       if (closes) continue
-      if (!opens && words[0] === 'import') {
-        result.topImports.push({ line: tokens[0]!.line, target: words[1] ?? '' })
-        first = false
-        continue
-      }
       // A block opening, or a site address without braces (the file's only site: every later line is its).
       block = { header: words, line: tokens[0]!.line, directives: [] }
       if (!words.length && first) result.global = block
-      else if (words.length === 1 && /^\(.+\)$/.test(words[0]!)) result.snippets.set(words[0]!.slice(1, -1), block)
+      else if (words.length === 1 && /^\(.+\)$/s.test(words[0]!)) result.snippets.set(words[0]!.slice(1, -1), block)
       else result.sites.push(block)
       first = false
       stack.push(block.directives)
@@ -155,17 +301,146 @@ export function flattenDirectives(site: ScannedBlock, snippets: Map<string, Scan
   return out
 }
 
-/** `import` lines that name a file or a glob rather than a snippet of this file (with their lines). */
-export function fileImports(scan: ScannedCaddyfile): Array<{ line: number; target: string }> {
-  const out = scan.topImports.filter((i) => !scan.snippets.has(i.target))
-  const walk = (list: ScannedDirective[]) => {
-    for (const d of list) {
-      if (d.name === 'import' && !scan.snippets.has(d.args[0] ?? '')) out.push({ line: d.line, target: d.args[0] ?? '' })
-      walk(d.children)
+export interface FileReadRefusal {
+  line: number
+  /** For the operator: what is refused and what to write instead. */
+  message: string
+}
+
+// Text that makes `caddy adapt` read the panel machine's files, or can become
+// an import before Caddy parses: {$NAME:default} is replaced in the raw text
+// before lexing (so its default can be `import /file`), {args[n]} in a
+// snippet's tokens when it is imported (so arguments can assemble one), and
+// client_auth's *_file options read their file while adapting. \r is dropped
+// inside heredocs, so each is also looked for with the \r removed.
+const _SNIPPET_ARGS =
+  'snippet arguments ({args[0]}) are not supported, since arguments can assemble an import: write the values into the snippet'
+const _REFUSED_TEXT: Array<[string, string]> = [
+  [
+    '{$',
+    'environment placeholders ({$NAME}) are not supported, since Caddy expands them into the text before reading it: write the value itself',
+  ],
+  ['{env.', 'environment placeholders ({env.NAME}) are not supported: write the value itself'],
+  ['{file.', 'file placeholders ({file.path}) read files of the panel machine and are not supported: write the value itself'],
+  ['{args[', _SNIPPET_ARGS],
+  ['{args.', _SNIPPET_ARGS],
+  [
+    'trusted_ca_cert_file',
+    'trusted_ca_cert_file reads a file of the panel machine while adapting, and client certificates are not imported: remove it',
+  ],
+  [
+    'trusted_leaf_cert_file',
+    'trusted_leaf_cert_file reads a file of the panel machine while adapting, and client certificates are not imported: remove it',
+  ],
+]
+// A snippet name that, read as a path, can only name something in the empty
+// folder caddy adapt runs in: no separator, no wildcard, not . or ..
+const _UNSAFE_IMPORT_NAME = /[/\\"`{}$*?[\]#<]/
+// "import" as Caddy can read it: \r dropped in heredocs may sit between its letters.
+const _IMPORT_WORD = /i\r*m\r*p\r*o\r*r\r*t/g
+
+function _lineAt(text: string, offset: number): number {
+  let line = 1
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) line++
+  return line
+}
+
+/** Whether [from, to) lies inside one of the sorted ranges. */
+function _inside(ranges: Array<[number, number]>, from: number, to: number): boolean {
+  let lo = 0
+  let hi = ranges.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const [a, b] = ranges[mid]!
+    if (a > from) hi = mid - 1
+    else if (b < to) lo = mid + 1
+    else return true
+  }
+  return false
+}
+
+/** Snippets `(name) {` at the top of the file, with where each is defined. */
+function _snippetDefinitions(tokens: CaddyToken[]): Array<{ name: string; offset: number }> {
+  const out: Array<{ name: string; offset: number }> = []
+  let depth = 0
+  for (const l of _logicalLines(tokens)) {
+    if (depth === 0 && l.length === 2 && /^\(.+\)$/s.test(l[0]!.text) && l[1]!.text === '{' && !l[1]!.quote)
+      out.push({ name: l[0]!.text.slice(1, -1), offset: l[0]!.offset })
+    for (const t of l) {
+      if (t.quote) continue
+      if (t.text === '{') depth++
+      else if (t.text === '}') depth = Math.max(0, depth - 1)
     }
   }
-  for (const b of [...(scan.global ? [scan.global] : []), ...scan.snippets.values(), ...scan.sites]) {
-    walk(b.directives)
-  }
   return out
+}
+
+/**
+ * The first thing in the text that would make `caddy adapt` read a file of the
+ * panel's machine, or null. Every occurrence of the word `import` that Caddy
+ * could read as a token (quoted, in a heredoc, after an escaped newline, on the
+ * line of a `{`...) must name, on the same line, a snippet defined above it;
+ * only comments (for Caddy 2.11 and 2.6 alike) are passed over.
+ */
+export function fileReadRefusal(text: string): FileReadRefusal | null {
+  for (const variant of [text, text.replaceAll('\r', '')]) {
+    for (const [needle, message] of _REFUSED_TEXT) {
+      const at = variant.indexOf(needle)
+      if (at >= 0) return { line: _lineAt(variant, at), message }
+    }
+  }
+  const modern = lexCaddyfile(text)
+  const legacy = lexCaddyfile(text, { legacy: true })
+  // Each name's first definition: an import may name it only after that.
+  const snippets = new Map<string, number>()
+  for (const d of _snippetDefinitions(modern.tokens)) if (!snippets.has(d.name)) snippets.set(d.name, d.offset)
+  for (const m of text.matchAll(_IMPORT_WORD)) {
+    const from = m.index
+    let j = from + m[0].length
+    // Followed by a character that continues a token: a longer word, not `import`.
+    const after = text[j]
+    if (after !== undefined && !isCaddySpace(after) && after !== '"' && after !== '`' && after !== '\\') continue
+    if (_inside(modern.comments, from, j) && _inside(legacy.comments, from, j)) continue
+    if (after === '"' || after === '`') j++
+    // The next token on the same line: spaces and escaped newlines skipped.
+    let target = ''
+    for (;;) {
+      const c = text[j]
+      if (c === undefined || c === '\n') break
+      if (c === '\\') {
+        let k = j + 1
+        while (text[k] === '\r') k++
+        if (text[k] === '\n') {
+          j = k + 1
+          continue
+        }
+      }
+      if (isCaddySpace(c)) {
+        j++
+        continue
+      }
+      let end = j
+      while (end < text.length && !isCaddySpace(text[end]!)) end++
+      target = text.slice(j, end)
+      break
+    }
+    if (!target)
+      return {
+        line: _lineAt(text, from),
+        message:
+          'the word import must be followed on its line by the name of a snippet defined above it, wherever it stands (quoted or in a heredoc too, since Caddy can read it as an import): reword it',
+      }
+    const shown = target.length > 100 ? `${target.slice(0, 100)}…` : target
+    if (
+      _UNSAFE_IMPORT_NAME.test(target) ||
+      target === '.' ||
+      target === '..' ||
+      !((snippets.get(target) ?? Number.POSITIVE_INFINITY) < from)
+    )
+      return {
+        line: _lineAt(text, from),
+        message: `import ${shown}: importing files is not supported, only snippets defined above the import; paste the file's contents into the Caddyfile`,
+      }
+  }
+  return null
 }

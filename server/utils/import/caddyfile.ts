@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process'
+import { accessSync, constants, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { delimiter, isAbsolute, join, resolve } from 'node:path'
 import { getConfig } from '../core/config'
 import { badRequest, upstreamUnavailable } from '../core/errors'
 import { BASIC_AUTH_USERNAME, BCRYPT_HASH } from '../hosts/access-list-schemas'
 import { isValidHostname } from '../hosts/schemas'
 import type { RuleInput, TargetGroupInput } from '../hosts/schemas'
-import { fileImports, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
+import { fileReadRefusal, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
 import type { AuditContext } from '../core/audit'
 import {
   PLACEHOLDER_GROUP,
@@ -34,40 +35,80 @@ const _DEFAULT_REALM = 'restricted'
 
 type Json = Record<string, any>
 
-/** The error line caddy logs on stderr, with the file name made a line reference. */
+// What an adapt error may say: its line in the submitted file and one of these
+// causes, never caddy's own words, which can quote what it read (a file's
+// first line, had one been imported).
+const _ADAPT_CAUSES: Array<[RegExp, string]> = [
+  [/unrecognized directive/i, 'unrecognized directive'],
+  [/unrecognized global option|unrecognized (?:option|subdirective|parameter)/i, 'unrecognized option'],
+  [/argument count|wrong argument|unexpected argument/i, 'wrong number of arguments'],
+  [/expecting '\}'|unexpected EOF|EOF/, "a block is not closed: '}' expected"],
+  [/expecting '\{'/, "'{' expected"],
+  [/heredoc/i, 'malformed heredoc'],
+  [/curly brace|'\{'|'\}'|\{\}/, 'misplaced brace'],
+  [/ambiguous site definition/i, 'a site address is defined twice'],
+  [/parsing caddyfile tokens for/i, 'a directive has arguments caddy does not accept'],
+]
+
+/** A line reference and a generic cause from caddy's error output, nothing else of it. */
 function _adaptError(stderr: string): string {
   const messages = stderr
     .split('\n')
     .map((l) => {
       try {
-        return JSON.parse(l)
+        const j = JSON.parse(l)
+        return j && j.level === 'error' && typeof j.msg === 'string' ? (j.msg as string) : null
       } catch {
-        return null
+        // Caddy 2.6 writes its error as "Error: ..." text.
+        return l.startsWith('Error: ') ? l : null
       }
     })
-    .filter((j): j is Json => !!j && j.level === 'error' && typeof j.msg === 'string')
-    .map((j) => j.msg as string)
-  const text = messages.at(-1) ?? stderr.trim().split('\n').at(-1) ?? 'no message'
-  return text.replace(/^Caddyfile:(\d+): /, 'line $1: ').slice(0, 1000)
+    .filter((m): m is string => m !== null)
+  const text = messages.at(-1) ?? ''
+  // Only a position in the submitted file ("Caddyfile:3", not "/other/Caddyfile:3").
+  const line = /(?:^|[\s:])Caddyfile:(\d+)\b/.exec(text)?.[1]
+  const cause = _ADAPT_CAUSES.find(([re]) => re.test(text))?.[1] ?? 'not valid Caddyfile syntax'
+  return line ? `line ${line}: ${cause}` : cause
+}
+
+/** The caddy binary as an absolute path: it runs with an empty environment, so without a PATH. */
+function _resolveBinary(bin: string): string | null {
+  if (bin.includes('/')) return isAbsolute(bin) ? bin : resolve(bin)
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue
+    const candidate = join(dir, bin)
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return candidate
+    } catch {
+      // not in this folder
+    }
+  }
+  return null
 }
 
 /**
- * `caddy adapt` in an empty folder with an empty environment: `{$VAR}`
- * placeholders, which caddy fills from its environment while adapting, never
- * see the panel's (its secrets included); file imports are refused before this.
+ * `caddy adapt` in a fresh empty folder with an empty environment: nothing of
+ * the panel's environment (its secrets included) reaches it, and a relative
+ * path can only name the folder's own Caddyfile. Whatever could make it read a
+ * file is refused before this (fileReadRefusal); its errors are reduced to a
+ * line and a generic cause. No sandbox beyond that: see docs/import.md.
  */
 export async function adaptCaddyfile(text: string): Promise<Json> {
-  const dir = await mkdtemp(join(tmpdir(), 'panel-caddyfile-'))
   const bin = getConfig().caddyBin
+  const path = _resolveBinary(bin)
+  if (!path)
+    throw upstreamUnavailable('caddy adapt', `the caddy binary "${bin}" was not found: set PANEL_CADDY_BIN (docs/configuration.md)`)
+  const dir = await mkdtemp(join(tmpdir(), 'panel-caddyfile-'))
   try {
     await writeFile(join(dir, 'Caddyfile'), text, { mode: 0o600 })
-    const out = await new Promise<string>((resolve, reject) => {
+    const out = await new Promise<string>((resolvePromise, reject) => {
       execFile(
-        bin,
+        path,
         ['adapt', '--adapter', 'caddyfile', '--config', 'Caddyfile'],
-        { cwd: dir, env: { HOME: dir }, timeout: _ADAPT_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 },
+        { cwd: dir, env: {}, timeout: _ADAPT_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 },
         (err, stdout, stderr) => {
-          if (!err) return resolve(stdout)
+          if (!err) return resolvePromise(stdout)
           if ((err as NodeJS.ErrnoException).code === 'ENOENT')
             return reject(
               upstreamUnavailable('caddy adapt', `the caddy binary "${bin}" was not found: set PANEL_CADDY_BIN (docs/configuration.md)`),
@@ -418,16 +459,16 @@ function _tlsOf(json: Json, names: string[]): { email: string | null; internal: 
   }
 }
 
-/** Reads, adapts and maps a Caddyfile into an import plan; 400 for one that does not adapt or imports files. */
-export async function planCaddyfileImport(text: string): Promise<ImportPlan> {
-  if (Buffer.byteLength(text, 'utf8') > CADDYFILE_MAX_BYTES) throw badRequest(`caddyfile: must be at most ${CADDYFILE_MAX_BYTES} bytes`)
+/** Reads, adapts and maps a Caddyfile into an import plan; 400 for one that does not adapt or would read files. */
+export async function planCaddyfileImport(submitted: string): Promise<ImportPlan> {
+  if (Buffer.byteLength(submitted, 'utf8') > CADDYFILE_MAX_BYTES)
+    throw badRequest(`caddyfile: must be at most ${CADDYFILE_MAX_BYTES} bytes`)
+  // The text exactly as caddy will read it from the file: a lone surrogate becomes U+FFFD in UTF-8.
+  const text = Buffer.from(submitted, 'utf8').toString('utf8')
   if (!text.trim()) throw badRequest('caddyfile: is empty')
+  const refused = fileReadRefusal(text)
+  if (refused) throw badRequest(`caddyfile: line ${refused.line}: ${refused.message}`)
   const scan = scanCaddyfile(text)
-  const imported = fileImports(scan)
-  if (imported.length)
-    throw badRequest(
-      `caddyfile: line ${imported[0]!.line} imports ${imported[0]!.target || 'a file'}: importing files is not supported; paste their contents into the Caddyfile (snippets defined in it are fine)`,
-    )
   const json = await adaptCaddyfile(text)
   const plan = emptyPlan()
   for (const d of scan.global?.directives ?? []) {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { createClient, type Client } from '@libsql/client'
 import { hash as bcryptHash } from '@node-rs/bcrypt'
 import { badRequest } from '../core/errors'
+import { NPM_ROW_LIMITS } from './npm-limits'
 import type { AuditContext } from '../core/audit'
 import { BASIC_AUTH_PASSWORD_MAX_BYTES, BASIC_AUTH_USERNAME, isIpOrCidr } from '../hosts/access-list-schemas'
 import { BCRYPT_COST } from '../hosts/access-lists'
@@ -57,14 +58,108 @@ function _json<T>(value: unknown, fallback: T): T {
 }
 const _flag = (v: unknown) => Number(v) === 1
 
-async function _readAll(client: Client): Promise<Record<(typeof _TABLES)[number], Row[]>> {
-  const present = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r.name)))
+// Every table nginx-proxy-manager's migrations create (SQLite's own sqlite_*
+// tables aside): a file with any other table, a view or a trigger was not
+// written by it, and is refused before a row is read.
+const _NPM_SCHEMA_TABLES = new Set<string>([
+  ..._TABLES,
+  'knex_migrations',
+  'knex_migrations_lock',
+  'auth',
+  'user',
+  'user_permission',
+  'audit_log',
+  'setting',
+])
+/** The columns read from each table (selected by name, never `*`); the first ones are required. */
+const _COLUMNS: Record<(typeof _TABLES)[number], { required: string[]; optional: string[] }> = {
+  proxy_host: {
+    required: ['id', 'is_deleted', 'domain_names'],
+    optional: [
+      'forward_scheme',
+      'forward_host',
+      'forward_port',
+      'access_list_id',
+      'certificate_id',
+      'locations',
+      'advanced_config',
+      'block_exploits',
+      'caching_enabled',
+      'enabled',
+    ],
+  },
+  redirection_host: {
+    required: ['id', 'is_deleted', 'domain_names'],
+    optional: [
+      'forward_scheme',
+      'forward_domain_name',
+      'forward_http_code',
+      'preserve_path',
+      'certificate_id',
+      'advanced_config',
+      'block_exploits',
+      'caching_enabled',
+      'enabled',
+    ],
+  },
+  dead_host: {
+    required: ['id', 'is_deleted', 'domain_names'],
+    optional: ['certificate_id', 'advanced_config', 'block_exploits', 'caching_enabled', 'enabled'],
+  },
+  stream: { required: ['id', 'is_deleted'], optional: ['incoming_port', 'forwarding_host', 'forwarding_port'] },
+  access_list: { required: ['id', 'is_deleted'], optional: ['name', 'satisfy_any', 'pass_auth'] },
+  access_list_auth: { required: ['id', 'access_list_id'], optional: ['username', 'password'] },
+  access_list_client: { required: ['id', 'access_list_id'], optional: ['address', 'directive'] },
+  certificate: { required: ['id', 'is_deleted'], optional: ['provider', 'nice_name', 'meta'] },
+}
+const _notNpm = (why: string) => badRequest(`database: not an nginx-proxy-manager database: ${why}`)
+const _shown = (name: unknown) => JSON.stringify(String(name).slice(0, 64))
+
+/**
+ * What a file must be before a row is read: nginx-proxy-manager's tables only,
+ * no view or trigger (they run queries of the file's author), no generated or
+ * hidden column (computed on read: one printf() can allocate a gigabyte), the
+ * columns read present, and at most NPM_ROW_LIMITS rows per table.
+ */
+async function _checkSchema(client: Client): Promise<Record<(typeof _TABLES)[number], string[]>> {
+  // The schema's text is the file author's: only its first characters are read.
+  const master = (await client.execute('SELECT type, substr(name, 1, 200) AS name, substr(sql, 1, 64) AS head FROM sqlite_master')).rows
+  // Another application's database is told apart by the tables it lacks first.
+  const present = new Set(master.filter((r) => r.type === 'table').map((r) => String(r.name)))
   const missing = _TABLES.filter((t) => !present.has(t))
   if (missing.length) throw badRequest(`database: not an nginx-proxy-manager database (2.9 or later): table ${missing.join(', ')} missing`)
+  for (const row of master) {
+    const name = String(row.name)
+    if (row.type === 'view' || row.type === 'trigger')
+      throw _notNpm(`it holds the ${row.type} ${_shown(name)}; nginx-proxy-manager creates none`)
+    if (row.type !== 'table' || name.startsWith('sqlite_')) continue
+    if (!_NPM_SCHEMA_TABLES.has(name)) throw _notNpm(`the table ${_shown(name)} is not one of nginx-proxy-manager's`)
+    if (/^\s*create\s+virtual/i.test(String(row.head ?? ''))) throw _notNpm(`the table ${_shown(name)} is a virtual table`)
+  }
+  const columns = {} as Record<(typeof _TABLES)[number], string[]>
+  for (const t of _TABLES) {
+    const info = (await client.execute(`PRAGMA table_xinfo("${t}")`)).rows
+    const generated = info.find((c) => Number(c.hidden) !== 0)
+    if (generated)
+      throw _notNpm(`the column ${t}.${String(generated.name).slice(0, 64)} is generated or hidden; nginx-proxy-manager has none`)
+    const have = new Set(info.map((c) => String(c.name)))
+    const lacking = _COLUMNS[t].required.find((c) => !have.has(c))
+    if (lacking) throw _notNpm(`the table ${t} has no column ${lacking}`)
+    columns[t] = [..._COLUMNS[t].required, ..._COLUMNS[t].optional.filter((c) => have.has(c))]
+    const rows = Number((await client.execute(`SELECT count(*) AS n FROM "${t}"`)).rows[0]!.n)
+    if (rows > NPM_ROW_LIMITS[t])
+      throw badRequest(`database: the table ${t} has ${rows} rows (deleted ones included); an import reads at most ${NPM_ROW_LIMITS[t]}`)
+  }
+  return columns
+}
+
+async function _readAll(client: Client): Promise<Record<(typeof _TABLES)[number], Row[]>> {
+  const columns = await _checkSchema(client)
   const out = {} as Record<(typeof _TABLES)[number], Row[]>
   for (const t of _TABLES) {
     const deleted = t.startsWith('access_list_') ? '' : ' WHERE is_deleted = 0'
-    out[t] = (await client.execute(`SELECT * FROM ${t}${deleted} ORDER BY id`)).rows as unknown as Row[]
+    const list = columns[t].map((c) => `"${c}"`).join(', ')
+    out[t] = (await client.execute(`SELECT ${list} FROM "${t}"${deleted} ORDER BY id`)).rows as unknown as Row[]
   }
   return out
 }
@@ -79,6 +174,9 @@ async function _withDatabase<T>(bytes: Buffer, read: (client: Client) => Promise
   await writeFile(file, bytes, { mode: 0o600 })
   const client = createClient({ url: `file:${file}` })
   try {
+    // Functions in the file's schema run only where SQLite deems them harmless; nothing is ever written to it.
+    await client.execute('PRAGMA trusted_schema = OFF')
+    await client.execute('PRAGMA query_only = ON')
     return await read(client)
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode) throw err

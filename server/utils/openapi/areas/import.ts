@@ -35,10 +35,12 @@ export const importOperations = [
     summary: 'Import a Caddyfile: dry run, or apply in one transaction and one reconcile',
     body: caddyfileImportBody,
     description:
-      'The real `caddy adapt` (PANEL_CADDY_BIN) turns the file into JSON; sites become hosts, target groups, rules and access lists. Importing files (`import <path>`) is refused; snippets are fine.',
+      'The real `caddy adapt` (PANEL_CADDY_BIN) turns the file into JSON; sites become hosts, target groups, rules and access lists. Whatever would make caddy read a file of the panel machine is refused before it runs (`import` of anything but a snippet defined above, `{$VAR}`, `{env.*}`, `{file.*}`, snippet arguments, `trusted_*_file`); snippets are fine.',
     responses: {
       200: ok('what is (or would be) created, what exists already, what maps imperfectly and what cannot be imported', importReportSchema),
-      400: ok("the Caddyfile does not adapt (caddy's message) or imports a file"),
+      400: ok(
+        "the Caddyfile would read a file (the line and what to change), or does not adapt (its line and a generic cause, never caddy's text)",
+      ),
       502: ok('the proxy rejected the configuration; nothing was written'),
       503: ok('the caddy binary is missing or did not answer'),
     },
@@ -56,7 +58,9 @@ export const importOperations = [
     }),
     responses: {
       200: ok('what is (or would be) created, what exists already, what maps imperfectly and what cannot be imported', importReportSchema),
-      400: ok('the file is not an nginx-proxy-manager database'),
+      400: ok(
+        'the file is not an nginx-proxy-manager database: not SQLite, a table missing, a view, a trigger, a table or a generated column it does not have, or a table over its row cap',
+      ),
       413: ok('the file is over 64 MiB'),
       502: ok('the proxy rejected the configuration; nothing was written'),
     },
