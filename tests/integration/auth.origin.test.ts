@@ -174,6 +174,24 @@ describe('a multipart route (POST /api/import/npm)', () => {
     expect(await snapshot()).toBe(before)
   })
 
+  it('the certificate upload takes the same rule: no header, no upload (403 before anything is read)', async () => {
+    const form = () => {
+      const f = new FormData()
+      f.set('cert_pem', 'not a certificate')
+      f.set('key_pem', 'not a key')
+      return f
+    }
+    const send = (headers: Record<string, string>) =>
+      fetch(`${panel.url}/api/manual-certs/999`, { method: 'POST', headers: { cookie: admin, ...headers }, body: form() }).then(
+        async (r) => ({ status: r.status, json: await r.json() }),
+      )
+    expectRefused(await send({ origin: own }), 403, /needs the header X-Panel-Request: 1/)
+    expectRefused(await send({ origin: SIBLING, 'x-panel-request': '1' }), 403, /cross-site request refused/)
+    // With the header the upload is read and judged: the host does not exist.
+    const judged = await send({ origin: own, 'x-panel-request': '1' })
+    expect([400, 404], JSON.stringify(judged.json)).toContain(judged.status)
+  })
+
   it('imports with the header from the panel origin, and with an API token without it', async () => {
     const ok = await upload({ origin: own, 'x-panel-request': '1' })
     expect(ok.status, JSON.stringify(ok.json)).toBe(200)
