@@ -1,20 +1,23 @@
 import { defineEventHandler, getCookie } from 'h3'
 import { SESSION_COOKIE, resolveSession } from '../utils/auth/sessions'
-import { assertSameSiteOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
+import { assertPanelOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
 import { assertNoTokenInQuery, bearerSecretOf, resolveApiToken } from '../utils/auth/api-tokens'
 import { clientIpOf, noteClientAddress } from '../utils/core/request'
 import { forbidden, unauthorized } from '../utils/core/errors'
 
 // /api/* needs a session (except the login and setup paths); viewers may only
-// read; a browser Origin from another site may not mutate anything.
+// read; only the panel's own pages and scripts may mutate anything, login and
+// setup included (a login CSRF signs the victim in as someone else).
 export default defineEventHandler(async (event) => {
   const path = event.path.split('?')[0]!
   if (!path.startsWith('/api/') && path !== '/api') return
   noteClientAddress(event)
-  if (isMutation(event)) assertSameSiteOrigin(event)
   // API tokens (issue 17): a Bearer header replaces the cookie; never a query string.
-  assertNoTokenInQuery(event)
   const bearer = bearerSecretOf(event)
+  // A browser never attaches a Bearer header by itself, so a request carrying one is not
+  // forged by another page; an invalid one is refused (401) by resolveApiToken below.
+  if (bearer === undefined && isMutation(event)) assertPanelOrigin(event)
+  assertNoTokenInQuery(event)
   const session =
     bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
   if (session) event.context.auth = session

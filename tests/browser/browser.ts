@@ -21,12 +21,13 @@ export const CHROMIUM_ARGS = [
 export const SCREENSHOT_DIR =
   process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs/screenshots') : makeTempDir('panel-screenshots-')
 
-export async function launchChromium(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
+/** `extraArgs`: flags for one suite (--host-resolver-rules for names under a test domain). */
+export async function launchChromium(extraArgs: string[] = []): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
   // A persistent context on a fresh profile folder: nothing from another run leaks in.
   const context = await chromium.launchPersistentContext(makeTempDir('chromium-profile-'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
     viewport: { width: 1280, height: 900 },
   })
   return { browser: context, close: () => context.close() }

@@ -128,8 +128,8 @@ describe('bad bodies change nothing', () => {
     [
       'not JSON content type',
       { method: 'POST', path: '/api/users', rawBody: 'email=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
-      400,
-      /must be JSON/,
+      415,
+      /must be JSON: send a JSON object with Content-Type: application\/json \(got application\/x-www-form-urlencoded\)/,
     ],
     ['bad id', { method: 'GET', path: '/api/users/abc' }, 400, /user id: must be a positive integer/],
     [

@@ -263,8 +263,12 @@ describe('every operation of the document', () => {
         expect([400, 422], `${key} with ${what}: answered ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status)
         expect(res.json).toEqual({ error: expect.any(String) })
       }
+      // No body, hence no Content-Type: a JSON route takes nothing but application/json (issue 33).
       const none = await panel.request(pathOf(op, ex.params, ex.query), { method: op.method, cookie: session })
-      expect(none.status, `${key} without a body`).toBe(400)
+      expect(none.status, `${key} without a body`).toBe(415)
+      expect(none.json).toEqual({
+        error: expect.stringMatching(/send a JSON object with Content-Type: application\/json \(none was sent\)/),
+      })
     }
     for (const [what, query] of invalidQueries(op, ex.query ?? {})) {
       const res = await send(pathOf(op, ex.params, query), ex.body)

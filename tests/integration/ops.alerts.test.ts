@@ -106,9 +106,15 @@ describe('derived events', () => {
     const form = new FormData()
     form.append('cert_pem', new Blob([leaf.certPem]), 'c.pem')
     form.append('key_pem', new Blob([leaf.keyPem]), 'k.pem')
-    expect((await fetch(`${panel.url}/api/manual-certs/${host.json.id}`, { method: 'POST', headers: { cookie }, body: form })).status).toBe(
-      201,
-    )
+    expect(
+      (
+        await fetch(`${panel.url}/api/manual-certs/${host.json.id}`, {
+          method: 'POST',
+          headers: { cookie, 'x-panel-request': '1' },
+          body: form,
+        })
+      ).status,
+    ).toBe(201)
     await panel.stop()
     panel = await startPanel({ dataDir: panel.dataDir, env: { PROXY_LOG_DIR: logDir } })
     cookie = await panel.login()

@@ -91,8 +91,16 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
 
   it("answers the proxy's sub-request itself; the browser's security headers go on the redirect the browser sees, not on the 200 the proxy keeps", async () => {
     const api = await stack.panel.request('/api/setup')
-    const securityHeaders = ['x-content-type-options', 'referrer-policy', 'strict-transport-security']
+    const securityHeaders = [
+      'x-content-type-options',
+      'referrer-policy',
+      'strict-transport-security',
+      'content-security-policy',
+      'x-frame-options',
+    ]
     expect(api.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(api.headers.get('content-security-policy')).toBe("frame-ancestors 'none'")
+    expect(api.headers.get('x-frame-options')).toBe('DENY')
     // The fast path serves the proxy's exact request; a query string takes the app's route.
     for (const path of ['/auth/forward', '/auth/forward?via=app']) {
       const ok = await stack.panel.request(path, { cookie: stack.admin })
@@ -115,6 +123,8 @@ describe('auth_required: the proxy asks the panel before the upstream', () => {
         'x-content-type-options': null,
         'referrer-policy': null,
         'strict-transport-security': null,
+        'content-security-policy': null,
+        'x-frame-options': null,
       })
       const away = await stack.panel.request(path, { headers: { 'x-forwarded-host': 'secure.example.test', 'x-forwarded-uri': '/' } })
       expect(away.status, path).toBe(302)

@@ -159,7 +159,11 @@ export async function startPanel(
         body = JSON.stringify(o.body)
         headers['content-type'] ??= 'application/json'
       }
-      if (o.form) body = o.form // multipart: fetch sets the boundary
+      if (o.form) {
+        body = o.form // multipart: fetch sets the boundary
+        // What the web UI sends with an upload (ui/src/api.ts); a test of its absence sends its own headers through fetch.
+        headers['x-panel-request'] ??= '1'
+      }
       const res = await fetch(url + path, { method: o.method ?? 'GET', headers, body: body as BodyInit | undefined, redirect: 'manual' })
       const text = await res.text()
       _assertNoSecret(text, `the response to ${o.method ?? 'GET'} ${path}`)

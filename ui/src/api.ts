@@ -31,8 +31,11 @@ type ApiOptions = { method?: string; body?: unknown; form?: FormData; query?: Qu
 /** The answer and its headers (paged lists carry their cursor and total there). */
 export async function apiWithHeaders<T = any>(path: string, opts: ApiOptions = {}): Promise<{ data: T; headers: Headers }> {
   const init: RequestInit = { method: opts.method ?? 'GET', credentials: 'same-origin', headers: { accept: 'application/json' } }
-  if (opts.form) init.body = opts.form
-  else if (opts.body !== undefined) {
+  if (opts.form) {
+    init.body = opts.form
+    // An HTML form can post multipart too; the panel takes a cookie upload only with this header, which no form can send.
+    ;(init.headers as Record<string, string>)['x-panel-request'] = '1'
+  } else if (opts.body !== undefined) {
     init.body = JSON.stringify(opts.body)
     ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
   }

@@ -40,7 +40,13 @@ function _isLoopbackHostHeader(host: string): boolean {
   return _lastHostIsLoopback
 }
 
-const _BASE_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' })
+// No page may frame the panel (clickjacking): frame-ancestors for current browsers, X-Frame-Options for older ones.
+const _BASE_HEADERS = Object.freeze({
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'content-security-policy': "frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+})
 const _SECURE_HEADERS = Object.freeze({ ..._BASE_HEADERS, 'strict-transport-security': 'max-age=31536000' })
 export const SECURITY_HEADER_NAMES: readonly string[] = Object.freeze(Object.keys(_SECURE_HEADERS))
 

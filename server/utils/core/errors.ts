@@ -40,6 +40,8 @@ export const methodNotAllowed = (method: string, path: string, allow: string) =>
   _httpError(405, `method ${method} is not allowed on ${path}; this path serves ${allow}`, { allow })
 export const conflict = (why: string) => _httpError(409, why)
 export const payloadTooLarge = (limitBytes: number) => _httpError(413, `request body too large: the limit is ${limitBytes} bytes`)
+/** A body of another type than the route reads (a JSON route sent text/plain, or no Content-Type). */
+export const unsupportedMediaType = (whatToFix: string) => _httpError(415, whatToFix)
 export const tooManyRequests = (why: string, retryAfterSeconds: number) => _httpError(429, why, { retryAfterSeconds })
 export const proxyRejected = (proxyText: string) => _httpError(502, `proxy rejected configuration: ${proxyText}`)
 /** A component answered, but with an error (its text already redacted by the caller). */

@@ -1,4 +1,5 @@
 import { readMultipartFormData, type H3Event } from 'h3'
+import { assertUploadFromPanelClient } from '../auth/access'
 import { badRequest } from '../core/errors'
 import { decodeUtf8 } from '../core/validate'
 
@@ -7,6 +8,7 @@ const _PARTS = ['cert_pem', 'key_pem', 'chain_pem'] as const
 
 /** The multipart certificate upload: known parts only, 256 KiB each, UTF-8 text. */
 export async function readCertificateUpload(event: H3Event): Promise<{ certPem: string; keyPem: string; chainPem: string | null }> {
+  assertUploadFromPanelClient(event)
   const parts = await readMultipartFormData(event)
   if (!parts?.length) throw badRequest('send multipart/form-data with the parts cert_pem, key_pem and optionally chain_pem')
   const found: Partial<Record<(typeof _PARTS)[number], string>> = {}

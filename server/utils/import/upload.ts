@@ -1,9 +1,11 @@
 import { readMultipartFormData, type H3Event } from 'h3'
+import { assertUploadFromPanelClient } from '../auth/access'
 import { badRequest, payloadTooLarge } from '../core/errors'
 import { NPM_DATABASE_LIMIT_BYTES } from './npm-limits'
 
 /** The multipart upload of POST /api/import/npm: `database` (the file) and `apply` ("true" or "false", default false). */
 export async function readNpmUpload(event: H3Event): Promise<{ database: Buffer; apply: boolean }> {
+  assertUploadFromPanelClient(event)
   const parts = await readMultipartFormData(event).catch(() => null)
   if (!parts?.length)
     throw badRequest(

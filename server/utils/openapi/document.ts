@@ -34,6 +34,9 @@ const _ERROR_RESPONSE = {
   description: 'any error: a 4xx/5xx status and `{"error": "..."}`',
   content: { 'application/json': { schema: _ERROR_REF } },
 }
+// server/utils/auth/access.ts (assertUploadFromPanelClient): what an HTML form cannot send.
+const _MULTIPART_NOTE =
+  'With the session cookie, send the header `X-Panel-Request: 1` as well (the web UI does; an HTML form cannot, so another page cannot post this); with an API token it is not needed.'
 
 /** Every operation of every area, with its tag. */
 export function listOperations(): Array<OperationDoc & { tag: string }> {
@@ -105,7 +108,13 @@ function _operationObject(op: OperationDoc & { tag: string }) {
     }
   if ((op.access === 'admin' || op.method !== 'get') && op.access !== 'proxy' && !responses['403'])
     responses['403'] = {
-      description: 'a viewer may not do this, or the browser Origin is another site',
+      description: "a viewer may not do this, or a browser request from a page that is not the panel's own origin",
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
+  // server/utils/core/validate.ts: a JSON route reads application/json only; no Content-Type is refused too.
+  if (op.body && !responses['415'])
+    responses['415'] = {
+      description: 'the body is not sent as Content-Type: application/json',
       content: { 'application/json': { schema: _ERROR_REF } },
     }
   if ((op.body || op.multipart) && !responses['413'])
@@ -121,7 +130,7 @@ function _operationObject(op: OperationDoc & { tag: string }) {
     tags: [op.tag],
     summary: op.summary,
     operationId: `${op.method}${op.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-    description: [op.description, access].filter(Boolean).join('\n\n'),
+    description: [op.description, access, op.multipart ? _MULTIPART_NOTE : undefined].filter(Boolean).join('\n\n'),
     security: _security(op.access),
     ...(parameters.length ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: _jsonSchema(op.body, 'input') } } } } : {}),
