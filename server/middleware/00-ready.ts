@@ -1,12 +1,13 @@
 import { defineEventHandler, getRequestHeader, setResponseHeaders } from 'h3'
 import { whenBootReady } from '../utils/core/boot'
-import { upstreamUnavailable, payloadTooLarge } from '../utils/core/errors'
-import { JSON_BODY_LIMIT_BYTES } from '../utils/core/validate'
-import { NPM_DATABASE_LIMIT_BYTES, NPM_IMPORT_PATH } from '../utils/import/npm-limits'
+import { upstreamUnavailable } from '../utils/core/errors'
+import { bodyLimitFor, bodyTooLarge } from '../utils/core/body'
 import { securityHeadersFor } from '../utils/auth/cookie'
 
 // Every request waits for boot (database open, migrations applied), is refused
-// early when its declared body is over the limit, and gets the security headers.
+// early when its declared body is over the route's limit, and gets the security
+// headers. A body without a declared length is counted as it is read
+// (server/utils/core/body.ts).
 export default defineEventHandler(async (event) => {
   if (event.path === '/healthz') return
   try {
@@ -15,8 +16,7 @@ export default defineEventHandler(async (event) => {
     throw upstreamUnavailable('panel', 'start-up failed; see the panel log')
   }
   const declared = Number(getRequestHeader(event, 'content-length') ?? 0)
-  // An uploaded nginx-proxy-manager database is the one body allowed past 1 MiB.
-  const limit = event.path === NPM_IMPORT_PATH ? NPM_DATABASE_LIMIT_BYTES : JSON_BODY_LIMIT_BYTES
-  if (declared > limit) throw payloadTooLarge(limit)
+  const limit = bodyLimitFor(event.path.split('?')[0]!)
+  if (declared > limit) throw bodyTooLarge(event, limit)
   setResponseHeaders(event, securityHeadersFor(event))
 })

@@ -59,19 +59,31 @@ beforeEach(async () => {
   })
 })
 
-/** GET /api/auth/oidc/login and the provider's redirects; returns the callback path+query the browser would load. */
-async function startLogin(rd?: string): Promise<{ authorizationUrl: URL; callbackPath: string }> {
+/**
+ * The `name=value` of the login cookie that binds an OIDC login to the browser that started it
+ * ('' when there is none: the test about the cookie itself asserts that it is set).
+ */
+function loginCookieOf(res: PanelResponse): string {
+  const raw = res.headers.getSetCookie().find((c) => /^(__Host-)?panel_oidc=./.test(c))
+  return raw?.split(';')[0] ?? ''
+}
+
+/**
+ * GET /api/auth/oidc/login and the provider's redirects; returns the callback path+query the
+ * browser would load and the login cookie that browser got.
+ */
+async function startLogin(rd?: string): Promise<{ authorizationUrl: URL; callbackPath: string; loginCookie: string }> {
   const res = await panel.request(`/api/auth/oidc/login${rd === undefined ? '' : `?rd=${encodeURIComponent(rd)}`}`)
   expect(res.status).toBe(302)
   const authorizationUrl = new URL(res.headers.get('location')!)
   const callback = await idp.authorize(authorizationUrl.href)
-  return { authorizationUrl, callbackPath: `${callback.pathname}${callback.search}` }
+  return { authorizationUrl, callbackPath: `${callback.pathname}${callback.search}`, loginCookie: loginCookieOf(res) }
 }
 
 async function loginAs(sub: string, rd?: string): Promise<PanelResponse> {
   idp.nextAccount = sub
-  const { callbackPath } = await startLogin(rd)
-  return panel.request(callbackPath)
+  const { callbackPath, loginCookie } = await startLogin(rd)
+  return panel.request(callbackPath, { cookie: loginCookie })
 }
 
 const errorCodeOf = (res: PanelResponse) => {
@@ -164,10 +176,10 @@ describe('OIDC login', () => {
   it('a reused state (second callback with the same state) is state_not_found', async () => {
     idp.accounts.set('sub-bob', { email: 'bob@example.test', email_verified: true })
     idp.nextAccount = 'sub-bob'
-    const { callbackPath } = await startLogin()
-    const first = await panel.request(callbackPath)
+    const { callbackPath, loginCookie } = await startLogin()
+    const first = await panel.request(callbackPath, { cookie: loginCookie })
     expect(sessionCookieOf(first)).toBeTruthy()
-    const second = await panel.request(callbackPath)
+    const second = await panel.request(callbackPath, { cookie: loginCookie })
     expect(errorCodeOf(second)).toBe('state_not_found')
     expect(sessionCookieOf(second)).toBeUndefined()
   })
@@ -175,22 +187,70 @@ describe('OIDC login', () => {
   it('an error from the provider (consent refused) is provider_error, and uses up the state', async () => {
     const res = await panel.request('/api/auth/oidc/login')
     const state = new URL(res.headers.get('location')!).searchParams.get('state')!
-    const refused = await panel.request(`/api/auth/oidc/callback?error=access_denied&state=${encodeURIComponent(state)}`)
+    const cookie = loginCookieOf(res)
+    const refused = await panel.request(`/api/auth/oidc/callback?error=access_denied&state=${encodeURIComponent(state)}`, { cookie })
     expect(errorCodeOf(refused)).toBe('provider_error')
     expect((await auditRows('oidc_provider_error')).at(-1)).toMatchObject({ provider_error: 'access_denied' })
-    expect(errorCodeOf(await panel.request(`/api/auth/oidc/callback?code=x&state=${encodeURIComponent(state)}`))).toBe('state_not_found')
+    expect(errorCodeOf(await panel.request(`/api/auth/oidc/callback?code=x&state=${encodeURIComponent(state)}`, { cookie }))).toBe(
+      'state_not_found',
+    )
   })
 
   it('an expired state (older than 10 minutes) is state_not_found', async () => {
     idp.accounts.set('sub-carol', { email: 'carol@example.test', email_verified: true })
     idp.nextAccount = 'sub-carol'
-    const { callbackPath } = await startLogin()
+    const { callbackPath, loginCookie } = await startLogin()
     await setClockOffset(10 * 60_000 + 1_000) // the panel's auth clock moves 10 minutes on
     const before = await sessionCount()
-    const res = await panel.request(callbackPath)
+    const res = await panel.request(callbackPath, { cookie: loginCookie })
     expect(errorCodeOf(res)).toBe('state_not_found')
     expect(sessionCookieOf(res)).toBeUndefined()
     expect(await sessionCount()).toBe(before)
+  })
+
+  // Regression (issue 33, item 10; review finding 12): the callback accepted any state found in
+  // the pending store, so an attacker could start a login, sign in at the provider as themselves
+  // and hand the callback URL to a victim: the victim's own session was ended and their browser
+  // signed in to the attacker's account. The state is now bound to the browser by a cookie.
+  it('a callback from a browser that did not start the login is state_not_found: no session, the victim keeps theirs', async () => {
+    idp.accounts.set('sub-mallet', { email: 'mallet@example.test', email_verified: true })
+    const victim = await panel.login() // a signed-in admin's browser
+    const before = await sessionCount()
+
+    // The attacker's login, completed at the provider, its callback URL opened by the victim.
+    idp.nextAccount = 'sub-mallet'
+    const attack = await startLogin('/settings')
+    const res = await panel.request(attack.callbackPath, { cookie: victim })
+    expect(errorCodeOf(res)).toBe('state_not_found')
+    expect(sessionCookieOf(res)).toBeUndefined()
+    expect((await auditRows('oidc_state_not_found')).at(-1)).toMatchObject({ code: 'state_not_found', reason: 'no_login_cookie' })
+
+    // A victim in the middle of a login of their own carries a login cookie: not the attacker's.
+    const own = loginCookieOf(await panel.request('/api/auth/oidc/login'))
+    idp.nextAccount = 'sub-mallet'
+    const second = await startLogin()
+    const res2 = await panel.request(second.callbackPath, { cookie: `${victim}; ${own}` })
+    expect(errorCodeOf(res2)).toBe('state_not_found')
+    expect((await auditRows('oidc_state_not_found')).at(-1)).toMatchObject({ reason: 'started_in_another_browser' })
+    // The state is used up by the refusal: not even the attacker's own browser completes it now.
+    expect(errorCodeOf(await panel.request(second.callbackPath, { cookie: second.loginCookie }))).toBe('state_not_found')
+
+    // The victim's session was not touched, no session was created, and the attacker's account was never signed in.
+    expect((await panel.request('/api/auth/session', { cookie: victim })).json.user.email).toBe('admin@example.test')
+    expect(await sessionCount()).toBe(before)
+    expect((await panel.db().execute("SELECT count(*) AS n FROM users WHERE external_id = 'sub-mallet'")).rows[0]!.n).toBe(0)
+  })
+
+  it('the login cookie is host-only, HttpOnly, SameSite=Lax and lives as long as the state', async () => {
+    const res = await panel.request('/api/auth/oidc/login')
+    const raw = res.headers.getSetCookie().find((c) => c.startsWith('__Host-panel_oidc='))!
+    expect(raw).toBeDefined()
+    expect(raw).not.toMatch(/Domain=/i)
+    expect(raw).toMatch(/Path=\//)
+    expect(raw).toMatch(/HttpOnly/)
+    expect(raw).toMatch(/Secure/)
+    expect(raw).toMatch(/SameSite=Lax/)
+    expect(raw).toMatch(/Max-Age=600/)
   })
 
   for (const [tamper, reason] of [

@@ -51,6 +51,33 @@ describe('parseConfig — every problem listed with its fix', () => {
     expect(parseConfig(env).errors.join('\n')).toMatch(expected)
   })
 
+  // Regression (issue 33, review Info "cookie domain on a public suffix"): PANEL_DOMAIN=myhome.duckdns.org
+  // gave the cookie Domain=duckdns.org, which browsers refuse, and made every *.duckdns.org "on-domain".
+  it.each([
+    [
+      'myhome.duckdns.org',
+      /PANEL_DOMAIN "myhome\.duckdns\.org" would put the session cookie on "duckdns\.org", a public suffix.*panel\.myhome\.duckdns\.org/,
+    ],
+    ['panel.co.uk', /PANEL_DOMAIN "panel\.co\.uk" would put the session cookie on "co\.uk", a public suffix/],
+    ['me.github.io', /on "github\.io", a public suffix/],
+    ['github.io', /PANEL_DOMAIN "github\.io".*use a name inside a domain of your own/],
+  ])('PANEL_DOMAIN=%s is refused: its cookie domain is a public suffix', (domain, expected) => {
+    expect(parseConfig({ PANEL_DOMAIN: domain }).errors.join('\n')).toMatch(expected)
+  })
+
+  it.each([
+    'panel.example.com',
+    'panel.myhome.duckdns.org',
+    'example.com',
+    'panel.lan',
+    'nas',
+    'localhost',
+    'panel.localhost',
+    '192.168.1.10',
+  ])('PANEL_DOMAIN=%s is accepted as before', (domain) => {
+    expect(parseConfig({ PANEL_DOMAIN: domain }).errors).toEqual([])
+  })
+
   it('collects several problems at once', () => {
     expect(parseConfig({ PORT: 'x', PANEL_MODE: 'y' }).errors).toHaveLength(2)
   })

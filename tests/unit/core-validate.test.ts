@@ -4,6 +4,8 @@ import {
   assertCleanJson,
   decodeJsonBody,
   emailSchema,
+  jsonNestsDeeperThan,
+  MAX_JSON_DEPTH,
   ipOrCidrText,
   parseQueryWith,
   parseWith,
@@ -40,6 +42,39 @@ describe('JSON bodies are decoded strictly', () => {
 
   it('refuses text that is not JSON', () => {
     expect(statusOf(() => decodeJsonBody(Buffer.from('{"a":')))?.message).toBe('request body is not valid JSON')
+  })
+})
+
+describe('nesting depth is bounded before anything walks the value', () => {
+  // Regression (issue 33, review Info "deeply nested JSON"): a 1 MB body of nested arrays to the
+  // public login route answered 500 "internal error"; assertCleanJson's recursion overflowed the stack.
+  it('a 1 MB body of nested arrays is a 400 naming the limit, not a stack overflow', () => {
+    const deep = Buffer.from('['.repeat(500_000) + ']'.repeat(500_000))
+    expect(statusOf(() => decodeJsonBody(deep))).toEqual({
+      status: 400,
+      message: `request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects: send a flatter document`,
+    })
+    const objects = Buffer.from(`${'{"a":'.repeat(200_000)}1${'}'.repeat(200_000)}`)
+    expect(statusOf(() => decodeJsonBody(objects))?.status).toBe(400)
+  })
+
+  it('accepts exactly the limit, refuses one more', () => {
+    const nested = (n: number) => '['.repeat(n) + ']'.repeat(n)
+    expect(statusOf(() => decodeJsonBody(Buffer.from(nested(MAX_JSON_DEPTH))))).toBeNull()
+    expect(statusOf(() => decodeJsonBody(Buffer.from(nested(MAX_JSON_DEPTH + 1))))?.status).toBe(400)
+  })
+
+  it('brackets inside strings, escaped quotes included, do not count', () => {
+    const text = JSON.stringify({ note: `${'['.repeat(1000)}\\"${'{'.repeat(1000)}`, list: [[1]] })
+    // The object, `list` and its inner array: three levels.
+    expect(jsonNestsDeeperThan(text, 3)).toBe(false)
+    expect(jsonNestsDeeperThan(text, 2)).toBe(true)
+  })
+
+  it('a value parsed elsewhere (a query) gets the same bound in assertCleanJson', () => {
+    let value: unknown = 'x'
+    for (let i = 0; i < MAX_JSON_DEPTH + 1; i++) value = [value]
+    expect(statusOf(() => assertCleanJson(value))?.message).toMatch(/nests deeper than 64 levels/)
   })
 })
 

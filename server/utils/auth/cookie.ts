@@ -1,16 +1,9 @@
 import { deleteCookie, setCookie, type H3Event } from 'h3'
-import { getConfig } from '../core/config'
+import { cookieDomainFor, getConfig } from '../core/config'
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from './sessions'
 
-const _IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
-
-/** The cookie Domain: the parent of the panel's domain, none for localhost or an IP. */
-export function cookieDomainFor(panelDomain: string): string | undefined {
-  if (panelDomain === 'localhost' || panelDomain.endsWith('.localhost') || _IPV4.test(panelDomain) || panelDomain.includes(':'))
-    return undefined
-  const labels = panelDomain.split('.')
-  return labels.length > 2 ? labels.slice(1).join('.') : panelDomain
-}
+// The rule lives with the configuration, which refuses a PANEL_DOMAIN whose cookie domain is a public suffix.
+export { cookieDomainFor } from '../core/config'
 
 export function isLoopbackHostname(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '').toLowerCase()

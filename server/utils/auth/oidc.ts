@@ -12,10 +12,12 @@ import { logger } from '../core/log'
 import { createPendingStore } from './pending-store'
 import { sanitizeRedirectTarget } from './redirect'
 import { createSession } from './sessions'
+import { browserBindingMatches } from './oidc-browser'
 
 // OIDC login, authorization code flow with PKCE (S256), spec Authentication 4.
 // Login keeps state, nonce and code_verifier in a single-use pending store
-// (10 minutes) and redirects to the provider; the callback exchanges the code,
+// (10 minutes), binds it to the browser with a cookie (oidc-browser.ts) and
+// redirects to the provider; the callback requires that cookie, exchanges the code,
 // verifies the id_token with jose (issuer, audience, signature against the
 // provider's JWKS, expiry, nonce), upserts the user by `sub`, then checks the
 // allowlist and the email-verified requirement. Every failure has a stable code
@@ -58,6 +60,8 @@ interface PendingLogin {
   rd: string
   issuer: string
   clientId: string
+  /** SHA-256 of the value in the browser's login cookie: the callback must come from that browser. */
+  browserHash: string
 }
 
 export const oidcPendingStates = createPendingStore<PendingLogin>({ prefix: 'auth:oidc-pending', ttlMs: OIDC_PENDING_LIFETIME_MS })
@@ -140,8 +144,11 @@ async function _settings() {
   }
 }
 
-/** GET /api/auth/oidc/login: the URL of the provider's authorization endpoint for a new login. */
-export async function startOidcLogin(rd: string | undefined): Promise<string> {
+/**
+ * GET /api/auth/oidc/login: the URL of the provider's authorization endpoint for a new login,
+ * bound to the browser whose login cookie hashes to `browserHash`.
+ */
+export async function startOidcLogin(rd: string | undefined, browserHash: string): Promise<string> {
   const s = await _settings()
   if (!s.issuer || !s.clientId) throw new OidcFailure('oidc_disabled')
   const discovery = await _discover(s.issuer)
@@ -154,6 +161,7 @@ export async function startOidcLogin(rd: string | undefined): Promise<string> {
     rd: sanitizeRedirectTarget(rd, getConfig().domain, '/'),
     issuer: discovery.issuer,
     clientId: s.clientId,
+    browserHash,
   })
   const url = new URL(discovery.authorization_endpoint)
   url.searchParams.set('response_type', 'code')
@@ -297,15 +305,23 @@ export interface OidcLoginResult {
 }
 
 /**
- * GET /api/auth/oidc/callback. Throws OidcFailure for every refusal; the caller
- * audits it (auditOidcFailure) and redirects to the login page with the code.
+ * GET /api/auth/oidc/callback, with the binding the browser's login cookie carried. Throws
+ * OidcFailure for every refusal; the caller audits it (auditOidcFailure) and redirects to the
+ * login page with the code.
  */
 export async function completeOidcLogin(
   query: { code?: string; state?: string; error?: string },
   ctx: AuditContext,
+  browserBinding: string | undefined,
 ): Promise<OidcLoginResult> {
   const pending = query.state ? await oidcPendingStates.take(query.state) : null
   if (!pending) throw new OidcFailure('state_not_found')
+  // A state this browser did not start is unknown to it (spec: state_not_found); it is used up
+  // all the same, so a callback URL handed to someone else is dead for everyone.
+  if (!browserBindingMatches(browserBinding, pending.browserHash))
+    throw new OidcFailure('state_not_found', {
+      reason: browserBinding ? 'started_in_another_browser' : 'no_login_cookie',
+    })
   if (query.error) throw new OidcFailure('provider_error', { provider_error: /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'unknown' })
   if (!query.code) throw new OidcFailure('exchange_failed', { reason: 'no code in the callback' })
   const discovery = await _discover(pending.issuer)

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
+import { parse as parseDomainName } from 'tldts'
 
 // The only module that reads process.env. Every variable has a default and a
 // validator; boot fails listing every problem at once, each with its fix.
@@ -119,6 +120,27 @@ function _isUrl(v: string, protocols: string[]): boolean {
   }
 }
 
+const _IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
+
+/** The cookie Domain: the parent of the panel's domain, none for localhost or an IP. */
+export function cookieDomainFor(panelDomain: string): string | undefined {
+  if (panelDomain === 'localhost' || panelDomain.endsWith('.localhost') || _IPV4.test(panelDomain) || panelDomain.includes(':'))
+    return undefined
+  const labels = panelDomain.split('.')
+  return labels.length > 2 ? labels.slice(1).join('.') : panelDomain
+}
+
+/**
+ * Whether `domain` is listed as a public suffix: a name under which anyone may register their
+ * own (com, co.uk, github.io, duckdns.org). The Public Suffix List's private section counts too,
+ * as browsers use it: they refuse a cookie for such a domain, and every other site under it
+ * would count as the panel's own. A single label the list does not know (`nas`, `lan`) is not one.
+ */
+export function isPublicSuffix(domain: string): boolean {
+  const parsed = parseDomainName(domain, { allowPrivateDomains: true })
+  return parsed.publicSuffix === domain && (parsed.isIcann === true || parsed.isPrivate === true)
+}
+
 /** Pure: parses an environment into a config plus every problem found. */
 export function parseConfig(env: Env): { config: PanelConfig; errors: string[] } {
   const errors: string[] = []
@@ -135,6 +157,16 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const domain = (_opt(env, 'PANEL_DOMAIN') ?? 'localhost').toLowerCase()
   if (!/^[a-z0-9.-]+$/.test(domain) && !/^[0-9a-f:]+$/.test(domain))
     errors.push(`PANEL_DOMAIN must be a host name such as panel.example.com (got "${domain}")`)
+  else {
+    const cookieDomain = cookieDomainFor(domain)
+    if (cookieDomain !== undefined && isPublicSuffix(cookieDomain))
+      errors.push(
+        `PANEL_DOMAIN "${domain}" would put the session cookie on "${cookieDomain}", a public suffix (anyone can get a name under it, and browsers refuse such a cookie): ` +
+          (isPublicSuffix(domain)
+            ? 'use a name inside a domain of your own, such as panel.example.com'
+            : `use a name one level down, such as panel.${domain}, so that the cookie stays on ${domain}`),
+      )
+  }
   const mode = (_opt(env, 'PANEL_MODE') ?? 'lan').toLowerCase()
   if (mode !== 'lan' && mode !== 'public') errors.push('PANEL_MODE must be "lan" or "public"')
   const publicUrl = (_opt(env, 'PANEL_PUBLIC_URL') ?? `https://${domain}`).replace(/\/+$/, '')

@@ -1,9 +1,11 @@
-import { getRequestHeader, readRawBody, type H3Event } from 'h3'
+import { getRequestHeader, type H3Event } from 'h3'
 import { z, type ZodType } from 'zod'
 import { jsonContentTypeProblem } from './content-type'
-import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors'
+import { readBoundedBody } from './body'
+import { badRequest, unsupportedMediaType } from './errors'
 
-export const JSON_BODY_LIMIT_BYTES = 1024 * 1024
+/** How deep arrays and objects may nest in a JSON body; no route's schema comes near it. */
+export const MAX_JSON_DEPTH = 64
 
 /** "field.path: problem" for the first issue, in words an operator can act on. */
 export function describeZodError(error: z.ZodError): string {
@@ -38,6 +40,8 @@ function _where(path: Array<string | number>, root: string): string {
  * off by the database): no prototype keys and no control characters at any depth.
  */
 export function assertCleanJson(value: unknown, path: Array<string | number> = [], root = 'body'): void {
+  // Recursion bounded: a value parsed elsewhere than decodeJsonBody (a query) gets the same limit.
+  if (path.length > MAX_JSON_DEPTH) throw badRequest(`${root}: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`)
   if (typeof value === 'string') {
     if (_CONTROL_EXCEPT_TAB_NEWLINE.test(value))
       throw badRequest(`${_where(path, root)}: must not contain control characters (NUL, U+0001-U+001F except tab and newline, DEL)`)
@@ -66,9 +70,33 @@ export function decodeUtf8(raw: Uint8Array, what: string): string {
   }
 }
 
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`, by one pass over its characters.
+ * Checked before JSON.parse: every later walk of the value (assertCleanJson, the schema) recurses,
+ * and a 1 MB body of brackets would overflow the stack there.
+ */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c)
+        i++ // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
+
 /** Decodes and parses a JSON body, then refuses prototype keys and control characters (assertCleanJson). */
 export function decodeJsonBody(raw: Uint8Array): unknown {
   const text = decodeUtf8(raw, 'request body')
+  if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH))
+    throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects: send a flatter document`)
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -80,15 +108,15 @@ export function decodeJsonBody(raw: Uint8Array): unknown {
 }
 
 /**
- * Reads a JSON body (1 MiB at most, Content-Type application/json) and validates it; every
- * failure is a 4xx with {error}. The body is required, as the document says of every JSON body: `{}` where every field is optional.
+ * Reads a JSON body (within the route's limit, server/utils/core/body.ts; Content-Type application/json) and
+ * validates it; every failure is a 4xx with {error}. The body is required, as the document says of every JSON
+ * body: `{}` where every field is optional.
  */
 export async function readValidatedJson<T>(event: H3Event, schema: ZodType<T>): Promise<T> {
   // Checked before the body is read: a JSON route takes nothing else (415), not even a body without a type.
   const typeProblem = jsonContentTypeProblem(getRequestHeader(event, 'content-type'))
   if (typeProblem) throw unsupportedMediaType(typeProblem)
-  const raw = await readRawBody(event, false)
-  if (raw && raw.length > JSON_BODY_LIMIT_BYTES) throw payloadTooLarge(JSON_BODY_LIMIT_BYTES)
+  const raw = await readBoundedBody(event)
   if (!raw?.length) throw badRequest('request body is required: send a JSON object ({} where every field is optional)')
   return parseWith(schema, decodeJsonBody(raw))
 }

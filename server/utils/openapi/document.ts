@@ -1,6 +1,7 @@
 import { z, type ZodType } from 'zod'
 import { SESSION_COOKIE } from '../auth/sessions'
 import { PANEL_VERSION } from '../core/version'
+import { bodyLimitFor } from '../core/body'
 import { errorSchema, type OperationDoc } from './registry'
 import { API_AREAS } from './areas'
 
@@ -10,6 +11,10 @@ import { API_AREAS } from './areas'
 // with defaults are optional), response schemas on their output side.
 
 type JsonSchema = Record<string, unknown>
+
+function _sizeText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`
+}
 
 function _jsonSchema(schema: ZodType, io: 'input' | 'output'): JsonSchema {
   const out = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as JsonSchema
@@ -117,8 +122,12 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       description: 'the body is not sent as Content-Type: application/json',
       content: { 'application/json': { schema: _ERROR_REF } },
     }
+  // server/utils/core/body.ts: counted while the body arrives, declared length or not.
   if ((op.body || op.multipart) && !responses['413'])
-    responses['413'] = { description: 'request body over 1 MiB', content: { 'application/json': { schema: _ERROR_REF } } }
+    responses['413'] = {
+      description: `request body over ${_sizeText(bodyLimitFor(op.path))}`,
+      content: { 'application/json': { schema: _ERROR_REF } },
+    }
   responses.default = _ERROR_RESPONSE
   const access = {
     public: 'No session needed.',

@@ -101,6 +101,13 @@ export const logsOperations = [
     query: logFilterQuery,
     description:
       'Each new row matching the filter as `event: log` with the row (as in GET /api/logs) as JSON `data`; `: connected` at once and `: heartbeat` every 15 s.',
-    responses: { 200: ok('an event stream', undefined, { contentType: 'text/event-stream' }) },
+    responses: {
+      200: ok('an event stream', undefined, { contentType: 'text/event-stream' }),
+      429: ok(
+        'this session already holds 4 live tails, or the panel 64 (close one and try again); or too many invalid API tokens from this address',
+        undefined,
+        { headers: { 'Retry-After': 'seconds to wait' } },
+      ),
+    },
   }),
 ]
