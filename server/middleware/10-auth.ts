@@ -1,5 +1,6 @@
-import { defineEventHandler, getCookie } from 'h3'
-import { SESSION_COOKIE, resolveSession } from '../utils/auth/sessions'
+import { defineEventHandler } from 'h3'
+import { resolveSession } from '../utils/auth/sessions'
+import { readSessionCookie } from '../utils/auth/cookie'
 import { assertSameSiteOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
 import { assertNoTokenInQuery, bearerSecretOf, resolveApiToken } from '../utils/auth/api-tokens'
 import { clientIpOf } from '../utils/core/request'
@@ -14,8 +15,7 @@ export default defineEventHandler(async (event) => {
   // API tokens (issue 17): a Bearer header replaces the cookie; never a query string.
   assertNoTokenInQuery(event)
   const bearer = bearerSecretOf(event)
-  const session =
-    bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
+  const session = bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(readSessionCookie(event))
   if (session) event.context.auth = session
   if (isPublicApiPath(path)) return
   if (!session) throw unauthorized()
