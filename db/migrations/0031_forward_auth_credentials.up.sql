@@ -1,7 +1,8 @@
 -- Strict session mode (setting auth.strict_sessions, docs/auth.md): ForwardAuth's own credentials.
 -- Both tables hang off a panel session: the resolver joins the session on every use, so ending
--- the session (logout, password or role change, user deletion, expiry) ends them at once; the
--- references say so, and the auth sweep removes the rows left behind (foreign keys are off here).
+-- the session (logout, password or role change, user deletion, expiry) ends them at once. The
+-- references cascade where the connection enforces them (the libSQL client does); the code also
+-- deletes them by hand and the auth sweep removes any left behind.
 -- Only SHA-256 hashes are stored, so a database copy cannot be replayed.
 
 -- One-time codes: minted on the panel's name for one protected host, traded once on that host.

@@ -124,12 +124,14 @@ export async function resolveSession(token: string | undefined): Promise<Resolve
 
 export async function deleteSessionByToken(exec: Executor, token: string): Promise<void> {
   const tokenHash = hashSessionToken(token)
-  const ended = await exec.delete(sessions).where(eq(sessions.tokenHash, tokenHash)).returning({ id: sessions.id })
-  await kvRemove(_cacheKey(tokenHash))
+  // Before the session's row goes: where the database enforces the references, its credentials go with it.
+  const ending = await exec.select({ id: sessions.id }).from(sessions).where(eq(sessions.tokenHash, tokenHash))
   await _endForwardAuthOfSessions(
     exec,
-    ended.map((r) => r.id),
+    ending.map((r) => r.id),
   )
+  await exec.delete(sessions).where(eq(sessions.tokenHash, tokenHash))
+  await kvRemove(_cacheKey(tokenHash))
 }
 
 /** The cache key of a ForwardAuth credential of strict session mode (forward-credentials.ts): kept here, where sessions end. */
@@ -137,7 +139,7 @@ export const forwardCredentialCacheKey = (tokenHash: string) => `fa:${tokenHash}
 
 /**
  * Strict session mode: a session's ForwardAuth credentials and codes end with it, in the
- * database (foreign keys are off, so by hand) and in the cache, so that a logout or a
+ * database (by hand too: the references cascade only where the connection enforces them) and in the cache, so that a logout or a
  * password change closes the protected hosts at once too.
  */
 async function _endForwardAuthOfSessions(exec: Executor, sessionIds: number[], keepRows = false): Promise<void> {
