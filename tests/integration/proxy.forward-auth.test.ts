@@ -174,6 +174,8 @@ describe('the proxy scrubs both ways, in the default mode too (issue 33)', () =>
     }
   })
 
+  // The production Caddy drops every header name with an underscore itself (GHSA-f59h-q822-g45g); the
+  // panel's own deletes are what protects the stock 2.6.2 (proxy.compat-stock.test.ts fails without them).
   it('a client-sent X-Auth-* header reaches the upstream in no spelling: underscores, mixed, any case', async () => {
     const res = await httpRequest({
       port: stack.httpPort,
