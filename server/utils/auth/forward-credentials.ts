@@ -8,6 +8,8 @@ import { getDb, runWrite, writeTransaction } from '../core/db'
 import { badRequest, pathNotFound } from '../core/errors'
 import { kvPeekFresh, kvSetWithTtl } from '../core/kv'
 import { clientIpOf } from '../core/request'
+import { parseQueryWith } from '../core/validate'
+import { forwardAuthCallbackQuery, forwardAuthStartQuery } from './schemas'
 import { readSessionCookie } from './cookie'
 import { FORWARD_AUTH_CALLBACK_PATH, FORWARD_AUTH_COOKIE, FORWARD_AUTH_START_ROUTE } from './session-cookie'
 import {
@@ -112,8 +114,8 @@ function _refuseWhenOff(): void {
 }
 
 /** The protected host a return URL names, or the reason it cannot be one. */
-async function _protectedTarget(rd: unknown): Promise<URL> {
-  if (typeof rd !== 'string' || !rd) throw badRequest('rd: the URL of the protected page is required (ForwardAuth puts it there)')
+async function _protectedTarget(rd: string): Promise<URL> {
+  if (!rd) throw badRequest('rd: the URL of the protected page is required (ForwardAuth puts it there)')
   let url: URL | undefined
   try {
     if (rd.length <= 4096 && !/[\\\u0000-\u001f\u007f]/.test(rd)) url = new URL(rd)
@@ -140,8 +142,8 @@ async function _protectedTarget(rd: unknown): Promise<URL> {
  * the page answers once with a same-site reload of itself (`bounce=1`), which does.
  */
 export async function startForwardAuthExchange(event: H3Event): Promise<void> {
+  const query = parseQueryWith(forwardAuthStartQuery, getQuery(event))
   _refuseWhenOff()
-  const query = getQuery(event)
   const target = await _protectedTarget(query.rd)
   const session = await resolveSession(readSessionCookie(event))
   const here = `${FORWARD_AUTH_START_ROUTE}?rd=${encodeURIComponent(target.href)}`
@@ -186,9 +188,9 @@ function _sameHostPath(rd: unknown): string {
  * its session still lives, the host gets its credential and the browser goes on to rd.
  */
 export async function finishForwardAuthExchange(event: H3Event): Promise<void> {
+  const query = parseQueryWith(forwardAuthCallbackQuery, getQuery(event))
   _refuseWhenOff()
-  const query = getQuery(event)
-  const code = typeof query.code === 'string' && query.code.length <= 128 ? query.code : ''
+  const code = query.code
   const host = hostnameOfHostValue(event.node.req.headers['x-forwarded-host'] as string | undefined)
   const granted = await writeTransaction(async (tx) => {
     if (!code || !host) return null

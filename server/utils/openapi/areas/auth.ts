@@ -3,6 +3,8 @@ import {
   createApiTokenBody,
   listApiTokensQuery,
   emptyBody,
+  forwardAuthCallbackQuery,
+  forwardAuthStartQuery,
   loginBody,
   oidcCallbackQuery,
   oidcLoginQuery,
@@ -229,14 +231,12 @@ export const authOperations = [
     summary: 'Strict session mode: a one-time code for a protected host',
     description:
       'Only with the setting auth.strict_sessions (404 otherwise; docs/auth.md). ForwardAuth sends a browser here instead of to the login page. With a panel session: a single-use code valid 60 s, bound to the session and the host of rd, and a 302 to https://<host>/.panel-auth/callback?code=<code>&rd=<path>. Without one: a page that reloads itself once (the SameSite=Strict cookie is not sent on a navigation from another site), then 302 to the login page, which returns here.',
-    query: z.object({
-      rd: z.string().describe('the URL of the protected page; its host must be an enabled host with auth_required'),
-      bounce: z.literal('1').optional().describe('set by the reload: the browser was asked once already'),
-    }),
+    query: forwardAuthStartQuery,
     responses: {
       200: ok('no session cookie on the first request: a page reloading this one', undefined, { contentType: 'text/html' }),
       302: ok('to the host with a code, or to the login page', undefined, { headers: { Location: 'the next step' } }),
       400: ok('rd is missing, not http(s), or names no host protected by ForwardAuth'),
+      404: ok('strict session mode is off'),
     },
   }),
   operation({
@@ -246,15 +246,13 @@ export const authOperations = [
     summary: "Strict session mode: a protected host's code traded for its credential",
     description:
       'Reached through the proxy, which routes /.panel-auth/callback of every ForwardAuth host here (404 without auth.strict_sessions). The code is spent on the first call, whatever follows. A fresh code minted for this host (X-Forwarded-Host) of a live session sets the host-only cookie panel_fa (valid for /auth/forward of this host only, never for /api; it ends with the session) and redirects to rd, a path on the same host.',
-    query: z.object({
-      code: z.string().describe('the one-time code from /auth/forward/start'),
-      rd: z.string().optional().describe('a path on this host (anything else: /)'),
-    }),
+    query: forwardAuthCallbackQuery,
     responses: {
       302: ok('credential set: on to rd', undefined, {
         headers: { 'Set-Cookie': 'panel_fa=<token>; Path=/; HttpOnly; SameSite=Lax; Secure over https', Location: 'rd' },
       }),
       400: ok('the code is unknown, used, expired, or was minted for another host'),
+      404: ok('strict session mode is off'),
     },
   }),
   operation({
