@@ -155,7 +155,7 @@ describe('strict session mode: the code exchange, through the proxy', () => {
     expect((await viaProxy(APP, '/', { cookie: credential! })).status).toBe(302)
   })
 
-  it("ending the panel session ends the host's credential at once: a password change", async () => {
+  it("ending the panel session ends the host's credential at once: a password change, a role change, the user's deletion", async () => {
     const created = await stack.panel.request('/api/users', {
       method: 'POST',
       cookie: admin,
@@ -172,5 +172,20 @@ describe('strict session mode: the code exchange, through the proxy', () => {
     })
     expect(changed.status, changed.text).toBe(200)
     expect((await viaProxy(APP, '/', { cookie: credential! })).status).toBe(302)
+    // A role change, then the user's deletion, each with a new session and credential.
+    const user = (body: Record<string, unknown>) =>
+      stack.panel.request(`/api/users/${created.json.id}`, {
+        method: 'PUT',
+        cookie: admin,
+        body: { email: 'viewer@example.test', name: 'V', ...body },
+      })
+    let next = (await exchange(APP, await stack.panel.login('viewer@example.test', 'Other-Passw0rd-Long'))).credential!
+    expect((await viaProxy(APP, '/', { cookie: next })).status).toBe(200)
+    expect((await user({ role: 'admin' })).status).toBe(200)
+    expect((await viaProxy(APP, '/', { cookie: next })).status).toBe(302)
+    next = (await exchange(APP, await stack.panel.login('viewer@example.test', 'Other-Passw0rd-Long'))).credential!
+    expect((await viaProxy(APP, '/', { cookie: next })).status).toBe(200)
+    expect((await stack.panel.request(`/api/users/${created.json.id}`, { method: 'DELETE', cookie: admin })).status).toBe(204)
+    expect((await viaProxy(APP, '/', { cookie: next })).status).toBe(302)
   })
 })
