@@ -151,10 +151,11 @@ export async function startForwardAuthExchange(event: H3Event): Promise<void> {
   if (!session) {
     if (query.bounce !== '1') {
       const again = `${here}&bounce=1`
+      // No favicon request for a page shown for an instant (the icon link).
       setResponseHeader(event, 'content-type', 'text/html; charset=utf-8')
       event.node.res.statusCode = 200
       event.node.res.end(
-        `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${again.replace(/"/g, '%22')}"></head></html>`,
+        `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=${again.replace(/"/g, '%22')}"><link rel="icon" href="data:,"></head></html>`,
       )
       return
     }
