@@ -61,7 +61,21 @@ function _cachedCredential(cacheKey: string): ResolvedForwardCredential | null |
 /** resolveForwardCredential's answer when the cache holds it, without a promise (ForwardAuth's fast path). */
 export function resolveCachedForwardCredential(token: string | undefined): ResolvedForwardCredential | null | undefined {
   if (!token || token.length > 128) return null
-  return _cachedCredential(forwardCredentialCacheKey(hashSessionToken(token)))
+  return _cachedCredential(_recentCacheKey(token))
+}
+
+// As for sessions (sessions.ts, _recentCacheKey): the proxy asks about the same few credentials
+// over and over, and the hash was most of a cached answer's cost. Bounded; hashes stay the only stored form.
+const _CACHE_KEY_MEMO_CAP = 4096
+const _cacheKeyOfToken = new Map<string, string>()
+function _recentCacheKey(token: string): string {
+  let cacheKey = _cacheKeyOfToken.get(token)
+  if (cacheKey === undefined) {
+    if (_cacheKeyOfToken.size >= _CACHE_KEY_MEMO_CAP) _cacheKeyOfToken.clear()
+    cacheKey = forwardCredentialCacheKey(hashSessionToken(token))
+    _cacheKeyOfToken.set(token, cacheKey)
+  }
+  return cacheKey
 }
 
 /**
@@ -98,8 +112,16 @@ export async function resolveForwardCredential(token: string | undefined): Promi
 
 /** The session a credential stands for on this request: none unless the request is for the credential's own host. */
 export function sessionForHost(credential: ResolvedForwardCredential | null, forwardedHost: string | undefined): ResolvedSession | null {
-  return credential && credential.host === hostnameOfHostValue(forwardedHost) ? credential.session : null
+  if (!credential) return null
+  // The last value and its name: a protected host's checks carry the same header again and again.
+  if (forwardedHost !== _lastForwardedHost) {
+    _lastHostname = hostnameOfHostValue(forwardedHost)
+    _lastForwardedHost = forwardedHost
+  }
+  return credential.host === _lastHostname ? credential.session : null
 }
+let _lastForwardedHost: string | undefined
+let _lastHostname = ''
 
 /** Where /auth/forward sends a browser without a credential for the host: the start of the exchange, on the panel. */
 export function strictForwardAuthStartUrl(original: string | undefined): string {
