@@ -42,6 +42,24 @@ export const sessions = sqliteTable('sessions', {
   userAgent: text('user_agent'),
 })
 
+/** Migration 0031: strict session mode's one-time codes (server/utils/auth/forward-credentials.ts); hashes only. */
+export const forwardAuthCodes = sqliteTable('forward_auth_codes', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  codeHash: text('code_hash').notNull(),
+  sessionId: integer('session_id').notNull(),
+  host: text('host').notNull(),
+  expiresAtMs: integer('expires_at_ms').notNull(),
+})
+
+/** Migration 0031: ForwardAuth's own credential per (session, protected host); hashes only. */
+export const forwardAuthCredentials = sqliteTable('forward_auth_credentials', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  tokenHash: text('token_hash').notNull(),
+  sessionId: integer('session_id').notNull(),
+  host: text('host').notNull(),
+  createdAtMs: integer('created_at_ms').notNull(),
+})
+
 export const loginAttempts = sqliteTable('login_attempts', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   tsMs: integer('ts_ms').notNull(),

@@ -1,6 +1,7 @@
-import { defineEventHandler, getCookie, setResponseHeader } from 'h3'
+import { defineEventHandler, setResponseHeader } from 'h3'
 import { useStorage } from 'nitropack/runtime'
-import { SESSION_COOKIE, resolveSession } from './utils/auth/sessions'
+import { resolveSession } from './utils/auth/sessions'
+import { readSessionCookie } from './utils/auth/cookie'
 import { pathNotFound } from './utils/core/errors'
 
 // Every page of the web UI (/, /login, /hosts/12, ...) is answered with the
@@ -20,7 +21,7 @@ export default defineEventHandler(async (event) => {
   const html = await useStorage('assets:ui').getItem<string>('index.html')
   if (!html) throw pathNotFound('the web UI is not built: run npm run build')
   const page = typeof html === 'string' ? html : new TextDecoder().decode(html as any)
-  const session = await resolveSession(getCookie(event, SESSION_COOKIE))
+  const session = await resolveSession(readSessionCookie(event))
   setResponseHeader(event, 'content-type', 'text/html; charset=utf-8')
   setResponseHeader(event, 'cache-control', 'no-store')
   return page.replace('</head>', `<meta name="panel-session" content="${session ? 'active' : 'none'}"></head>`)

@@ -1,5 +1,6 @@
-import { defineEventHandler, getCookie } from 'h3'
-import { SESSION_COOKIE, resolveSession } from '../utils/auth/sessions'
+import { defineEventHandler } from 'h3'
+import { resolveSession } from '../utils/auth/sessions'
+import { readSessionCookie } from '../utils/auth/cookie'
 import { assertPanelOrigin, isMutation, isPublicApiPath, isSelfServicePath } from '../utils/auth/access'
 import { assertNoTokenInQuery, bearerSecretOf, resolveApiToken } from '../utils/auth/api-tokens'
 import { clientIpOf, noteClientAddress } from '../utils/core/request'
@@ -18,8 +19,7 @@ export default defineEventHandler(async (event) => {
   // forged by another page; an invalid one is refused (401) by resolveApiToken below.
   if (bearer === undefined && isMutation(event)) assertPanelOrigin(event)
   assertNoTokenInQuery(event)
-  const session =
-    bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(getCookie(event, SESSION_COOKIE))
+  const session = bearer !== undefined ? await resolveApiToken(bearer, clientIpOf(event)) : await resolveSession(readSessionCookie(event))
   if (session) event.context.auth = session
   if (isPublicApiPath(path)) return
   if (!session) throw unauthorized()

@@ -5,6 +5,7 @@ import { closeDatabase, openDatabase } from '../utils/core/db'
 import { parseMigrationFiles } from '../utils/core/migrations'
 import { initSecretsBox, resolveMasterKey } from '../utils/core/secrets'
 import { markBootFailed, markBootReady } from '../utils/core/boot'
+import { loadStrictSessions } from '../utils/auth/strict-mode'
 import { bootstrapAdminFromEnv } from '../utils/auth/login'
 import { startRuntimeMonitors } from '../utils/ops/runtime-metrics'
 import { importLegacyProviderAToken } from '../utils/hosts/dns-providers'
@@ -41,6 +42,8 @@ export default defineNitroPlugin((nitroApp) => {
     }
     initSecretsBox(master.key)
     await openDatabase({ url: config.databaseUrl, authToken: config.databaseAuthToken, migrations: await _loadBundledMigrations() })
+    // Strict session mode is read on every request (cookie names, ForwardAuth): known before the first.
+    await loadStrictSessions()
     await bootstrapAdminFromEnv(config.adminEmail, config.adminPassword)
     await importLegacyProviderAToken()
     await syncManualCertFiles()

@@ -1,8 +1,13 @@
 import type { H3Event } from 'h3'
 import { getCookie } from 'h3'
 import { defineNitroPlugin } from 'nitropack/runtime'
-import { answerForwardAuth, answerForwardAuthFromCache, forwardAuthRequestOf, sendForwardAuthAnswer } from '../utils/auth/forward-auth'
-import { SESSION_COOKIE } from '../utils/auth/sessions'
+import {
+  answerForwardAuth,
+  answerForwardAuthFromCache,
+  forwardAuthCookieName,
+  forwardAuthRequestOf,
+  sendForwardAuthAnswer,
+} from '../utils/auth/forward-auth'
 import { isBootReady } from '../utils/core/boot'
 
 // The proxy asks /auth/forward before every request of a protected host, so it
@@ -18,7 +23,7 @@ export default defineNitroPlugin((nitroApp) => {
   const throughApp = app.handler
   app.handler = ((event: H3Event) => {
     if (event.path !== '/auth/forward' || event.method !== 'GET' || !isBootReady()) return throughApp(event)
-    const request = forwardAuthRequestOf((name) => _header(event, name), getCookie(event, SESSION_COOKIE))
+    const request = forwardAuthRequestOf((name) => _header(event, name), getCookie(event, forwardAuthCookieName()))
     // A session the cache holds (every check after a user's first) is answered without a promise.
     const cached = answerForwardAuthFromCache(request)
     if (cached) return sendForwardAuthAnswer(event, cached)

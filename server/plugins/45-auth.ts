@@ -3,11 +3,15 @@ import { whenBootReady } from '../utils/core/boot'
 import { logger } from '../utils/core/log'
 import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { warmPasswordDecoy } from '../utils/auth/passwords'
+import { onSettingsCommit } from '../utils/core/settings'
+import { onStrictSessionsCommit } from '../utils/auth/strict-mode'
 
 // The auth sweep once at boot (then every 10 minutes from nitro.config.ts
 // scheduledTasks), and the decoy password hash computed before the first login.
 export default defineNitroPlugin(() => {
   declareBackgroundJob('auth:sweep', 'task')
+  // Strict session mode: a switch ends every session, and the in-memory mode follows the commit.
+  onSettingsCommit(onStrictSessionsCommit)
   warmPasswordDecoy().catch(() => {})
   whenBootReady().then(
     () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { httpRequest } from '../support/http'
-import { registerTestSecret } from '../support/panel'
+import { ADMIN, registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
 
@@ -69,5 +69,37 @@ describe("Debian's stock Caddy with PROXY_MODULES=none", () => {
     expect((await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/' })).status).toBe(401)
     const auth = { authorization: `Basic ${Buffer.from('ann:compat-password-1').toString('base64')}` }
     expect((await httpRequest({ port: stack.httpPort, host: 'compat.example.test', path: '/', headers: auth })).status).toBe(200)
+  })
+
+  it("a ForwardAuth host: no spelling of a client-sent X-Auth-* header reaches the upstream, nor an upstream's Set-Cookie for a panel cookie the browser", async () => {
+    // 2.6.2 forwards header names with underscores, which CGI-style upstreams fold onto X-Auth-*
+    // (the production Caddy drops them itself since GHSA-f59h-q822-g45g): the panel deletes them.
+    const group = await createGroup(stack, { name: 'compat-fa', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    const res = await createHost(stack, { domain: 'fa.example.test', target_group_id: group.id, auth_required: true })
+    expect(res.status, res.text).toBe(201)
+    up.setResponseHeader('set-cookie', ['panel_session=planted; Domain=example.test; Path=/', 'app=1; Path=/'] as unknown as string)
+    try {
+      const page = await httpRequest({
+        port: stack.httpPort,
+        host: 'fa.example.test',
+        path: '/',
+        headers: {
+          cookie: stack.admin,
+          X_Auth_User: 'mallory1',
+          'X-Auth_Name': 'mallory2',
+          'x_auth-provider': 'mallory3',
+          X_Auth_Email: 'mallory4',
+        },
+      })
+      expect(page.status).toBe(200)
+      const seen = up.requests.at(-1)!.headers
+      expect(JSON.stringify(seen)).not.toContain('mallory')
+      expect(seen['x-auth-user']).toBe(ADMIN.email)
+      const cookies = ([] as string[]).concat(page.headers['set-cookie'] ?? [])
+      expect(cookies).toContain('app=1; Path=/')
+      expect(cookies.filter((c) => c.includes('panel_session'))).toEqual([])
+    } finally {
+      up.setResponseHeader('set-cookie', null)
+    }
   })
 })

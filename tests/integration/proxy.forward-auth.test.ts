@@ -219,3 +219,75 @@ describe('client addresses behind the proxy (issue 33, item 6)', () => {
     }
   })
 })
+
+describe('the proxy scrubs both ways, in the default mode too (issue 33)', () => {
+  it("an upstream's Set-Cookie for a panel cookie never reaches the browser, on a protected host or a sibling; its own cookies do", async () => {
+    const planted = [
+      'panel_session=attacker-session; Domain=example.test; Path=/',
+      '__Host-panel_session=attacker; Path=/; Secure',
+      'panel_fa=attacker; Path=/',
+      'app=1; Path=/',
+    ]
+    up.setResponseHeader('set-cookie', planted as unknown as string)
+    try {
+      for (const [host, cookie] of [
+        ['secure.example.test', stack.admin],
+        ['open.example.test', undefined],
+      ] as const) {
+        const res = await httpRequest({ port: stack.httpPort, host, path: '/', headers: cookie ? { cookie } : {} })
+        expect(res.status, host).toBe(200)
+        const cookies = ([] as string[]).concat(res.headers['set-cookie'] ?? [])
+        expect(cookies, host).toContain('app=1; Path=/')
+        expect(
+          cookies.filter((c) => /panel/i.test(c)),
+          host,
+        ).toEqual([])
+      }
+    } finally {
+      up.setResponseHeader('set-cookie', null)
+    }
+  })
+
+  // The production Caddy drops every header name with an underscore itself (GHSA-f59h-q822-g45g); the
+  // panel's own deletes are what protects the stock 2.6.2 (proxy.compat-stock.test.ts fails without them).
+  it('a client-sent X-Auth-* header reaches the upstream in no spelling: underscores, mixed, any case', async () => {
+    const res = await httpRequest({
+      port: stack.httpPort,
+      host: 'secure.example.test',
+      path: '/',
+      headers: {
+        cookie: stack.admin,
+        X_Auth_User: 'mallory1',
+        x_auth_email: 'mallory2@evil.test',
+        'X-Auth_Name': 'mallory3',
+        'x_auth-provider': 'mallory4',
+        'X-AUTH-USER': 'mallory5',
+      },
+    })
+    expect(res.status).toBe(200)
+    const seen = up.requests.at(-1)!.headers
+    expect(JSON.stringify(seen)).not.toContain('mallory')
+    expect(
+      Object.keys(seen)
+        .filter((k) => /^x[-_]auth[-_]/i.test(k))
+        .sort(),
+    ).toEqual(['x-auth-email', 'x-auth-name', 'x-auth-provider', 'x-auth-user'])
+    expect(seen['x-auth-user']).toBe(ADMIN.email)
+  })
+
+  it("the default mode has no code exchange: the panel refuses its paths, and a protected host's reserved path is the upstream's", async () => {
+    const start = await stack.panel.request(`/auth/forward/start?rd=${encodeURIComponent('http://secure.example.test/')}`, {
+      cookie: stack.admin,
+    })
+    expect(start.status).toBe(404)
+    expect(start.json.error).toContain('auth.strict_sessions')
+    const res = await httpRequest({
+      port: stack.httpPort,
+      host: 'secure.example.test',
+      path: '/.panel-auth/callback?code=x',
+      headers: { cookie: stack.admin },
+    })
+    expect(res.status).toBe(200)
+    expect(up.requests.at(-1)!.url).toBe('/.panel-auth/callback?code=x')
+  })
+})

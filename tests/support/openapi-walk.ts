@@ -142,6 +142,9 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/auth/session': {},
     'GET /api/auth/providers': {},
     'GET /auth/forward': {},
+    // Strict session mode's exchange: off in the walk's panel, so both say so.
+    'GET /auth/forward/start': { query: { rd: 'https://walk.example.test/' }, refusals: [404] },
+    'GET /auth/forward/callback': { query: { code: 'walk', rd: '/' }, refusals: [404] },
     'GET /api/hosts': {},
     'POST /api/hosts': { body: host },
     'GET /api/hosts/{id}': { params: { id: String(f.hostId) } },

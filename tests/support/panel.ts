@@ -69,7 +69,7 @@ export interface PanelHandle {
   pid: number
   output(): string
   request<T = any>(path: string, opts?: RequestOptions): Promise<PanelResponse<T>>
-  /** Logs in and returns the `panel_session=<token>` cookie pair. */
+  /** Logs in and returns the `panel_session=<token>` cookie pair (`__Host-panel_session` in strict session mode over HTTPS). */
   login(email?: string, password?: string): Promise<string>
   db(): Client
   stop(): Promise<void>
@@ -78,7 +78,8 @@ export interface PanelHandle {
 
 export function sessionCookieOf(res: { headers: Headers }): string | undefined {
   for (const c of res.headers.getSetCookie()) {
-    const m = /^(panel_session=[^;]*)/.exec(c)
+    // Strict session mode over HTTPS names it __Host-panel_session (docs/auth.md).
+    const m = /^((?:__Host-)?panel_session=[^;]+)/.exec(c)
     if (m) return m[1]
   }
   return undefined

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
+import { FORWARD_AUTH_CALLBACK_PATH, PANEL_COOKIE_NAMES } from '../../server/utils/auth/session-cookie'
 import {
+  buildForwardAuthCallbackRoute,
   buildPanelCookieStripHandler,
   FORWARD_AUTH_HEADERS,
+  forwardAuthHeaderSpellings,
   FORWARD_AUTH_PROBE_HOST,
   buildForwardAuthHandler,
   buildForwardAuthProbeRoute,
@@ -58,10 +61,18 @@ describe('buildForwardAuthHandler — X-Auth-* headers on 2xx', () => {
     FORWARD_AUTH_HEADERS.forEach((name, i) => {
       const del = routes[1 + 2 * i]
       const set = routes[2 + 2 * i]
-      expect(del).toEqual({ handle: [{ handler: 'headers', request: { delete: [name] } }] }) // no match: always runs
+      expect(del).toEqual({ handle: [{ handler: 'headers', request: { delete: forwardAuthHeaderSpellings(name) } }] }) // no match: always runs
       expect(set.match).toEqual([{ not: [{ vars: { [forwardAuthVarName(name)]: [''] } }] }])
       expect(set.handle).toEqual([{ handler: 'headers', request: { set: { [name]: [`{http.reverse_proxy.header.${name}}`] } } }])
     })
+  })
+
+  it('deletes every spelling an upstream may fold onto the header: underscores for hyphens, in any mix (CGI reads X_Auth_User as X-Auth-User)', () => {
+    expect(forwardAuthHeaderSpellings('X-Auth-User')).toEqual(['X-Auth-User', 'X-Auth_User', 'X_Auth-User', 'X_Auth_User'])
+    for (const name of FORWARD_AUTH_HEADERS) {
+      const deleted = routes.flatMap((r: any) => r.handle.flatMap((h: any) => h.request?.delete ?? []))
+      for (const spelling of forwardAuthHeaderSpellings(name)) expect(deleted).toContain(spelling)
+    }
   })
 
   it('never keys the guard by the placeholder itself (Caddy 2.6.2 compares an unset placeholder as "<nil>")', () => {
@@ -77,7 +88,7 @@ describe('buildForwardAuthHandler — in the host chain', () => {
     )
     expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([
       buildForwardAuthHandler(panel),
-      buildPanelCookieStripHandler('panel_session'),
+      buildPanelCookieStripHandler(PANEL_COOKIE_NAMES),
     ])
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('/auth/forward')
   })
@@ -108,7 +119,7 @@ describe('buildForwardAuthHandler — in the host chain', () => {
         ],
       }),
     )
-    const strip = buildPanelCookieStripHandler('panel_session')
+    const strip = buildPanelCookieStripHandler(PANEL_COOKIE_NAMES)
     expect(hostSubroutes(config, 'app.example.test')[0].handle).toEqual([strip])
     expect(JSON.stringify(hostSubroutes(config, 'panel.example.test'))).not.toContain('panel_session')
     expect(JSON.stringify(hostSubroutes(config, 'other.org'))).not.toContain('panel_session')
@@ -118,6 +129,64 @@ describe('buildForwardAuthHandler — in the host chain', () => {
     // A host-only cookie (no parent domain): nothing to take out anywhere.
     const hostOnly = buildProxyConfig(buildSnapshot({ panelCookie: null, hosts: [buildHostSnapshot({ domain: 'app.example.test' })] }))
     expect(JSON.stringify(hostOnly.config)).not.toContain('search_regexp')
+  })
+
+  it("takes every panel cookie out of the request: the session under both names, and strict mode's ForwardAuth credential", () => {
+    expect([...PANEL_COOKIE_NAMES]).toEqual(['panel_session', '__Host-panel_session', 'panel_fa'])
+    const strip = buildPanelCookieStripHandler(PANEL_COOKIE_NAMES) as any
+    const apply = (cookie: string) =>
+      strip.request.replace.Cookie.reduce((v: string, r: any) => v.replace(new RegExp(r.search_regexp), r.replace), cookie)
+    expect(apply('a=1; panel_fa=t1; b=2')).toBe('a=1; b=2')
+    expect(apply('__Host-panel_session=t2; b=2')).toBe('b=2')
+    expect(apply('a=1; panel_session=t3')).toBe('a=1')
+    expect(apply('my_panel_fa=1; b=2')).toBe('my_panel_fa=1; b=2')
+  })
+
+  it("empties an upstream's Set-Cookie for a panel cookie name, deferred to the upstream's answer; the upstream's own cookies pass", () => {
+    const strip = buildPanelCookieStripHandler(PANEL_COOKIE_NAMES) as any
+    expect(strip.response.deferred).toBe(true)
+    // Go's (?i) prefix is JS's i flag.
+    const apply = (value: string) =>
+      strip.response.replace['Set-Cookie'].reduce(
+        (v: string, r: any) => v.replace(new RegExp(r.search_regexp.replace(/^\(\?i\)/, ''), 'i'), r.replace),
+        value,
+      )
+    for (const planted of [
+      'panel_session=attacker; Domain=example.test; Path=/',
+      ' PANEL_SESSION = x; Max-Age=0',
+      '__host-panel_session=x; Secure; Path=/',
+      'panel_fa=x; Path=/',
+    ])
+      expect(apply(planted), planted).toBe('')
+    for (const own of ['app_session=1; Path=/', 'my_panel_session=1', 'theme=dark; Comment=panel_session=x'])
+      expect(apply(own), own).toBe(own)
+  })
+
+  it('strict session mode: every ForwardAuth host hands the reserved callback path to the panel, before the check', () => {
+    const route = buildForwardAuthCallbackRoute(panel) as any
+    expect(route).toEqual({
+      match: [{ path: [FORWARD_AUTH_CALLBACK_PATH] }],
+      handle: [{ handler: 'reverse_proxy', upstreams: [{ dial: '127.0.0.1:3000' }], rewrite: { uri: '/auth/forward/callback' } }],
+      terminal: true,
+    })
+    expect(FORWARD_AUTH_CALLBACK_PATH).toBe('/.panel-auth/callback')
+    const hosts = [
+      buildHostSnapshot({ id: 1, domain: 'fa.other.test', auth_required: true, waf_enabled: true }),
+      buildHostSnapshot({ id: 2, domain: 'open.other.test' }),
+    ]
+    const strict = buildProxyConfig(buildSnapshot({ strictSessions: true, modules: ['waf'], hosts })).config
+    const routes = hostSubroutes(strict, 'fa.other.test')
+    const at = routes.findIndex((r: any) => r.match?.[0]?.path?.[0] === FORWARD_AUTH_CALLBACK_PATH)
+    const check = routes.findIndex((r: any) => r.handle?.some((h: any) => h.rewrite?.uri === '/auth/forward'))
+    // After the gates (the WAF still judges the callback), before the check and its Set-Cookie scrub.
+    expect(routes.findIndex((r: any) => r.handle?.some((h: any) => h.handler === 'waf'))).toBeLessThan(at)
+    expect(at).toBeGreaterThanOrEqual(0)
+    expect(at).toBeLessThan(check)
+    expect(routes[at]).toEqual(route)
+    expect(JSON.stringify(hostSubroutes(strict, 'open.other.test'))).not.toContain(FORWARD_AUTH_CALLBACK_PATH)
+    // The default mode has no such path.
+    const plain = buildProxyConfig(buildSnapshot({ modules: ['waf'], hosts })).config
+    expect(JSON.stringify(plain)).not.toContain(FORWARD_AUTH_CALLBACK_PATH)
   })
 
   it('dials the snapshot panel upstream', () => {

@@ -10,6 +10,14 @@ describe('safeReturnTarget', () => {
     expect(safeReturnTarget('/login?rd=/x', here)).toEqual({ internal: '/' })
     expect(safeReturnTarget('', here)).toEqual({ internal: '/' })
   })
+  it("loads the server's own /auth/ pages in full (strict session mode's code exchange), never through the app's router", () => {
+    expect(safeReturnTarget('/auth/forward/start?rd=https%3A%2F%2Fapp.other.test%2F', here)).toEqual({
+      external: 'https://panel.example.com/auth/forward/start?rd=https%3A%2F%2Fapp.other.test%2F',
+    })
+    expect(safeReturnTarget('https://panel.example.com/auth/forward/start?rd=x', here)).toEqual({
+      external: 'https://panel.example.com/auth/forward/start?rd=x',
+    })
+  })
   it('follows URLs on the panel host or under its parent domain (ForwardAuth)', () => {
     expect(safeReturnTarget('https://app.example.com/a?b=1', here)).toEqual({ external: 'https://app.example.com/a?b=1' })
     expect(safeReturnTarget('https://example.com/', here)).toEqual({ external: 'https://example.com/' })

@@ -1,11 +1,11 @@
-import { defineEventHandler, getCookie, sendNoContent } from 'h3'
+import { defineEventHandler, sendNoContent } from 'h3'
 import { writeTransaction } from '~/server/utils/core/db'
 import { auditContextOf, writeAudit } from '~/server/utils/core/audit'
-import { SESSION_COOKIE, deleteSessionByToken } from '~/server/utils/auth/sessions'
-import { clearSessionCookie } from '~/server/utils/auth/cookie'
+import { deleteSessionByToken } from '~/server/utils/auth/sessions'
+import { clearSessionCookie, readSessionCookie } from '~/server/utils/auth/cookie'
 
 export default defineEventHandler(async (event) => {
-  const token = getCookie(event, SESSION_COOKIE)!
+  const token = readSessionCookie(event)!
   await writeTransaction(async (tx) => {
     await deleteSessionByToken(tx, token)
     await writeAudit(auditContextOf(event), 'logout', {}, tx)

@@ -1,6 +1,8 @@
-import { deleteCookie, setCookie, type H3Event } from 'h3'
+import { deleteCookie, getCookie, setCookie, type H3Event } from 'h3'
 import { cookieDomainFor, getConfig } from '../core/config'
+import { HOST_SESSION_COOKIE } from './session-cookie'
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from './sessions'
+import { strictSessionsOn } from './strict-mode'
 
 // The rule lives with the configuration, which refuses a PANEL_DOMAIN whose cookie domain is a public suffix.
 export { cookieDomainFor } from '../core/config'
@@ -48,7 +50,33 @@ export function securityHeadersFor(event: H3Event): Readonly<Record<string, stri
   return isSecureContextFor(event) ? _SECURE_HEADERS : _BASE_HEADERS
 }
 
+/**
+ * The session cookie's name on this request: `panel_session`, but `__Host-panel_session` in strict
+ * session mode over HTTPS (browsers accept that name only host-only, Secure and on path /, so a
+ * sibling host cannot plant one; setting auth.strict_sessions, docs/auth.md).
+ */
+export function sessionCookieNameFor(event: H3Event): string {
+  return strictSessionsOn() && isSecureContextFor(event) ? HOST_SESSION_COOKIE : SESSION_COOKIE
+}
+
+/** The session token the request carries, under the name of the current mode only. */
+export function readSessionCookie(event: H3Event): string | undefined {
+  return getCookie(event, sessionCookieNameFor(event))
+}
+
 export function setSessionCookie(event: H3Event, token: string): void {
+  if (strictSessionsOn()) {
+    // Host-only on the panel's name, sent by no other site; a parent-domain copy left from the default mode goes.
+    _clearParentDomainCookie(event)
+    setCookie(event, sessionCookieNameFor(event), token, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: isSecureContextFor(event),
+      maxAge: Math.floor(SESSION_LIFETIME_MS / 1000),
+    })
+    return
+  }
   setCookie(event, SESSION_COOKIE, token, {
     domain: cookieDomainFor(getConfig().domain),
     path: '/',
@@ -60,6 +88,11 @@ export function setSessionCookie(event: H3Event, token: string): void {
 }
 
 export function clearSessionCookie(event: H3Event): void {
+  if (strictSessionsOn()) {
+    _clearParentDomainCookie(event)
+    deleteCookie(event, sessionCookieNameFor(event), { path: '/', httpOnly: true, sameSite: 'strict', secure: isSecureContextFor(event) })
+    return
+  }
   deleteCookie(event, SESSION_COOKIE, {
     domain: cookieDomainFor(getConfig().domain),
     path: '/',
@@ -67,6 +100,11 @@ export function clearSessionCookie(event: H3Event): void {
     sameSite: 'lax',
     secure: isSecureContextFor(event),
   })
+}
+
+function _clearParentDomainCookie(event: H3Event): void {
+  const domain = cookieDomainFor(getConfig().domain)
+  if (domain) deleteCookie(event, SESSION_COOKIE, { domain, path: '/', httpOnly: true, sameSite: 'lax', secure: isSecureContextFor(event) })
 }
 
 /** The short-lived cookie of a password login waiting for its TOTP code (no Domain: the panel's host only). */

@@ -4,6 +4,9 @@ import { FORWARD_AUTH_PROBE_HEADER, noteForwardAuthProbe } from '../proxy/forwar
 import { SECURITY_HEADER_NAMES, securityHeadersFor } from './cookie'
 import { sanitizeRedirectTarget } from './redirect'
 import { resolveCachedSession, resolveSession, type ResolvedSession } from './sessions'
+import { resolveCachedForwardCredential, resolveForwardCredential, sessionForHost, strictForwardAuthStartUrl } from './forward-credentials'
+import { FORWARD_AUTH_COOKIE, SESSION_COOKIE } from './session-cookie'
+import { strictSessionsOn } from './strict-mode'
 
 /**
  * Rebuilds the URL the browser asked for from the proxy's X-Forwarded-* headers
@@ -14,6 +17,8 @@ export function loginRedirectForForwardAuth(fwd: { proto?: string; host?: string
   const proto = fwd.proto === 'http' ? 'http' : 'https'
   const uri = fwd.uri?.startsWith('/') ? fwd.uri : '/'
   const original = fwd.host ? `${proto}://${fwd.host}${uri}` : undefined
+  // Strict session mode: any domain; the start of the exchange checks the host against the protected ones.
+  if (strictSessionsOn()) return strictForwardAuthStartUrl(original)
   const rd = original ? sanitizeRedirectTarget(original, domain, '') : ''
   return `${publicUrl}/login${rd ? `?rd=${encodeURIComponent(rd)}` : ''}`
 }
@@ -25,7 +30,15 @@ export interface ForwardAuthAnswer {
   readonly body: string
 }
 
-/** The inputs of answerForwardAuth: a request's session cookie and a reader of its headers. */
+/**
+ * The cookie /auth/forward reads: the session cookie, or in strict session mode the host's own
+ * ForwardAuth credential (server/utils/auth/forward-credentials.ts).
+ */
+export function forwardAuthCookieName(): string {
+  return strictSessionsOn() ? FORWARD_AUTH_COOKIE : SESSION_COOKIE
+}
+
+/** The inputs of answerForwardAuth: a request's session cookie (forwardAuthCookieName) and a reader of its headers. */
 export function forwardAuthRequestOf(header: (name: string) => string | undefined, sessionToken: string | undefined) {
   return { sessionToken, header }
 }
@@ -36,11 +49,17 @@ export function forwardAuthRequestOf(header: (name: string) => string | undefine
  * 200 has no body, so no Content-Type.
  */
 export async function answerForwardAuth(request: ForwardAuthRequest): Promise<ForwardAuthAnswer> {
+  if (strictSessionsOn())
+    return _answerFor(request, sessionForHost(await resolveForwardCredential(request.sessionToken), request.header('x-forwarded-host')))
   return _answerFor(request, await resolveSession(request.sessionToken)) // resolveSession asks the cache first
 }
 
 /** answerForwardAuth without a promise when the session cache decides (the proxy's repeated checks); undefined otherwise. */
 export function answerForwardAuthFromCache(request: ForwardAuthRequest): ForwardAuthAnswer | undefined {
+  if (strictSessionsOn()) {
+    const credential = resolveCachedForwardCredential(request.sessionToken)
+    return credential === undefined ? undefined : _answerFor(request, sessionForHost(credential, request.header('x-forwarded-host')))
+  }
   const session = resolveCachedSession(request.sessionToken)
   return session === undefined ? undefined : _answerFor(request, session)
 }

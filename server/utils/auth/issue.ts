@@ -1,7 +1,7 @@
-import { getCookie, type H3Event } from 'h3'
+import type { H3Event } from 'h3'
 import { getDb, runWrite } from '../core/db'
-import { SESSION_COOKIE, deleteSessionByToken } from './sessions'
-import { setSessionCookie } from './cookie'
+import { deleteSessionByToken } from './sessions'
+import { readSessionCookie, setSessionCookie } from './cookie'
 
 /**
  * Sets the cookie of a session just created, and ends the session the browser
@@ -9,7 +9,7 @@ import { setSessionCookie } from './cookie'
  * planted in a browser before the login never becomes an authenticated one.
  */
 export async function issueSessionCookie(event: H3Event, token: string): Promise<void> {
-  const previous = getCookie(event, SESSION_COOKIE)
+  const previous = readSessionCookie(event)
   if (previous && previous !== token && previous.length <= 128) await runWrite(() => deleteSessionByToken(getDb(), previous))
   setSessionCookie(event, token)
 }

@@ -86,3 +86,14 @@ export const createApiTokenBody = z
 
 /** GET /api/tokens: `all=1` (admins) lists every user's tokens. */
 export const listApiTokensQuery = z.strictObject({ all: z.enum(['0', '1'], { message: 'must be 0 or 1' }).optional() })
+
+/** Strict session mode (forward-credentials.ts): the start of the code exchange, on the panel's name. */
+export const forwardAuthStartQuery = z.strictObject({
+  rd: z.string().max(4096).describe('the URL of the protected page; its host must be an enabled host with auth_required'),
+  bounce: z.literal('1').optional().describe('set by the reload: the browser was asked once already'),
+})
+/** Strict session mode: the code traded on the protected host (the proxy's /.panel-auth/callback). */
+export const forwardAuthCallbackQuery = z.strictObject({
+  code: z.string().max(128).describe('the one-time code from /auth/forward/start'),
+  rd: z.string().max(4096).optional().describe('a path on this host (anything else: /)'),
+})

@@ -1,6 +1,6 @@
 import { hash, randomBytes } from 'node:crypto'
-import { and, eq, lte, ne } from 'drizzle-orm'
-import { sessions, users } from '../../../db/schema'
+import { and, eq, inArray, lte, ne, notInArray, or } from 'drizzle-orm'
+import { forwardAuthCodes, forwardAuthCredentials, sessions, users } from '../../../db/schema'
 import { getDb, runWrite, type Executor } from '../core/db'
 import { kvPeekFresh, kvRemove, kvSetWithTtl } from '../core/kv'
 
@@ -124,14 +124,60 @@ export async function resolveSession(token: string | undefined): Promise<Resolve
 
 export async function deleteSessionByToken(exec: Executor, token: string): Promise<void> {
   const tokenHash = hashSessionToken(token)
+  // Before the session's row goes: where the database enforces the references, its credentials go with it.
+  const ending = await exec.select({ id: sessions.id }).from(sessions).where(eq(sessions.tokenHash, tokenHash))
+  await _endForwardAuthOfSessions(
+    exec,
+    ending.map((r) => r.id),
+  )
   await exec.delete(sessions).where(eq(sessions.tokenHash, tokenHash))
   await kvRemove(_cacheKey(tokenHash))
 }
 
+/** The cache key of a ForwardAuth credential of strict session mode (forward-credentials.ts): kept here, where sessions end. */
+export const forwardCredentialCacheKey = (tokenHash: string) => `fa:${tokenHash}`
+
+/**
+ * Strict session mode: a session's ForwardAuth credentials and codes end with it, in the
+ * database (by hand too: the references cascade only where the connection enforces them) and in the cache, so that a logout or a
+ * password change closes the protected hosts at once too.
+ */
+async function _endForwardAuthOfSessions(exec: Executor, sessionIds: number[], keepRows = false): Promise<void> {
+  if (!sessionIds.length) return
+  const creds = await exec
+    .select({ tokenHash: forwardAuthCredentials.tokenHash })
+    .from(forwardAuthCredentials)
+    .where(inArray(forwardAuthCredentials.sessionId, sessionIds))
+  await Promise.all(creds.map((r) => kvRemove(forwardCredentialCacheKey(r.tokenHash))))
+  if (keepRows) return
+  await exec.delete(forwardAuthCredentials).where(inArray(forwardAuthCredentials.sessionId, sessionIds))
+  await exec.delete(forwardAuthCodes).where(inArray(forwardAuthCodes.sessionId, sessionIds))
+}
+
 /** Drops the cached answers for a user's sessions (after a delete or a role change). */
 export async function forgetCachedSessionsOfUser(exec: Executor, userId: number): Promise<void> {
-  const rows = await exec.select({ tokenHash: sessions.tokenHash }).from(sessions).where(eq(sessions.userId, userId))
+  const rows = await exec.select({ id: sessions.id, tokenHash: sessions.tokenHash }).from(sessions).where(eq(sessions.userId, userId))
   await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+  // ForwardAuth's answers carry the name and email too.
+  await _endForwardAuthOfSessions(
+    exec,
+    rows.map((r) => r.id),
+    true,
+  )
+}
+
+/** A switch of strict session mode (strict-mode.ts): every session ends, with its ForwardAuth credentials. */
+export async function deleteAllSessions(exec: Executor): Promise<number> {
+  const rows = await exec.select({ id: sessions.id, tokenHash: sessions.tokenHash }).from(sessions)
+  await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+  await _endForwardAuthOfSessions(
+    exec,
+    rows.map((r) => r.id),
+  )
+  await exec.delete(forwardAuthCredentials)
+  await exec.delete(forwardAuthCodes)
+  await exec.delete(sessions)
+  return rows.length
 }
 
 /**
@@ -140,8 +186,12 @@ export async function forgetCachedSessionsOfUser(exec: Executor, userId: number)
  */
 export async function deleteSessionsOfUser(exec: Executor, userId: number, keepSessionId?: number): Promise<number> {
   const where = keepSessionId === undefined ? eq(sessions.userId, userId) : and(eq(sessions.userId, userId), ne(sessions.id, keepSessionId))
-  const rows = await exec.select({ tokenHash: sessions.tokenHash }).from(sessions).where(where)
+  const rows = await exec.select({ id: sessions.id, tokenHash: sessions.tokenHash }).from(sessions).where(where)
   await Promise.all(rows.map((r) => kvRemove(_cacheKey(r.tokenHash))))
+  await _endForwardAuthOfSessions(
+    exec,
+    rows.map((r) => r.id),
+  )
   await exec.delete(sessions).where(where)
   return rows.length
 }
@@ -149,5 +199,9 @@ export async function deleteSessionsOfUser(exec: Executor, userId: number, keepS
 /** The sweep: sessions past their expiry are deleted (their cache entries expire on their own). */
 export async function deleteExpiredSessions(exec: Executor, nowMs = Date.now()): Promise<number> {
   const r = await exec.delete(sessions).where(lte(sessions.expiresAtMs, nowMs))
+  // Strict mode's rows of sessions gone (expired, or a deleted user's), and codes past their minute.
+  const live = exec.select({ id: sessions.id }).from(sessions)
+  await exec.delete(forwardAuthCredentials).where(notInArray(forwardAuthCredentials.sessionId, live))
+  await exec.delete(forwardAuthCodes).where(or(notInArray(forwardAuthCodes.sessionId, live), lte(forwardAuthCodes.expiresAtMs, nowMs)))
   return r.rowsAffected
 }

@@ -90,6 +90,9 @@ export const AUDIT_ACTIONS = {
   login: _recordOnly,
   login_totp_pending: _recordOnly,
   logout: _recordOnly,
+  // strict session mode (server/utils/auth/forward-credentials.ts): a protected host's credential issued; every session ended by a switch
+  forward_auth_grant: _recordOnly,
+  sessions_end_all: _recordOnly,
   login_failed: _failedLogin,
   login_totp_failed: _failedLogin,
   totp_setup: _recordOnly,

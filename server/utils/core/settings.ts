@@ -150,6 +150,14 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     default: () => 100,
     description: 'how many revisions of the proxy configuration are kept (the oldest go first)',
   }),
+  _def({
+    key: 'auth.strict_sessions',
+    schema: z.boolean(),
+    default: () => false,
+    affectsProxy: true,
+    description:
+      "strict session mode (a deviation from the interface the operator chooses, docs/auth.md): the panel's session cookie is host-only on the panel's name and SameSite=Strict, and each ForwardAuth host gets its own credential, good for /auth/forward only, on any domain; a change ends every session",
+  }),
   _def({ key: 'oidc.issuer', schema: _optionalUrl, default: () => '', description: 'OIDC issuer URL (empty: OIDC off)' }),
   _def({ key: 'oidc.client_id', schema: _text(256), default: () => '', description: 'OIDC client id' }),
   _def({ key: 'oidc.client_secret', schema: _text(1024), default: () => '', secret: true, description: 'OIDC client secret' }),

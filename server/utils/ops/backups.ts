@@ -10,6 +10,7 @@ import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { kvClearAll } from '../core/kv'
+import { loadStrictSessions } from '../auth/strict-mode'
 import { logger } from '../core/log'
 import { emitPanelEvent } from './events'
 import { reconcileNow } from '../proxy/reconciler'
@@ -186,6 +187,7 @@ export async function restoreBackup(id: number, ctx: AuditContext) {
     rmSync(candidate, { force: true })
   }
   await kvClearAll() // cached sessions and decisions belong to the replaced database
+  await loadStrictSessions() // and so does strict session mode
   await writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at, ...carried })
   const reconcile = await reconcileNow(`restored backup ${id}`).catch((err) => ({ status: 'failed', error: (err as Error).message }))
   return { restored: meta, reconcile, ...carried }

@@ -47,6 +47,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     httpsPort: cfg.proxy.httpsPort,
     panelUpstream: panelUpstreamOf(cfg.internalUrl),
     panelCookie: _panelCookieScope(cfg.domain),
+    strictSessions: await getSetting<boolean>('auth.strict_sessions', exec),
     acme: {
       email: (await getSetting<string>('acme.email', exec)) || null,
       caUrl: (await getSetting<string>('acme.ca_url', exec)) || null,

@@ -3,6 +3,8 @@ import {
   createApiTokenBody,
   listApiTokensQuery,
   emptyBody,
+  forwardAuthCallbackQuery,
+  forwardAuthStartQuery,
   loginBody,
   oidcCallbackQuery,
   oidcLoginQuery,
@@ -220,6 +222,37 @@ export const authOperations = [
         headers: { 'X-Auth-User': 'email', 'X-Auth-Email': 'email', 'X-Auth-Name': 'name or email', 'X-Auth-Provider': 'local or oidc' },
       }),
       302: ok('no valid session: go to the login page', undefined, { headers: { Location: '<PANEL_PUBLIC_URL>/login?rd=<escaped url>' } }),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/auth/forward/start',
+    access: 'public',
+    summary: 'Strict session mode: a one-time code for a protected host',
+    description:
+      'Only with the setting auth.strict_sessions (404 otherwise; docs/auth.md). ForwardAuth sends a browser here instead of to the login page. With a panel session: a single-use code valid 60 s, bound to the session and the host of rd, and a 302 to https://<host>/.panel-auth/callback?code=<code>&rd=<path>. Without one: a page that reloads itself once (the SameSite=Strict cookie is not sent on a navigation from another site), then 302 to the login page, which returns here.',
+    query: forwardAuthStartQuery,
+    responses: {
+      200: ok('no session cookie on the first request: a page reloading this one', undefined, { contentType: 'text/html' }),
+      302: ok('to the host with a code, or to the login page', undefined, { headers: { Location: 'the next step' } }),
+      400: ok('rd is missing, not http(s), or names no host protected by ForwardAuth'),
+      404: ok('strict session mode is off'),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/auth/forward/callback',
+    access: 'proxy',
+    summary: "Strict session mode: a protected host's code traded for its credential",
+    description:
+      'Reached through the proxy, which routes /.panel-auth/callback of every ForwardAuth host here (404 without auth.strict_sessions). The code is spent on the first call, whatever follows. A fresh code minted for this host (X-Forwarded-Host) of a live session sets the host-only cookie panel_fa (valid for /auth/forward of this host only, never for /api; it ends with the session) and redirects to rd, a path on the same host.',
+    query: forwardAuthCallbackQuery,
+    responses: {
+      302: ok('credential set: on to rd', undefined, {
+        headers: { 'Set-Cookie': 'panel_fa=<token>; Path=/; HttpOnly; SameSite=Lax; Secure over https', Location: 'rd' },
+      }),
+      400: ok('the code is unknown, used, expired, or was minted for another host'),
+      404: ok('strict session mode is off'),
     },
   }),
   operation({

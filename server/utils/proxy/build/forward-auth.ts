@@ -1,6 +1,19 @@
+import { FORWARD_AUTH_CALLBACK_PATH, FORWARD_AUTH_CALLBACK_ROUTE } from '../../auth/session-cookie'
 import type { Json } from './types'
 
 export const FORWARD_AUTH_HEADERS = ['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'] as const
+
+/**
+ * Every spelling of a header name that an upstream may read as that header: Go keeps `X_Auth_User`
+ * apart from `X-Auth-User`, but CGI and FastCGI (HTTP_X_AUTH_USER), and some WSGI servers, fold `_`
+ * and `-` onto one variable. Case needs no variants: Caddy deletes by the canonical name.
+ */
+export function forwardAuthHeaderSpellings(header: string): string[] {
+  const parts = header.split('-')
+  let spellings = [parts[0]!]
+  for (const part of parts.slice(1)) spellings = spellings.flatMap((s) => [`${s}-${part}`, `${s}_${part}`])
+  return spellings
+}
 
 /** The variable holding the panel's answer for one header: '' when the answer lacks it. */
 export function forwardAuthVarName(header: string): string {
@@ -29,7 +42,7 @@ export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): 
   for (const name of FORWARD_AUTH_HEADERS) copy[forwardAuthVarName(name)] = `{http.reverse_proxy.header.${name}}`
   const routes: Json[] = [{ handle: [copy] }]
   for (const name of FORWARD_AUTH_HEADERS) {
-    routes.push({ handle: [{ handler: 'headers', request: { delete: [name] } }] })
+    routes.push({ handle: [{ handler: 'headers', request: { delete: forwardAuthHeaderSpellings(name) } }] })
     routes.push({
       match: [{ not: [{ vars: { [forwardAuthVarName(name)]: [''] } }] }],
       handle: [{ handler: 'headers', request: { set: { [name]: [`{http.reverse_proxy.header.${name}}`] } } }],
@@ -54,18 +67,54 @@ export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): 
  * would let the upstream, or whoever reads its logs, act as the signed-in operator
  * on the panel. The other cookies pass unchanged; Caddy applies the replacements in
  * order (the second drops the separator left when the session cookie came first).
+ *
+ * The other way, an upstream's `Set-Cookie` for one of these names is emptied (deferred:
+ * it applies to the upstream's answer): an upstream under the cookie's domain could
+ * otherwise overwrite the operator's panel cookie with its own session, or log them out.
+ * An empty Set-Cookie value is ignored by browsers; the upstream's other cookies pass.
  */
-export function buildPanelCookieStripHandler(cookieName: string): Json {
+export function buildPanelCookieStripHandler(cookieNames: string | readonly string[]): Json {
+  const names = (typeof cookieNames === 'string' ? [cookieNames] : [...cookieNames]).map(_escapeRegexp)
+  const alternation = names.length === 1 ? names[0]! : `(?:${names.join('|')})`
   return {
     handler: 'headers',
     request: {
       replace: {
         Cookie: [
-          { search_regexp: `(^|;\\s*)${cookieName}=[^;]*`, replace: '' },
+          { search_regexp: `(^|;\\s*)${alternation}=[^;]*`, replace: '' },
           { search_regexp: '^;\\s*', replace: '' },
         ],
       },
     },
+    // Browsers read a cookie's name after trimming blanks, and `__Host-` case-insensitively: so does this.
+    response: { replace: { 'Set-Cookie': [{ search_regexp: `(?i)^\\s*${alternation}\\s*=.*$`, replace: '' }] }, deferred: true },
+  }
+}
+
+function _escapeRegexp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * Strict session mode (docs/auth.md): the reserved path of a ForwardAuth-protected host goes to
+ * the panel, which trades the one-time code of its query for the host's own credential (a
+ * host-only cookie, so the host may be on any domain). It runs before the ForwardAuth check
+ * (the browser has no credential yet) and outside the Set-Cookie scrub (the panel's answer sets it).
+ * Caddy's reverse proxy passes Host and sets X-Forwarded-Host/Proto, which bind the code to the host.
+ */
+export function buildForwardAuthCallbackRoute(panel: { dial: string; tls: boolean }): Json {
+  return {
+    match: [{ path: [FORWARD_AUTH_CALLBACK_PATH] }],
+    handle: [
+      {
+        handler: 'reverse_proxy',
+        upstreams: [{ dial: panel.dial }],
+        ...(panel.tls ? { transport: { protocol: 'http', tls: {} } } : {}),
+        // The path only: the query (code and rd) is kept.
+        rewrite: { uri: FORWARD_AUTH_CALLBACK_ROUTE },
+      },
+    ],
+    terminal: true,
   }
 }
 

@@ -13,8 +13,14 @@ import {
   hostUsesBouncer,
   stripBouncerWarmup,
 } from './crowdsec'
-import { SESSION_COOKIE } from '../../auth/session-cookie'
-import { buildForwardAuthHandler, buildForwardAuthProbeRoute, buildPanelCookieStripHandler, receivesPanelCookie } from './forward-auth'
+import { PANEL_COOKIE_NAMES } from '../../auth/session-cookie'
+import {
+  buildForwardAuthCallbackRoute,
+  buildForwardAuthHandler,
+  buildForwardAuthProbeRoute,
+  buildPanelCookieStripHandler,
+  receivesPanelCookie,
+} from './forward-auth'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -148,10 +154,16 @@ function _buildHostRoute(
         }
         break
       case 'forward_auth':
-        if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(SESSION_COOKIE))
+        // Strict session mode: the code exchange goes to the panel after the gates, before the check.
+        if (host.auth_required && snapshot.strictSessions) {
+          if (chain.length) routes.push({ handle: chain.splice(0) })
+          routes.push(buildForwardAuthCallbackRoute(snapshot.panelUpstream))
+        }
+        if (host.auth_required)
+          chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
         // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
         else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
-          chain.push(buildPanelCookieStripHandler(SESSION_COOKIE))
+          chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
         break
       case 'rules':
         // The chain so far runs for every request; rules and the default route follow it.

@@ -36,6 +36,11 @@ export interface ProxySnapshot {
    * Absent: a host-only cookie, nothing to take out.
    */
   panelCookie?: { domain: string; panelHost: string } | null
+  /**
+   * Setting auth.strict_sessions (docs/auth.md): every ForwardAuth host routes the reserved
+   * callback path to the panel, where the browser trades a one-time code for the host's credential.
+   */
+  strictSessions?: boolean
   acme: { email: string | null; caUrl: string | null; trustedRootsPemFile: string | null }
   security: { lapiUrl: string; bouncerKey: string | null; tickerInterval: string; appsecUrl: string | null }
   waf: { inboundThreshold: number; outboundThreshold: number }
