@@ -54,7 +54,10 @@ describe('login screen', () => {
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL(/\/login/)
     await page.goto(`${panel.url}/login?oidc_error=state_not_found&rd=/logs`)
-    await page.getByRole('alert').filter({ hasText: 'The single sign-on attempt expired or was already used. Please try again.' }).waitFor()
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'The single sign-on attempt expired, was already used, or was started in another browser. Please try again.' })
+      .waitFor()
     const sso = page.getByRole('link', { name: 'Sign in with Company SSO' })
     expect(await sso.getAttribute('href')).toBe('/api/auth/oidc/login?rd=%2Flogs')
     await page.goto(`${panel.url}/login?oidc_error=something_new`)
