@@ -1,8 +1,8 @@
 import { defineNitroPlugin } from 'nitropack/runtime'
 import { registerBeforeCommit } from '../utils/core/db'
-import { onConfigPushed } from '../utils/proxy/reconciler'
-import { recordRevision } from '../utils/proxy/revisions'
-import { rollBackDryRun } from '../utils/proxy/dry-run'
+import { onConfigPushed } from '../utils/proxy/sync/reconcile'
+import { recordRevision } from '../utils/proxy/revisions/revisions'
+import { rollBackDryRun } from '../utils/proxy/revisions/dry-run'
 
 // Issue 17: every push that changes the proxy's configuration becomes a
 // revision; a dry run (?dry_run=1) is described and rolled back before commit.

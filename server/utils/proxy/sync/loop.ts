@@ -1,11 +1,11 @@
-import { logger } from '../core/log'
-import { createCoalescedRunner } from '../core/coalesce'
-import { emitPanelEvent } from '../ops/events'
-import { settingAffectsProxy } from '../core/settings'
-import { recordRun, startLoop, type Loop } from '../core/background'
-import type { Tx } from '../core/db'
-import type { AuditContext } from '../core/audit'
-import { lastReconcileAttempt, readReconcileState, reconcileInTransaction, reconcileNow, reconcileTick } from './reconciler'
+import { logger } from '../../core/log'
+import { createCoalescedRunner } from '../../core/coalesce'
+import { emitPanelEvent } from '../../ops/events'
+import { settingAffectsProxy } from '../../core/settings'
+import { recordRun, startLoop, type Loop } from '../../core/background'
+import type { Tx } from '../../core/db'
+import type { AuditContext } from '../../core/audit'
+import { lastReconcileAttempt, readReconcileState, reconcileInTransaction, reconcileNow, reconcileTick } from './reconcile'
 
 const _BASE_INTERVAL_MS = 2_000
 const _MAX_INTERVAL_MS = 5_000
