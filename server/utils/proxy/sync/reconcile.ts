@@ -1,5 +1,5 @@
 import { getConfig } from '../../core/config'
-import { getDb, runWrite, writeTransaction, type Executor, type Tx } from '../../core/db'
+import { getDb, isDryRun, runWrite, writeTransaction, type Executor, type Tx } from '../../core/db'
 import { proxyRejected } from '../../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../../core/audit'
 import { logger } from '../../core/log'
@@ -14,7 +14,6 @@ import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } 
 import { readHeldConfig } from '../nodes/held-hash'
 import { healNodes, nodeConfigHashOfText, noteCanaryHeld, rememberPushed, rollOut } from '../nodes/rollout'
 import { readProxySnapshot } from '../snapshot'
-import { isDryRun } from '../revisions/dry-run'
 
 // Database -> pure builder -> POST /load, inside the mutation's transaction:
 // a rejection rolls the change back (502 with the proxy's text, secrets
