@@ -19,7 +19,7 @@ import {
   type NodeRow,
 } from './node-records'
 import type { NodeInput } from './node-schemas'
-import { nodeStatus } from './rollout'
+import { nodeStatus } from '../sync/state'
 
 // The proxy node registry (docs/scaling.md): create, read, update, delete, each
 // audited. A change is picked up by the reconcile loop, which gives a node that

@@ -1,5 +1,5 @@
 import { getConfig } from '../../core/config'
-import { getDb, isDryRun, runWrite, writeTransaction, type Executor, type Tx } from '../../core/db'
+import { getDb, isDryRun, writeTransaction, type Executor, type Tx } from '../../core/db'
 import { proxyRejected } from '../../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../../core/audit'
 import { logger } from '../../core/log'
@@ -11,8 +11,9 @@ import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../../securit
 import { hostUsesBouncer } from '../build/crowdsec'
 import type { Json, ProxySnapshot } from '../build/types'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from '../build/index'
-import { readHeldConfig } from '../nodes/held-hash'
-import { healNodes, nodeConfigHashOfText, noteCanaryHeld, rememberPushed, rollOut } from '../nodes/rollout'
+import { readHeldConfig, type HeldConfig } from '../nodes/held-hash'
+import { nodeConfigHashOfText, rollOut } from '../nodes/rollout'
+import { healthStatusWord, lastPushed, proxySync, reconcileStatusWord, syncFlags, type SyncOutcome } from './state'
 import { readProxySnapshot } from '../snapshot'
 
 // Database -> pure builder -> POST /load, inside the mutation's transaction:
@@ -28,16 +29,22 @@ import { readProxySnapshot } from '../snapshot'
 // With the engine up, the new bouncer still needs its first pull (0-60 ms
 // measured, more under load): the pushed configuration carries, for 15 s, a
 // route refusing the sources banned at push time (build/crowdsec.ts).
+//
+// A push is three steps: the facts (the build, the engine's probe) go into a
+// pure decision (decidePush), the roll-out carries it out (nodes/rollout.ts),
+// and the recording writes its outcome: the runtime-state row, the audit row,
+// the revision hook and the pipeline's state (state.ts).
 
-const _LOOP_ACTOR = systemActor('reconciler')
+export const LOOP_ACTOR = systemActor('reconciler')
 /** Short: the probe runs inside the mutation's transaction, before its push. */
-const _ENGINE_PROBE_TIMEOUT_MS = 1_000
+export const ENGINE_PROBE_TIMEOUT_MS = 1_000
 /** How long the sources banned at push time are refused by the warm-up route (covers one retry of the bouncer's first pull, 10 s). */
 export const BOUNCER_WARMUP_MS = 15_000
 /** Beyond this the list would make the configuration too large to push on every change. */
 const BOUNCER_WARMUP_MAX_SOURCES = KNOWN_BANS_MAX_SOURCES
 export const ENGINE_DEFERRED_REASON = 'security engine unreachable: push deferred so the proxy keeps enforcing the decisions it holds'
 
+/** The stored row of the last push; its status is the health answer's word (state.ts). */
 export interface ReconcileState {
   last_reconcile_at: string | null
   last_reconcile_status: 'ok' | 'pending' | 'never'
@@ -46,8 +53,20 @@ export interface ReconcileState {
   pushed_at: string | null
   warnings: string[]
 }
-/** `deferred`: pending because the security engine is unreachable (the proxy was not contacted). */
-export type ReconcileOutcome = { status: 'applied' | 'pending'; error?: string; warnings: string[]; deferred?: boolean }
+/**
+ * What a push answers (presentReconcile; the restore of a backup answers it whole). `deferred`:
+ * pending because the security engine is unreachable (the proxy was not contacted).
+ */
+export type ReconcileOutcome = { status: ReturnType<typeof reconcileStatusWord>; error?: string; warnings: string[]; deferred?: boolean }
+
+function _answer(outcome: SyncOutcome, warnings: string[], error?: string): ReconcileOutcome {
+  return {
+    status: reconcileStatusWord(outcome),
+    ...(error ? { error } : {}),
+    warnings,
+    ...(outcome === 'deferred' ? { deferred: true } : {}),
+  }
+}
 
 const _STATE_KEY = 'proxy.reconcile'
 const _EMPTY: ReconcileState = {
@@ -59,16 +78,6 @@ const _EMPTY: ReconcileState = {
   warnings: [],
 }
 
-/** The last attempt, including rejections (which roll back and so leave no row). */
-let _lastAttempt: { at: string; status: 'ok' | 'pending' | 'rejected'; error: string | null } | undefined
-let _retryRequested = false
-/** The pending push waits for the engine, not for the proxy. */
-let _deferredForEngine = false
-/** What the proxy was last given: the configuration for an unreachable engine (known bans, 503 hosts). */
-let _pushedEngineDown = false
-/** The last push has hosts that refuse everything while the engine is unreachable. */
-let _pushedFailClosed = false
-
 export async function readReconcileState(exec: Executor = getDb()): Promise<ReconcileState> {
   return (await readRuntimeState<ReconcileState>(_STATE_KEY, exec)) ?? _EMPTY
 }
@@ -79,10 +88,15 @@ export function configStartsBouncer(config: Json): boolean {
   return !!apps && 'crowdsec' in apps
 }
 
-/** The proxy holds this configuration (warm-up routes aside): a push would change nothing but restart the bouncer. */
+/** What the canary (PROXY_ADMIN_URL) holds, hashed as the reconciler hashes what it pushes. */
 const _CANARY_SLOT = 'canary'
+export function readCanaryHeld(): Promise<HeldConfig | { ok: false; error: string }> {
+  return readHeldConfig(_CANARY_SLOT, getConfig().proxy.adminUrl, { timeoutMs: 2_000 }, hashProxyConfig)
+}
+
+/** The proxy holds this configuration (warm-up routes aside): a push would change nothing but restart the bouncer. */
 async function _proxyHolds(hash: string): Promise<boolean> {
-  const held = await readHeldConfig(_CANARY_SLOT, getConfig().proxy.adminUrl, { timeoutMs: 2_000 }, hashProxyConfig)
+  const held = await readCanaryHeld()
   return held.ok && held.hash === hash
 }
 
@@ -117,10 +131,77 @@ async function _warmupGate(warnings: string[], redact: (text: string) => Promise
 }
 
 // Revisions (issue 17): told of every push that changed what the proxy holds, inside the transaction.
+// A hook, because revisions/ calls this module (a revert is a push): importing it here would be a cycle.
 type _PushedHook = (tx: Tx, ctx: AuditContext, pushed: { reason: string; hash: string; json: string }) => Promise<void>
 const _pushedHooks: _PushedHook[] = []
 export function onConfigPushed(hook: _PushedHook): void {
   _pushedHooks.push(hook)
+}
+
+// --- the decision
+
+/** What decides how a configuration is pushed. */
+export interface PushFacts {
+  /** Loading the configuration (re)starts the bouncer with an empty store. */
+  startsBouncer: boolean
+  /** The security engine answered its probe (true when not probed: no bouncer). */
+  engineUp: boolean
+  /** The bans last read from the engine are known (security/known-bans.ts). */
+  knownBans: boolean
+  /** Some enabled host refuses everything while the engine is unreachable. */
+  failClosed: boolean
+  /** The proxy was last given the configuration for an unreachable engine. */
+  pushedEngineDown: boolean
+  /** Push even when the proxy holds this configuration (files behind it changed). */
+  force: boolean
+}
+
+export type PushPlan =
+  /** `configuration`: the normal one, or the one for an unreachable engine (known bans refused, fail-closed hosts 503). */
+  | { kind: 'push'; configuration: 'normal' | 'engine-down'; unlessHeld: boolean; warmup: boolean }
+  /** Wait for the engine: the change stays committed and the loop pushes once it answers. */
+  | { kind: 'defer'; unlessHeld: boolean }
+
+/**
+ * The pure decision: which configuration, whether a push is skipped when the proxy already
+ * holds it (`unlessHeld`: every push restarts the bouncer), and whether the sources banned now
+ * are refused while the new bouncer loads (`warmup`). See the module comment's engine-down rule.
+ */
+export function decidePush(f: PushFacts): PushPlan {
+  if (!f.startsBouncer) return { kind: 'push', configuration: 'normal', unlessHeld: false, warmup: false }
+  // The configuration for an unreachable engine is pushed when some host must then refuse,
+  // or when the proxy already runs it (its bouncer's store is gone already). Otherwise the
+  // proxy's bouncer still holds every ban it pulled, newer ones included: the push waits.
+  if (!f.engineUp && f.knownBans && (f.failClosed || f.pushedEngineDown))
+    return { kind: 'push', configuration: 'engine-down', unlessHeld: !f.force, warmup: false }
+  if (!f.engineUp) return { kind: 'defer', unlessHeld: !f.force }
+  return { kind: 'push', configuration: 'normal', unlessHeld: !f.force, warmup: true }
+}
+
+/** A configuration as pushed: its object, its stable text and the hash of that text. */
+interface _Built {
+  config: Record<string, unknown>
+  json: string
+  hash: string
+}
+function _built(config: Record<string, unknown>): _Built {
+  const json = stableStringify(config)
+  // Built without a warm-up route (that one is built into the pushed text only): the text is what hashProxyConfig hashes.
+  return { config, json, hash: hashOfConfigText(json) }
+}
+
+/** One push being made: what the recording needs besides its outcome. */
+interface _Push {
+  tx: Tx
+  ctx: AuditContext
+  reason: string
+  now: string
+  previous: ReconcileState
+  warnings: string[]
+  hosts: number
+  failClosed: boolean
+  force: boolean
+  redact: (text: string) => Promise<string>
 }
 
 /** Builds from the transaction's view of the database and pushes; see the module comment. */
@@ -130,238 +211,162 @@ export async function reconcileInTransaction(
   reason: string,
   opts: { force?: boolean } = {},
 ): Promise<ReconcileOutcome> {
-  // A dry run (?dry_run=1) never reaches the proxy: the before-commit hook describes and rolls back.
-  if (isDryRun()) return { status: 'applied', warnings: [] }
+  // A dry run (?dry_run=1) never reaches the proxy: its transaction is described and rolled back (core/db.ts).
+  if (isDryRun()) return _answer('rehearsed', [])
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
-  let built = config
-  let json = stableStringify(config)
-  // Built without a warm-up route (that one is built into pushedJson below): the text is what hashProxyConfig hashes.
-  let hash = hashOfConfigText(json)
-  /** With the bouncer warm-up route; revisions keep `json` (the same hash, without the passing ban list). */
-  let pushedJson: string | undefined
-  let engineDown = false
-  const failClosed = snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h))
-  const now = new Date().toISOString()
-  const previous = await readReconcileState(tx)
-  // Through the transaction: a credential being saved is only visible there.
-  const redact = (text: string) => redactSecrets(text, { exec: tx, extra: [snapshot.security.bouncerKey] })
-
-  if (configStartsBouncer(config)) {
-    // Every push restarts the bouncer: none when the proxy already holds this state. With the
-    // engine unreachable, hosts that fail closed need the other configuration even so.
-    const engine = await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })
-    const known = engine.up ? null : lastKnownBannedSources()
-    // The configuration for an unreachable engine is pushed when some host must then refuse,
-    // or when the proxy already runs it (its bouncer's store is gone already). Otherwise the
-    // proxy's bouncer still holds every ban it pulled, newer ones included: the push waits.
-    const degradedPush = !engine.up && !!known && (failClosed || _pushedEngineDown)
-    if (!degradedPush && !opts.force && (await _proxyHolds(hash)))
-      return _recordApplied(tx, ctx, reason, { hash, json, previous, warnings, now, hosts: snapshot.hosts.length, failClosed })
-    if (degradedPush && known) {
-      // The configuration for an unreachable engine: the bans last known refused by the proxy
-      // itself (the new bouncer starts empty and cannot pull), hosts that fail closed answer 503.
-      engineDown = true
-      const degraded = buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config
-      built = degraded
-      json = stableStringify(degraded)
-      hash = hashOfConfigText(json)
-      warnings.push(
-        await redact(
-          `security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`,
-        ),
-      )
-      if (!opts.force && (await _proxyHolds(hash)))
-        return _recordApplied(tx, ctx, reason, {
-          hash,
-          json,
-          previous,
-          warnings,
-          now,
-          hosts: snapshot.hosts.length,
-          engineDown,
-          failClosed,
-        })
-    } else if (!engine.up) {
-      const error = await redact(`${ENGINE_DEFERRED_REASON} (${engine.error})`)
-      const repeat = previous.last_reconcile_status === 'pending' && previous.last_error === error
-      _lastAttempt = { at: now, status: 'pending', error }
-      _retryRequested = true
-      _deferredForEngine = true
-      if (!repeat) {
-        await writeRuntimeState(tx, _STATE_KEY, {
-          ...previous,
-          last_reconcile_at: now,
-          last_reconcile_status: 'pending',
-          last_error: error,
-          warnings,
-        } satisfies ReconcileState)
-        logger.warn(`proxy push deferred (${reason}): ${error}`)
-      }
-      // The loop's own retries while the engine stays down change nothing and record nothing.
-      if (!repeat || ctx.actor !== _LOOP_ACTOR.actor)
-        await writeAudit(ctx, 'proxy_push_deferred', { reason, config_hash: hash.slice(0, 16), why: 'security engine unreachable' }, tx)
-      return { status: 'pending', error, warnings, deferred: true }
-    }
-    if (!engineDown) {
-      const bouncerWarmup = await _warmupGate(warnings, redact)
-      if (bouncerWarmup) pushedJson = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
-    }
+  const push: _Push = {
+    tx,
+    ctx,
+    reason,
+    now: new Date().toISOString(),
+    previous: await readReconcileState(tx),
+    warnings,
+    hosts: snapshot.hosts.length,
+    failClosed: snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h)),
+    force: !!opts.force,
+    // Through the transaction: a credential being saved is only visible there.
+    redact: (text: string) => redactSecrets(text, { exec: tx, extra: [snapshot.security.bouncerKey] }),
   }
+  const startsBouncer = configStartsBouncer(config)
+  const engine = startsBouncer ? await probeEngine({ timeoutMs: ENGINE_PROBE_TIMEOUT_MS }) : { up: true, error: null }
+  const known = engine.up ? null : lastKnownBannedSources()
+  const plan = decidePush({
+    startsBouncer,
+    engineUp: engine.up,
+    knownBans: !!known,
+    failClosed: push.failClosed,
+    pushedEngineDown: syncFlags().pushedEngineDown,
+    force: push.force,
+  })
 
+  let built = _built(config)
+  if (plan.kind === 'push' && plan.configuration === 'engine-down' && known) {
+    // The bans last known refused by the proxy itself (the new bouncer starts empty and cannot pull).
+    built = _built(buildProxyConfig({ ...snapshot, engineDown: { knownBanned: known.sources } }).config)
+    warnings.push(
+      await push.redact(
+        `security engine unreachable (${engine.error}): the proxy refuses the ${known.sources.length} bans last read at ${known.at}${push.failClosed ? ', and hosts that fail closed answer 503' : ''}, until it answers again`,
+      ),
+    )
+  }
+  const engineDown = plan.kind === 'push' && plan.configuration === 'engine-down'
+  if (plan.unlessHeld && (await _proxyHolds(built.hash))) return _recordHeld(push, built, engineDown, 'unchanged')
+  if (plan.kind === 'defer') return _recordDeferred(push, built, engine.error ?? '')
+  return _rollOutAndRecord(push, plan, snapshot, built)
+}
+
+// --- the roll-out
+
+async function _rollOutAndRecord(
+  push: _Push,
+  plan: PushPlan & { kind: 'push' },
+  snapshot: ProxySnapshot,
+  built: _Built,
+): Promise<ReconcileOutcome> {
+  /** With the bouncer warm-up route; revisions keep `built.json` (the same hash, without the passing ban list). */
+  let pushedJson: string | undefined
+  if (plan.warmup) {
+    const bouncerWarmup = await _warmupGate(push.warnings, push.redact)
+    if (bouncerWarmup) pushedJson = stableStringify(buildProxyConfig({ ...snapshot, bouncerWarmup }).config)
+  }
   // force: files behind the config changed (a re-uploaded certificate) while the JSON did not.
   // Node by node, the canary (PROXY_ADMIN_URL) first: with it alone, the single push of before.
   // The warm-up route does not count in the node hash: the one of `json` is the one of what is pushed.
-  const roll = await rollOut(tx, pushedJson ?? json, { force: opts.force, nodeHash: nodeConfigHashOfText(built, json) })
+  const roll = await rollOut(push.tx, pushedJson ?? built.json, {
+    force: push.force,
+    nodeHash: nodeConfigHashOfText(built.config, built.json),
+  })
+  push.warnings.push(...roll.warnings)
   const result = roll.result
-  warnings.push(...roll.warnings)
   if (result.outcome === 'rejected') {
-    const proxyError = await redact(result.proxyError)
-    _lastAttempt = { at: now, status: 'rejected', error: proxyError }
-    logger.warn(`proxy rejected the configuration (${reason}): ${proxyError}`)
+    const proxyError = await push.redact(result.proxyError)
+    proxySync.pushRejected(push.now, proxyError)
+    logger.warn(`proxy rejected the configuration (${push.reason}): ${proxyError}`)
     throw proxyRejected(proxyError)
   }
-  _deferredForEngine = false
-  if (result.outcome === 'unreachable') {
-    const error = await redact(result.error)
-    _lastAttempt = { at: now, status: 'pending', error }
-    _retryRequested = true
-    await writeRuntimeState(tx, _STATE_KEY, {
-      ...previous,
-      last_reconcile_at: now,
-      last_reconcile_status: 'pending',
-      last_error: error,
-      warnings,
-    } satisfies ReconcileState)
-    return { status: 'pending', error, warnings }
-  }
-  return _recordApplied(tx, ctx, reason, {
-    hash,
-    json,
-    previous,
-    warnings,
-    now,
-    hosts: snapshot.hosts.length,
-    force: opts.force,
-    engineDown,
-    failClosed,
-    nodeHash: roll.nodeHash,
-  })
+  if (result.outcome === 'unreachable') return _recordUnreachable(push, await push.redact(result.error))
+  return _recordHeld(push, built, plan.configuration === 'engine-down', 'applied', roll.nodeHash)
 }
 
-async function _recordApplied(
-  tx: Tx,
-  ctx: AuditContext,
-  reason: string,
-  o: {
-    hash: string
-    json: string
-    previous: ReconcileState
-    warnings: string[]
-    now: string
-    hosts: number
-    force?: boolean
-    engineDown?: boolean
-    failClosed?: boolean
-    /** The roll-out's nodeConfigHash of what it pushed (none when nothing was pushed). */
-    nodeHash?: string
-  },
-): Promise<ReconcileOutcome> {
-  _deferredForEngine = false
-  _pushedEngineDown = !!o.engineDown
-  _pushedFailClosed = !!o.failClosed
-  _lastAttempt = { at: o.now, status: 'ok', error: null }
-  // What the other nodes are healed to (rollout.ts), once this state is committed.
-  rememberPushed(o.hash, o.json, o.nodeHash)
-  await writeRuntimeState(tx, _STATE_KEY, {
-    last_reconcile_at: o.now,
-    last_reconcile_status: 'ok',
-    last_error: null,
-    pushed_hash: o.hash,
-    pushed_at: o.now,
-    warnings: o.warnings,
+// --- the recording
+
+async function _writeState(push: _Push, outcome: SyncOutcome, o: { error: string | null; pushedHash?: string }): Promise<void> {
+  const status = healthStatusWord(outcome)
+  await writeRuntimeState(push.tx, _STATE_KEY, {
+    ...push.previous,
+    last_reconcile_at: push.now,
+    last_reconcile_status: status === 'rejected' ? 'pending' : status,
+    last_error: o.error,
+    ...(o.pushedHash ? { pushed_hash: o.pushedHash, pushed_at: push.now } : {}),
+    warnings: push.warnings,
   } satisfies ReconcileState)
-  if (o.previous.pushed_hash !== o.hash || o.force)
-    await writeAudit(ctx, 'proxy_reconcile', { reason, config_hash: o.hash.slice(0, 16), hosts: o.hosts, warnings: o.warnings }, tx)
-  if (o.previous.pushed_hash !== o.hash) for (const hook of _pushedHooks) await hook(tx, ctx, { reason, hash: o.hash, json: o.json })
-  return { status: 'applied', warnings: o.warnings }
+}
+
+/** The engine does not answer: nothing pushed; recorded once, not on every retry of the loop. */
+async function _recordDeferred(push: _Push, built: _Built, engineError: string): Promise<ReconcileOutcome> {
+  const error = await push.redact(`${ENGINE_DEFERRED_REASON} (${engineError})`)
+  const repeat = push.previous.last_reconcile_status === 'pending' && push.previous.last_error === error
+  proxySync.pushDeferred(push.now, error)
+  if (!repeat) {
+    await _writeState(push, 'deferred', { error })
+    logger.warn(`proxy push deferred (${push.reason}): ${error}`)
+  }
+  // The loop's own retries while the engine stays down change nothing and record nothing.
+  if (!repeat || push.ctx.actor !== LOOP_ACTOR.actor)
+    await writeAudit(
+      push.ctx,
+      'proxy_push_deferred',
+      { reason: push.reason, config_hash: built.hash.slice(0, 16), why: 'security engine unreachable' },
+      push.tx,
+    )
+  return _answer('deferred', push.warnings, error)
+}
+
+/** The proxy did not answer: the change stays committed and the loop retries. */
+async function _recordUnreachable(push: _Push, error: string): Promise<ReconcileOutcome> {
+  proxySync.pushUnreachable(push.now, error)
+  await _writeState(push, 'unreachable', { error })
+  return _answer('unreachable', push.warnings, error)
+}
+
+/** The proxy holds the configuration: pushed now (`applied`) or already (`unchanged`). */
+async function _recordHeld(
+  push: _Push,
+  built: _Built,
+  engineDown: boolean,
+  outcome: 'applied' | 'unchanged',
+  /** The roll-out's nodeConfigHash of what it pushed (none when nothing was pushed). */
+  nodeHash?: string,
+): Promise<ReconcileOutcome> {
+  const last = lastPushed()
+  const same = last?.hash === built.hash && last.json === built.json
+  // What the other nodes are healed to (nodes/rollout.ts), once this state is committed.
+  proxySync.pushRecorded(push.now, outcome, {
+    engineDown,
+    failClosed: push.failClosed,
+    pushed: {
+      hash: built.hash,
+      json: built.json,
+      nodeHash: nodeHash ?? (same ? last.nodeHash : nodeConfigHashOfText(built.config, built.json)),
+    },
+  })
+  await _writeState(push, outcome, { error: null, pushedHash: built.hash })
+  const changed = push.previous.pushed_hash !== built.hash
+  if (changed || push.force)
+    await writeAudit(
+      push.ctx,
+      'proxy_reconcile',
+      { reason: push.reason, config_hash: built.hash.slice(0, 16), hosts: push.hosts, warnings: push.warnings },
+      push.tx,
+    )
+  if (changed) for (const hook of _pushedHooks) await hook(push.tx, push.ctx, { reason: push.reason, hash: built.hash, json: built.json })
+  return _answer(outcome, push.warnings)
 }
 
 /** A reconcile of its own (boot, restore): the newest database state is pushed. */
 export function reconcileNow(reason: string): Promise<ReconcileOutcome> {
-  return writeTransaction((tx) => reconcileInTransaction(tx, _LOOP_ACTOR, reason))
-}
-
-export function lastReconcileAttempt() {
-  return _lastAttempt
-}
-
-export type TickResult = 'pushed' | 'pending' | 'deferred' | 'in-sync' | 'unreachable' | 'rejected'
-
-/** Whether a push is due, against the committed state; `reason` when it is. */
-async function _pushDue(): Promise<{ reason: string } | { result: TickResult }> {
-  const state = await readReconcileState()
-  if (_retryRequested || state.last_reconcile_status !== 'ok') {
-    // Waiting for the engine: nothing to do (and nothing to record) until it answers.
-    if (_deferredForEngine && !(await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })).up) return { result: 'deferred' }
-    return { reason: _deferredForEngine ? 'the security engine answers again: pushing the deferred change' : 'retry of a pending change' }
-  }
-  const held = await readHeldConfig(_CANARY_SLOT, getConfig().proxy.adminUrl, { timeoutMs: 2_000 }, hashProxyConfig)
-  const heldHash = held.ok ? held.hash : null
-  noteCanaryHeld(held)
-  if (!held.ok) return { result: 'unreachable' }
-  if (heldHash === null || heldHash !== state.pushed_hash) return { reason: 'the proxy holds another configuration (restarted?)' }
-  // The engine's state decides between the two configurations: back to normal once it
-  // answers; to the unreachable-engine one when it stops, if some host must then refuse.
-  if (_pushedEngineDown || _pushedFailClosed) {
-    const up = (await probeEngine({ timeoutMs: _ENGINE_PROBE_TIMEOUT_MS })).up
-    if (_pushedEngineDown && up) return { reason: 'the security engine answers again' }
-    if (!_pushedEngineDown && !up) return { reason: 'the security engine is unreachable: hosts that fail closed refuse' }
-  }
-  return { result: 'in-sync' }
-}
-
-/**
- * One compare-and-push of the loop: retries a pending push, and re-pushes when
- * the proxy holds something other than what was last pushed (it restarted, or
- * someone loaded another configuration). Pushes nothing when nothing changed.
- *
- * The first look runs outside the write queue (cheap, usually "in sync"); a
- * push is only decided by a second look inside it. There no mutation is in
- * flight, so the committed hash is the one the proxy should hold: a mutation's
- * push that the proxy already holds while its transaction has not committed yet
- * can no longer be mistaken for drift and pushed a second time.
- */
-export async function reconcileTick(): Promise<TickResult> {
-  const result = await _tickCanary()
-  // The other nodes follow the canary: each one that holds another configuration gets the current one.
-  if (result === 'in-sync' || result === 'pushed') {
-    try {
-      await healNodes(async (exec) => (await readReconcileState(exec)).pushed_hash)
-    } catch (err) {
-      logger.warn(`healing proxy nodes failed: ${(err as Error).message}`)
-    }
-  }
-  return result
-}
-
-async function _tickCanary(): Promise<TickResult> {
-  const first = await _pushDue()
-  if ('result' in first) return first.result
-  return runWrite(async () => {
-    const due = await _pushDue()
-    if ('result' in due) return due.result
-    _retryRequested = false
-    try {
-      const outcome = await reconcileNow(due.reason)
-      if (outcome.status === 'pending') return outcome.deferred ? 'deferred' : 'pending'
-      logger.info(`pushed the proxy configuration: ${due.reason}`)
-      return 'pushed'
-    } catch (err) {
-      logger.warn(`reconcile failed: ${(err as Error).message}`)
-      return 'rejected'
-    }
-  })
+  return writeTransaction((tx) => reconcileInTransaction(tx, LOOP_ACTOR, reason))
 }
 
 /** The `reconcile` field every proxy-affecting mutation answers with. */
