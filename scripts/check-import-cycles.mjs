@@ -12,9 +12,10 @@
 // importing itself).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { transformSync } from 'esbuild'
 
-const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const roots = process.argv.slice(2).length ? process.argv.slice(2) : ['server', 'routes']
 
 function walk(dir, out) {
