@@ -7,7 +7,7 @@ import { startTestUpstream } from '../tests/support/upstream'
 import { httpRequest } from '../tests/support/http'
 import { buildProxyConfig, stableStringify } from '../server/utils/proxy/build/index'
 import type { ProxySnapshot } from '../server/utils/proxy/build/types'
-import { loadProxyConfig } from '../server/utils/proxy/client'
+import { loadProxyConfig } from '../server/utils/proxy/nodes/client'
 import { median, ratioOf, reportFigures, type Figure } from './report'
 
 // Budgets (design.md): build + push 1,000 hosts <= 0.5 s, 10,000 hosts <= 5 s, to the real Caddy.

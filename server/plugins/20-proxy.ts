@@ -7,9 +7,9 @@ import { registerSystemHealthSection } from '../utils/ops/health'
 import { dnsCredentialSecrets } from '../utils/hosts/dns-providers'
 import { manualCertKeySecrets } from '../utils/hosts/manual-certs'
 import { accessListHashSecrets } from '../utils/hosts/access-lists'
-import { nodeBouncerKeySecrets, nodeKeySecrets } from '../utils/proxy/node-records'
-import { readNodesHealth } from '../utils/proxy/nodes'
-import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/loop'
+import { nodeBouncerKeySecrets, nodeKeySecrets } from '../utils/proxy/nodes/node-records'
+import { readNodesHealth } from '../utils/proxy/nodes/nodes'
+import { readProxyHealth, reconcileOnSettingsChange, startReconcileLoop, stopReconcileLoop } from '../utils/proxy/sync/loop'
 
 // The proxy subsystem: the reconcile loop (one push at boot, then checks), its
 // health section, and the push when a setting the configuration holds changes.

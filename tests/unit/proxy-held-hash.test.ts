@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { heldConfigOf } from '../../server/utils/proxy/held-hash'
+import { heldConfigOf } from '../../server/utils/proxy/nodes/held-hash'
 
 describe('heldConfigOf: a held configuration parsed and hashed again only when its text changed', () => {
   it('reuses the hash for the same text and parses it only when asked, recomputes for another text, keeps slots apart', () => {

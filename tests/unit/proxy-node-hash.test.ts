@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { buildProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
-import { nodeConfigHash, nodeConfigHashOfText } from '../../server/utils/proxy/rollout'
+import { nodeConfigHash, nodeConfigHashOfText } from '../../server/utils/proxy/nodes/rollout'
 import { buildHostSnapshot, buildSnapshot } from '../support/factories'
 
 describe('nodeConfigHashOfText: the node hash from the serialised text', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { sharedTextOf, toNodeText } from '../../server/utils/proxy/node-records'
+import { sharedTextOf, toNodeText } from '../../server/utils/proxy/nodes/node-records'
 
 // A node's configuration is the shared one with text rewrites (its log folder, its own bouncer
 // key); its hash is taken on the shared text it stands for. Regression: mapping back alone made

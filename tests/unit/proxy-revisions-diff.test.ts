@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { CONFIG_DIFF_MAX_ENTRIES, diffConfigs } from '../../server/utils/proxy/config-diff'
-import { diffDesiredState, summariseChanges } from '../../server/utils/proxy/desired-state'
+import { CONFIG_DIFF_MAX_ENTRIES, diffConfigs } from '../../server/utils/proxy/revisions/config-diff'
+import { diffDesiredState, summariseChanges } from '../../server/utils/proxy/revisions/desired-state'
 
 describe('diffConfigs — JSON paths between two configurations', () => {
   const cases: Array<{ name: string; before: unknown; after: unknown; expected: unknown[] }> = [

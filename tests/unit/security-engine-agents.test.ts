@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { engineTimestamp, resolveEngineDbPath, type EngineBouncerRow, type EngineMachineRow } from '../../server/utils/security/engine-db'
 import { engineKeyHash, matchBouncer, matchMachine, type NodeKeys } from '../../server/utils/security/engine-agents'
-import type { NodeRow } from '../../server/utils/proxy/node-records'
+import type { NodeRow } from '../../server/utils/proxy/nodes/node-records'
 
 // The pure parts of reading the engine's bouncers and machines (docs/security-engine.md,
 // "Bouncers and machines"); the whole path against the real engine is

@@ -3,7 +3,7 @@ import { readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { accessListBody } from '~/server/utils/hosts/access-list-schemas'
 import { createAccessList } from '~/server/utils/hosts/access-lists'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 export default defineEventHandler(async (event) => {
   const body = await readValidatedJson(event, accessListBody)

@@ -1,5 +1,5 @@
 import { defineEventHandler } from 'h3'
-import { readProxyHealth } from '~/server/utils/proxy/loop'
+import { readProxyHealth } from '~/server/utils/proxy/sync/loop'
 import { securityEngineHealth } from '~/server/utils/security/engine-health'
 import { lastBackup } from '~/server/utils/ops/backups'
 import { readGeoStatus } from '~/server/utils/geo/refresh'

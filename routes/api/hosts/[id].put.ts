@@ -3,7 +3,7 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { hostBody } from '~/server/utils/hosts/schemas'
 import { updateHost } from '~/server/utils/hosts/hosts'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 export default defineEventHandler(async (event) => {
   const id = parseIdParam(getRouterParam(event, 'id'), 'host id')

@@ -2,7 +2,7 @@ import { defineEventHandler, getRouterParam, sendNoContent } from 'h3'
 import { requireAdmin } from '~/server/utils/auth/access'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
-import { deleteNode } from '~/server/utils/proxy/nodes'
+import { deleteNode } from '~/server/utils/proxy/nodes/nodes'
 
 export default defineEventHandler(async (event) => {
   requireAdmin(event)

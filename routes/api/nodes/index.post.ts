@@ -2,8 +2,8 @@ import { defineEventHandler, setResponseStatus } from 'h3'
 import { requireAdmin } from '~/server/utils/auth/access'
 import { readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
-import { nodeBody } from '~/server/utils/proxy/node-schemas'
-import { createNode } from '~/server/utils/proxy/nodes'
+import { nodeBody } from '~/server/utils/proxy/nodes/node-schemas'
+import { createNode } from '~/server/utils/proxy/nodes/nodes'
 
 export default defineEventHandler(async (event) => {
   requireAdmin(event)

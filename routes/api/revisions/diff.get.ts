@@ -1,6 +1,6 @@
 import { defineEventHandler, getQuery } from 'h3'
 import { parseIdParam } from '~/server/utils/core/validate'
-import { diffRevisions } from '~/server/utils/proxy/revisions'
+import { diffRevisions } from '~/server/utils/proxy/revisions/revisions'
 
 // ?from=&to= : what changed from one revision to the other (either order).
 export default defineEventHandler((event) => {

@@ -1,4 +1,4 @@
 import { defineEventHandler } from 'h3'
-import { listRevisions } from '~/server/utils/proxy/revisions'
+import { listRevisions } from '~/server/utils/proxy/revisions/revisions'
 
 export default defineEventHandler(() => listRevisions())

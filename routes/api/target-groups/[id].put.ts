@@ -3,7 +3,7 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { targetGroupBody } from '~/server/utils/hosts/schemas'
 import { updateTargetGroup } from '~/server/utils/hosts/target-groups'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 export default defineEventHandler(async (event) => {
   const id = parseIdParam(getRouterParam(event, 'id'), 'target group id')

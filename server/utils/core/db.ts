@@ -126,12 +126,41 @@ export function outsideWrite<T>(fn: () => T): T {
 
 const _afterCommit = new AsyncLocalStorage<Array<() => void>>()
 
-// Dry runs (issue 17): a hook that sees every write transaction's final state
-// just before commit, and may throw to roll it back (server/utils/proxy/dry-run.ts).
-type _BeforeCommit = (tx: Tx) => Promise<void>
-const _beforeCommit: _BeforeCommit[] = []
-export function registerBeforeCommit(hook: _BeforeCommit): void {
-  _beforeCommit.push(hook)
+// Dry runs (?dry_run=1, issue 17): the mutation runs as usual inside its
+// transaction, validation and conflicts included; just before commit the
+// transaction's state is described and the transaction rolled back. The flag
+// lives here, with the transactions it governs: whoever writes asks it here (the
+// reconciler: no push in a dry run), and the describer travels with the flag
+// instead of being a hook registered for every transaction.
+interface _DryRun {
+  describe: (tx: Tx) => Promise<unknown>
+}
+const _dryRun = new AsyncLocalStorage<_DryRun>()
+
+/** Whether the current work is a dry run: its transaction is rolled back before commit. */
+export function isDryRun(): boolean {
+  return _dryRun.getStore() !== undefined
+}
+
+class _DryRunRollback extends Error {
+  constructor(readonly answer: unknown) {
+    super('dry run: rolled back')
+  }
+}
+
+/**
+ * Runs `mutation` as a dry run: its first write transaction is described by `describe`
+ * just before commit, then rolled back. The description, or `undefined` when the
+ * mutation committed no transaction (it wrote nothing).
+ */
+export async function rehearse<A>(mutation: () => Promise<unknown>, describe: (tx: Tx) => Promise<A>): Promise<A | undefined> {
+  try {
+    await _dryRun.run({ describe }, mutation)
+  } catch (err) {
+    if (err instanceof _DryRunRollback) return err.answer as A
+    throw err
+  }
+  return undefined
 }
 
 /** Runs `fn` in one write transaction: throwing rolls everything back. */
@@ -140,7 +169,8 @@ export function writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const callbacks: Array<() => void> = []
     const body = async (tx: Tx) => {
       const r = await fn(tx)
-      for (const hook of _beforeCommit) await hook(tx)
+      const dryRun = _dryRun.getStore()
+      if (dryRun) throw new _DryRunRollback(await dryRun.describe(tx))
       return r
     }
     const result = await _afterCommit.run(callbacks, () => getDb().transaction(body, { behavior: 'immediate' }))

@@ -5,7 +5,7 @@ import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { UNCHANGED } from '../core/settings'
-import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
+import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
 import { hostIdsByAccessList } from './records'
 import { BCRYPT_HASH, type AccessListInput } from './access-list-schemas'
 

@@ -7,7 +7,7 @@ import { getConfig } from '../core/config'
 import { logger } from '../core/log'
 import { UNCHANGED } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
-import { presentReconcile, reconcileInTransaction } from '../proxy/reconciler'
+import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
 import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
 import {
   DNS_PROVIDER_CATALOGUE,

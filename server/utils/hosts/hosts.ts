@@ -3,7 +3,7 @@ import { hostNames, hosts, targetGroups, wafExclusions } from '../../../db/schem
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
-import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/reconciler'
+import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/sync/reconcile'
 import { HOST_DEFAULTS, resolveHostFields, type HostInput } from './schemas'
 import { hostFromRow, hostToRow } from './records'
 import { assertDnsProviderUsable } from './dns-providers'

@@ -13,7 +13,7 @@ import { kvClearAll } from '../core/kv'
 import { loadStrictSessions } from '../auth/strict-mode'
 import { logger } from '../core/log'
 import { emitPanelEvent } from './events'
-import { reconcileNow } from '../proxy/reconciler'
+import { reconcileNow } from '../proxy/sync/reconcile'
 import { carryOverCredentials, type CarriedOver } from '../auth/carry-over'
 
 // Backups are consistent snapshots (VACUUM INTO, never a copy of a live WAL

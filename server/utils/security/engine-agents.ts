@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { getConfig } from '../core/config'
 import { getDb } from '../core/db'
-import { CANARY_NODE_ID, nodeAdminUrl, openNodeBouncerKey, readNodeRows, type NodeRow } from '../proxy/node-records'
+import { CANARY_NODE_ID, nodeAdminUrl, openNodeBouncerKey, readNodeRows, type NodeRow } from '../proxy/nodes/node-records'
 import { readEngineBouncers, readEngineMachines, type EngineBouncerRow, type EngineMachineRow } from './engine-db'
 
 // The engine's bouncers and machines as the panel shows them, each tied to the proxy node

@@ -2,7 +2,7 @@
 // engine is unreachable, a push (which empties the bouncer's store, with no way
 // to refill it) carries them in the configuration instead (build/crowdsec.ts).
 // Kept in memory: a panel restarted while the engine is down has none, and its
-// pushes wait for the engine (reconciler.ts). With the decision mirror
+// pushes wait for the engine (proxy/sync/reconcile.ts). With the decision mirror
 // (LAPI_PANEL_BOUNCER_KEY) they are the mirror's, as of its last pull; without
 // it, what the engine probe and the pushes last read.
 

@@ -3,7 +3,7 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { hostAccessListBody } from '~/server/utils/hosts/access-list-schemas'
 import { setHostAccessList } from '~/server/utils/hosts/access-lists'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 export default defineEventHandler(async (event) => {
   const hostId = parseIdParam(getRouterParam(event, 'id'), 'host id')

@@ -3,7 +3,7 @@ import { parseIdParam, readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { wafExclusionFromLogBody } from '~/server/utils/hosts/schemas'
 import { createWafExclusionFromLog } from '~/server/utils/hosts/waf-exclusions'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 // One click from a waf_audit row of the logs screen: that rule, that host, that path.
 export default defineEventHandler(async (event) => {

@@ -1,8 +1,8 @@
 import { defineEventHandler, getRouterParam } from 'h3'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
-import { revertToRevision } from '~/server/utils/proxy/revisions'
-import { runOrDryRun } from '~/server/utils/proxy/dry-run'
+import { revertToRevision } from '~/server/utils/proxy/revisions/revisions'
+import { runOrDryRun } from '~/server/utils/proxy/revisions/dry-run'
 
 export default defineEventHandler(async (event) => {
   const id = parseIdParam(getRouterParam(event, 'id'), 'revision id')

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { nodeBody } from '../../proxy/node-schemas'
+import { nodeBody } from '../../proxy/nodes/node-schemas'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: proxy nodes, the Caddy instances every configuration is rolled out to (docs/scaling.md).

@@ -12,11 +12,11 @@ import {
   targetGroups,
   wafExclusions,
   type AccessListUser,
-} from '../../../db/schema'
-import type { Executor, Tx } from '../core/db'
-import { conflict, sqliteErrorCode } from '../core/errors'
-import { SETTINGS_CATALOGUE, getSetting } from '../core/settings'
-import { assertDnsProviderUsable } from '../hosts/dns-providers'
+} from '../../../../db/schema'
+import type { Executor, Tx } from '../../core/db'
+import { conflict, sqliteErrorCode } from '../../core/errors'
+import { SETTINGS_CATALOGUE, getSetting } from '../../core/settings'
+import { assertDnsProviderUsable } from '../../hosts/dns-providers'
 
 // The desired state a proxy configuration is built from, as a list of named
 // parts (docs/revisions.md). Revisions store it, diffs compare it per object and

@@ -1,24 +1,18 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { getQuery, type H3Event } from 'h3'
-import { getDb, type Executor, type Tx } from '../core/db'
-import { badRequest } from '../core/errors'
-import { knownSecrets, makeRedactor, redactJson } from '../core/redact'
-import { buildProxyConfig, hashProxyConfig } from './build/index'
-import { readProxySnapshot } from './snapshot'
+import { getDb, rehearse, type Executor, type Tx } from '../../core/db'
+import { badRequest } from '../../core/errors'
+import { knownSecrets, makeRedactor, redactJson } from '../../core/redact'
+import { buildProxyConfig, hashProxyConfig } from '../build/index'
+import { readProxySnapshot } from '../snapshot'
 import { collectDesiredState, diffDesiredState, type ObjectChange } from './desired-state'
 import { diffConfigs, type ConfigChange } from './config-diff'
 
 // `?dry_run=1` on a mutating route (docs/revisions.md): the mutation runs as
 // usual inside its transaction, validation and conflicts included, but the
 // reconciler does not push, and just before commit the transaction's state is
-// compared with the committed one and the transaction is rolled back. Nothing
-// is written (audit rows included) and the proxy is not contacted.
-
-const _active = new AsyncLocalStorage<true>()
-
-export function isDryRun(): boolean {
-  return _active.getStore() === true
-}
+// compared with the committed one and the transaction is rolled back (the flag
+// and the roll-back live with the transactions, core/db.ts). Nothing is written
+// (audit rows included) and the proxy is not contacted.
 
 export interface DryRunAnswer {
   dry_run: true
@@ -28,12 +22,6 @@ export interface DryRunAnswer {
   config_diff: ConfigChange[]
   config_diff_truncated: boolean
   warnings: string[]
-}
-
-class _DryRunRollback extends Error {
-  constructor(readonly answer: DryRunAnswer) {
-    super('dry run: rolled back')
-  }
 }
 
 /** Whether the request asks for a dry run: dry_run=1|true (0|false or absent: no). */
@@ -66,22 +54,14 @@ export async function describePendingChange(tx: Tx): Promise<DryRunAnswer> {
   }
 }
 
-/** The before-commit hook (plugin 22-revisions): in a dry run, answer and roll back. */
-export async function rollBackDryRun(tx: Tx): Promise<void> {
-  if (isDryRun()) throw new _DryRunRollback(await describePendingChange(tx))
-}
-
 /**
  * Runs a mutation, or (with ?dry_run=1) rehearses it: `{dryRun}` then holds the
  * answer and nothing was committed. A mutation that writes nothing answers no changes.
  */
 export async function runOrDryRun<T>(event: H3Event, mutation: () => Promise<T>): Promise<{ dryRun: DryRunAnswer } | { result: T }> {
   if (!dryRunRequested(event)) return { result: await mutation() }
-  try {
-    await _active.run(true, mutation)
-  } catch (err) {
-    if (err instanceof _DryRunRollback) return { dryRun: err.answer }
-    throw err
+  const answer = await rehearse(mutation, describePendingChange)
+  return {
+    dryRun: answer ?? { dry_run: true, would_push: false, changes: [], config_diff: [], config_diff_truncated: false, warnings: [] },
   }
-  return { dryRun: { dry_run: true, would_push: false, changes: [], config_diff: [], config_diff_truncated: false, warnings: [] } }
 }

@@ -1,13 +1,12 @@
 import { mkdirSync } from 'node:fs'
-import { getConfig } from '../core/config'
-import { getDb, writeTransaction, type Executor } from '../core/db'
-import { writeAudit, systemActor } from '../core/audit'
-import { logger } from '../core/log'
-import { redactSecrets } from '../core/redact'
-import { emitPanelEvent } from '../ops/events'
-import { hashOfConfigText, hashProxyConfig, stableStringify } from './build/index'
+import { getDb, writeTransaction, type Executor } from '../../core/db'
+import { writeAudit, systemActor } from '../../core/audit'
+import { logger } from '../../core/log'
+import { redactSecrets } from '../../core/redact'
+import { hashOfConfigText, hashProxyConfig, stableStringify } from '../build/index'
 import { readHeldConfig, type HeldConfig } from './held-hash'
 import { loadProxyConfig, readProxyBuild, type LoadResult } from './client'
+import { lastPushed, nodeState, proxySync } from '../sync/state'
 import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText, type ProxyNode } from './node-records'
 
 // Rolling push to every proxy node (docs/scaling.md). The canary (node 1, the
@@ -22,27 +21,6 @@ import { CANARY_NODE_ID, nodeLogDir, readRolloutNodes, sharedTextOf, toNodeText,
 // A node keeps its own `admin` block (its listener, its remote admin endpoint
 // and identity): node 1 gets the panel's, the others what they hold. Their
 // configuration hash is therefore taken without the admin block.
-
-export type NodePushResult = 'applied' | 'unchanged' | 'rejected' | 'unreachable' | 'restored' | 'restore-failed'
-
-interface _NodeState {
-  name: string
-  reachable: boolean | null
-  config_hash: string | null
-  last_checked_at: string | null
-  last_push_at: string | null
-  last_push_result: NodePushResult | null
-  last_error: string | null
-  caddy_build: { main_module: string; version: string; go_version: string | null } | null
-  /** The content hash this node refused: not offered again by the loop until the configuration changes. */
-  refusedHash: string | null
-}
-
-// In memory, like the background runs: a restarted panel learns every node's state
-// at its boot push and the loop's first look (two seconds).
-const _states = new Map<number, _NodeState>()
-/** What the last successful push sent (without the bouncer warm-up route) and its full hash. */
-let _lastPushed: { hash: string; json: string; nodeHash: string } | undefined
 
 const _HEAL_ACTOR = systemActor('reconciler')
 
@@ -74,64 +52,12 @@ export function nodeConfigHashOfText(config: Record<string, unknown>, stableText
   return hashOfConfigText(rest.startsWith(',') ? `{${rest.slice(1)}` : `{${rest}`)
 }
 
-function _state(node: { id: number; name: string }): _NodeState {
-  let s = _states.get(node.id)
-  if (!s) {
-    s = {
-      name: node.name,
-      reachable: null,
-      config_hash: null,
-      last_checked_at: null,
-      last_push_at: null,
-      last_push_result: null,
-      last_error: null,
-      caddy_build: null,
-      refusedHash: null,
-    }
-    _states.set(node.id, s)
-  }
-  s.name = node.name
-  return s
-}
-
-function _noteReachable(node: ProxyNode, reachable: boolean, error: string | null): void {
-  const s = _state(node)
-  if (s.reachable === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy node', node: node.name, detail: error })
-  s.reachable = reachable
-  s.last_checked_at = new Date().toISOString()
-  if (!reachable) s.last_error = error
-}
-
-function _notePush(node: ProxyNode, result: NodePushResult, hash: string | null, error: string | null): void {
-  const s = _state(node)
-  s.last_push_at = new Date().toISOString()
-  s.last_push_result = result
-  s.last_error = error
-  if (hash && (result === 'applied' || result === 'unchanged' || result === 'restored')) s.config_hash = hash
-  if (result === 'rejected') s.refusedHash = hash
-  else if (result === 'applied' || result === 'unchanged') s.refusedHash = null
-  s.reachable = result !== 'unreachable'
-  s.last_checked_at = s.last_push_at
-}
-
-/**
- * The reconciler tells what it last pushed and recorded: the configuration a healed node gets.
- * `nodeHash`: its nodeConfigHash when the roll-out just made it (parsing and hashing the whole
- * configuration again cost a push as much as a second serialisation).
- */
-export function rememberPushed(hash: string, json: string, nodeHash?: string): void {
-  if (_lastPushed?.hash === hash && _lastPushed.json === json) return
-  _lastPushed = { hash, json, nodeHash: nodeHash ?? nodeConfigHash(JSON.parse(json)) }
-}
-
 /** The canary as the reconcile loop saw it (it reads node 1 itself); `held.hash`: hashProxyConfig of what it holds. */
 export function noteCanaryHeld(held: HeldConfig | { ok: false; error: string }): void {
-  const s = _state({ id: CANARY_NODE_ID, name: _states.get(CANARY_NODE_ID)?.name ?? 'node-1' })
-  s.reachable = held.ok
-  s.last_checked_at = new Date().toISOString()
   // The loop looks every 2 s: holding what was last pushed, its node hash is known (no second hash of the whole configuration).
-  if (held.ok && held.hash !== null) s.config_hash = held.hash === _lastPushed?.hash ? _lastPushed.nodeHash : nodeConfigHash(held.config)
-  if (!held.ok) s.last_error = held.error
+  const pushed = lastPushed()
+  const heldHash = held.ok && held.hash !== null ? (held.hash === pushed?.hash ? pushed.nodeHash : nodeConfigHash(held.config)) : null
+  proxySync.canaryLooked({ id: CANARY_NODE_ID }, held.ok, held.ok ? null : held.error, heldHash)
 }
 
 /**
@@ -161,8 +87,7 @@ function _bodyFor(node: ProxyNode, config: Record<string, unknown>, configJson: 
 }
 
 async function _readBuildOnce(node: ProxyNode): Promise<void> {
-  const s = _state(node)
-  if (!s.caddy_build) s.caddy_build = await readProxyBuild(node.target)
+  if (!nodeState(node).caddy_build) proxySync.nodeBuildRead(node, await readProxyBuild(node.target))
 }
 
 export interface RolloutOutcome {
@@ -192,7 +117,7 @@ export async function rollOut(
     const result = await loadProxyConfig(canary.target, configJson, opts)
     // The proxy's words can quote the configuration's credentials: redacted before the node's status keeps them.
     const error = _errorOf(result)
-    _notePush(canary, result.outcome, hash, error === null ? null : await redact(error))
+    proxySync.nodePushed(canary, result.outcome, hash, error === null ? null : await redact(error))
     if (result.outcome === 'applied') void _readBuildOnce(canary)
     return { result, warnings: [], nodeHash: hash }
   }
@@ -205,31 +130,31 @@ export async function rollOut(
     const held = await readHeldConfig(_nodeSlot(node), node.target, { timeoutMs: 5_000 }, (c) => nodeConfigHash(c, node))
     if (!held.ok) {
       const error = await redact(held.error)
-      _notePush(node, 'unreachable', hash, error)
+      proxySync.nodePushed(node, 'unreachable', hash, error)
       if (node.id === CANARY_NODE_ID) canaryResult = { outcome: 'unreachable', error }
       else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
       continue
     }
     if (node.id !== CANARY_NODE_ID && !opts.force && held.hash === hash) {
-      _notePush(node, 'unchanged', hash, null)
+      proxySync.nodePushed(node, 'unchanged', hash, null)
       continue
     }
     const result = await loadProxyConfig(node.target, _bodyFor(node, config, configJson, held.config), opts)
     if (result.outcome === 'applied') {
-      _notePush(node, 'applied', hash, null)
+      proxySync.nodePushed(node, 'applied', hash, null)
       void _readBuildOnce(node)
       pushed.push({ node, previous: held.config })
       continue
     }
     if (result.outcome === 'unreachable') {
       const error = await redact(result.error)
-      _notePush(node, 'unreachable', hash, error)
+      proxySync.nodePushed(node, 'unreachable', hash, error)
       if (node.id === CANARY_NODE_ID) canaryResult = { outcome: 'unreachable', error }
       else warnings.push(`node ${node.name} did not answer (${error}): it gets this configuration when it answers again`)
       continue
     }
     const proxyError = await redact(result.proxyError)
-    _notePush(node, 'rejected', hash, proxyError)
+    proxySync.nodePushed(node, 'rejected', hash, proxyError)
     const restored = await _restore(pushed, redact)
     const role = node.id === CANARY_NODE_ID ? ' (the canary)' : ''
     return {
@@ -255,11 +180,11 @@ async function _restore(pushed: Array<{ node: ProxyNode; previous: unknown }>, r
     const body = previous ?? { admin: { listen: new URL(node.target.url).host, config: { persist: false } } }
     const result = await loadProxyConfig(node.target, JSON.stringify(body), { force: true })
     if (result.outcome === 'applied') {
-      _notePush(node, 'restored', nodeConfigHash(previous, node), null)
+      proxySync.nodePushed(node, 'restored', nodeConfigHash(previous, node), null)
       restored.push(node.name)
     } else {
       const error = await redact(_errorOf(result) ?? '')
-      _notePush(node, 'restore-failed', null, error)
+      proxySync.nodePushed(node, 'restore-failed', null, error)
       failed.push(`${node.name} (${error})`)
       logger.error(`rollout: restoring node ${node.name} failed: ${error}`)
     }
@@ -281,29 +206,26 @@ async function _restore(pushed: Array<{ node: ProxyNode; previous: unknown }>, r
  */
 export async function healNodes(committedHash: (exec: Executor) => Promise<string | null>): Promise<void> {
   const nodes = (await readRolloutNodes(getDb())).filter((n) => n.id !== CANARY_NODE_ID)
-  const keep = new Set([CANARY_NODE_ID, ...nodes.map((n) => n.id)])
-  for (const id of _states.keys()) if (!keep.has(id)) _states.delete(id)
+  proxySync.keepNodes(new Set([CANARY_NODE_ID, ...nodes.map((n) => n.id)]))
   for (const node of nodes) {
     const held = await readHeldConfig(_nodeSlot(node), node.target, { timeoutMs: 2_000 }, (c) => nodeConfigHash(c, node))
     if (!held.ok) {
-      _noteReachable(node, false, await redactSecrets(held.error))
+      proxySync.nodeLooked(node, false, await redactSecrets(held.error))
       continue
     }
-    _noteReachable(node, true, null)
-    void _readBuildOnce(node)
     const heldHash = held.hash
-    const s = _state(node)
-    if (heldHash) s.config_hash = heldHash
-    const wanted = _lastPushed
+    proxySync.nodeLooked(node, true, null, heldHash)
+    void _readBuildOnce(node)
+    const wanted = lastPushed()
     if (!wanted || wanted.hash !== (await committedHash(getDb()))) continue
     const hash = wanted.nodeHash
-    if (heldHash === hash || s.refusedHash === hash) continue
+    if (heldHash === hash || nodeState(node).refusedHash === hash) continue
     const config = JSON.parse(wanted.json) as Record<string, unknown>
     await writeTransaction(async (tx) => {
-      if (_lastPushed !== wanted || wanted.hash !== (await committedHash(tx))) return
+      if (lastPushed() !== wanted || wanted.hash !== (await committedHash(tx))) return
       const result = await loadProxyConfig(node.target, _bodyFor(node, config, wanted.json, held.config))
       const error = result.outcome === 'applied' ? null : await redactSecrets(_errorOf(result) ?? '', { exec: tx })
-      _notePush(node, result.outcome, hash, error)
+      proxySync.nodePushed(node, result.outcome, hash, error)
       if (result.outcome === 'rejected') logger.warn(`node ${node.name} refused the current configuration: ${error}`)
       if (result.outcome !== 'unreachable')
         await writeAudit(
@@ -314,35 +236,5 @@ export async function healNodes(committedHash: (exec: Executor) => Promise<strin
         )
       if (result.outcome === 'applied') logger.info(`node ${node.name} held another configuration: pushed the current one`)
     })
-  }
-}
-
-export interface NodeStatus {
-  reachable: boolean | null
-  config_hash: string | null
-  in_sync: boolean | null
-  last_checked_at: string | null
-  last_push_at: string | null
-  last_push_result: NodePushResult | null
-  last_error: string | null
-  caddy_build: { main_module: string; version: string; go_version: string | null } | null
-  modules: string[]
-}
-
-/** What this process knows of a node (null fields: not looked at yet). */
-export function nodeStatus(id: number): NodeStatus {
-  const s = _states.get(id)
-  const current = _lastPushed?.nodeHash ?? null
-  return {
-    reachable: s?.reachable ?? null,
-    config_hash: s?.config_hash ?? null,
-    in_sync: s?.config_hash && current ? s.config_hash === current : null,
-    last_checked_at: s?.last_checked_at ?? null,
-    last_push_at: s?.last_push_at ?? null,
-    last_push_result: s?.last_push_result ?? null,
-    last_error: s?.last_error ?? null,
-    caddy_build: s?.caddy_build ?? null,
-    // The panel builds for the modules it is told the proxies have (PROXY_MODULES): every node runs the same build.
-    modules: [...getConfig().proxy.modules],
   }
 }

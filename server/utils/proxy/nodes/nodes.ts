@@ -1,13 +1,13 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import { proxyNodes } from '../../../db/schema'
-import { getDb, writeTransaction, type Tx } from '../core/db'
-import { badRequest, conflict, isUniqueViolation, notFound } from '../core/errors'
-import { writeAudit, type AuditContext } from '../core/audit'
-import { UNCHANGED } from '../core/settings'
-import { requestBackgroundReconcile } from './loop'
-import { getConfig } from '../core/config'
-import { readNodeBouncers, type NodeBouncer } from '../security/engine-agents'
+import { proxyNodes } from '../../../../db/schema'
+import { getDb, writeTransaction, type Tx } from '../../core/db'
+import { badRequest, conflict, isUniqueViolation, notFound } from '../../core/errors'
+import { writeAudit, type AuditContext } from '../../core/audit'
+import { UNCHANGED } from '../../core/settings'
+import { requestBackgroundReconcile } from '../sync/loop'
+import { getConfig } from '../../core/config'
+import { readNodeBouncers, type NodeBouncer } from '../../security/engine-agents'
 import {
   CANARY_NODE_ID,
   nodeAdminUrl,
@@ -19,7 +19,7 @@ import {
   type NodeRow,
 } from './node-records'
 import type { NodeInput } from './node-schemas'
-import { nodeStatus } from './rollout'
+import { nodeStatus } from '../sync/state'
 
 // The proxy node registry (docs/scaling.md): create, read, update, delete, each
 // audited. A change is picked up by the reconcile loop, which gives a node that

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { UNCHANGED } from '../core/settings'
-import { safeText, urlSchema } from '../core/validate'
+import { UNCHANGED } from '../../core/settings'
+import { safeText, urlSchema } from '../../core/validate'
 
 // Request shapes of the proxy node registry (docs/scaling.md).
 

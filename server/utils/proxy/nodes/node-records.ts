@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import { asc } from 'drizzle-orm'
-import { proxyNodes } from '../../../db/schema'
-import { getConfig } from '../core/config'
-import type { Executor } from '../core/db'
-import { getSecretsBox } from '../core/secrets'
+import { proxyNodes } from '../../../../db/schema'
+import { getConfig } from '../../core/config'
+import type { Executor } from '../../core/db'
+import { getSecretsBox } from '../../core/secrets'
 import type { AdminTarget } from './client'
 
 // The proxy nodes as the rollout reads them (docs/scaling.md). Node 1 is the one of
