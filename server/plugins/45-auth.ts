@@ -3,15 +3,16 @@ import { whenBootReady } from '../utils/core/boot'
 import { logger } from '../utils/core/log'
 import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { warmPasswordDecoy } from '../utils/auth/passwords'
+import { TASKS } from '../utils/core/job-names'
 
 // The auth sweep once at boot (then every 10 minutes from nitro.config.ts
 // scheduledTasks), and the decoy password hash computed before the first login.
 export default defineNitroPlugin(() => {
-  declareBackgroundJob('auth:sweep', 'task')
+  declareBackgroundJob(TASKS.authSweep, 'task')
   warmPasswordDecoy().catch(() => {})
   whenBootReady().then(
     () => {
-      runTask('auth:sweep', { payload: {} }).catch((err) => logger.error(`auth sweep at boot: ${(err as Error).message}`))
+      runTask(TASKS.authSweep, { payload: {} }).catch((err) => logger.error(`auth sweep at boot: ${(err as Error).message}`))
     },
     () => {},
   )

@@ -24,6 +24,7 @@ import { LOG_FILES, PARSERS, type LogRow, type LogSource, type ParseContext } fr
 import { HEAD_BYTES, headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
 import { insertStatements } from './writer'
 import { clearTextIndex, indexLogText, logMarks, rollUpLogs } from './rollup'
+import { LOOPS } from '../core/job-names'
 
 // Tails the proxy's access, error and WAF audit logs in PROXY_LOG_DIR (node 1)
 // and in PROXY_LOG_DIR/nodes/<id> (every other proxy node, docs/scaling.md). Each
@@ -406,7 +407,7 @@ async function _keepTextIndex(marks: { textLastId: number; maxId: number }, inge
 export function startIngester(intervalMs = 200): void {
   _stopped = false
   _folders = { atMs: 0, list: [] }
-  _loop = startLoop('logs:ingest', { run: () => _tick(), nextDelayMs: () => intervalMs, onFailure: (err) => _reportError('tick', err) })
+  _loop = startLoop(LOOPS.logsIngest, { run: () => _tick(), nextDelayMs: () => intervalMs, onFailure: (err) => _reportError('tick', err) })
 }
 
 /** Stops the loop after the group being written (no half-written group: each is one transaction). */
