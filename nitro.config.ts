@@ -1,4 +1,5 @@
 import { defineNitroConfig } from 'nitropack/config'
+import { TASKS } from './server/utils/core/job-names'
 
 export default defineNitroConfig({
   compatibilityDate: '2025-01-01',
@@ -9,13 +10,13 @@ export default defineNitroConfig({
   experimental: { tasks: true },
   // Cron times are the process's time zone: run the panel with TZ=UTC (the image does).
   scheduledTasks: {
-    '*/10 * * * *': ['auth:sweep'],
-    '0 3 5 * *': ['geoip:refresh'],
-    '0 */6 * * *': ['logs:prune'],
-    '0 4 1 * *': ['logs:vacuum'],
+    '*/10 * * * *': [TASKS.authSweep],
+    '0 3 5 * *': [TASKS.geoipRefresh],
+    '0 */6 * * *': [TASKS.logsPrune],
+    '0 4 1 * *': [TASKS.logsVacuum],
     // The stored backup.schedule is evaluated on every tick, so a new schedule applies at once.
-    '*/5 * * * * *': ['backups:tick'],
-    '0 6 * * *': ['certs:check-expiry'],
+    '*/5 * * * * *': [TASKS.backupsTick],
+    '0 6 * * *': [TASKS.certsCheckExpiry],
   },
   // Migrations ship inside the bundle so the built server needs no source tree.
   serverAssets: [

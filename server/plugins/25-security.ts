@@ -6,6 +6,7 @@ import type { Loop } from '../utils/core/background'
 import { securityEngineHealth, startEngineProbe } from '../utils/security/engine-health'
 import { startDriftDetector } from '../utils/security/drift'
 import { mirrorEnabled, mirrorHealth, startDecisionMirror } from '../utils/security/mirror'
+import { LOOPS } from '../utils/core/job-names'
 
 // The security engine subsystem: the reachability probe, the decision mirror and
 // the drift detector, with their health sections. At boot the engine's files are
@@ -15,12 +16,12 @@ export default defineNitroPlugin((nitroApp) => {
   const loops: Array<Loop | undefined> = []
   registerSystemHealthSection('security_engine', securityEngineHealth)
   registerSystemHealthSection('decision_mirror', mirrorHealth)
-  declareBackgroundJob('security:engine-probe', 'loop')
-  declareBackgroundJob('security:drift', 'loop')
+  declareBackgroundJob(LOOPS.securityEngineProbe, 'loop')
+  declareBackgroundJob(LOOPS.securityDrift, 'loop')
   whenBootReady().then(
     () => {
       // Without the panel's own bouncer key there is no mirror (and no loop to show).
-      if (mirrorEnabled()) declareBackgroundJob('security:decision-mirror', 'loop')
+      if (mirrorEnabled()) declareBackgroundJob(LOOPS.securityDecisionMirror, 'loop')
       loops.push(startEngineProbe(), startDecisionMirror(), startDriftDetector())
     },
     () => {},

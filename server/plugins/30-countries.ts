@@ -6,22 +6,23 @@ import { logger } from '../utils/core/log'
 import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { failJobsOfPreviousInstances, reconcileCountryBans } from '../utils/security/countries'
 import { geoFileMissing } from '../utils/geo/refresh'
+import { LOOPS, TASKS } from '../utils/core/job-names'
 
 // Country bans and geolocation. Boot: jobs of a previous process fail with
 // "panel restarted"; a missing geolocation file is fetched in the background;
 // the country reconciler compares the engine with the stored bans every interval.
 export default defineNitroPlugin((nitroApp) => {
   let loop: Loop | undefined
-  declareBackgroundJob('countries:expand', 'task')
-  declareBackgroundJob('geoip:refresh', 'task')
-  declareBackgroundJob('countries:reconcile', 'loop')
+  declareBackgroundJob(TASKS.countriesExpand, 'task')
+  declareBackgroundJob(TASKS.geoipRefresh, 'task')
+  declareBackgroundJob(LOOPS.countriesReconcile, 'loop')
   whenBootReady().then(
     async () => {
       const failed = await failJobsOfPreviousInstances()
       if (failed) logger.warn(`${failed} country expansion job(s) of a previous panel process marked failed (panel restarted)`)
-      if (geoFileMissing()) runTask('geoip:refresh').catch((err) => logger.warn(`first geolocation download: ${(err as Error).message}`))
+      if (geoFileMissing()) runTask(TASKS.geoipRefresh).catch((err) => logger.warn(`first geolocation download: ${(err as Error).message}`))
       const intervalMs = () => getConfig().countryReconcileSeconds * 1000
-      loop = startLoop('countries:reconcile', {
+      loop = startLoop(LOOPS.countriesReconcile, {
         run: reconcileCountryBans,
         nextDelayMs: intervalMs,
         firstDelayMs: intervalMs(),

@@ -7,6 +7,7 @@ import { declareBackgroundJob } from '../utils/core/runtime-state'
 import { forgetHostNames, startIngester, stopIngester } from '../utils/logs/ingester'
 import { publishLogRows } from '../utils/logs/hub'
 import { presentLog } from '../utils/logs/present'
+import { LOOPS, TASKS } from '../utils/core/job-names'
 
 // The logs subsystem: ingestion of the proxy's files, the live tail's feed of
 // audit rows, and retention (the sweep once at boot, then every 6 h and the
@@ -17,13 +18,13 @@ export default defineNitroPlugin((nitroApp) => {
     // Host names changed (after the commit): the ingester's domain -> host cache is stale.
     if (auditActionRenamesHosts(row.message)) forgetHostNames()
   })
-  declareBackgroundJob('logs:ingest', 'loop')
-  declareBackgroundJob('logs:prune', 'task')
-  declareBackgroundJob('logs:vacuum', 'task')
+  declareBackgroundJob(LOOPS.logsIngest, 'loop')
+  declareBackgroundJob(TASKS.logsPrune, 'task')
+  declareBackgroundJob(TASKS.logsVacuum, 'task')
   whenBootReady().then(
     () => {
       startIngester()
-      runTask('logs:prune', { payload: {} }).catch((err) => logger.error(`retention sweep at boot: ${(err as Error).message}`))
+      runTask(TASKS.logsPrune, { payload: {} }).catch((err) => logger.error(`retention sweep at boot: ${(err as Error).message}`))
     },
     () => {},
   )

@@ -10,6 +10,7 @@ import { queueHealth, routeEvent } from '../utils/ops/notify/queue'
 import { ensureVapidKeys, vapidSecrets } from '../utils/ops/notify/push'
 import { channelSecrets } from '../utils/ops/notify/channels'
 import { registerSecretSource } from '../utils/core/redact'
+import { TASKS } from '../utils/core/job-names'
 
 // Notifications: panel events routed to the channels (the queue's workers and
 // their health section), audit rows turned into events, the web push keys, and
@@ -19,7 +20,7 @@ export default defineNitroPlugin(() => {
   // The channels' and web push's stored secrets: redacted wherever outside text is shown.
   registerSecretSource(channelSecrets)
   registerSecretSource(vapidSecrets)
-  declareBackgroundJob('certs:check-expiry', 'task')
+  declareBackgroundJob(TASKS.certsCheckExpiry, 'task')
   whenBootReady().then(
     () => {
       onPanelEvent((e) => {
@@ -33,7 +34,7 @@ export default defineNitroPlugin(() => {
       })
       // The VAPID key pair exists from the first boot on, so browsers can subscribe at once.
       ensureVapidKeys().catch((err) => logger.error(`web push keys: ${(err as Error).message}`))
-      runTask('certs:check-expiry', { payload: {} }).catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
+      runTask(TASKS.certsCheckExpiry, { payload: {} }).catch((err) => logger.warn(`certificate expiry check: ${(err as Error).message}`))
     },
     () => {},
   )

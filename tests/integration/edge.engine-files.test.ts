@@ -5,6 +5,7 @@ import { freshRequest } from '../support/admin-http'
 import { LAPI_USER_AGENT, panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually } from '../support/http'
 import { registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
+import { sessionApi } from '../support/api-client'
 
 // Every state of every file the panel writes into the engine's folders, reached
 // through the panel's API, survives a real restart of the whole engine (agent,
@@ -14,7 +15,7 @@ import { registerTestSecret, startPanel, type PanelHandle } from '../support/pan
 let cs: CrowdsecHandle
 let panel: PanelHandle
 let admin: string
-const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie: admin, body })
+const api = sessionApi(() => ({ panel, cookie: admin }))
 const whitelistFile = () => join(cs.configDir, 'parsers/s02-enrich/panel-whitelist.yaml')
 const tuningFile = () => join(cs.dataDir, 'crs-plugins/panel/panel-config.conf')
 const auditCount = async (action: string) =>

@@ -5,6 +5,7 @@ import { freshRequest } from '../support/admin-http'
 import { LAPI_USER_AGENT, panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually } from '../support/http'
 import { registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
+import { sessionApi } from '../support/api-client'
 
 // "Choices that survive": what the engine's own start does (the image's
 // collection install and hub upgrade put every scenario of the caddy collection
@@ -18,7 +19,7 @@ let cs: CrowdsecHandle
 let panel: PanelHandle
 let admin: string
 const env = () => ({ ...panelEnvFor(cs), PANEL_DRIFT_INTERVAL_SECONDS: '1' })
-const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie: admin, body })
+const api = sessionApi(() => ({ panel, cookie: admin }))
 const probingLink = () => join(cs.configDir, 'scenarios/http-probing.yaml')
 const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined
 const listFile = () => join(cs.configDir, 'panel-disabled-scenarios.txt')

@@ -9,6 +9,7 @@ import { startNamespaceProber, type ProbeAnswer } from '../support/prober'
 import { makeTempDir } from '../support/processes'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
+import { sessionApi } from '../support/api-client'
 
 // Every push meets the bouncer: each /load restarts it with an empty decision
 // store. A banned source, probing all the time from the public-client namespace
@@ -30,7 +31,7 @@ let stack: ProxyStack
 let guardedId: number
 let groupId: number
 
-const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
+const api = sessionApi(() => ({ panel: stack.panel, cookie: stack.admin }))
 const fromNamespace = (from: string) =>
   ns.curl(`http://${HOST_ADDRESS}:${stack.httpPort}/x`, ['-H', `Host: ${GUARDED}`], { fromAddress: from })
 const prober = (from: string) => startNamespaceProber(ns, { address: HOST_ADDRESS, port: stack.httpPort, host: GUARDED, fromAddress: from })

@@ -1,31 +1,19 @@
 import { appendFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestPki } from '../support/certs'
 import { eventually } from '../support/http'
-import { freePort } from '../support/ports'
 import { makeTempDir } from '../support/processes'
 import { startPanel, type PanelHandle } from '../support/panel'
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
 
 // Events the panel derives from what it observes, delivered to a real webhook receiver.
-let hook: Server, port: number
+let hook: WebhookReceiver
 const events: string[] = []
 let panel: PanelHandle, cookie: string, logDir: string
 
 beforeAll(async () => {
-  port = await freePort()
-  hook = createServer((req, res) => {
-    let b = ''
-    req.on('data', (c) => {
-      b += c
-    })
-    req.on('end', () => {
-      events.push(JSON.parse(b).event)
-      res.end('ok')
-    })
-  })
-  await new Promise<void>((r) => hook.listen(port, '127.0.0.1', r))
+  hook = await startWebhookReceiver({ onRequest: (r) => events.push(JSON.parse(r.body).event) })
   logDir = makeTempDir('alerts-logs-')
   panel = await startPanel({ env: { PROXY_LOG_DIR: logDir } })
   cookie = await panel.login()
@@ -33,7 +21,7 @@ beforeAll(async () => {
     await panel.request('/api/notifications/channels', {
       method: 'POST',
       cookie,
-      body: { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${port}/` } },
+      body: { name: 'hook', type: 'webhook', config: { url: `${hook.url}/` } },
     })
   ).json
   const rule = await panel.request('/api/notifications/rules', {
@@ -50,7 +38,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await panel?.stop()
-  hook?.close()
+  await hook?.close()
 })
 
 describe('derived events', () => {

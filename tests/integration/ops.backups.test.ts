@@ -8,11 +8,12 @@ import { createGroup, createHost, startProxyStack, type ProxyStack } from '../su
 import { makeTempDir } from '../support/processes'
 import { registerTestSecret, startPanel } from '../support/panel'
 import { createClient } from '@libsql/client'
+import { sessionApi } from '../support/api-client'
 
 let stack: ProxyStack
 let up: Awaited<ReturnType<typeof startTestUpstream>>
 const backupsDir = () => join(stack.panel.dataDir, 'backups')
-const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
+const api = sessionApi(() => ({ panel: stack.panel, cookie: stack.admin }))
 const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` })
 
 const VIEWER = { email: 'viewer.backups@example.test', password: 'viewer-backups-password-1' }

@@ -1,43 +1,30 @@
 import { createHmac } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { freePort } from '../support/ports'
 import { registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
+import { sessionApi } from '../support/api-client'
+import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver'
 
 const HOOK_SECRET = 'hook-SECRET-123456'
 const SMTP_PASSWORD = 'smtp-SECRET-pass'
 const TG_TOKEN = '12345:tg-SECRET-token'
 registerTestSecret(HOOK_SECRET, SMTP_PASSWORD, TG_TOKEN)
 
-interface Received {
-  path: string
-  headers: IncomingMessage['headers']
-  body: string
-}
-let received: Received[] = []
+let received: ReceivedRequest[] = []
 let slowMs = 0
-let http: Server, httpPort: number
+let http: WebhookReceiver
 let smtp: SMTPServer, smtpPort: number
 const mails: Array<{ to: string[]; raw: string; user?: string }> = []
 let panel: PanelHandle
 let cookie: string
 
 beforeAll(async () => {
-  httpPort = await freePort()
-  http = createServer((req, res) => {
-    let body = ''
-    req.on('data', (c) => {
-      body += c
-    })
-    req.on('end', () => {
-      received.push({ path: req.url ?? '', headers: req.headers, body })
-      setTimeout(() => res.end(req.url === '/fail' ? '' : 'ok'), slowMs)
-      if (req.url === '/fail') res.statusCode = 500
-    })
+  http = await startWebhookReceiver({
+    onRequest: (r) => received.push(r),
+    respond: (r) => (r.path === '/fail' ? { status: 500, body: '', delayMs: slowMs } : { delayMs: slowMs }),
   })
-  await new Promise<void>((r) => http.listen(httpPort, '127.0.0.1', r))
   smtpPort = await freePort()
   smtp = new SMTPServer({
     authOptional: true,
@@ -74,11 +61,11 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await panel?.stop()
-  http?.close()
+  await http?.close()
   smtp?.close()
 })
 
-const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie, body })
+const api = sessionApi(() => ({ panel, cookie }))
 async function channel(body: Record<string, unknown>) {
   const res = await api('/api/notifications/channels', 'POST', body)
   expect(res.status).toBe(201)
@@ -89,8 +76,8 @@ const failLogin = () =>
 
 describe('channels deliver to real receivers', () => {
   it('webhook: JSON body with an HMAC-SHA256 signature; the secret is never returned', async () => {
-    const ch = await channel({ name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${httpPort}/hook`, secret: HOOK_SECRET } })
-    expect(ch.config).toEqual({ url: `http://127.0.0.1:${httpPort}/hook`, secret: '__SET__' })
+    const ch = await channel({ name: 'hook', type: 'webhook', config: { url: `${http.url}/hook`, secret: HOOK_SECRET } })
+    expect(ch.config).toEqual({ url: `${http.url}/hook`, secret: '__SET__' })
     await api('/api/notifications/rules', 'POST', { name: 'logins', events: ['login_failed'], channel_ids: [ch.id], throttle_seconds: 0 })
     received = []
     await failLogin()
@@ -129,17 +116,17 @@ describe('channels deliver to real receivers', () => {
     const slack = await channel({
       name: 'slack',
       type: 'chat',
-      config: { flavor: 'slack', webhook_url: `http://127.0.0.1:${httpPort}/slack` },
+      config: { flavor: 'slack', webhook_url: `${http.url}/slack` },
     })
     const discord = await channel({
       name: 'discord',
       type: 'chat',
-      config: { flavor: 'discord', webhook_url: `http://127.0.0.1:${httpPort}/discord` },
+      config: { flavor: 'discord', webhook_url: `${http.url}/discord` },
     })
     const tg = await channel({
       name: 'tg',
       type: 'chat',
-      config: { flavor: 'telegram', bot_token: TG_TOKEN, chat_id: '42', api_base: `http://127.0.0.1:${httpPort}` },
+      config: { flavor: 'telegram', bot_token: TG_TOKEN, chat_id: '42', api_base: `${http.url}` },
     })
     expect(slack.config.webhook_url).toBe('__SET__')
     for (const c of [slack, discord, tg]) expect((await api(`/api/notifications/channels/${c.id}/test`, 'POST')).status).toBe(200)
@@ -150,7 +137,7 @@ describe('channels deliver to real receivers', () => {
   })
 
   it('a failing receiver is reported by the test send, without the secret', async () => {
-    const bad = await channel({ name: 'bad', type: 'chat', config: { flavor: 'slack', webhook_url: `http://127.0.0.1:${httpPort}/fail` } })
+    const bad = await channel({ name: 'bad', type: 'chat', config: { flavor: 'slack', webhook_url: `${http.url}/fail` } })
     const res = await api(`/api/notifications/channels/${bad.id}/test`, 'POST')
     expect(res.status).toBe(502)
     expect(res.json.error).toMatch(/test delivery failed: answered 500/)
@@ -160,8 +147,8 @@ describe('channels deliver to real receivers', () => {
 
 describe('rules, throttles and the queue', () => {
   it('throttle: several events in the window give one delivery; 0 gives every one', async () => {
-    const ch = await channel({ name: 'counter', type: 'webhook', config: { url: `http://127.0.0.1:${httpPort}/counter` } })
-    const throttled = await channel({ name: 'throttled', type: 'webhook', config: { url: `http://127.0.0.1:${httpPort}/throttled` } })
+    const ch = await channel({ name: 'counter', type: 'webhook', config: { url: `${http.url}/counter` } })
+    const throttled = await channel({ name: 'throttled', type: 'webhook', config: { url: `${http.url}/throttled` } })
     received = []
     const counted = () => received.filter((r) => r.path === '/counter').length
     // Five config_change events from here on: creating each rule (after its commit, both count) and three

@@ -1,15 +1,15 @@
-import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { freePort } from '../support/ports'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
 
 // cert_renewal_failed and target_unhealthy come from the real Caddy 2.6.2's own
 // log lines (tls.obtain, the active health checker), which the generated
 // logging writes to the error log the panel ingests. Delivered to a webhook.
 
-let hook: Server, hookPort: number
+let hook: WebhookReceiver
 const delivered: Array<{ event: string; details: Record<string, any> }> = []
 let stack: ProxyStack
 let live: TestUpstream
@@ -17,25 +17,13 @@ let deadAddress: string
 let refusingCa: string
 
 beforeAll(async () => {
-  hookPort = await freePort()
-  hook = createServer((req, res) => {
-    let b = ''
-    req.on('data', (c) => {
-      b += c
-    })
-    req.on('end', () => {
-      delivered.push(JSON.parse(b))
-      res.end('ok')
-    })
-  })
-  await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r))
+  hook = await startWebhookReceiver({ onRequest: (r) => delivered.push(JSON.parse(r.body)) })
   stack = await startProxyStack()
   live = await startTestUpstream()
   deadAddress = `127.0.0.1:${await freePort()}` // nothing listens there
   refusingCa = `https://127.0.0.1:${await freePort()}/dir` // an ACME directory that refuses connections
   const api = (path: string, body: unknown) => stack.panel.request(path, { method: 'POST', cookie: stack.admin, body })
-  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } }))
-    .json
+  const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `${hook.url}/` } })).json
   const rule = await api('/api/notifications/rules', {
     name: 'proxy',
     events: ['cert_renewal_failed', 'target_unhealthy'],
@@ -47,7 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await live?.stop()
-  hook?.close()
+  await hook?.close()
 })
 
 const of = (event: string) => delivered.filter((d) => d.event === event)

@@ -5,6 +5,7 @@ import { createSecretsBox } from '../../server/utils/core/secrets'
 import { eventually } from '../support/http'
 import { freePort } from '../support/ports'
 import { registerTestSecret, startPanel, TEST_MASTER_KEY, type PanelHandle } from '../support/panel'
+import { sessionApi } from '../support/api-client'
 
 // A loopback HTTP server plays the push service (RFC 8030). The test is the
 // browser: it generates the subscription's P-256 key pair and auth secret,
@@ -118,7 +119,7 @@ afterAll(async () => {
   service?.close()
 })
 
-const api = (path: string, method = 'GET', body?: unknown) => panel.request(path, { method, cookie, body })
+const api = sessionApi(() => ({ panel, cookie }))
 
 describe('web push', () => {
   it('serves the VAPID public key generated at first boot (sessions only)', async () => {

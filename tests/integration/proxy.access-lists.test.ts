@@ -6,6 +6,7 @@ import { createPublicClientNamespace } from '../support/netns'
 import { httpRequest } from '../support/http'
 import { registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { sessionApi } from '../support/api-client'
 
 // Access lists through the production Caddy, from public-looking addresses in a
 // network namespace: 198.51.100.10 sits in a denied range, 198.51.100.20 in an
@@ -49,7 +50,7 @@ afterAll(async () => {
 
 const from = (address: string, host: string, auth?: string) =>
   ns.curl(`http://198.51.100.1:${stack.httpPort}/inside`, ['-H', `Host: ${host}`, ...(auth ? ['-u', auth] : [])], { fromAddress: address })
-const api = (path: string, method = 'GET', b?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body: b })
+const api = sessionApi(() => ({ panel: stack.panel, cookie: stack.admin }))
 
 describe('access list through the production Caddy', () => {
   it('is created without echoing the password, and attached to a host', async () => {

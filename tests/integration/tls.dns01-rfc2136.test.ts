@@ -11,6 +11,7 @@ import { freePort } from '../support/ports'
 import { makeTempDir } from '../support/processes'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
+import { sessionApi } from '../support/api-client'
 
 // DNS-01 for real with the self-hostable provider: BIND 9 serves example.test
 // and takes TSIG-signed updates; Pebble validates through that BIND; the
@@ -43,7 +44,7 @@ let hook: Server
 const delivered: Array<{ event: string; details: Record<string, any> }> = []
 const hookBodies: string[] = []
 
-const api = (path: string, method = 'GET', body?: unknown) => stack.panel.request(path, { method, cookie: stack.admin, body })
+const api = sessionApi(() => ({ panel: stack.panel, cookie: stack.admin }))
 const putProvider = (credentials: Record<string, string>) => api('/api/dns-providers/provider_c', 'PUT', { enabled: true, credentials })
 const dnsHost = (domain: string, ca = pebble.directoryUrl) =>
   createHost(stack, {

@@ -141,9 +141,57 @@ export function isPublicSuffix(domain: string): boolean {
   return parsed.publicSuffix === domain && (parsed.isIcann === true || parsed.isPrivate === true)
 }
 
-/** Pure: parses an environment into a config plus every problem found. */
-export function parseConfig(env: Env): { config: PanelConfig; errors: string[] } {
-  const errors: string[] = []
+/**
+ * The whole numbers of the configuration, declared once: name, default and range. Each is read
+ * the same way and refused with the same sentence, so a new period or capacity is one row here.
+ */
+const _INTEGERS = {
+  pullSeconds: { name: 'LAPI_PANEL_PULL_SECONDS', default: 5, min: 1, max: 60 },
+  driftIntervalSeconds: { name: 'PANEL_DRIFT_INTERVAL_SECONDS', default: 60, min: 1, max: 3600 },
+  engineProbeSeconds: { name: 'PANEL_ENGINE_PROBE_SECONDS', default: 10, min: 1, max: 300 },
+  countryReconcileSeconds: { name: 'PANEL_COUNTRY_RECONCILE_SECONDS', default: 300, min: 1, max: 86400 },
+  notificationQueueCapacity: { name: 'PANEL_NOTIFICATION_QUEUE_CAPACITY', default: 1000, min: 1, max: 1_000_000 },
+} as const
+
+type _IntegerName = keyof typeof _INTEGERS
+
+function _integer(env: Env, errors: string[], key: _IntegerName): number {
+  const v = _INTEGERS[key]
+  const value = Number(_opt(env, v.name) ?? String(v.default))
+  if (!Number.isInteger(value) || value < v.min || value > v.max) errors.push(`${v.name} must be an integer from ${v.min} to ${v.max}`)
+  return value
+}
+
+/** A comma list of the variable's value (or its default), blanks dropped. */
+function _list(env: Env, name: string, fallback: string): string[] {
+  return (_opt(env, name) ?? fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
+/** An http(s) URL without its trailing slashes, refused with the example the operator can copy. */
+function _httpUrl(env: Env, errors: string[], name: string, fallback: string, example: string): string {
+  const url = (_opt(env, name) ?? fallback).replace(/\/+$/, '')
+  if (!_isUrl(url, ['http:', 'https:'])) errors.push(`${name} must be an http(s) URL such as ${example}`)
+  return url
+}
+
+function _domainProblem(domain: string): string | undefined {
+  if (!/^[a-z0-9.-]+$/.test(domain) && !/^[0-9a-f:]+$/.test(domain))
+    return `PANEL_DOMAIN must be a host name such as panel.example.com (got "${domain}")`
+  const cookieDomain = cookieDomainFor(domain)
+  if (cookieDomain === undefined || !isPublicSuffix(cookieDomain)) return undefined
+  return (
+    `PANEL_DOMAIN "${domain}" would put the session cookie on "${cookieDomain}", a public suffix (anyone can get a name under it, and browsers refuse such a cookie): ` +
+    (isPublicSuffix(domain)
+      ? 'use a name inside a domain of your own, such as panel.example.com'
+      : `use a name one level down, such as panel.${domain}, so that the cookie stays on ${domain}`)
+  )
+}
+
+/** The panel's own listener, storage, names and URLs. */
+function _readPanel(env: Env, errors: string[]) {
   const port = Number(_opt(env, 'PORT') ?? _opt(env, 'NITRO_PORT') ?? '3000')
   if (!Number.isInteger(port) || port < 0 || port > 65535) errors.push('PORT must be an integer from 0 to 65535')
   const host = _opt(env, 'HOST') ?? _opt(env, 'NITRO_HOST') ?? '127.0.0.1'
@@ -155,18 +203,8 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   if (masterKey !== undefined && masterKey.length < 32)
     errors.push('PANEL_MASTER_KEY must be at least 32 characters; generate one with: openssl rand -base64 32')
   const domain = (_opt(env, 'PANEL_DOMAIN') ?? 'localhost').toLowerCase()
-  if (!/^[a-z0-9.-]+$/.test(domain) && !/^[0-9a-f:]+$/.test(domain))
-    errors.push(`PANEL_DOMAIN must be a host name such as panel.example.com (got "${domain}")`)
-  else {
-    const cookieDomain = cookieDomainFor(domain)
-    if (cookieDomain !== undefined && isPublicSuffix(cookieDomain))
-      errors.push(
-        `PANEL_DOMAIN "${domain}" would put the session cookie on "${cookieDomain}", a public suffix (anyone can get a name under it, and browsers refuse such a cookie): ` +
-          (isPublicSuffix(domain)
-            ? 'use a name inside a domain of your own, such as panel.example.com'
-            : `use a name one level down, such as panel.${domain}, so that the cookie stays on ${domain}`),
-      )
-  }
+  const domainProblem = _domainProblem(domain)
+  if (domainProblem) errors.push(domainProblem)
   const mode = (_opt(env, 'PANEL_MODE') ?? 'lan').toLowerCase()
   if (mode !== 'lan' && mode !== 'public') errors.push('PANEL_MODE must be "lan" or "public"')
   const publicUrl = (_opt(env, 'PANEL_PUBLIC_URL') ?? `https://${domain}`).replace(/\/+$/, '')
@@ -177,16 +215,21 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   ).replace(/\/+$/, '')
   if (Number.isInteger(port) && !_isUrl(internalUrl, ['http:', 'https:']))
     errors.push('PANEL_INTERNAL_URL must be an http(s) URL such as http://panel:3000')
-  const trustedProxies = (_opt(env, 'PANEL_TRUSTED_PROXIES') ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
+  return { port, host, dataDir, databaseUrl, masterKey, domain, mode: mode as PanelConfig['mode'], publicUrl, internalUrl }
+}
+
+function _readTrustedProxies(env: Env, errors: string[]): string[] {
+  const trustedProxies = _list(env, 'PANEL_TRUSTED_PROXIES', '')
   for (const t of trustedProxies) {
     const [addr, bits, extra] = t.split('/')
     const family = isIP(addr ?? '')
     if (!family || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))))
       errors.push(`PANEL_TRUSTED_PROXIES must be a comma list of IP addresses or CIDRs such as 127.0.0.1/32,172.18.0.0/16 (got "${t}")`)
   }
+  return trustedProxies
+}
+
+function _readAdmin(env: Env, errors: string[]) {
   const adminEmail = _opt(env, 'PANEL_ADMIN_EMAIL')
   const adminPassword = env.PANEL_ADMIN_PASSWORD || undefined
   if ((adminEmail === undefined) !== (adminPassword === undefined))
@@ -198,35 +241,37 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     [adminEmail.toLowerCase(), adminEmail.toLowerCase().split('@')[0]].includes(adminPassword.trim().toLowerCase())
   )
     errors.push('PANEL_ADMIN_PASSWORD must not be the email address')
+  return { adminEmail, adminPassword }
+}
 
-  const proxyAdminUrl = (_opt(env, 'PROXY_ADMIN_URL') ?? 'http://127.0.0.1:2019').replace(/\/+$/, '')
-  if (!_isUrl(proxyAdminUrl, ['http:', 'https:'])) errors.push('PROXY_ADMIN_URL must be an http(s) URL such as http://127.0.0.1:2019')
+function _readModules(env: Env, errors: string[]): ProxyModuleName[] {
   const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns').toLowerCase()
   const modules: ProxyModuleName[] = []
-  if (modulesRaw !== 'none') {
-    for (const m of modulesRaw
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)) {
-      if ((PROXY_MODULE_NAMES as readonly string[]).includes(m)) modules.push(m as ProxyModuleName)
-      else errors.push(`PROXY_MODULES: unknown module "${m}"; use "none" or a comma list of ${PROXY_MODULE_NAMES.join(', ')}`)
-    }
+  if (modulesRaw === 'none') return modules
+  for (const m of modulesRaw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    if ((PROXY_MODULE_NAMES as readonly string[]).includes(m)) modules.push(m as ProxyModuleName)
+    else errors.push(`PROXY_MODULES: unknown module "${m}"; use "none" or a comma list of ${PROXY_MODULE_NAMES.join(', ')}`)
   }
-  const httpListen = (_opt(env, 'PROXY_HTTP_LISTEN') ?? ':80')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-  const httpsListen = (_opt(env, 'PROXY_HTTPS_LISTEN') ?? ':443')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-  const httpPort = _portOf(httpListen[0] ?? '')
-  const httpsPort = _portOf(httpsListen[0] ?? '')
-  if (httpPort === undefined || httpListen.some((l) => _portOf(l) !== httpPort))
-    errors.push('PROXY_HTTP_LISTEN must be a comma list of addresses sharing one port, such as :80 or 127.0.0.1:8080')
-  if (httpsPort === undefined || httpsListen.some((l) => _portOf(l) !== httpsPort))
-    errors.push('PROXY_HTTPS_LISTEN must be a comma list of addresses sharing one port, such as :443 or 127.0.0.1:8443')
+  return modules
+}
 
+/** Addresses of one listener; they must share one port (the generated config has one server per scheme). */
+function _readListen(env: Env, errors: string[], name: string, fallback: string, example: string) {
+  const listen = _list(env, name, fallback)
+  const port = _portOf(listen[0] ?? '')
+  if (port === undefined || listen.some((l) => _portOf(l) !== port))
+    errors.push(`${name} must be a comma list of addresses sharing one port, such as ${example}`)
+  return { listen, port }
+}
+
+function _readProxy(env: Env, errors: string[], dataDir: string): PanelConfig['proxy'] {
+  const adminUrl = _httpUrl(env, errors, 'PROXY_ADMIN_URL', 'http://127.0.0.1:2019', 'http://127.0.0.1:2019')
+  const modules = _readModules(env, errors)
+  const http = _readListen(env, errors, 'PROXY_HTTP_LISTEN', ':80', ':80 or 127.0.0.1:8080')
+  const https = _readListen(env, errors, 'PROXY_HTTPS_LISTEN', ':443', ':443 or 127.0.0.1:8443')
   const renewIntervalRaw = _opt(env, 'PROXY_RENEW_INTERVAL_SECONDS')
   const renewIntervalSeconds = renewIntervalRaw === undefined ? undefined : Number(renewIntervalRaw)
   if (
@@ -236,9 +281,23 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     errors.push(
       "PROXY_RENEW_INTERVAL_SECONDS must be an integer from 1 to 86400 (how often the proxy checks its certificates for renewal), or unset for Caddy's 600",
     )
+  return {
+    adminUrl,
+    modules,
+    logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),
+    dataDir: _opt(env, 'PROXY_DATA_DIR'),
+    httpListen: http.listen,
+    httpsListen: https.listen,
+    httpPort: http.port ?? 80,
+    httpsPort: https.port ?? 443,
+    acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
+    certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
+    renewIntervalSeconds,
+  }
+}
 
-  const lapiUrl = (_opt(env, 'LAPI_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
-  if (!_isUrl(lapiUrl, ['http:', 'https:'])) errors.push('LAPI_URL must be an http(s) URL such as http://127.0.0.1:8080')
+function _readLapi(env: Env, errors: string[]): PanelConfig['lapi'] {
+  const url = _httpUrl(env, errors, 'LAPI_URL', 'http://127.0.0.1:8080', 'http://127.0.0.1:8080')
   const appsecUrl = _opt(env, 'LAPI_APPSEC_URL')?.replace(/\/+$/, '')
   if (appsecUrl !== undefined && !_isUrl(appsecUrl, ['http:', 'https:']))
     errors.push(
@@ -249,78 +308,65 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     errors.push(
       "LAPI_PANEL_BOUNCER_KEY must differ from LAPI_BOUNCER_KEY: with the proxy's key the panel's reads would move the proxy bouncer's last pull",
     )
-  const pullSeconds = Number(_opt(env, 'LAPI_PANEL_PULL_SECONDS') ?? '5')
-  if (!Number.isInteger(pullSeconds) || pullSeconds < 1 || pullSeconds > 60)
-    errors.push('LAPI_PANEL_PULL_SECONDS must be an integer from 1 to 60')
-  const geoCountry = _opt(env, 'GEOIP_COUNTRY_URL') ?? _DEFAULT_GEOIP_COUNTRY_URL
-  const geoAsn = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
+  return {
+    url,
+    machineId: _opt(env, 'LAPI_MACHINE_ID'),
+    machinePassword: env.LAPI_MACHINE_PASSWORD || undefined,
+    bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
+    panelBouncerKey,
+    pullSeconds: _integer(env, errors, 'pullSeconds'),
+    appsecUrl,
+  }
+}
+
+function _readGeoip(env: Env, errors: string[]): PanelConfig['geoip'] {
+  const countryUrl = _opt(env, 'GEOIP_COUNTRY_URL') ?? _DEFAULT_GEOIP_COUNTRY_URL
+  const asnUrl = _opt(env, 'GEOIP_ASN_URL') ?? _DEFAULT_GEOIP_ASN_URL
   for (const [name, v] of [
-    ['GEOIP_COUNTRY_URL', geoCountry],
-    ['GEOIP_ASN_URL', geoAsn],
+    ['GEOIP_COUNTRY_URL', countryUrl],
+    ['GEOIP_ASN_URL', asnUrl],
   ] as const)
     if (!_isUrl(v, ['http:', 'https:', 'file:'])) errors.push(`${name} must be an http(s) or file: URL`)
-  const driftIntervalSeconds = Number(_opt(env, 'PANEL_DRIFT_INTERVAL_SECONDS') ?? '60')
-  if (!Number.isInteger(driftIntervalSeconds) || driftIntervalSeconds < 1 || driftIntervalSeconds > 3600)
-    errors.push('PANEL_DRIFT_INTERVAL_SECONDS must be an integer from 1 to 3600')
-  const engineProbeSeconds = Number(_opt(env, 'PANEL_ENGINE_PROBE_SECONDS') ?? '10')
-  if (!Number.isInteger(engineProbeSeconds) || engineProbeSeconds < 1 || engineProbeSeconds > 300)
-    errors.push('PANEL_ENGINE_PROBE_SECONDS must be an integer from 1 to 300')
-  const countryReconcileSeconds = Number(_opt(env, 'PANEL_COUNTRY_RECONCILE_SECONDS') ?? '300')
-  if (!Number.isInteger(countryReconcileSeconds) || countryReconcileSeconds < 1 || countryReconcileSeconds > 86400)
-    errors.push('PANEL_COUNTRY_RECONCILE_SECONDS must be an integer from 1 to 86400')
-  const notificationQueueCapacity = Number(_opt(env, 'PANEL_NOTIFICATION_QUEUE_CAPACITY') ?? '1000')
-  if (!Number.isInteger(notificationQueueCapacity) || notificationQueueCapacity < 1 || notificationQueueCapacity > 1_000_000)
-    errors.push('PANEL_NOTIFICATION_QUEUE_CAPACITY must be an integer from 1 to 1000000')
+  return { countryUrl, asnUrl }
+}
+
+/**
+ * Pure: parses an environment into a config plus every problem found. Each section reads its
+ * own variables in turn, so the problems come out in the order the variables are documented.
+ */
+export function parseConfig(env: Env): { config: PanelConfig; errors: string[] } {
+  const errors: string[] = []
+  const panel = _readPanel(env, errors)
+  const trustedProxies = _readTrustedProxies(env, errors)
+  const admin = _readAdmin(env, errors)
+  const proxy = _readProxy(env, errors, panel.dataDir)
+  const lapi = _readLapi(env, errors)
+  const geoip = _readGeoip(env, errors)
+  const driftIntervalSeconds = _integer(env, errors, 'driftIntervalSeconds')
+  const engineProbeSeconds = _integer(env, errors, 'engineProbeSeconds')
+  const countryReconcileSeconds = _integer(env, errors, 'countryReconcileSeconds')
+  const notificationQueueCapacity = _integer(env, errors, 'notificationQueueCapacity')
   const logLevel = (_opt(env, 'PANEL_LOG_LEVEL') ?? 'info').toLowerCase()
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
+  const configDir = _opt(env, 'CROWDSEC_CONFIG_DIR')
 
   const config: PanelConfig = {
-    port,
-    host,
-    dataDir,
-    databaseUrl,
+    ...panel,
     databaseAuthToken: _opt(env, 'PANEL_DATABASE_AUTH_TOKEN'),
-    masterKey,
-    domain,
-    mode: mode as PanelConfig['mode'],
-    publicUrl,
-    internalUrl,
     trustedProxies,
-    adminEmail,
-    adminPassword,
+    ...admin,
     caddyBin: _opt(env, 'PANEL_CADDY_BIN') ?? 'caddy',
-    proxy: {
-      adminUrl: proxyAdminUrl,
-      modules,
-      logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),
-      dataDir: _opt(env, 'PROXY_DATA_DIR'),
-      httpListen,
-      httpsListen,
-      httpPort: httpPort ?? 80,
-      httpsPort: httpsPort ?? 443,
-      acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
-      certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
-      renewIntervalSeconds,
-    },
-    certsDir: resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
-    lapi: {
-      url: lapiUrl,
-      machineId: _opt(env, 'LAPI_MACHINE_ID'),
-      machinePassword: env.LAPI_MACHINE_PASSWORD || undefined,
-      bouncerKey: _opt(env, 'LAPI_BOUNCER_KEY'),
-      panelBouncerKey,
-      pullSeconds,
-      appsecUrl,
-    },
-    crowdsecConfigDir: _opt(env, 'CROWDSEC_CONFIG_DIR'),
-    crowdsecHubDir:
-      _opt(env, 'CROWDSEC_HUB_DIR') ?? (_opt(env, 'CROWDSEC_CONFIG_DIR') ? resolve(_opt(env, 'CROWDSEC_CONFIG_DIR')!, 'hub') : undefined),
+    proxy,
+    certsDir: resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(panel.dataDir, 'certs')),
+    lapi,
+    crowdsecConfigDir: configDir,
+    crowdsecHubDir: _opt(env, 'CROWDSEC_HUB_DIR') ?? (configDir ? resolve(configDir, 'hub') : undefined),
     crowdsecDataDir: _opt(env, 'CROWDSEC_DATA_DIR'),
     driftIntervalSeconds,
     engineProbeSeconds,
     countryReconcileSeconds,
     notificationQueueCapacity,
-    geoip: { countryUrl: geoCountry, asnUrl: geoAsn },
+    geoip,
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
     logLevel: logLevel as PanelConfig['logLevel'],
     testClockOffsetFile: _opt(env, 'PANEL_TEST_CLOCK_OFFSET_FILE'),

@@ -58,159 +58,229 @@ function _finalizeHeredoc(body: string, marker: string): string | null {
   return text.endsWith('\n') ? text.slice(0, -1) : text
 }
 
+/** Caddy's prefix table for a heredoc marker: the marker is found incrementally, wherever it appears. */
+function _markerPrefixTable(marker: string): number[] {
+  const prefix: number[] = new Array(marker.length).fill(0)
+  for (let i = 1, m = 0; i < marker.length; i++) {
+    while (m > 0 && marker[i] !== marker[m]) m = prefix[m - 1]!
+    if (marker[i] === marker[m]) m++
+    prefix[i] = m
+  }
+  return prefix
+}
+
+/**
+ * What one character does to the token being read: `more` reads on, `token` ends it (the next
+ * token starts afresh), `stop` ends the text (or an error stops the lexer as Caddy's does).
+ */
+type _Step = 'more' | 'token' | 'stop'
+
+/**
+ * The lexer's state. The whole-text part (position, line, skipped lines) lives across tokens;
+ * the rest is the state of Go's lexer.next(), started afresh for each token by `_startToken`.
+ * Each kind of character has its own step, in the order Go's loop tests them.
+ */
+class _Lexer {
+  readonly tokens: CaddyToken[] = []
+  readonly comments: Array<[number, number]> = []
+  error: string | null = null
+  steps = 0
+  private readonly chars: string[]
+  private readonly offsets: number[]
+  private pos: number
+  private line = 1
+  private skipped = 0
+  private val: string[] = []
+  private comment = false
+  private quoted = false
+  private backtick = false
+  private inHeredoc = false
+  private heredocEscaped = false
+  private escaped = false
+  private marker = ''
+  private prefix: number[] = []
+  private matched = 0
+  private tokenLine = 1
+  private tokenOffset = 0
+  private commentStart = 0
+
+  constructor(
+    private readonly text: string,
+    private readonly legacy: boolean,
+  ) {
+    this.chars = Array.from(text)
+    this.offsets = new Array(this.chars.length)
+    for (let i = 0, o = 0; i < this.chars.length; o += this.chars[i]!.length, i++) this.offsets[i] = o
+    this.pos = this.chars[0] === '\uFEFF' ? 1 : 0
+  }
+
+  run(): void {
+    for (;;) {
+      this._startToken()
+      let step: _Step = 'more'
+      while (step === 'more') step = this._step()
+      if (step === 'stop') return
+    }
+  }
+
+  private _startToken(): void {
+    this.val = []
+    this.comment = false
+    this.quoted = false
+    this.backtick = false
+    this.inHeredoc = false
+    this.heredocEscaped = false
+    this.escaped = false
+    this.marker = ''
+    this.prefix = []
+    this.matched = 0
+    this.tokenLine = this.line
+    this.tokenOffset = 0
+    this.commentStart = 0
+  }
+
+  private _make(quote: CaddyToken['quote']): 'token' {
+    this.tokens.push({ text: this.val.join(''), line: this.tokenLine, quote, offset: this.tokenOffset })
+    return 'token'
+  }
+
+  private _step(): _Step {
+    this.steps++
+    if (this.pos >= this.chars.length) return this._end()
+    const ch = this.chars[this.pos]!
+    const at = this.offsets[this.pos]!
+    this.pos++
+    const v = this.val
+    if (
+      !this.legacy &&
+      !this.quoted &&
+      !this.backtick &&
+      !this.inHeredoc &&
+      !this.heredocEscaped &&
+      v.length > 1 &&
+      v[0] === '<' &&
+      v[1] === '<'
+    )
+      return this._heredocOpening(ch)
+    if (this.inHeredoc) return this._heredocBody(ch)
+    if (!this.escaped && (this.legacy || !this.backtick) && ch === '\\') {
+      this.escaped = true
+      return 'more'
+    }
+    if (this.quoted || this.backtick) return this._quotedChar(ch)
+    if (isCaddySpace(ch)) return this._space(ch, at)
+    return this._plain(ch, at)
+  }
+
+  private _end(): 'stop' {
+    if (this.comment) this.comments.push([this.commentStart, this.text.length])
+    if (this.val.length && this.inHeredoc) this.error = `incomplete heredoc <<${this.marker}: its closing marker is missing`
+    else if (this.val.length) this._make('')
+    return 'stop'
+  }
+
+  /** After `<<`: the marker up to the end of its line. */
+  private _heredocOpening(ch: string): _Step {
+    if (ch === ' ') return this._make('')
+    if (ch === '\r') return 'more'
+    if (ch !== '\n') {
+      this.val.push(ch)
+      return 'more'
+    }
+    this.marker = this.val.slice(2).join('')
+    if (!/^[A-Za-z0-9_-]+$/.test(this.marker)) {
+      this.error = 'a heredoc marker must be letters, digits, dashes and underscores'
+      return 'stop'
+    }
+    this.prefix = _markerPrefixTable(this.marker)
+    this.inHeredoc = true
+    this.skipped++
+    this.val = []
+    return 'more'
+  }
+
+  private _heredocBody(ch: string): _Step {
+    this.val.push(ch)
+    if (ch === '\n') this.skipped++
+    while (this.matched > 0 && ch !== this.marker[this.matched]) this.matched = this.prefix[this.matched - 1]!
+    if (ch === this.marker[this.matched]) this.matched++
+    if (this.matched !== this.marker.length) return 'more'
+    const body = _finalizeHeredoc(this.val.join(''), this.marker)
+    if (body === null) {
+      this.error = `mismatched leading whitespace in heredoc <<${this.marker}`
+      return 'stop'
+    }
+    this.val = [body]
+    this.line += this.skipped
+    this.skipped = 0
+    return this._make('<')
+  }
+
+  private _quotedChar(ch: string): _Step {
+    if (this.quoted && this.escaped) {
+      if (ch !== '"') this.val.push('\\')
+      this.escaped = false
+    } else if ((this.quoted && ch === '"') || (this.backtick && ch === '`')) return this._make(ch as '"' | '`')
+    if (ch === '\n') {
+      this.line += 1 + this.skipped
+      this.skipped = 0
+    }
+    this.val.push(ch)
+    return 'more'
+  }
+
+  private _space(ch: string, at: number): _Step {
+    if (ch === '\r') return 'more'
+    if (ch === '\n') {
+      if (this.escaped) {
+        this.skipped++
+        this.escaped = false
+      } else {
+        this.line += 1 + this.skipped
+        this.skipped = 0
+      }
+      if (this.comment) this.comments.push([this.commentStart, at])
+      this.comment = false
+    }
+    return this.val.length ? this._make('') : 'more'
+  }
+
+  private _plain(ch: string, at: number): _Step {
+    if (ch === '#' && !this.val.length && !this.comment) {
+      this.comment = true
+      this.commentStart = at
+    }
+    if (this.comment) return 'more'
+    if (!this.val.length) {
+      this.tokenLine = this.line
+      this.tokenOffset = at
+      if (ch === '"') {
+        this.quoted = true
+        return 'more'
+      }
+      if (ch === '`') {
+        this.backtick = true
+        return 'more'
+      }
+    }
+    if (this.escaped) {
+      if (ch === '<' && !this.legacy) this.heredocEscaped = true
+      else this.val.push('\\')
+      this.escaped = false
+    }
+    this.val.push(ch)
+    return 'more'
+  }
+}
+
 /**
  * Caddy's lexer over the text. `legacy: true` reads it as Caddy 2.6 does
  * (Debian's package): no heredocs, and a backslash escapes inside `...` too.
  */
 export function lexCaddyfile(text: string, opts: { legacy?: boolean } = {}): LexedCaddyfile {
-  const legacy = !!opts.legacy
-  const chars = Array.from(text)
-  const offsets: number[] = new Array(chars.length)
-  for (let i = 0, o = 0; i < chars.length; o += chars[i]!.length, i++) offsets[i] = o
-  const tokens: CaddyToken[] = []
-  const comments: Array<[number, number]> = []
-  let pos = chars[0] === '\uFEFF' ? 1 : 0
-  let line = 1
-  let skipped = 0
-  let steps = 0
-  let error: string | null = null
-  // One pass of the outer loop is one call of lexer.next() in Go: its state starts afresh.
-  tokenLoop: for (;;) {
-    let val: string[] = []
-    let comment = false
-    let quoted = false
-    let backtick = false
-    let inHeredoc = false
-    let heredocEscaped = false
-    let escaped = false
-    let marker = ''
-    let prefix: number[] = []
-    let matched = 0
-    let tokenLine = line
-    let tokenOffset = 0
-    let commentStart = 0
-    const make = (quote: CaddyToken['quote']) => tokens.push({ text: val.join(''), line: tokenLine, quote, offset: tokenOffset })
-    for (;;) {
-      steps++
-      if (pos >= chars.length) {
-        if (comment) comments.push([commentStart, text.length])
-        if (val.length && inHeredoc) error = `incomplete heredoc <<${marker}: its closing marker is missing`
-        else if (val.length) make('')
-        break tokenLoop
-      }
-      const ch = chars[pos]!
-      const at = offsets[pos]!
-      pos++
-      if (!legacy && !quoted && !backtick && !inHeredoc && !heredocEscaped && val.length > 1 && val[0] === '<' && val[1] === '<') {
-        if (ch === ' ') {
-          make('')
-          continue tokenLoop
-        }
-        if (ch === '\r') continue
-        if (ch === '\n') {
-          marker = val.slice(2).join('')
-          if (!/^[A-Za-z0-9_-]+$/.test(marker)) {
-            error = 'a heredoc marker must be letters, digits, dashes and underscores'
-            break tokenLoop
-          }
-          // Caddy's prefix table: the marker is found incrementally, wherever it appears.
-          prefix = new Array(marker.length).fill(0)
-          for (let i = 1, m = 0; i < marker.length; i++) {
-            while (m > 0 && marker[i] !== marker[m]) m = prefix[m - 1]!
-            if (marker[i] === marker[m]) m++
-            prefix[i] = m
-          }
-          inHeredoc = true
-          skipped++
-          val = []
-          continue
-        }
-        val.push(ch)
-        continue
-      }
-      if (inHeredoc) {
-        val.push(ch)
-        if (ch === '\n') skipped++
-        while (matched > 0 && ch !== marker[matched]) matched = prefix[matched - 1]!
-        if (ch === marker[matched]) matched++
-        if (matched === marker.length) {
-          const body = _finalizeHeredoc(val.join(''), marker)
-          if (body === null) {
-            error = `mismatched leading whitespace in heredoc <<${marker}`
-            break tokenLoop
-          }
-          val = [body]
-          line += skipped
-          skipped = 0
-          make('<')
-          continue tokenLoop
-        }
-        continue
-      }
-      if (!escaped && (legacy || !backtick) && ch === '\\') {
-        escaped = true
-        continue
-      }
-      if (quoted || backtick) {
-        if (quoted && escaped) {
-          if (ch !== '"') val.push('\\')
-          escaped = false
-        } else if ((quoted && ch === '"') || (backtick && ch === '`')) {
-          make(ch)
-          continue tokenLoop
-        }
-        if (ch === '\n') {
-          line += 1 + skipped
-          skipped = 0
-        }
-        val.push(ch)
-        continue
-      }
-      if (isCaddySpace(ch)) {
-        if (ch === '\r') continue
-        if (ch === '\n') {
-          if (escaped) {
-            skipped++
-            escaped = false
-          } else {
-            line += 1 + skipped
-            skipped = 0
-          }
-          if (comment) comments.push([commentStart, at])
-          comment = false
-        }
-        if (val.length) {
-          make('')
-          continue tokenLoop
-        }
-        continue
-      }
-      if (ch === '#' && !val.length && !comment) {
-        comment = true
-        commentStart = at
-      }
-      if (comment) continue
-      if (!val.length) {
-        tokenLine = line
-        tokenOffset = at
-        if (ch === '"') {
-          quoted = true
-          continue
-        }
-        if (ch === '`') {
-          backtick = true
-          continue
-        }
-      }
-      if (escaped) {
-        if (ch === '<' && !legacy) heredocEscaped = true
-        else val.push('\\')
-        escaped = false
-      }
-      val.push(ch)
-    }
-  }
-  return { tokens, comments, error, steps }
+  const lexer = new _Lexer(text, !!opts.legacy)
+  lexer.run()
+  return { tokens: lexer.tokens, comments: lexer.comments, error: lexer.error, steps: lexer.steps }
 }
 
 /** Caddy's isNextOnNewLine: a token's lines are its own line plus its line breaks (two more for a heredoc). */

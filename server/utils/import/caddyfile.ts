@@ -459,8 +459,8 @@ function _tlsOf(json: Json, names: string[]): { email: string | null; internal: 
   }
 }
 
-/** Reads, adapts and maps a Caddyfile into an import plan; 400 for one that does not adapt or would read files. */
-export async function planCaddyfileImport(submitted: string): Promise<ImportPlan> {
+/** The text caddy will read, or 400 for one that is too large, empty or would read files. */
+function _checkedText(submitted: string): string {
   if (Buffer.byteLength(submitted, 'utf8') > CADDYFILE_MAX_BYTES)
     throw badRequest(`caddyfile: must be at most ${CADDYFILE_MAX_BYTES} bytes`)
   // The text exactly as caddy will read it from the file: a lone surrogate becomes U+FFFD in UTF-8.
@@ -468,9 +468,10 @@ export async function planCaddyfileImport(submitted: string): Promise<ImportPlan
   if (!text.trim()) throw badRequest('caddyfile: is empty')
   const refused = fileReadRefusal(text)
   if (refused) throw badRequest(`caddyfile: line ${refused.line}: ${refused.message}`)
-  const scan = scanCaddyfile(text)
-  const json = await adaptCaddyfile(text)
-  const plan = emptyPlan()
+  return text
+}
+
+function _planGlobalOptions(plan: ImportPlan, scan: ScannedCaddyfile): void {
   for (const d of scan.global?.directives ?? []) {
     if (d.name !== 'email')
       plan.notImportable.push({
@@ -480,111 +481,127 @@ export async function planCaddyfileImport(submitted: string): Promise<ImportPlan
         why: 'global options are not imported: the panel has its own settings (acme.email is taken from `email`)',
       })
   }
-  const servers: Record<string, Json> = json.apps?.http?.servers ?? {}
-  for (const server of Object.values(servers)) {
-    const plain = (server.listen ?? []).every((l: string) => l.endsWith(':80'))
-    for (const route of server.routes ?? []) {
-      const hostNames: string[] = (route.match ?? []).flatMap((m: Json) => m.host ?? []).map((n: string) => n.toLowerCase())
-      const listen: string[] = server.listen ?? []
-      const site =
-        scan.sites.find((s) =>
-          hostNames.length
-            ? _siteNames(s).includes(hostNames[0]!)
-            : s.header.some((a) => listen.some((l) => a.replace(/,$/, '').endsWith(l))),
-        ) ?? null
-      if (!hostNames.length) {
-        plan.notImportable.push({
-          kind: 'site',
-          name: (server.listen ?? []).join(' '),
-          source: site ? `Caddyfile line ${site.line}` : 'Caddyfile',
-          why: 'a site without a host name (an address or port only) has no equivalent: hosts are matched by name',
-        })
-        continue
-      }
-      const mapper = new _SiteMapper(plan, hostNames, site, scan)
-      const badName = hostNames.find((n) => !isValidHostname(n))
-      if (badName) {
-        plan.notImportable.push({
-          kind: 'site',
-          name: hostNames.join(' '),
-          source: mapper.source,
-          why: badName.startsWith('*.')
-            ? `${badName} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"`
-            : `${badName} is not a host name the panel serves`,
-        })
-        continue
-      }
-      const routes: Json[] =
-        route.handle?.length === 1 && route.handle[0].handler === 'subroute'
-          ? (route.handle[0].routes ?? [])
-          : [{ handle: route.handle ?? [] }]
-      mapper.walk(routes, { paths: null, methods: null })
-      for (const d of site ? flattenDirectives(site, scan.snippets) : []) {
-        if (d.name === 'log' || d.name === 'bind')
-          plan.notImportable.push({
-            kind: 'directive',
-            name: d.name,
-            source: `Caddyfile line ${d.line}`,
-            why: `${mapper.domain}: ${d.name} is the panel's own (access logs and listeners); not imported`,
-          })
-      }
-      const tls = plain ? { email: null, internal: false } : _tlsOf(json, hostNames)
-      for (const d of plain || !site ? [] : flattenDirectives(site, scan.snippets).filter((x) => x.name === 'tls')) {
-        const files = d.args.length === 2 && !d.args.some((a) => a.includes('@') || a === 'internal')
-        const dns = d.children.find((c) => c.name === 'dns')
-        if (files)
-          plan.imperfect.push({
-            kind: 'host',
-            name: mapper.domain,
-            source: `Caddyfile line ${d.line}`,
-            why: `${mapper.domain}: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)`,
-          })
-        if (dns)
-          plan.imperfect.push({
-            kind: 'host',
-            name: mapper.domain,
-            source: `Caddyfile line ${dns.line}`,
-            why: `${mapper.domain}: the DNS challenge (${dns.args[0] ?? 'provider'}) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch`,
-          })
-      }
-      if (tls.internal)
-        plan.imperfect.push({
-          kind: 'host',
-          name: mapper.domain,
-          source: mapper.lineOf('', 'tls'),
-          why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one`,
-        })
-      let group = mapper.defaultGroup
-      if (!group) {
-        group = addPlannedGroup(plan, { ...PLACEHOLDER_GROUP, source: mapper.source })!
-        const catchAll = mapper.rules.some((r) => r.input.path === '/*' && !r.input.methods.length)
-        plan.imperfect.push({
-          kind: 'host',
-          name: mapper.domain,
-          source: mapper.source,
-          why: `${mapper.domain}: no reverse_proxy for every path; the host's default route goes to the group "${PLACEHOLDER_GROUP.name}" (nothing listens)${catchAll ? ', which a rule for /* answers before' : ': requests no rule matches get 502'}`,
-        })
-      }
-      addPlannedHost(plan, {
-        input: {
-          domain: hostNames[0]!,
-          aliases: hostNames.slice(1),
-          tls_mode: plain ? 'none' : 'auto',
-          tls_challenge: 'http',
-          tls_email: tls.email,
-          tls_dns_provider: null,
-          tls_acme_ca_url: null,
-          waf_mode: 'detection',
-          rate_limit_rps: 50,
-          rate_limit_burst: 100,
-        },
-        group,
-        rules: mapper.rules,
-        accessList: mapper.accessList,
-        source: mapper.source,
+}
+
+/** Notes for the site's directives the panel does not carry over: log, bind and the parts of tls it cannot. */
+function _noteSiteDirectives(plan: ImportPlan, mapper: _SiteMapper, site: ScannedBlock | null, scan: ScannedCaddyfile, plain: boolean) {
+  const directives = site ? flattenDirectives(site, scan.snippets) : []
+  for (const d of directives) {
+    if (d.name === 'log' || d.name === 'bind')
+      plan.notImportable.push({
+        kind: 'directive',
+        name: d.name,
+        source: `Caddyfile line ${d.line}`,
+        why: `${mapper.domain}: ${d.name} is the panel's own (access logs and listeners); not imported`,
       })
-    }
   }
+  for (const d of plain ? [] : directives.filter((x) => x.name === 'tls')) {
+    const files = d.args.length === 2 && !d.args.some((a) => a.includes('@') || a === 'internal')
+    const dns = d.children.find((c) => c.name === 'dns')
+    if (files)
+      plan.imperfect.push({
+        kind: 'host',
+        name: mapper.domain,
+        source: `Caddyfile line ${d.line}`,
+        why: `${mapper.domain}: certificate files are not read from the panel's machine; the host gets ACME until you upload the certificate (Certificates screen)`,
+      })
+    if (dns)
+      plan.imperfect.push({
+        kind: 'host',
+        name: mapper.domain,
+        source: `Caddyfile line ${dns.line}`,
+        why: `${mapper.domain}: the DNS challenge (${dns.args[0] ?? 'provider'}) is not carried over, nor its credentials; the host uses HTTP-01: set up a DNS provider to switch`,
+      })
+  }
+}
+
+/** The host's default group: the site's reverse_proxy for every path, else the placeholder (noted). */
+function _defaultGroup(plan: ImportPlan, mapper: _SiteMapper): string {
+  if (mapper.defaultGroup) return mapper.defaultGroup
+  const group = addPlannedGroup(plan, { ...PLACEHOLDER_GROUP, source: mapper.source })!
+  const catchAll = mapper.rules.some((r) => r.input.path === '/*' && !r.input.methods.length)
+  plan.imperfect.push({
+    kind: 'host',
+    name: mapper.domain,
+    source: mapper.source,
+    why: `${mapper.domain}: no reverse_proxy for every path; the host's default route goes to the group "${PLACEHOLDER_GROUP.name}" (nothing listens)${catchAll ? ', which a rule for /* answers before' : ': requests no rule matches get 502'}`,
+  })
+  return group
+}
+
+/** One route of the adapted JSON (one site block): a planned host, or a note saying why not. */
+function _planRoute(plan: ImportPlan, json: Json, scan: ScannedCaddyfile, server: Json, route: Json): void {
+  const plain = (server.listen ?? []).every((l: string) => l.endsWith(':80'))
+  const hostNames: string[] = (route.match ?? []).flatMap((m: Json) => m.host ?? []).map((n: string) => n.toLowerCase())
+  const listen: string[] = server.listen ?? []
+  const site =
+    scan.sites.find((s) =>
+      hostNames.length ? _siteNames(s).includes(hostNames[0]!) : s.header.some((a) => listen.some((l) => a.replace(/,$/, '').endsWith(l))),
+    ) ?? null
+  if (!hostNames.length) {
+    plan.notImportable.push({
+      kind: 'site',
+      name: (server.listen ?? []).join(' '),
+      source: site ? `Caddyfile line ${site.line}` : 'Caddyfile',
+      why: 'a site without a host name (an address or port only) has no equivalent: hosts are matched by name',
+    })
+    return
+  }
+  const mapper = new _SiteMapper(plan, hostNames, site, scan)
+  const badName = hostNames.find((n) => !isValidHostname(n))
+  if (badName) {
+    plan.notImportable.push({
+      kind: 'site',
+      name: hostNames.join(' '),
+      source: mapper.source,
+      why: badName.startsWith('*.')
+        ? `${badName} is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"`
+        : `${badName} is not a host name the panel serves`,
+    })
+    return
+  }
+  const routes: Json[] =
+    route.handle?.length === 1 && route.handle[0].handler === 'subroute' ? (route.handle[0].routes ?? []) : [{ handle: route.handle ?? [] }]
+  mapper.walk(routes, { paths: null, methods: null })
+  _noteSiteDirectives(plan, mapper, site, scan, plain)
+  const tls = plain ? { email: null, internal: false } : _tlsOf(json, hostNames)
+  if (tls.internal)
+    plan.imperfect.push({
+      kind: 'host',
+      name: mapper.domain,
+      source: mapper.lineOf('', 'tls'),
+      why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one`,
+    })
+  const group = _defaultGroup(plan, mapper)
+  addPlannedHost(plan, {
+    input: {
+      domain: hostNames[0]!,
+      aliases: hostNames.slice(1),
+      tls_mode: plain ? 'none' : 'auto',
+      tls_challenge: 'http',
+      tls_email: tls.email,
+      tls_dns_provider: null,
+      tls_acme_ca_url: null,
+      waf_mode: 'detection',
+      rate_limit_rps: 50,
+      rate_limit_burst: 100,
+    },
+    group,
+    rules: mapper.rules,
+    accessList: mapper.accessList,
+    source: mapper.source,
+  })
+}
+
+/** Reads, adapts and maps a Caddyfile into an import plan; 400 for one that does not adapt or would read files. */
+export async function planCaddyfileImport(submitted: string): Promise<ImportPlan> {
+  const text = _checkedText(submitted)
+  const scan = scanCaddyfile(text)
+  const json = await adaptCaddyfile(text)
+  const plan = emptyPlan()
+  _planGlobalOptions(plan, scan)
+  const servers: Record<string, Json> = json.apps?.http?.servers ?? {}
+  for (const server of Object.values(servers)) for (const route of server.routes ?? []) _planRoute(plan, json, scan, server, route)
   return plan
 }
 

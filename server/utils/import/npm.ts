@@ -420,162 +420,173 @@ function _hostHead(plan: ImportPlan, row: Row, table: string, certs: Map<number,
   return { source, names, domain, tls }
 }
 
-/** Reads an nginx-proxy-manager database into an import plan; 400 for a file that is not one. */
+/** A target group of one address for a proxy host or one of its locations; its name, or null when refused. */
+function _plannedGroup(
+  plan: ImportPlan,
+  name: string,
+  target: { scheme: unknown; host: unknown; port: unknown },
+  from: string,
+): string | null {
+  const input: TargetGroupInput = {
+    name: name.slice(0, 100),
+    targets: [{ address: _address(target.host, target.port), weight: 1 }],
+    scheme: target.scheme === 'https' ? 'https' : 'http',
+    lb_policy: 'round_robin',
+    health_check: null,
+    tls_skip_verify: false,
+  }
+  return addPlannedGroup(plan, { name: input.name, input, source: from })
+}
+
+/** One custom location of a proxy host: a proxy rule with its own group, or a note saying why not. */
+function _planLocation(plan: ImportPlan, loc: Row, i: number, domain: string, source: string): PlannedRule | null {
+  const path = _locationPath(String(loc.path ?? ''))
+  const where = `${source} location ${i + 1}`
+  if (!path) {
+    plan.notImportable.push({
+      kind: 'location',
+      name: `${domain} ${String(loc.path).slice(0, 100)}`,
+      source: where,
+      why: 'only prefix locations (/path) map to rules; regular-expression locations do not',
+    })
+    return null
+  }
+  if (String(loc.forward_path ?? '').trim())
+    plan.imperfect.push({
+      kind: 'rule',
+      name: `${domain} ${path}`,
+      source: where,
+      why: `${domain}: the location forwarded to the path ${String(loc.forward_path).slice(0, 100)}; the rule forwards the request's own path`,
+    })
+  if (String(loc.advanced_config ?? '').trim())
+    plan.imperfect.push({
+      kind: 'rule',
+      name: `${domain} ${path}`,
+      source: where,
+      why: `${domain}: the location's custom nginx configuration is not carried over`,
+    })
+  const target = { scheme: loc.forward_scheme, host: loc.forward_host, port: loc.forward_port }
+  const locGroup = _plannedGroup(plan, `${domain} ${path}`, target, where)
+  if (!locGroup) return null
+  const rule = {
+    priority: 10 * (i + 1),
+    path,
+    methods: [],
+    action: 'proxy' as const,
+    redirect_url: null,
+    redirect_status: null,
+    respond_status: null,
+    respond_body: null,
+  }
+  const refused = refusalOf('rule', { ...rule, target_group_id: null })
+  if (refused) {
+    plan.notImportable.push({ kind: 'location', name: `${domain} ${path}`, source: where, why: refused })
+    return null
+  }
+  return { input: rule, group: locGroup, source: where }
+}
+
+/** proxy_host: a host with its group, one rule per custom location and its access list. */
+function _planProxyHost(plan: ImportPlan, row: Row, certs: Map<number, Row>, lists: Map<number, string>): void {
+  const head = _hostHead(plan, row, 'proxy_host', certs)
+  if (!head) return
+  const { source, names, domain, tls } = head
+  const group = _plannedGroup(plan, domain, { scheme: row.forward_scheme, host: row.forward_host, port: row.forward_port }, source)
+  if (!group) return
+  const rules: PlannedRule[] = []
+  _json<Row[]>(row.locations, []).forEach((loc, i) => {
+    const rule = _planLocation(plan, loc, i, domain, source)
+    if (rule) rules.push(rule)
+  })
+  const listId = Number(row.access_list_id)
+  const accessList = listId ? (lists.get(listId) ?? null) : null
+  if (listId && !accessList)
+    plan.imperfect.push({
+      kind: 'host',
+      name: domain,
+      source,
+      why: `${domain}: its access list ${listId} is deleted; the host is imported without one`,
+    })
+  addPlannedHost(plan, {
+    input: _baseInput(names, row, tls),
+    group,
+    rules,
+    accessList,
+    source,
+    after: tls.after,
+    extraItems: tls.extraItems,
+  })
+}
+
+/** redirection_host: a host whose one rule redirects to a fixed URL. */
+function _planRedirectionHost(plan: ImportPlan, row: Row, certs: Map<number, Row>): void {
+  const head = _hostHead(plan, row, 'redirection_host', certs)
+  if (!head) return
+  const { source, names, domain, tls } = head
+  const note = (why: string) => plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: ${why}` })
+  let scheme = String(row.forward_scheme ?? 'auto')
+  if (scheme !== 'http' && scheme !== 'https') {
+    note("the redirect kept the request's scheme; it now always goes to https")
+    scheme = 'https'
+  }
+  if (_flag(row.preserve_path)) note("the redirect kept the request's path; rules redirect to a fixed URL")
+  let status = Number(row.forward_http_code ?? 302)
+  if (!_REDIRECT_CODES.has(status)) {
+    note(`redirect status ${status} has no equivalent; 302 instead`)
+    status = 302
+  }
+  _staticHost(plan, names, row, tls, source, {
+    priority: 10,
+    path: '/*',
+    methods: [],
+    action: 'redirect',
+    redirect_url: `${scheme}://${String(row.forward_domain_name ?? '').trim()}`,
+    redirect_status: status as 302,
+    respond_status: null,
+    respond_body: null,
+  })
+}
+
+/** dead_host (a 404 host): a host whose one rule answers 404. */
+function _planDeadHost(plan: ImportPlan, row: Row, certs: Map<number, Row>): void {
+  const head = _hostHead(plan, row, 'dead_host', certs)
+  if (!head) return
+  _staticHost(plan, head.names, row, head.tls, head.source, {
+    priority: 10,
+    path: '/*',
+    methods: [],
+    action: 'respond',
+    redirect_url: null,
+    redirect_status: null,
+    respond_status: 404,
+    respond_body: 'Not Found\n',
+  })
+}
+
+/** stream: TCP/UDP forwarding, which the panel has no equivalent of. */
+function _planStream(plan: ImportPlan, row: Row): void {
+  plan.notImportable.push({
+    kind: 'stream',
+    name: `port ${row.incoming_port} -> ${_address(row.forwarding_host, row.forwarding_port)}`,
+    source: `stream ${row.id}`,
+    why: 'TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
+  })
+}
+
+/**
+ * Reads an nginx-proxy-manager database into an import plan; 400 for a file that is not one.
+ * One planner per source table, in this order: access lists and certificates first (hosts refer to them).
+ */
 export async function planNpmImport(bytes: Buffer): Promise<ImportPlan> {
   return _withDatabase(bytes, async (client) => {
     const db = await _readAll(client)
     const plan = emptyPlan()
     const lists = await _planAccessLists(plan, db)
     const certs = new Map(db.certificate.map((c) => [Number(c.id), c]))
-
-    for (const row of db.proxy_host) {
-      const head = _hostHead(plan, row, 'proxy_host', certs)
-      if (!head) continue
-      const { source, names, domain, tls } = head
-      const groupOf = (name: string, scheme: unknown, host: unknown, port: unknown, from: string): string | null => {
-        const input: TargetGroupInput = {
-          name: name.slice(0, 100),
-          targets: [{ address: _address(host, port), weight: 1 }],
-          scheme: scheme === 'https' ? 'https' : 'http',
-          lb_policy: 'round_robin',
-          health_check: null,
-          tls_skip_verify: false,
-        }
-        return addPlannedGroup(plan, { name: input.name, input, source: from })
-      }
-      const group = groupOf(domain, row.forward_scheme, row.forward_host, row.forward_port, source)
-      if (!group) continue
-      const rules: PlannedRule[] = []
-      _json<Row[]>(row.locations, []).forEach((loc, i) => {
-        const path = _locationPath(String(loc.path ?? ''))
-        const where = `${source} location ${i + 1}`
-        if (!path) {
-          plan.notImportable.push({
-            kind: 'location',
-            name: `${domain} ${String(loc.path).slice(0, 100)}`,
-            source: where,
-            why: 'only prefix locations (/path) map to rules; regular-expression locations do not',
-          })
-          return
-        }
-        if (String(loc.forward_path ?? '').trim())
-          plan.imperfect.push({
-            kind: 'rule',
-            name: `${domain} ${path}`,
-            source: where,
-            why: `${domain}: the location forwarded to the path ${String(loc.forward_path).slice(0, 100)}; the rule forwards the request's own path`,
-          })
-        if (String(loc.advanced_config ?? '').trim())
-          plan.imperfect.push({
-            kind: 'rule',
-            name: `${domain} ${path}`,
-            source: where,
-            why: `${domain}: the location's custom nginx configuration is not carried over`,
-          })
-        const locGroup = groupOf(`${domain} ${path}`, loc.forward_scheme, loc.forward_host, loc.forward_port, where)
-        if (!locGroup) return
-        const rule = {
-          priority: 10 * (i + 1),
-          path,
-          methods: [],
-          action: 'proxy' as const,
-          redirect_url: null,
-          redirect_status: null,
-          respond_status: null,
-          respond_body: null,
-        }
-        const refused = refusalOf('rule', { ...rule, target_group_id: null })
-        if (refused) {
-          plan.notImportable.push({ kind: 'location', name: `${domain} ${path}`, source: where, why: refused })
-          return
-        }
-        rules.push({ input: rule, group: locGroup, source: where })
-      })
-      const listId = Number(row.access_list_id)
-      const accessList = listId ? (lists.get(listId) ?? null) : null
-      if (listId && !accessList)
-        plan.imperfect.push({
-          kind: 'host',
-          name: domain,
-          source,
-          why: `${domain}: its access list ${listId} is deleted; the host is imported without one`,
-        })
-      addPlannedHost(plan, {
-        input: _baseInput(names, row, tls),
-        group,
-        rules,
-        accessList,
-        source,
-        after: tls.after,
-        extraItems: tls.extraItems,
-      })
-    }
-
-    for (const row of db.redirection_host) {
-      const head = _hostHead(plan, row, 'redirection_host', certs)
-      if (!head) continue
-      const { source, names, domain, tls } = head
-      let scheme = String(row.forward_scheme ?? 'auto')
-      if (scheme !== 'http' && scheme !== 'https') {
-        plan.imperfect.push({
-          kind: 'host',
-          name: domain,
-          source,
-          why: `${domain}: the redirect kept the request's scheme; it now always goes to https`,
-        })
-        scheme = 'https'
-      }
-      if (_flag(row.preserve_path))
-        plan.imperfect.push({
-          kind: 'host',
-          name: domain,
-          source,
-          why: `${domain}: the redirect kept the request's path; rules redirect to a fixed URL`,
-        })
-      let status = Number(row.forward_http_code ?? 302)
-      if (!_REDIRECT_CODES.has(status)) {
-        plan.imperfect.push({
-          kind: 'host',
-          name: domain,
-          source,
-          why: `${domain}: redirect status ${status} has no equivalent; 302 instead`,
-        })
-        status = 302
-      }
-      _staticHost(plan, names, row, tls, source, {
-        priority: 10,
-        path: '/*',
-        methods: [],
-        action: 'redirect',
-        redirect_url: `${scheme}://${String(row.forward_domain_name ?? '').trim()}`,
-        redirect_status: status as 302,
-        respond_status: null,
-        respond_body: null,
-      })
-    }
-
-    for (const row of db.dead_host) {
-      const head = _hostHead(plan, row, 'dead_host', certs)
-      if (!head) continue
-      _staticHost(plan, head.names, row, head.tls, head.source, {
-        priority: 10,
-        path: '/*',
-        methods: [],
-        action: 'respond',
-        redirect_url: null,
-        redirect_status: null,
-        respond_status: 404,
-        respond_body: 'Not Found\n',
-      })
-    }
-
-    for (const row of db.stream)
-      plan.notImportable.push({
-        kind: 'stream',
-        name: `port ${row.incoming_port} -> ${_address(row.forwarding_host, row.forwarding_port)}`,
-        source: `stream ${row.id}`,
-        why: 'TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
-      })
+    for (const row of db.proxy_host) _planProxyHost(plan, row, certs, lists)
+    for (const row of db.redirection_host) _planRedirectionHost(plan, row, certs)
+    for (const row of db.dead_host) _planDeadHost(plan, row, certs)
+    for (const row of db.stream) _planStream(plan, row)
     return plan
   })
 }

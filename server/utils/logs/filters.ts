@@ -139,144 +139,158 @@ export function cidrTextRange(net: Net): [string, string] | null {
   return [p, `${p.slice(0, -1)};`]
 }
 
-export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
-  const conds: SQL[] = []
-  const dims = new Set<Dim>()
-  const jsChecks: Array<(r: FilterableRow) => boolean> = []
-  const tail: Array<(r: FilterableRow) => boolean> = []
+/** What the dimensions add up to while a filter is compiled. */
+interface _Builder {
+  conds: SQL[]
+  dims: Set<Dim>
+  /** What SQL cannot check (the predicate); run on the rows SQL returns. */
+  jsChecks: Array<(r: FilterableRow) => boolean>
+  /** What SQL checks, again in JS for the live tail. */
+  tail: Array<(r: FilterableRow) => boolean>
+  pathLiteral?: string
+  queryText?: string
+}
 
+type _Column = 'source' | 'rule_id' | 'method' | 'level' | 'waf_rule_id' | 'waf_severity' | 'node_id'
+
+/** A dimension that is a list of values one column must be among. */
+function _among<T extends string | number>(b: _Builder, dim: Dim, column: _Column, values: T[]): void {
+  if (!values.length) return
+  b.dims.add(dim)
+  b.conds.push(inArray(_col(column), values))
+  b.tail.push((r) => r[column] !== null && (values as Array<string | number>).includes(r[column]))
+}
+
+/** Upper-cased names, each refused unless it looks like `what`. */
+function _names(v: unknown, field: string, what: string): string[] {
+  const names = _list(v).map((s) => s.toUpperCase())
+  for (const n of names) if (!/^[A-Z]{1,16}$/.test(n)) throw badRequest(`${field}: "${n}" is not ${what}`)
+  return names
+}
+
+function _sourceDim(q: Record<string, unknown>, b: _Builder): void {
   const sources = _list(q.source)
   for (const s of sources)
     if (!(SOURCES as readonly string[]).includes(s)) throw badRequest(`source: "${s}" is not one of ${SOURCES.join(', ')}`)
-  if (sources.length) {
-    dims.add('source')
-    conds.push(inArray(_col('source'), sources))
-    tail.push((r) => sources.includes(r.source))
-  }
+  _among(b, 'source', 'source', sources)
+}
 
+function _hostDim(q: Record<string, unknown>, b: _Builder): void {
   const hostIds = _ids(q.host_id, 'host_id')
   const domains = _list(q.host_domain).map((d) => d.toLowerCase())
-  if (hostIds.length || domains.length) {
-    dims.add('host')
-    conds.push(
-      or(
-        hostIds.length ? inArray(_col('host_id'), hostIds) : undefined,
-        domains.length ? inArray(_col('host_domain'), domains) : undefined,
-      )!,
-    )
-    tail.push((r) => (r.host_id !== null && hostIds.includes(r.host_id)) || (r.host_domain !== null && domains.includes(r.host_domain)))
-  }
+  if (!hostIds.length && !domains.length) return
+  b.dims.add('host')
+  b.conds.push(
+    or(hostIds.length ? inArray(_col('host_id'), hostIds) : undefined, domains.length ? inArray(_col('host_domain'), domains) : undefined)!,
+  )
+  b.tail.push((r) => (r.host_id !== null && hostIds.includes(r.host_id)) || (r.host_domain !== null && domains.includes(r.host_domain)))
+}
 
-  const ruleIds = _ids(q.rule_id, 'rule_id')
-  if (ruleIds.length) {
-    dims.add('rule_id')
-    conds.push(inArray(_col('rule_id'), ruleIds))
-    tail.push((r) => r.rule_id !== null && ruleIds.includes(r.rule_id))
-  }
-
+function _statusDim(q: Record<string, unknown>, b: _Builder): void {
   const statuses = parseStatusExpression(q.status)
-  if (statuses.length) {
-    dims.add('status')
-    conds.push(or(...statuses.map(([a, b]) => (a === b ? sql`${_col('status')} = ${a}` : sql`${_col('status')} BETWEEN ${a} AND ${b}`)))!)
-    tail.push((r) => r.status !== null && statuses.some(([a, b]) => r.status! >= a && r.status! <= b))
-  }
+  if (!statuses.length) return
+  b.dims.add('status')
+  b.conds.push(or(...statuses.map(([a, z]) => (a === z ? sql`${_col('status')} = ${a}` : sql`${_col('status')} BETWEEN ${a} AND ${z}`)))!)
+  b.tail.push((r) => r.status !== null && statuses.some(([a, z]) => r.status! >= a && r.status! <= z))
+}
 
-  const methods = _list(q.method).map((m) => m.toUpperCase())
-  for (const m of methods) if (!/^[A-Z]{1,16}$/.test(m)) throw badRequest(`method: "${m}" is not an HTTP method`)
-  if (methods.length) {
-    dims.add('method')
-    conds.push(inArray(_col('method'), methods))
-    tail.push((r) => r.method !== null && methods.includes(r.method))
-  }
-
+function _pathDim(q: Record<string, unknown>, b: _Builder): void {
   const path = _one(q.path)
-  let pathLiteral: string | undefined
-  if (path !== undefined) {
-    dims.add('path')
-    if (path.startsWith('re:')) {
-      const re = compileSafeRegex(path.slice(3))
-      const literal = requiredLiteral(path.slice(3))
-      if (literal) {
-        conds.push(sql`instr(${_col('path')}, ${literal}) > 0`)
-        pathLiteral = literal
-      }
-      jsChecks.push((r) => r.path !== null && re.test(r.path))
-    } else {
-      conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
-      tail.push((r) => r.path?.includes(path) === true)
-      pathLiteral = path
-    }
+  if (path === undefined) return
+  b.dims.add('path')
+  if (!path.startsWith('re:')) {
+    b.conds.push(sql`instr(${_col('path')}, ${path}) > 0`)
+    b.tail.push((r) => r.path?.includes(path) === true)
+    b.pathLiteral = path
+    return
   }
+  const re = compileSafeRegex(path.slice(3))
+  const literal = requiredLiteral(path.slice(3))
+  if (literal) {
+    b.conds.push(sql`instr(${_col('path')}, ${literal}) > 0`)
+    b.pathLiteral = literal
+  }
+  b.jsChecks.push((r) => r.path !== null && re.test(r.path))
+}
 
+function _cidrOf(ip: string): Net {
+  let net: Net
+  try {
+    net = parseCidr(ip)
+  } catch {
+    throw badRequest(`remote_ip: "${ip}" is not a valid CIDR such as 10.0.0.0/8 or 2001:db8::/32`)
+  }
+  const prefixText = ip.split('/')[1] ?? ''
+  if (!/^\d{1,3}$/.test(prefixText) || net.prefix > (net.family === 4 ? 32 : 128))
+    throw badRequest(`remote_ip: "${ip}" has an invalid prefix length`)
+  return net
+}
+
+function _remoteIpDim(q: Record<string, unknown>, b: _Builder): void {
   const ip = _one(q.remote_ip)
-  if (ip !== undefined) {
-    dims.add('remote_ip')
-    if (ip.includes('/')) {
-      let net: Net
-      try {
-        net = parseCidr(ip)
-      } catch {
-        throw badRequest(`remote_ip: "${ip}" is not a valid CIDR such as 10.0.0.0/8 or 2001:db8::/32`)
-      }
-      const prefixText = ip.split('/')[1] ?? ''
-      if (!/^\d{1,3}$/.test(prefixText) || net.prefix > (net.family === 4 ? 32 : 128))
-        throw badRequest(`remote_ip: "${ip}" has an invalid prefix length`)
-      const range = cidrTextRange(net)
-      if (range) conds.push(sql`${_col('remote_ip')} >= ${range[0]} AND ${_col('remote_ip')} < ${range[1]}`)
-      const end = endOf(net)
-      jsChecks.push((r) => {
-        if (!r.remote_ip) return false
-        try {
-          const a = ipToBigInt(r.remote_ip)
-          return a.family === net.family && a.value >= net.start && a.value <= end
-        } catch {
-          return false
-        }
-      })
-    } else {
-      conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
-      tail.push((r) => r.remote_ip?.includes(ip) === true)
+  if (ip === undefined) return
+  b.dims.add('remote_ip')
+  if (!ip.includes('/')) {
+    b.conds.push(sql`instr(${_col('remote_ip')}, ${ip}) > 0`)
+    b.tail.push((r) => r.remote_ip?.includes(ip) === true)
+    return
+  }
+  const net = _cidrOf(ip)
+  const range = cidrTextRange(net)
+  if (range) b.conds.push(sql`${_col('remote_ip')} >= ${range[0]} AND ${_col('remote_ip')} < ${range[1]}`)
+  const end = endOf(net)
+  b.jsChecks.push((r) => {
+    if (!r.remote_ip) return false
+    try {
+      const a = ipToBigInt(r.remote_ip)
+      return a.family === net.family && a.value >= net.start && a.value <= end
+    } catch {
+      return false
     }
-  }
+  })
+}
 
-  const levels = _list(q.level).map((l) => l.toLowerCase())
-  if (levels.length) {
-    dims.add('level')
-    conds.push(inArray(_col('level'), levels))
-    tail.push((r) => r.level !== null && levels.includes(r.level))
-  }
-
+function _queryDim(q: Record<string, unknown>, b: _Builder): void {
   const text = _one(q.query)
-  if (text !== undefined) {
-    dims.add('query')
-    conds.push(
-      sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`,
-    )
-    tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f?.includes(text)))
-  }
+  if (text === undefined) return
+  b.dims.add('query')
+  b.conds.push(
+    sql`(instr(${_col('path')}, ${text}) > 0 OR instr(${_col('user_agent')}, ${text}) > 0 OR instr(${_col('message')}, ${text}) > 0 OR instr(${_col('raw')}, ${text}) > 0)`,
+  )
+  b.tail.push((r) => [r.path, r.user_agent, r.message, r.raw].some((f) => f?.includes(text)))
+  b.queryText = text
+}
 
-  const wafRuleIds = _ids(q.waf_rule_id, 'waf_rule_id')
-  if (wafRuleIds.length) {
-    dims.add('waf_rule_id')
-    conds.push(inArray(_col('waf_rule_id'), wafRuleIds))
-    tail.push((r) => r.waf_rule_id !== null && wafRuleIds.includes(r.waf_rule_id))
-  }
-
-  const severities = _list(q.waf_severity).map((s) => s.toUpperCase())
-  for (const s of severities) if (!/^[A-Z]{1,16}$/.test(s)) throw badRequest(`waf_severity: "${s}" is not a severity name such as CRITICAL`)
-  if (severities.length) {
-    dims.add('waf_severity')
-    conds.push(inArray(_col('waf_severity'), severities))
-    tail.push((r) => r.waf_severity !== null && severities.includes(r.waf_severity))
-  }
-
+/**
+ * The filter's dimensions, one row each, in the order their parameters are checked (the first
+ * bad one is the one reported). A new filter is a new row here and a new `Dim`.
+ */
+const _DIMENSIONS: Array<(q: Record<string, unknown>, b: _Builder) => void> = [
+  _sourceDim,
+  _hostDim,
+  (q, b) => _among(b, 'rule_id', 'rule_id', _ids(q.rule_id, 'rule_id')),
+  _statusDim,
+  (q, b) => _among(b, 'method', 'method', _names(q.method, 'method', 'an HTTP method')),
+  _pathDim,
+  _remoteIpDim,
+  (q, b) =>
+    _among(
+      b,
+      'level',
+      'level',
+      _list(q.level).map((l) => l.toLowerCase()),
+    ),
+  _queryDim,
+  (q, b) => _among(b, 'waf_rule_id', 'waf_rule_id', _ids(q.waf_rule_id, 'waf_rule_id')),
+  (q, b) => _among(b, 'waf_severity', 'waf_severity', _names(q.waf_severity, 'waf_severity', 'a severity name such as CRITICAL')),
   // No roll-up carries the node: a node filter is answered from the rows (stats.ts).
-  const nodeIds = _ids(q.node_id, 'node_id')
-  if (nodeIds.length) {
-    dims.add('node')
-    conds.push(inArray(_col('node_id'), nodeIds))
-    tail.push((r) => r.node_id !== null && nodeIds.includes(r.node_id))
-  }
+  (q, b) => _among(b, 'node', 'node_id', _ids(q.node_id, 'node_id')),
+]
+
+export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
+  const b: _Builder = { conds: [], dims: new Set<Dim>(), jsChecks: [], tail: [] }
+  for (const dimension of _DIMENSIONS) dimension(q, b)
+  const { conds, jsChecks, tail } = b
 
   const fromMs = parseTime(q.from, 'from'),
     toMs = parseTime(q.to, 'to')
@@ -294,12 +308,12 @@ export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {
   const predicate = jsChecks.length ? (r: FilterableRow) => jsChecks.every((c) => c(r)) : null
   const all = [...tail, ...jsChecks]
   return {
-    dims,
+    dims: b.dims,
     fromMs,
     toMs,
     predicate,
-    pathLiteral,
-    queryText: text,
+    pathLiteral: b.pathLiteral,
+    queryText: b.queryText,
     dimWhere: conds.length ? and(...conds) : undefined,
     where: conds.length || timeConds.length ? and(...conds, ...timeConds) : undefined,
     matches: (r) => all.every((c) => c(r)),

@@ -99,6 +99,9 @@ export function requiredLiteral(pattern: string): string {
     if (run.length > best.length) best = run
     run = ''
   }
+  const dropLast = () => {
+    run = run.slice(0, -1)
+  }
   for (let i = 0; i < pattern.length; i++) {
     const ch = pattern[i]!
     if (ch === '|') return ''
@@ -107,102 +110,78 @@ export function requiredLiteral(pattern: string): string {
       if (next === undefined) return ''
       i++
       if (/[^A-Za-z0-9]/.test(next)) {
+        // An escaped punctuation character is itself, a literal.
         run += next
-        i = _afterQuantifier(
-          pattern,
-          i,
-          () => {
-            run = run.slice(0, -1)
-          },
-          close,
-        )
+        i = _afterQuantifier(pattern, i, dropLast, close)
         continue
       }
       close()
-      if (next === 'x') i += 2
-      else if (next === 'u') i = pattern[i + 1] === '{' ? pattern.indexOf('}', i) : i + 4
-      else if (next === 'c') i += 1
-      else if (next === 'p' || next === 'P') i = pattern.indexOf('}', i)
-      else if (next === 'k') i = pattern.indexOf('>', i)
+      i = _afterEscapeClass(pattern, i, next)
       if (i < 0) return ''
-      i = _afterQuantifier(
-        pattern,
-        i,
-        () => {},
-        () => {},
-      )
-      continue
-    }
-    if (ch === '[') {
+    } else if (ch === '[' || ch === '(') {
       close()
-      i++
-      if (pattern[i] === '^') i++
-      if (pattern[i] === ']') i++
-      while (i < pattern.length && pattern[i] !== ']') {
-        if (pattern[i] === '\\') i++
-        i++
-      }
+      i = ch === '[' ? _classEnd(pattern, i + 1) : _groupEnd(pattern, i)
       if (i >= pattern.length) return ''
-      i = _afterQuantifier(
-        pattern,
-        i,
-        () => {},
-        () => {},
-      )
+    } else if ('.^$'.includes(ch)) close()
+    else if ('*+?{'.includes(ch))
+      return '' // a quantifier with nothing before it: leave it to the engine
+    else if (')]}'.includes(ch)) return ''
+    else {
+      run += ch
+      i = _afterQuantifier(pattern, i, dropLast, close)
       continue
     }
-    if (ch === '(') {
-      close()
-      let depth = 0
-      for (; i < pattern.length; i++) {
-        const c = pattern[i]
-        if (c === '\\') {
-          i++
-          continue
-        }
-        if (c === '[') {
-          while (i < pattern.length && pattern[i] !== ']') {
-            if (pattern[i] === '\\') i++
-            i++
-          }
-          continue
-        }
-        if (c === '(') depth++
-        if (c === ')' && --depth === 0) break
-      }
-      if (i >= pattern.length) return ''
-      i = _afterQuantifier(
-        pattern,
-        i,
-        () => {},
-        () => {},
-      )
-      continue
-    }
-    if ('.^$'.includes(ch)) {
-      close()
-      i = _afterQuantifier(
-        pattern,
-        i,
-        () => {},
-        () => {},
-      )
-      continue
-    }
-    if ('*+?{'.includes(ch)) return '' // a quantifier with nothing before it: leave it to the engine
-    if (')]}'.includes(ch)) return ''
-    run += ch
-    i = _afterQuantifier(
-      pattern,
-      i,
-      () => {
-        run = run.slice(0, -1)
-      },
-      close,
-    )
+    // A non-literal atom (class, group, anchor, escape such as \d): skip any quantifier after it.
+    i = _afterQuantifier(pattern, i, _nothing, _nothing)
   }
   close()
   return best
+}
+
+function _nothing(): void {}
+
+/** The last index of the escape `\<letter>` whose letter is at `i` (\x41, \u{…}, \cA, \p{…}, \k<…>); -1 when unterminated. */
+function _afterEscapeClass(p: string, i: number, letter: string): number {
+  if (letter === 'x') return i + 2
+  if (letter === 'u') return p[i + 1] === '{' ? p.indexOf('}', i) : i + 4
+  if (letter === 'c') return i + 1
+  if (letter === 'p' || letter === 'P') return p.indexOf('}', i)
+  if (letter === 'k') return p.indexOf('>', i)
+  return i
+}
+
+/** The index of the `]` closing a class whose body starts at `i` (a leading `^` or `]` belongs to it); p.length when none. */
+function _classEnd(p: string, i: number): number {
+  if (p[i] === '^') i++
+  if (p[i] === ']') i++
+  return _skipToBracket(p, i)
+}
+
+function _skipToBracket(p: string, i: number): number {
+  while (i < p.length && p[i] !== ']') {
+    if (p[i] === '\\') i++
+    i++
+  }
+  return i
+}
+
+/** The index of the `)` closing the group opened at `i`, past escapes and classes; p.length when none. */
+function _groupEnd(p: string, i: number): number {
+  let depth = 0
+  for (; i < p.length; i++) {
+    const c = p[i]
+    if (c === '\\') {
+      i++
+      continue
+    }
+    if (c === '[') {
+      i = _skipToBracket(p, i)
+      continue
+    }
+    if (c === '(') depth++
+    if (c === ')' && --depth === 0) break
+  }
+  return i
 }
 
 /**

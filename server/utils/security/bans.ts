@@ -7,7 +7,7 @@ import { redactSecrets } from '../core/redact'
 import { ipOrCidrText, safeText, parseGoDurationMs } from '../core/validate'
 import { endOf, formatNet, netContains, parseCidr } from '../geo/ip'
 import { invalidateDecisionCache } from './decisions'
-import { machineRequest } from './lapi'
+import { banAlert, machineRequest } from './lapi'
 import { parseIpOrCidr } from './whitelist'
 
 // A ban made in the panel: one alert with one decision, origin `panel`, posted
@@ -49,26 +49,15 @@ export async function banSource(input: z.infer<typeof banBody>, ctx: AuditContex
   if (entry) throw conflict(`value: ${value} is covered by the whitelist entry ${entry}; remove it from the whitelist first`)
   const scope = kind === 'ip' ? 'Ip' : 'Range'
   const canonical = kind === 'ip' ? value : formatNet(parseCidr(value))
-  const now = new Date().toISOString()
-  const alert = [
-    {
-      scenario: PANEL_BAN_SCENARIO,
-      scenario_hash: '',
-      scenario_version: '',
-      message: `banned in the panel by ${ctx.actor}${input.reason ? `: ${input.reason}` : ''}`,
-      events_count: 1,
-      start_at: now,
-      stop_at: now,
-      capacity: 0,
-      leakspeed: '0',
-      simulated: false,
-      events: [],
-      source: { scope, value: canonical, ...(kind === 'ip' ? { ip: canonical } : { range: canonical }) },
-      decisions: [
-        { origin: PANEL_BAN_ORIGIN, type: 'ban', scope, value: canonical, duration: input.duration, scenario: PANEL_BAN_SCENARIO },
-      ],
-    },
-  ]
+  const alert = banAlert({
+    scenario: PANEL_BAN_SCENARIO,
+    message: `banned in the panel by ${ctx.actor}${input.reason ? `: ${input.reason}` : ''}`,
+    origin: PANEL_BAN_ORIGIN,
+    scope,
+    values: [canonical],
+    duration: input.duration,
+    source: { scope, value: canonical, ...(kind === 'ip' ? { ip: canonical } : { range: canonical }) },
+  })
   const res = await machineRequest('POST', 'v1/alerts', { body: alert })
   if (res.status !== 201)
     throw upstreamUnavailable(

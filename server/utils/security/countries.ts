@@ -12,7 +12,7 @@ import { geoVersion, openGeoReader } from '../geo/readers'
 import { listCountryNets } from '../geo/walker'
 import { rollUpNets } from '../geo/rollup'
 import { formatNet, parseCidr, subtractNetworks } from '../geo/ip'
-import { deleteDecisionsMatching, fetchActiveDecisions, machineRequest, rangeBanAlert } from './lapi'
+import { banAlert, deleteDecisionsMatching, fetchActiveDecisions, machineRequest } from './lapi'
 import { invalidateDecisionCache } from './decisions'
 
 // Country bans: the bouncer ignores scope Country, so a ban is expanded into
@@ -136,11 +136,12 @@ async function _update(id: number, set: Partial<JobRow>) {
 }
 
 function _alertFor(cc: string, chunk: string[], index: number, total: number, duration: string) {
-  return rangeBanAlert({
+  return banAlert({
     scenario: `panel/country-ban:${cc}`,
     message: `country ban ${cc} chunk ${index + 1}/${total}`,
     origin: originOf(cc),
-    ranges: chunk,
+    scope: 'Range',
+    values: chunk,
     duration,
   })
 }
@@ -173,6 +174,118 @@ export function excludeWhitelisted(cidrs: string[], whitelist: string[]): string
   return cidrs.flatMap((c) => subtractNetworks(parseCidr(c), holes).map(formatNet))
 }
 
+/** The country's ranges, whitelisted addresses cut out, in chunks of CHUNK_SIZE. */
+async function _chunksOf(reader: NonNullable<ReturnType<typeof openGeoReader>>, cc: string): Promise<string[][]> {
+  const rolled = rollUpNets(listCountryNets(reader, cc))
+  // Never a range that contains a whitelisted address: split around it.
+  const cidrs = excludeWhitelisted(
+    rolled.cidrs,
+    (await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value),
+  )
+  const chunks: string[][] = []
+  for (let i = 0; i < cidrs.length; i += CHUNK_SIZE) chunks.push(cidrs.slice(i, i + CHUNK_SIZE))
+  return chunks
+}
+
+interface _PostOutcome {
+  /** The ranges of the chunks that landed, in chunk order. */
+  committed: string[]
+  failed: number
+  firstError?: string
+}
+
+/**
+ * Posts every chunk, CHUNKS_IN_FLIGHT at a time, recording progress and renewing the lease as it
+ * goes; throws when the lease was lost (another panel's worker took the job).
+ */
+async function _postChunks(job: JobRow, chunks: string[][], firstErrorBefore: string | undefined): Promise<_PostOutcome> {
+  const cc = job.countryCode
+  let firstError = firstErrorBefore
+  const landed = chunks.map(() => false)
+  let next = 0,
+    finished = 0,
+    failed = 0,
+    committedCount = 0,
+    progressAtMs = Date.now()
+  let stopped: unknown
+  let reporting: Promise<void> | null = null
+  const reportProgress = async () => {
+    progressAtMs = Date.now()
+    await _update(job.id, { chunksDone: finished - failed, chunksFailed: failed, cidrCommitted: committedCount })
+    // The lease expired during a slow chunk and another panel's worker took it:
+    // two workers must never expand at once, so this one stops (the job fails, saying why).
+    if (!(await acquireLease(_LEASE, _LEASE_TTL_MS)))
+      throw new Error(`stopped after chunk ${finished}/${chunks.length}: another panel took over the country expansion lease`)
+  }
+  const postChunks = async () => {
+    while (stopped === undefined && next < chunks.length) {
+      const i = next++
+      const chunk = chunks[i]!
+      try {
+        await _commitChunkWithOneRetry(cc, _alertFor(cc, chunk, i, chunks.length, job.duration), `${i + 1}/${chunks.length}`)
+        landed[i] = true
+        committedCount += chunk.length
+      } catch (err) {
+        failed++
+        firstError ??= _describe(err)
+        logger.warn(`country ${cc}: chunk ${i + 1}/${chunks.length} failed: ${_describe(err)}`)
+      }
+      finished++
+      // Progress and the lease once a second, not after each of a large country's chunks:
+      // two panel writes per chunk cost the job half as much again as its chunks.
+      if (reporting || Date.now() - progressAtMs < _PROGRESS_EVERY_MS) continue
+      reporting = reportProgress().catch((err) => {
+        stopped ??= err
+      })
+      await reporting
+      reporting = null
+    }
+  }
+  await Promise.all(Array.from({ length: CHUNKS_IN_FLIGHT }, postChunks))
+  if (stopped !== undefined) throw stopped
+  await reportProgress() // after the last chunk
+  // In chunk order, whichever chunk landed first.
+  return { committed: chunks.filter((_, i) => landed[i]).flat(), failed, firstError }
+}
+
+/** The ban row, the completed job and its audit row, in one transaction. */
+async function _recordCompleted(job: JobRow, mmdbVersion: string, total: number, outcome: _PostOutcome, done: string): Promise<void> {
+  const { committed, failed, firstError } = outcome
+  await writeTransaction(async (tx) => {
+    await tx
+      .insert(countryBans)
+      .values({
+        countryCode: job.countryCode,
+        cidrs: committed,
+        cidrCount: committed.length,
+        mmdbVersion,
+        state: 'active',
+        duration: job.duration,
+        createdAt: done,
+        updatedAt: done,
+      })
+      .onConflictDoUpdate({
+        target: countryBans.countryCode,
+        set: { cidrs: committed, cidrCount: committed.length, mmdbVersion, state: 'active', duration: job.duration, updatedAt: done },
+      })
+    // Some chunks failing still completes the job: what was committed is tracked and enforced.
+    await tx
+      .update(countryJobs)
+      .set({
+        state: 'completed',
+        completedAt: done,
+        errorMessage: failed ? `${failed} of ${total} chunks failed: ${firstError}` : '',
+      })
+      .where(eq(countryJobs.id, job.id))
+    await writeAudit(
+      systemActor('country-expansion'),
+      'country_expand_completed',
+      { job_id: job.id, country_code: job.countryCode, cidr_committed: committed.length, chunks_failed: failed },
+      tx,
+    )
+  })
+}
+
 /** Runs one job to its end; never throws (the job row records the outcome). */
 async function _runJob(job: JobRow): Promise<void> {
   const cc = job.countryCode
@@ -181,15 +294,8 @@ async function _runJob(job: JobRow): Promise<void> {
   try {
     const reader = openGeoReader('country')
     if (!reader) throw new Error('country.mmdb is not loaded')
-    const rolled = rollUpNets(listCountryNets(reader, cc))
-    // Never a range that contains a whitelisted address: split around it.
-    const cidrs = excludeWhitelisted(
-      rolled.cidrs,
-      (await getDb().select({ value: whitelistEntries.value }).from(whitelistEntries)).map((r) => r.value),
-    )
-    const chunks: string[][] = []
-    for (let i = 0; i < cidrs.length; i += CHUNK_SIZE) chunks.push(cidrs.slice(i, i + CHUNK_SIZE))
-    await _update(job.id, { chunksTotal: chunks.length, requestedCount: cidrs.length })
+    const chunks = await _chunksOf(reader, cc)
+    await _update(job.id, { chunksTotal: chunks.length, requestedCount: chunks.reduce((n, c) => n + c.length, 0) })
     let firstError: string | undefined
     // A re-expansion replaces the previous decisions instead of doubling them.
     try {
@@ -197,98 +303,19 @@ async function _runJob(job: JobRow): Promise<void> {
     } catch (err) {
       firstError = _describe(err)
     }
-    const landed = chunks.map(() => false)
-    let next = 0,
-      finished = 0,
-      failed = 0,
-      committedCount = 0,
-      progressAtMs = Date.now()
-    let stopped: unknown
-    let reporting: Promise<void> | null = null
-    const reportProgress = async () => {
-      progressAtMs = Date.now()
-      await _update(job.id, { chunksDone: finished - failed, chunksFailed: failed, cidrCommitted: committedCount })
-      // The lease expired during a slow chunk and another panel's worker took it:
-      // two workers must never expand at once, so this one stops (the job fails, saying why).
-      if (!(await acquireLease(_LEASE, _LEASE_TTL_MS)))
-        throw new Error(`stopped after chunk ${finished}/${chunks.length}: another panel took over the country expansion lease`)
-    }
-    const postChunks = async () => {
-      while (stopped === undefined && next < chunks.length) {
-        const i = next++
-        const chunk = chunks[i]!
-        try {
-          await _commitChunkWithOneRetry(cc, _alertFor(cc, chunk, i, chunks.length, job.duration), `${i + 1}/${chunks.length}`)
-          landed[i] = true
-          committedCount += chunk.length
-        } catch (err) {
-          failed++
-          firstError ??= _describe(err)
-          logger.warn(`country ${cc}: chunk ${i + 1}/${chunks.length} failed: ${_describe(err)}`)
-        }
-        finished++
-        // Progress and the lease once a second, not after each of a large country's chunks:
-        // two panel writes per chunk cost the job half as much again as its chunks.
-        if (reporting || Date.now() - progressAtMs < _PROGRESS_EVERY_MS) continue
-        reporting = reportProgress().catch((err) => {
-          stopped ??= err
-        })
-        await reporting
-        reporting = null
-      }
-    }
-    await Promise.all(Array.from({ length: CHUNKS_IN_FLIGHT }, postChunks))
-    if (stopped !== undefined) throw stopped
-    await reportProgress() // after the last chunk
-    // In chunk order, whichever chunk landed first.
-    const committed = chunks.filter((_, i) => landed[i]).flat()
+    const outcome = await _postChunks(job, chunks, firstError)
     await invalidateDecisionCache()
     const done = new Date().toISOString()
-    if (chunks.length && failed === chunks.length) {
-      await _update(job.id, { state: 'failed', completedAt: done, errorMessage: `all ${chunks.length} chunks failed: ${firstError}` })
+    if (chunks.length && outcome.failed === chunks.length) {
+      await _update(job.id, {
+        state: 'failed',
+        completedAt: done,
+        errorMessage: `all ${chunks.length} chunks failed: ${outcome.firstError}`,
+      })
       await writeAudit(systemActor('country-expansion'), 'country_expand_failed', { job_id: job.id, country_code: cc })
       return
     }
-    await writeTransaction(async (tx) => {
-      await tx
-        .insert(countryBans)
-        .values({
-          countryCode: cc,
-          cidrs: committed,
-          cidrCount: committed.length,
-          mmdbVersion: geoVersion(reader),
-          state: 'active',
-          duration: job.duration,
-          createdAt: done,
-          updatedAt: done,
-        })
-        .onConflictDoUpdate({
-          target: countryBans.countryCode,
-          set: {
-            cidrs: committed,
-            cidrCount: committed.length,
-            mmdbVersion: geoVersion(reader),
-            state: 'active',
-            duration: job.duration,
-            updatedAt: done,
-          },
-        })
-      // Some chunks failing still completes the job: what was committed is tracked and enforced.
-      await tx
-        .update(countryJobs)
-        .set({
-          state: 'completed',
-          completedAt: done,
-          errorMessage: failed ? `${failed} of ${chunks.length} chunks failed: ${firstError}` : '',
-        })
-        .where(eq(countryJobs.id, job.id))
-      await writeAudit(
-        systemActor('country-expansion'),
-        'country_expand_completed',
-        { job_id: job.id, country_code: cc, cidr_committed: committed.length, chunks_failed: failed },
-        tx,
-      )
-    })
+    await _recordCompleted(job, geoVersion(reader), chunks.length, outcome, done)
   } catch (err) {
     await _update(job.id, { state: 'failed', completedAt: new Date().toISOString(), errorMessage: _describe(err) })
   }

@@ -49,15 +49,15 @@ export function formatGoDuration(ms: number): string {
   return (neg ? '-' : '') + (h ? `${h}h${m}m${s}s` : m ? `${m}m${s}s` : `${s}s`)
 }
 
+/** The fields every answer about a decision carries, as the engine names them. */
+export function decisionIdentity(d: Pick<LapiDecision, 'id' | 'value' | 'scope' | 'type' | 'origin' | 'scenario'>) {
+  return { id: d.id, value: d.value, scope: d.scope, type: d.type, origin: d.origin, scenario: d.scenario }
+}
+
 function _present(d: LapiDecision, nowMs: number): PresentedDecision {
   const left = parseGoDurationMs(d.duration)
   return {
-    id: d.id,
-    value: d.value,
-    scope: d.scope,
-    type: d.type,
-    origin: d.origin,
-    scenario: d.scenario,
+    ...decisionIdentity(d),
     duration: d.duration,
     until: left === null ? null : new Date(nowMs + left).toISOString(),
     ..._annotate(d),
@@ -67,12 +67,7 @@ function _present(d: LapiDecision, nowMs: number): PresentedDecision {
 /** A held decision as the list answers it: the time left counted now, not when it was read. */
 export function presentDecisionRecord(r: MirrorRecord, nowMs: number): PresentedDecision {
   return {
-    id: r.id,
-    value: r.value,
-    scope: r.scope,
-    type: r.type,
-    origin: r.origin,
-    scenario: r.scenario,
+    ...decisionIdentity(r),
     duration: formatGoDuration(r.untilMs - nowMs),
     until: new Date(r.untilMs).toISOString(),
     ..._annotate(r),

@@ -7,6 +7,7 @@ import { checkScenarios } from './scenarios'
 import { checkWhitelistFile } from './whitelist'
 import { checkTrueDetectProfiles } from './profiles'
 import { withEngineFiles, type SurfaceCheck } from './engine-files'
+import { LOOPS } from '../core/job-names'
 
 // Compares what is on the engine's disk with what the panel stored, at boot and
 // every PANEL_DRIFT_INTERVAL_SECONDS (60 by default), and re-applies the stored
@@ -69,7 +70,7 @@ export function readDrift() {
 
 /** The first check runs at once (boot re-applies the stored state, audited), then every interval. */
 export function startDriftDetector(): Loop {
-  return startLoop('security:drift', {
+  return startLoop(LOOPS.securityDrift, {
     run: checkDrift,
     nextDelayMs: () => getConfig().driftIntervalSeconds * 1000,
     onFailure: (err) => logger.error(`drift detector: ${(err as Error).message}`),

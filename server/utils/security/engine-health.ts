@@ -9,6 +9,7 @@ import { fetchBannedSources, probeEngine } from './lapi'
 import { rememberBannedSources } from './known-bans'
 import { mirrorEnabled } from './mirror'
 import { redactSecrets } from '../core/redact'
+import { LOOPS } from '../core/job-names'
 
 const _KNOWN_BANS_MAX_TICKER_MS = 50_000
 
@@ -56,7 +57,7 @@ export async function probeSecurityEngine(): Promise<void> {
 }
 
 export function startEngineProbe(): Loop {
-  return startLoop('security:engine-probe', {
+  return startLoop(LOOPS.securityEngineProbe, {
     run: probeSecurityEngine,
     nextDelayMs: () => getConfig().engineProbeSeconds * 1000,
     onFailure: (err) => logger.error(`engine probe: ${(err as Error).message}`),

@@ -174,10 +174,19 @@ export async function pullDecisionStream(
 }
 
 /**
- * The body of POST /v1/alerts (machine route) that bans a list of ranges: one
- * alert whose decisions all carry `origin`, so one DELETE ?origin= revokes them.
+ * The body of POST /v1/alerts (machine route) that bans: one alert whose decisions all carry
+ * `origin`, so one DELETE ?origin= revokes them. The panel's one alert builder: the manual ban
+ * and the country chunks differ only in these options. `source` defaults to the first value.
  */
-export function rangeBanAlert(opts: { scenario: string; message: string; origin: string; ranges: string[]; duration: string }) {
+export function banAlert(opts: {
+  scenario: string
+  message: string
+  origin: string
+  scope: 'Ip' | 'Range'
+  values: string[]
+  duration: string
+  source?: { scope: string; value: string; ip?: string; range?: string }
+}) {
   const now = new Date().toISOString()
   return [
     {
@@ -192,11 +201,11 @@ export function rangeBanAlert(opts: { scenario: string; message: string; origin:
       leakspeed: '0',
       simulated: false,
       events: [],
-      source: { scope: 'Range', value: opts.ranges[0] },
-      decisions: opts.ranges.map((value) => ({
+      source: opts.source ?? { scope: opts.scope, value: opts.values[0] },
+      decisions: opts.values.map((value) => ({
         origin: opts.origin,
         type: 'ban',
-        scope: 'Range',
+        scope: opts.scope,
         value,
         duration: opts.duration,
         scenario: opts.scenario,

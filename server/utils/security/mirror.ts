@@ -4,6 +4,7 @@ import { redactSecrets } from '../core/redact'
 import { startLoop, type Loop } from '../core/background'
 import { isRefusedSource, pullDecisionStream, type LapiDecision } from './lapi'
 import { parseGoDurationMs } from '../core/validate'
+import { LOOPS } from '../core/job-names'
 
 // The panel's own copy of the engine's active decisions, fed by the local API's
 // decision stream with the panel's bouncer key (LAPI_PANEL_BOUNCER_KEY): a full
@@ -211,7 +212,7 @@ export function mirrorHealth() {
 /** Undefined without the panel's own bouncer key (no mirror). */
 export function startDecisionMirror(): Loop | undefined {
   if (!mirrorEnabled()) return undefined
-  return startLoop('security:decision-mirror', {
+  return startLoop(LOOPS.securityDecisionMirror, {
     run: syncMirrorNow,
     // Start to start: a ban waits at most one interval plus one pull, not an interval after the pull ends.
     nextDelayMs: ({ durationMs }) => Math.max(0, getConfig().lapi.pullSeconds * 1000 - durationMs),

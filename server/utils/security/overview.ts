@@ -3,6 +3,7 @@ import { getDb } from '../core/db'
 import { getConfig, PROXY_MODULE_NAMES } from '../core/config'
 import { listCertificateExpiries } from '../hosts/cert-expiry'
 import { whitelistEntries } from '../../../db/schema'
+import { decisionIdentity } from './decisions'
 import { fetchActiveDecisions } from './lapi'
 import { parseIpOrCidr } from './whitelist'
 
@@ -62,15 +63,7 @@ export async function checkSelf(ip: string | null) {
   return {
     ip,
     banned: decisions.some((d) => d.type === 'ban'),
-    decisions: decisions.map((d) => ({
-      id: d.id,
-      value: d.value,
-      scope: d.scope,
-      type: d.type,
-      origin: d.origin,
-      scenario: d.scenario,
-      duration: d.duration,
-    })),
+    decisions: decisions.map((d) => ({ ...decisionIdentity(d), duration: d.duration })),
     whitelisted: entries.some((e) => isCoveredBy(ip, e.value)),
     country: null,
     as_number: null,

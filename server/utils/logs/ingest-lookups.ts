@@ -1,0 +1,71 @@
+import { getDb } from '../core/db'
+import { hostNames } from '../../../db/schema'
+import { openGeoReader } from '../geo/readers'
+import { countryOfRecord } from '../geo/walker'
+import { isLanAddress } from '../geo/ip'
+import type { ParseContext } from './parse'
+
+// The ingester's lookups while parsing (ingester.ts): host id by domain and country by address,
+// each a cache with its own refresh rule. Kept apart from the reading and committing stages so
+// that the parse context is the only thing they share.
+
+const _HOST_REFRESH_MS = 2_000
+
+// Domain -> host id, from host_names; re-read when a domain is unknown (at most every 2 s).
+const _hosts = { atMs: 0, byName: new Map<string, number>(), generation: 0 }
+
+/**
+ * After a change of host names: the next line re-reads them, whatever the throttle says. Without
+ * it, a WAF line (which names its host only by domain) of a host created less than 2 s after the
+ * last re-read kept host_id null for good.
+ */
+export function forgetHostNames(): void {
+  _hosts.generation++
+  _hosts.atMs = 0
+}
+
+/** Re-reads host names when stale: every 30 s, or every 2 s when `force` (a domain was unknown). */
+export async function refreshHosts(force: boolean): Promise<void> {
+  if (Date.now() - _hosts.atMs < (force ? _HOST_REFRESH_MS : 30_000)) return
+  const generation = _hosts.generation
+  const rows = await getDb().select().from(hostNames)
+  // A change committed while this read ran may be missing from it: keep the cache stale then.
+  _hosts.atMs = generation === _hosts.generation ? Date.now() : 0
+  _hosts.byName = new Map(rows.map((r) => [r.name.toLowerCase(), r.hostId]))
+}
+
+export function hostIdOf(domain: string): number | null {
+  return _hosts.byName.get(domain) ?? null
+}
+
+// Country per address (LAN for private ones, as lookupIp answers): the reader is taken once per
+// group of lines, and a memo in front of it is emptied every minute (a refresh may change answers).
+const _geo = {
+  reader: null as ReturnType<typeof openGeoReader>,
+  countries: new Map<string, string | null>(),
+  atMs: Date.now(),
+}
+
+function _countryOf(ip: string): string | null {
+  let c = _geo.countries.get(ip)
+  if (c === undefined) {
+    try {
+      c = isLanAddress(ip) ? 'LAN' : (countryOfRecord(_geo.reader?.get(ip)) ?? null)
+    } catch {
+      c = null
+    }
+    _geo.countries.set(ip, c)
+  }
+  return c
+}
+
+/** Takes the current country reader for the next group of lines; empties the memo when old or large. */
+export function refreshGeo(): void {
+  _geo.reader = openGeoReader('country')
+  if (Date.now() - _geo.atMs > 60_000 || _geo.countries.size > 50_000) {
+    _geo.countries = new Map()
+    _geo.atMs = Date.now()
+  }
+}
+
+export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf }
