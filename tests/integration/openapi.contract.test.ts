@@ -3,6 +3,7 @@ import { registerTestSecret, startPanel, sessionCookieOf, type PanelHandle } fro
 import { createTestPki } from '../support/certs'
 import { buildOpenApiDocument } from '../../server/utils/openapi/document'
 import {
+  FIELD_ERROR_FORM,
   createFixtures,
   documentAccepts,
   documentAcceptsParameter,
@@ -262,6 +263,7 @@ describe('every operation of the document', () => {
         const res = await send(pathOf(op, ex.params, ex.query), body)
         expect([400, 422], `${key} with ${what}: answered ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status)
         expect(res.json).toEqual({ error: expect.any(String) })
+        if (res.status === 400) expect(res.json.error, `${key} with ${what}: not "<field path>: <sentence>"`).toMatch(FIELD_ERROR_FORM)
       }
       // No body, hence no Content-Type: a JSON route takes nothing but application/json (issue 33).
       const none = await panel.request(pathOf(op, ex.params, ex.query), { method: op.method, cookie: session })
@@ -273,6 +275,7 @@ describe('every operation of the document', () => {
     for (const [what, query] of invalidQueries(op, ex.query ?? {})) {
       const res = await send(pathOf(op, ex.params, query), ex.body)
       expect([400, 422], `${key} with ${what}: answered ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status)
+      if (res.status === 400) expect(res.json.error, `${key} with ${what}: not "<field path>: <sentence>"`).toMatch(FIELD_ERROR_FORM)
     }
     for (const p of op.parameters.filter((x) => x.in === 'path')) {
       // A ?, a # or an encoded / where the parameter's schema does not take one.
@@ -281,6 +284,30 @@ describe('every operation of the document', () => {
         expect(res.status, `${key} with {${p.name}} = ${bad}: ${res.text.slice(0, 200)}`).toBe(400)
       }
     }
+  })
+
+  // "A missing row 404" (API decisions): a well-formed id or name that names nothing is a 404, never a
+  // 400 (malformed) nor a 2xx, on every operation with a path parameter; the engine's rows are a 503 in
+  // this walk, which has no engine, where the example says so. Nothing changes.
+  it('a well-formed id or name that names nothing: 404 on every operation with a path parameter', async () => {
+    const unknown = (template: string, name: string) =>
+      ({ id: '999999', host_id: '999999', cc: 'ZZ', value: '198.51.100.77' })[name] ??
+      (template.startsWith('/api/dns-providers/') ? 'provider_z' : 'walkauthor%2Fno-such-scenario')
+    const before = await snapshotStore(panel)
+    const answers: string[] = []
+    const wanted: string[] = []
+    for (const op of operations.filter((o) => o.parameters.some((p) => p.in === 'path'))) {
+      const key = `${op.method} ${op.template}`
+      const ex = examples[key]!
+      const params = Object.fromEntries(op.parameters.filter((p) => p.in === 'path').map((p) => [p.name, unknown(op.template, p.name)]))
+      const res = await panel.request(pathOf(op, params, ex.query), { method: op.method, cookie, body: ex.body, form: ex.form?.() })
+      const engineDown = (ex.refusals ?? []).includes(503) && res.status === 503
+      answers.push(`${key}: ${engineDown ? 404 : res.status}`)
+      wanted.push(`${key}: 404`)
+      if (res.status === 404) expect(res.json, key).toEqual({ error: expect.any(String) })
+    }
+    expect(answers).toEqual(wanted)
+    expect(await snapshotStore(panel)).toBe(before)
   })
 
   it('a method a path does not serve: 405 with Allow; an over-long query: 431 with {error}', async () => {

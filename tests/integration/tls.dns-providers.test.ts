@@ -75,11 +75,10 @@ describe('DNS providers: catalogue and PUT rules', () => {
       'hmac-sha1',
     ])
     expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_b')).json.name).toBe('provider_b')
-    // A name outside the catalogue is outside the path parameter's enum: a 400 naming the choices.
-    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(400)
-    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })).json.error).toMatch(
-      /not in the catalogue; use provider_a/,
-    )
+    // A well-formed name outside the catalogue names no row: a 404 naming the choices (docs/api.md).
+    expect((await call(stack.panel, stack.admin, '/api/dns-providers/provider_z')).status).toBe(404)
+    const put = await call(stack.panel, stack.admin, '/api/dns-providers/provider_z', 'PUT', { enabled: true })
+    expect([put.status, put.json.error]).toEqual([404, expect.stringMatching(/not in the catalogue; use provider_a/)])
   })
 
   it('stores credentials sealed, never returns them, disables without losing them, and honours __UNCHANGED__', async () => {

@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN, startPanel, type PanelHandle } from '../support/panel'
-import { createFixtures, documentedOperations, exampleRequests, pathOf, snapshotStore, type ExampleRequest } from '../support/openapi-walk'
+import {
+  FIELD_ERROR_FORM,
+  createFixtures,
+  documentedOperations,
+  exampleRequests,
+  pathOf,
+  snapshotStore,
+  type ExampleRequest,
+} from '../support/openapi-walk'
 
 // Every JSON route of the OpenAPI document gets one bad body of each kind the
 // validation layer refuses (server/utils/core/validate.ts), made from the
 // route's own schema-valid example so that only the one defect differs: each
-// is a 400 naming the problem, and no stored object or audit row changes.
+// is a 400 naming the problem in the one form "<field path>: <sentence>", and no
+// stored object or audit row changes.
 
 let panel: PanelHandle
 let cookie: string
@@ -85,6 +94,7 @@ describe('every JSON route refuses each kind of bad body and changes nothing', (
       })
       expect(res.status, `${key} with ${kind}: ${res.text.slice(0, 200)}`).toBe(400)
       expect(res.json, `${key} with ${kind}`).toEqual({ error: expect.stringMatching(message) })
+      expect(res.json.error, `${key} with ${kind}: not "<field path>: <sentence>"`).toMatch(FIELD_ERROR_FORM)
       expect(await snapshotStore(panel), `${key} with ${kind} changed something`).toBe(before)
     }
   })

@@ -190,7 +190,7 @@ describe('nesting depth', () => {
     // The public login takes 16 KiB: the 1 MB document is parsed at an admin route (1 MiB), and
     // a 16 KB one at the login, both far past 64 levels.
     const deep = (bytes: number) => '['.repeat(bytes / 2) + ']'.repeat(bytes / 2)
-    const expected = { error: 'request body nests deeper than 64 levels of arrays and objects: send a flatter document' }
+    const expected = { error: 'body: nests deeper than 64 levels of arrays and objects; send a flatter document' }
     const admin = await panel.request('/api/users', {
       method: 'POST',
       cookie,

@@ -23,6 +23,8 @@ export interface DocumentedOperation {
   statuses: number[]
   /** Needs no session (login, setup, OIDC, ForwardAuth). */
   public: boolean
+  /** Who may call it, as the document declares (`x-access`; server/utils/openapi/registry.ts, Access). */
+  access: string
 }
 
 const doc = buildOpenApiDocument()
@@ -63,6 +65,7 @@ export function documentedOperations(): DocumentedOperation[] {
           .filter((s) => s !== 'default')
           .map(Number),
         public: op.security.length === 0,
+        access: op['x-access'],
       })
     }
   }
@@ -119,6 +122,13 @@ export interface ExampleRequest {
 }
 
 const MISSING = '999999'
+
+/**
+ * The one form of a validation message (docs/api.md, Errors): "<field path>: <sentence>", the path
+ * dotted (targets.0.address), `body` or `query` for the whole value; the UI reads the field from it
+ * with one function (ui/src/fields.ts, parseFieldError).
+ */
+export const FIELD_ERROR_FORM = /^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*): \S/
 
 /** One schema-valid request per operation, keyed "METHOD /template". */
 export function exampleRequests(f: Fixtures, admin: { email: string; password: string } = ADMIN): Record<string, ExampleRequest> {

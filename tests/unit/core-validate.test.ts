@@ -41,7 +41,7 @@ describe('JSON bodies are decoded strictly', () => {
   })
 
   it('refuses text that is not JSON', () => {
-    expect(statusOf(() => decodeJsonBody(Buffer.from('{"a":')))?.message).toBe('request body is not valid JSON')
+    expect(statusOf(() => decodeJsonBody(Buffer.from('{"a":')))?.message).toBe('body: is not valid JSON; send one JSON object')
   })
 })
 
@@ -52,7 +52,7 @@ describe('nesting depth is bounded before anything walks the value', () => {
     const deep = Buffer.from('['.repeat(500_000) + ']'.repeat(500_000))
     expect(statusOf(() => decodeJsonBody(deep))).toEqual({
       status: 400,
-      message: `request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects: send a flatter document`,
+      message: `body: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects; send a flatter document`,
     })
     const objects = Buffer.from(`${'{"a":'.repeat(200_000)}1${'}'.repeat(200_000)}`)
     expect(statusOf(() => decodeJsonBody(objects))?.status).toBe(400)
@@ -131,7 +131,7 @@ describe('control characters', () => {
   it('query parameters are checked like a body', () => {
     const q = z.strictObject({ q: z.string().optional() })
     expect(statusOf(() => parseQueryWith(q, { q: 'a\u0001' }))?.message).toMatch(/^q: must not contain control characters/)
-    expect(statusOf(() => parseQueryWith(q, { other: '1' }))?.message).toBe('unknown field "other"')
+    expect(statusOf(() => parseQueryWith(q, { other: '1' }))?.message).toBe('query: unknown field "other"')
     expect(parseQueryWith(q, { q: 'fine' })).toEqual({ q: 'fine' })
     expect(statusOf(() => parseQueryWith(q, JSON.parse('{"__proto__":"x"}')))?.message).toBe('query: the key "__proto__" is not allowed')
   })
@@ -196,12 +196,12 @@ describe('every request object is strict', () => {
   it('the push subscription refuses unknown fields, and its keys are checked by pattern and size', () => {
     const good = { endpoint: 'https://push.example.test/send/abc', keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) } }
     expect(pushSubscriptionBody.safeParse(good).success).toBe(true)
-    expect(statusOf(() => parseWith(pushSubscriptionBody, { ...good, extra: 1 }))?.message).toBe('unknown field "extra"')
+    expect(statusOf(() => parseWith(pushSubscriptionBody, { ...good, extra: 1 }))?.message).toBe('body: unknown field "extra"')
     expect(pushSubscriptionBody.safeParse({ ...good, keys: { ...good.keys, p256dh: 'A'.repeat(87) } }).success).toBe(false)
   })
 
   it('settings refuse unknown keys; a secret takes __UNCHANGED__', () => {
-    expect(statusOf(() => parseWith(settingsPatchBody, { 'no.such': 1 }))?.message).toBe('unknown field "no.such"')
+    expect(statusOf(() => parseWith(settingsPatchBody, { 'no.such': 1 }))?.message).toBe('body: unknown field "no.such"')
     expect(parseWith(settingsPatchBody, { 'smtp.password': '__UNCHANGED__' })).toEqual({ 'smtp.password': '__UNCHANGED__' })
   })
 })

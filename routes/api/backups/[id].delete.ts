@@ -1,11 +1,9 @@
 import { defineEventHandler, getRouterParam, sendNoContent } from 'h3'
-import { requireAdmin } from '~/server/utils/auth/access'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { deleteBackup } from '~/server/utils/ops/backups'
 
 export default defineEventHandler(async (event) => {
-  requireAdmin(event)
   await deleteBackup(parseIdParam(getRouterParam(event, 'id'), 'backup id'), auditContextOf(event))
   return sendNoContent(event)
 })

@@ -1,11 +1,9 @@
 import { defineEventHandler, setResponseStatus } from 'h3'
-import { requireAdmin } from '~/server/utils/auth/access'
 import { operationFailed } from '~/server/utils/core/errors'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { createBackup } from '~/server/utils/ops/backups'
 
 export default defineEventHandler(async (event) => {
-  requireAdmin(event)
   const meta = await createBackup('manual', auditContextOf(event))
   if (meta.status !== 'ok') throw operationFailed(`backup failed: ${meta.error}`)
   setResponseStatus(event, 201)

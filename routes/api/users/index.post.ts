@@ -1,12 +1,10 @@
 import { defineEventHandler, setResponseStatus } from 'h3'
-import { requireAdmin } from '~/server/utils/auth/access'
 import { readValidatedJson } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { createUserBody } from '~/server/utils/auth/schemas'
 import { createUser } from '~/server/utils/auth/users'
 
 export default defineEventHandler(async (event) => {
-  requireAdmin(event)
   const body = await readValidatedJson(event, createUserBody)
   const user = await createUser(body, auditContextOf(event))
   setResponseStatus(event, 201)

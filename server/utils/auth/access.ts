@@ -1,22 +1,10 @@
 import type { H3Event } from 'h3'
 import { getConfig } from '../core/config'
 import { forbidden, unauthorized } from '../core/errors'
+import type { Access } from '../openapi/registry'
+import type { RouteMatch } from '../openapi/route-table'
 import { mutationSourceRefusal } from './origin'
 import type { ResolvedSession } from './sessions'
-
-const _PUBLIC_API = [/^\/api\/setup$/, /^\/api\/auth\/login(\/.*)?$/, /^\/api\/auth\/providers$/, /^\/api\/auth\/oidc\/.+$/]
-
-export function isPublicApiPath(path: string): boolean {
-  return _PUBLIC_API.some((re) => re.test(path))
-}
-
-/**
- * Paths where a viewer may mutate: their own account (logout, TOTP) and their own
- * API tokens (read scope only; revoking only their own). The routes enforce the rest.
- */
-export function isSelfServicePath(path: string): boolean {
-  return path.startsWith('/api/auth/') || path === '/api/tokens' || path.startsWith('/api/tokens/')
-}
 
 export function isMutation(event: H3Event): boolean {
   return !['GET', 'HEAD', 'OPTIONS'].includes(event.method)
@@ -58,14 +46,48 @@ export function assertUploadFromPanelClient(event: H3Event): void {
   )
 }
 
+/**
+ * Enforces the access the matched operation declares (server/utils/openapi/registry.ts, Access).
+ * A request no operation serves gets the rule its path and method would have, so that who may
+ * learn "404" or "405" is who could call something there; the route layer (30-routes) answers it.
+ */
+export function assertDeclaredAccess(event: H3Event, match: RouteMatch, session: ResolvedSession | undefined): void {
+  const access = _accessOf(match, isMutation(event))
+  if (access === 'public' || access === 'proxy') return
+  if (!session) throw unauthorized()
+  if (access === 'session') return
+  const token = session.apiToken
+  const admin = session.user.role === 'admin'
+  if (access === 'browser') {
+    if (token)
+      throw forbidden(
+        'TOTP and logout need a browser session: an API token cannot change the second factor, and it ends by being revoked (DELETE /api/tokens/{id})',
+      )
+    return
+  }
+  if (admin || (access === 'own' && !token)) return
+  if (access === 'admin' && !isMutation(event)) throw forbidden('this needs the admin role')
+  throw forbidden(
+    token ? `API token "${token.name}" acts with read scope: it cannot change anything` : 'viewers cannot change anything: ask an admin',
+  )
+}
+
+// From the loosest to the strictest (`session` is never declared on a change).
+const _LOOSEST_CHANGE_FIRST: Access[] = ['browser', 'own', 'admin']
+
+function _accessOf(match: RouteMatch, mutation: boolean): Access {
+  if (match.kind === 'documented' || match.kind === 'bad-parameter') return match.access
+  // A public path tells anyone which methods it serves (405). Otherwise any session may learn
+  // that a read is not there; a change nothing declares takes the loosest rule of the changes
+  // the path serves, and needs an admin where it serves none (an unknown path).
+  const served = match.kind === 'method-not-allowed' ? match.served : []
+  if (served.includes('public')) return 'public'
+  if (!mutation) return 'session'
+  return _LOOSEST_CHANGE_FIRST.find((a) => served.includes(a)) ?? 'admin'
+}
+
 export function requireSession(event: H3Event): ResolvedSession {
   const auth = event.context.auth
   if (!auth) throw unauthorized()
-  return auth
-}
-
-export function requireAdmin(event: H3Event): ResolvedSession {
-  const auth = requireSession(event)
-  if (auth.user.role !== 'admin') throw forbidden('this needs the admin role')
   return auth
 }

@@ -7,21 +7,23 @@ import { badRequest, unsupportedMediaType } from './errors'
 /** How deep arrays and objects may nest in a JSON body; no route's schema comes near it. */
 export const MAX_JSON_DEPTH = 64
 
-/** "field.path: problem" for the first issue, in words an operator can act on. */
-export function describeZodError(error: z.ZodError): string {
+/**
+ * "field.path: problem" for the first issue, in words an operator can act on. Every validation
+ * message has this one form (docs/api.md, Errors), `root` (body, query) standing for the whole
+ * value, so that the UI finds the field with one function (ui/src/fields.ts, parseFieldError).
+ */
+export function describeZodError(error: z.ZodError, root = 'body'): string {
   const issue = error.issues[0]!
-  const path = issue.path.length ? issue.path.join('.') : 'body'
-  if (issue.code === 'unrecognized_keys') {
-    const where = issue.path.length ? `${issue.path.join('.')}: ` : ''
-    return `${where}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
-  }
+  const path = issue.path.length ? issue.path.join('.') : root
+  if (issue.code === 'unrecognized_keys')
+    return `${path}: unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
   if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `${path}: is required`
   return `${path}: ${issue.message}`
 }
 
-export function parseWith<T>(schema: ZodType<T>, value: unknown): T {
+export function parseWith<T>(schema: ZodType<T>, value: unknown, root = 'body'): T {
   const r = schema.safeParse(value)
-  if (!r.success) throw badRequest(describeZodError(r.error))
+  if (!r.success) throw badRequest(describeZodError(r.error, root))
   return r.data
 }
 
@@ -66,7 +68,7 @@ export function decodeUtf8(raw: Uint8Array, what: string): string {
   try {
     return _utf8.decode(raw)
   } catch {
-    throw badRequest(`${what} is not valid UTF-8: send it encoded as UTF-8`)
+    throw badRequest(`${what}: is not valid UTF-8; send it encoded as UTF-8`)
   }
 }
 
@@ -94,14 +96,14 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
 
 /** Decodes and parses a JSON body, then refuses prototype keys and control characters (assertCleanJson). */
 export function decodeJsonBody(raw: Uint8Array): unknown {
-  const text = decodeUtf8(raw, 'request body')
+  const text = decodeUtf8(raw, 'body')
   if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH))
-    throw badRequest(`request body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects: send a flatter document`)
+    throw badRequest(`body: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects; send a flatter document`)
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch {
-    throw badRequest('request body is not valid JSON')
+    throw badRequest('body: is not valid JSON; send one JSON object')
   }
   assertCleanJson(value)
   return value
@@ -117,14 +119,14 @@ export async function readValidatedJson<T>(event: H3Event, schema: ZodType<T>): 
   const typeProblem = jsonContentTypeProblem(getRequestHeader(event, 'content-type'))
   if (typeProblem) throw unsupportedMediaType(typeProblem)
   const raw = await readBoundedBody(event)
-  if (!raw?.length) throw badRequest('request body is required: send a JSON object ({} where every field is optional)')
+  if (!raw?.length) throw badRequest('body: is required; send a JSON object ({} where every field is optional)')
   return parseWith(schema, decodeJsonBody(raw))
 }
 
 /** A query string's parameters (already decoded by h3), checked like a body: text without control characters. */
 export function parseQueryWith<T>(schema: ZodType<T>, query: Record<string, unknown>): T {
   assertCleanJson(query, [], 'query')
-  return parseWith(schema, query)
+  return parseWith(schema, query, 'query')
 }
 
 export function parseIdParam(value: string | undefined, kind = 'id'): number {

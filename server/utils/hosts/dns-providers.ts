@@ -2,7 +2,7 @@ import { and, eq } from 'drizzle-orm'
 import { z } from 'zod'
 import { dnsProviders, hosts } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor } from '../core/db'
-import { badRequest, notFound } from '../core/errors'
+import { badRequest, pathNotFound } from '../core/errors'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
 import { UNCHANGED } from '../core/settings'
@@ -23,7 +23,8 @@ const CREDENTIALS_LIMIT_BYTES = 4096
 
 function _definition(name: string): DnsProviderDefinition {
   const def = findDnsProvider(name)
-  if (!def) throw notFound('DNS provider', name)
+  if (!def)
+    throw pathNotFound(`DNS provider "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
   return def
 }
 

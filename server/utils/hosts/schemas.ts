@@ -42,10 +42,19 @@ export const hostnameSchema = z
   .regex(_HOST_PATTERN, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
   .refine(isValidHostPattern, 'must be a valid hostname such as app.example.com or *.example.com (letters, digits, hyphens and dots only)')
 
-/** A DNS provider of the catalogue (GET /api/dns-providers); the path parameter of /api/dns-providers/{name} too. */
+/** A DNS provider of the catalogue (GET /api/dns-providers), where a body names one. */
 export const dnsProviderNameSchema = z.enum(DNS_PROVIDER_CATALOGUE.map((p) => p.name) as [string, ...string[]], {
   message: `is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`,
 })
+
+/**
+ * The path parameter of /api/dns-providers/{name}: any well-formed catalogue name, so that a name
+ * the catalogue does not hold is a missing row (404, naming the catalogue), not a malformed one.
+ */
+export const dnsProviderNameParam = z
+  .string()
+  .max(64, 'must be at most 64 characters')
+  .regex(/^[a-z][a-z0-9_]*$/, 'must be a catalogue name such as provider_a (lower-case letters, digits and _)')
 
 const _optionalBool = z.boolean({ message: 'must be true or false' }).optional()
 

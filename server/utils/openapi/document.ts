@@ -53,7 +53,7 @@ function _security(access: OperationDoc['access']) {
   return access === 'public' || access === 'proxy' ? [] : [{ panelSession: [] }, { apiToken: [] }]
 }
 
-function _operationObject(op: OperationDoc & { tag: string }) {
+function _parameters(op: OperationDoc): unknown[] {
   const parameters: unknown[] = []
   for (const [name, p] of Object.entries(op.params ?? {}))
     parameters.push({ name, in: 'path', required: true, description: p.description, schema: _jsonSchema(p.schema, 'input') })
@@ -70,6 +70,10 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       })
     }
   }
+  return parameters
+}
+
+function _responses(op: OperationDoc): Record<string, unknown> {
   const responses: Record<string, unknown> = {}
   for (const [status, r] of Object.entries(op.responses)) {
     const isError = Number(status) >= 400
@@ -102,10 +106,11 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       content: { 'application/json': { schema: _ERROR_REF } },
     }
   // The access layer (middleware/10-auth.ts): no session, a viewer's mutation, a cross-site Origin.
-  if ((op.access === 'session' || op.access === 'admin') && !responses['401'])
+  const needsSession = op.access !== 'public' && op.access !== 'proxy'
+  if (needsSession && !responses['401'])
     responses['401'] = { description: 'no valid session: log in first', content: { 'application/json': { schema: _ERROR_REF } } }
   // Invalid API tokens are throttled per source address (server/utils/auth/attempts.ts) before any route runs.
-  if ((op.access === 'session' || op.access === 'admin') && !responses['429'])
+  if (needsSession && !responses['429'])
     responses['429'] = {
       description: 'too many invalid API tokens from this address: wait for Retry-After seconds',
       headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'string' } } },
@@ -129,10 +134,18 @@ function _operationObject(op: OperationDoc & { tag: string }) {
       content: { 'application/json': { schema: _ERROR_REF } },
     }
   responses.default = _ERROR_RESPONSE
+  return responses
+}
+
+function _operationObject(op: OperationDoc & { tag: string }) {
+  const parameters = _parameters(op)
+  const responses = _responses(op)
   const access = {
     public: 'No session needed.',
-    session: 'Needs a session; viewers may call GETs only.',
-    admin: 'Needs the admin role.',
+    session: 'Needs a session; a viewer or a read-scope API token may call it.',
+    browser: 'Needs a browser session (a viewer may call it for their own account); API tokens are refused.',
+    own: 'Needs a browser session, or an API token acting as admin; read-scope tokens are refused. A viewer acts on their own tokens only.',
+    admin: 'Needs the admin role (an admin session, or an admin-scope API token of an admin).',
     proxy: "Called by the proxy (ForwardAuth); carries the browser's cookies.",
   }[op.access]
   return {
@@ -141,6 +154,8 @@ function _operationObject(op: OperationDoc & { tag: string }) {
     operationId: `${op.method}${op.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
     description: [op.description, access, op.multipart ? _MULTIPART_NOTE : undefined].filter(Boolean).join('\n\n'),
     security: _security(op.access),
+    // The declaration the access middleware enforces (server/utils/auth/access.ts), machine-readable.
+    'x-access': op.access,
     ...(parameters.length ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: _jsonSchema(op.body, 'input') } } } } : {}),
     ...(op.multipart

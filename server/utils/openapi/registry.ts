@@ -12,10 +12,21 @@ import { z, type ZodType } from 'zod'
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
 
 /**
- * Who may call it. `public`: no session; `session`: any logged-in user (a viewer
- * may call GETs only, see docs/api.md); `admin`: the admin role.
+ * Who may call it, enforced by server/middleware/10-auth.ts from this declaration alone
+ * (server/utils/auth/access.ts, assertDeclaredAccess):
+ * - `public`: anyone, no session needed (setup, login, OIDC);
+ * - `session`: any session, a viewer or an API token of either scope included (reads only: a
+ *   mutation declared `session` is refused when the route table is built);
+ * - `browser`: any browser session, a viewer's included, never an API token (the caller's own
+ *   second factor and logout: a token ends by being revoked);
+ * - `own`: any browser session, or an API token acting as admin; read-scope tokens are refused
+ *   (a caller's own API tokens: the domain code narrows a viewer to their own rows and refuses
+ *   a token minting a token);
+ * - `admin`: the admin role (an admin's browser session, or an admin-scope token of an admin);
+ * - `proxy`: called by the proxy (ForwardAuth, outside /api); its own code decides.
+ * Finer rules than these stay in the domain code, and the operation's description says so.
  */
-export type Access = 'public' | 'session' | 'admin' | 'proxy'
+export type Access = 'public' | 'session' | 'browser' | 'own' | 'admin' | 'proxy'
 
 export interface ResponseDoc {
   description: string

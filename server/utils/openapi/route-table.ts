@@ -1,5 +1,6 @@
+import type { H3Event } from 'h3'
 import type { ZodType } from 'zod'
-import type { OperationDoc } from './registry'
+import type { Access, OperationDoc } from './registry'
 import { listOperations } from './document'
 
 // The documented routes as a table the request path is matched against before
@@ -14,14 +15,18 @@ interface TableEntry {
   template: string
   segments: string[]
   staticSegments: number
-  methods: Map<string, { params: Record<string, { schema: ZodType; description?: string }>; query: Set<string> | 'any' }>
+  methods: Map<string, { access: Access; params: Record<string, { schema: ZodType; description?: string }>; query: Set<string> | 'any' }>
 }
 
+/**
+ * A documented or bad-parameter match names the operation's access; a method the path does not
+ * serve names the access of the methods it does (the access layer decides who may learn that).
+ */
 export type RouteMatch =
-  | { kind: 'documented' }
+  | { kind: 'documented'; access: Access }
   | { kind: 'no-route' }
-  | { kind: 'method-not-allowed'; allow: string }
-  | { kind: 'bad-parameter'; message: string }
+  | { kind: 'method-not-allowed'; allow: string; served: Access[] }
+  | { kind: 'bad-parameter'; message: string; access: Access }
 
 let _table: TableEntry[] | undefined
 
@@ -50,7 +55,10 @@ function _buildTable(): TableEntry[] {
     for (const s of segments.filter((x) => x.startsWith('{'))) {
       if (!params[s.slice(1, -1)]) throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} declares no schema for ${s}`)
     }
-    entry.methods.set(op.method.toUpperCase(), { params, query: _queryNamesOf(op) })
+    // `session` admits read-scope tokens and viewers, which never change anything.
+    if (op.access === 'session' && op.method !== 'get')
+      throw new Error(`OpenAPI registry: ${op.method.toUpperCase()} ${op.path} is a mutation declared 'session'; declare who may change it`)
+    entry.methods.set(op.method.toUpperCase(), { access: op.access, params, query: _queryNamesOf(op) })
     byTemplate.set(op.path, entry)
   }
   // A static segment wins over a parameter: /api/logs/stats before /api/logs/{id}.
@@ -95,20 +103,37 @@ export function matchDocumentedRoute(method: string, path: string): RouteMatch {
   if (!served) {
     const allow = [...entry.methods.keys()]
     if (allow.includes('GET')) allow.push('HEAD')
-    return { kind: 'method-not-allowed', allow: allow.join(', ') }
+    return { kind: 'method-not-allowed', allow: allow.join(', '), served: [...entry.methods.values()].map((m) => m.access) }
   }
   for (const [i, segment] of entry.segments.entries()) {
     if (!segment.startsWith('{')) continue
     const name = segment.slice(1, -1)
     const problem = _checkParameter(name, raw[i]!, served.params[name]!)
-    if (problem) return { kind: 'bad-parameter', message: problem }
+    if (problem) return { kind: 'bad-parameter', message: problem, access: served.access }
   }
   // A parameter the operation does not declare is refused like an unknown body field.
   const takes = served.query
   const stray = takes === 'any' ? undefined : [...new URLSearchParams(query).keys()].find((k) => !takes.has(k))
   if (stray !== undefined) {
     const known = takes === 'any' || takes.size === 0 ? 'takes none' : `takes ${[...takes].join(', ')}`
-    return { kind: 'bad-parameter', message: `query: unknown parameter "${stray.slice(0, 64)}"; ${method} ${entry.template} ${known}` }
+    return {
+      kind: 'bad-parameter',
+      access: served.access,
+      message: `query: unknown parameter "${stray.slice(0, 64)}"; ${method} ${entry.template} ${known}`,
+    }
   }
-  return { kind: 'documented' }
+  return { kind: 'documented', access: served.access }
+}
+
+/**
+ * The match of this request, computed once: the access layer (10-auth) needs it before the
+ * route layer (30-routes) answers it. h3 has already decoded event.path (but %2F), so the
+ * request line as sent is matched.
+ */
+export function routeMatchOf(event: H3Event): RouteMatch {
+  const cached = event.context.routeMatch as RouteMatch | undefined
+  if (cached) return cached
+  const match = matchDocumentedRoute(event.method, event.node.req.originalUrl ?? event.node.req.url ?? event.path)
+  event.context.routeMatch = match
+  return match
 }

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, ne } from 'drizzle-orm'
 import { z } from 'zod'
 import { countryBans, countryJobs, whitelistEntries } from '../../../db/schema'
 import { getDb, runWrite, writeTransaction } from '../core/db'
-import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
+import { badRequest, notFound, pathNotFound, upstreamUnavailable } from '../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { INSTANCE_ID, acquireLease, releaseLease } from '../core/lease'
 import { logger } from '../core/log'
@@ -35,7 +35,12 @@ export const originOf = (cc: string) => `panel-country-${cc}`
 const _regions = new Intl.DisplayNames(['en'], { type: 'region' })
 /** Region codes ICU names that are not countries in ISO 3166-1. */
 const _NOT_COUNTRIES = new Set(['EU', 'EZ', 'UN', 'QO', 'XA', 'XB', 'ZZ'])
-export function normalizeCountryCode(raw: string): string {
+/**
+ * `raw` as an upper-case ISO 3166-1 alpha-2 code. Where a path names the country (`in: 'path'`),
+ * two letters that name no country are a missing row, 404 ("a missing row 404", like an unknown
+ * id); a query value that is no country is bad input, 400.
+ */
+export function normalizeCountryCode(raw: string, where: 'path' | 'query' = 'query'): string {
   const cc = raw.trim().toUpperCase()
   let known = false
   try {
@@ -43,7 +48,10 @@ export function normalizeCountryCode(raw: string): string {
   } catch {
     known = false
   }
-  if (!known) throw badRequest(`country code: "${raw}" is not an ISO 3166-1 alpha-2 code such as FR`)
+  if (!known) {
+    const problem = `country code: "${raw}" is not an ISO 3166-1 alpha-2 code such as FR`
+    throw where === 'path' && /^[A-Z]{2}$/.test(cc) ? pathNotFound(problem) : badRequest(problem)
+  }
   return cc
 }
 
@@ -77,7 +85,7 @@ export function presentJob(j: JobRow) {
 }
 
 export async function submitExpansion(rawCc: string, body: z.infer<typeof expandBody>, ctx: AuditContext) {
-  const cc = normalizeCountryCode(rawCc)
+  const cc = normalizeCountryCode(rawCc, 'path')
   if (!openGeoReader('country'))
     throw upstreamUnavailable('country database', 'country.mmdb is not loaded; run POST /api/geoip/refresh first')
   const job = await writeTransaction(async (tx) => {
@@ -360,7 +368,7 @@ export async function listCountryBans() {
 
 /** One local-API call removes every decision of the country's origin; then the record goes. */
 export async function revokeCountry(rawCc: string, ctx: AuditContext) {
-  const cc = normalizeCountryCode(rawCc)
+  const cc = normalizeCountryCode(rawCc, 'path')
   const removed = await deleteDecisionsMatching({ origin: originOf(cc) })
   const hadRecord = await writeTransaction(async (tx) => {
     const r = await tx.delete(countryBans).where(eq(countryBans.countryCode, cc))

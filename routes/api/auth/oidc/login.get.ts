@@ -12,7 +12,7 @@ export default defineEventHandler(async (event) => {
   setResponseHeader(event, 'cache-control', 'no-store')
   // An over-long `rd` is a 400 before anything starts; otherwise it is sanitised (control
   // characters included), never refused, so the query skips parseQueryWith's character check.
-  const { rd } = parseWith(oidcLoginQuery, getQuery(event))
+  const { rd } = parseWith(oidcLoginQuery, getQuery(event), 'query')
   try {
     const url = await startOidcLogin(rd, bindLoginToBrowser(event).bindingHash)
     return sendRedirect(event, url, 302)

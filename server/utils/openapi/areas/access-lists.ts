@@ -33,7 +33,7 @@ export const accessListOperations = [
   operation({
     method: 'post',
     path: '/api/access-lists',
-    access: 'session',
+    access: 'admin',
     summary: 'Create an access list (reconciles the proxy)',
     body: accessListBody,
     description: 'Every user needs a password (8 to 72 bytes); it is stored as a bcrypt hash only.',
@@ -50,7 +50,7 @@ export const accessListOperations = [
   operation({
     method: 'put',
     path: '/api/access-lists/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace an access list (reconciles every host using it)',
     params: idParam('access list'),
     body: accessListBody,
@@ -65,7 +65,7 @@ export const accessListOperations = [
   operation({
     method: 'delete',
     path: '/api/access-lists/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete an access list',
     params: idParam('access list'),
     responses: { 204: noContent(), 404: ok('no such list'), 409: ok('a host still uses it'), 502: rejected },
@@ -73,7 +73,7 @@ export const accessListOperations = [
   operation({
     method: 'put',
     path: '/api/hosts/{id}/access-list',
-    access: 'session',
+    access: 'admin',
     summary: 'Attach an access list to a host, or detach it (null); reconciles',
     params: idParam('host'),
     body: hostAccessListBody,

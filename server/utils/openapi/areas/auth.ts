@@ -103,7 +103,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/auth/totp/setup',
-    access: 'session',
+    access: 'browser',
     summary: 'Start TOTP enrolment: a new secret and its otpauth:// URI (not active until enabled)',
     body: emptyBody,
     responses: {
@@ -114,7 +114,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/auth/totp/enable',
-    access: 'session',
+    access: 'browser',
     summary: 'Turn TOTP on with a first code; answers the recovery codes once and rotates the sessions',
     body: totpCodeBody,
     responses: {
@@ -128,7 +128,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/auth/totp/disable',
-    access: 'session',
+    access: 'browser',
     summary: 'Turn TOTP off with a current code or a recovery code; rotates the sessions',
     body: totpCodeBody,
     responses: {
@@ -140,7 +140,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/auth/totp/recovery-codes',
-    access: 'session',
+    access: 'browser',
     summary: 'A new set of recovery codes (the old set stops working)',
     body: totpCodeBody,
     responses: {
@@ -180,7 +180,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/auth/logout',
-    access: 'session',
+    access: 'browser',
     summary: 'Log out: deletes the session and clears the cookie',
     responses: { 204: noContent() },
   }),
@@ -267,7 +267,7 @@ export const authOperations = [
   operation({
     method: 'post',
     path: '/api/tokens',
-    access: 'session',
+    access: 'own',
     summary: 'Create an API token; the secret is in this answer only',
     description:
       'Scope `read` (GETs only) or `admin` (only for admins). Use it as `Authorization: Bearer <secret>` on /api/*. Only its SHA-256 is stored. Without an expiry the answer carries a `warning`. Needs a browser session: a token cannot create tokens.',
@@ -288,7 +288,7 @@ export const authOperations = [
   operation({
     method: 'delete',
     path: '/api/tokens/{id}',
-    access: 'session',
+    access: 'own',
     summary: 'Revoke an API token (its owner or an admin)',
     description: "Effective at the next request. Revoking a revoked token changes nothing. Another user's token is 404 to a non-admin.",
     params: idParam('API token'),

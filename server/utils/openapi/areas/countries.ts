@@ -60,12 +60,16 @@ export const countriesOperations = [
   operation({
     method: 'post',
     path: '/api/security/countries/{cc}/expand',
-    access: 'session',
+    access: 'admin',
     summary: 'Ban a country: starts an expansion job',
     params: ccParam,
     body: expandBody,
     description: 'Poll GET /api/security/jobs/{id} every second until `completed` or `failed`.',
-    responses: { 202: ok('the job, pending', jobSchema), 503: ok('the country database is not loaded') },
+    responses: {
+      202: ok('the job, pending', jobSchema),
+      404: ok('two letters that name no country'),
+      503: ok('the country database is not loaded'),
+    },
   }),
   operation({
     method: 'get',
@@ -77,12 +81,12 @@ export const countriesOperations = [
   operation({
     method: 'delete',
     path: '/api/security/countries/{cc}',
-    access: 'session',
+    access: 'admin',
     summary: "Revoke a country ban (one local-API call for the country's origin)",
     params: ccParam,
     responses: {
       200: ok('what was removed', z.strictObject({ country_code: z.string(), removed_decision_count: z.number().int() })),
-      404: ok('no ban for that country'),
+      404: ok('no ban for that country, or two letters that name no country'),
       503: ok('the local API is unreachable'),
     },
   }),
@@ -130,7 +134,7 @@ export const countriesOperations = [
   operation({
     method: 'post',
     path: '/api/geoip/refresh',
-    access: 'session',
+    access: 'admin',
     summary: 'Download both geolocation databases now',
     responses: {
       200: ok('status after the refresh', geoStatusSchema),

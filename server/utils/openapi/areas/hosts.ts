@@ -95,7 +95,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/hosts',
-    access: 'session',
+    access: 'admin',
     summary: 'Create a host (reconciles the proxy)',
     body: hostBody,
     responses: { 201: ok('the host and the reconcile outcome', hostWithReconcile), 409: ok('a domain or alias is taken'), 502: rejected },
@@ -111,7 +111,7 @@ export const hostsOperations = [
   operation({
     method: 'put',
     path: '/api/hosts/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace a host (reconciles the proxy)',
     params: idParam('host'),
     body: hostBody,
@@ -127,7 +127,7 @@ export const hostsOperations = [
   operation({
     method: 'delete',
     path: '/api/hosts/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a host (reconciles the proxy)',
     params: idParam('host'),
     responses: { 204: noContent(), 404: ok('no such host'), 502: rejected },
@@ -135,7 +135,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/hosts/{id}/toggle',
-    access: 'session',
+    access: 'admin',
     summary: 'Flip `enabled`',
     params: idParam('host'),
     responses: { 200: ok('the host and the reconcile outcome', hostWithReconcile), 404: ok('no such host'), 502: rejected },
@@ -151,7 +151,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/hosts/{id}/rules',
-    access: 'session',
+    access: 'admin',
     summary: 'Add a path rule to a host',
     params: idParam('host'),
     body: ruleBody,
@@ -164,7 +164,7 @@ export const hostsOperations = [
   operation({
     method: 'put',
     path: '/api/rules/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace a path rule',
     params: idParam('rule'),
     body: ruleBody,
@@ -177,7 +177,7 @@ export const hostsOperations = [
   operation({
     method: 'delete',
     path: '/api/rules/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a path rule',
     params: idParam('rule'),
     responses: { 204: noContent(), 404: ok('no such rule'), 502: rejected },
@@ -200,7 +200,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/hosts/{id}/waf-exclusions',
-    access: 'session',
+    access: 'admin',
     summary: 'Turn a WAF rule off for a host, a path (a trailing * makes a prefix) or an argument (reconciles the proxy)',
     params: idParam('host'),
     body: wafExclusionBody,
@@ -214,7 +214,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/logs/{id}/waf-exclusion',
-    access: 'session',
+    access: 'admin',
     summary: "Exclude a waf_audit row's rule on its host, under its path (scope path) or everywhere (scope host)",
     params: idParam('log row'),
     body: wafExclusionFromLogBody,
@@ -229,7 +229,7 @@ export const hostsOperations = [
   operation({
     method: 'delete',
     path: '/api/waf-exclusions/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Remove a WAF rule exclusion (reconciles the proxy)',
     params: idParam('WAF exclusion'),
     responses: { 204: noContent(), 404: ok('no such exclusion'), 502: rejected },
@@ -244,7 +244,7 @@ export const hostsOperations = [
   operation({
     method: 'post',
     path: '/api/target-groups',
-    access: 'session',
+    access: 'admin',
     summary: 'Create a target group',
     body: targetGroupBody,
     responses: { 201: ok('the group', targetGroupSchema.extend({ reconcile: reconcileSchema })), 409: ok('the name is taken') },
@@ -260,7 +260,7 @@ export const hostsOperations = [
   operation({
     method: 'put',
     path: '/api/target-groups/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace a target group (reconciles the proxy)',
     params: idParam('target group'),
     body: targetGroupBody,
@@ -274,7 +274,7 @@ export const hostsOperations = [
   operation({
     method: 'delete',
     path: '/api/target-groups/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a target group',
     params: idParam('target group'),
     responses: { 204: noContent(), 404: ok('no such group'), 409: ok('a host or rule still uses it') },

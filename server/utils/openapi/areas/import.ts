@@ -31,7 +31,7 @@ export const importOperations = [
   operation({
     method: 'post',
     path: '/api/import/caddyfile',
-    access: 'session',
+    access: 'admin',
     summary: 'Import a Caddyfile: dry run, or apply in one transaction and one reconcile',
     body: caddyfileImportBody,
     description:
@@ -48,7 +48,7 @@ export const importOperations = [
   operation({
     method: 'post',
     path: '/api/import/npm',
-    access: 'session',
+    access: 'admin',
     summary: 'Import an nginx-proxy-manager database: dry run, or apply in one transaction and one reconcile',
     description:
       "Upload its `data/database.sqlite` (at most 64 MiB). Proxy hosts (with custom locations), redirection hosts, 404 hosts, access lists (users and clients) and certificates (Let's Encrypt and custom) are read; streams are listed as not importable.",

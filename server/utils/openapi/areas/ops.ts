@@ -99,7 +99,7 @@ export const opsOperations = [
   operation({
     method: 'post',
     path: '/api/notifications/push/subscriptions',
-    access: 'session',
+    access: 'admin',
     summary: "Store a browser's PushSubscription.toJSON()",
     body: pushSubscriptionBody,
     responses: {
@@ -110,7 +110,7 @@ export const opsOperations = [
   operation({
     method: 'delete',
     path: '/api/notifications/push/subscriptions/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Remove a push subscription',
     params: idParam('subscription'),
     responses: { 204: noContent(), 404: ok('no such subscription') },
@@ -125,7 +125,7 @@ export const opsOperations = [
   operation({
     method: 'post',
     path: '/api/notifications/channels',
-    access: 'session',
+    access: 'admin',
     summary: 'Create a channel',
     body: channelBody,
     responses: { 201: ok('the channel', channelSchema) },
@@ -133,7 +133,7 @@ export const opsOperations = [
   operation({
     method: 'put',
     path: '/api/notifications/channels/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace a channel (`__UNCHANGED__` keeps a secret part)',
     params: idParam('channel'),
     body: channelBody,
@@ -142,7 +142,7 @@ export const opsOperations = [
   operation({
     method: 'delete',
     path: '/api/notifications/channels/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a channel',
     params: idParam('channel'),
     responses: { 204: noContent(), 404: ok('no such channel') },
@@ -150,7 +150,7 @@ export const opsOperations = [
   operation({
     method: 'post',
     path: '/api/notifications/channels/{id}/test',
-    access: 'session',
+    access: 'admin',
     summary: 'Send a test notification now',
     params: idParam('channel'),
     responses: {
@@ -169,7 +169,7 @@ export const opsOperations = [
   operation({
     method: 'post',
     path: '/api/notifications/rules',
-    access: 'session',
+    access: 'admin',
     summary: 'Create a rule (unknown event names: 400)',
     body: notificationRuleBody,
     description: `Events: ${EVENT_NAMES.join(', ')}.`,
@@ -178,7 +178,7 @@ export const opsOperations = [
   operation({
     method: 'put',
     path: '/api/notifications/rules/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Replace a rule',
     params: idParam('rule'),
     body: notificationRuleBody,
@@ -187,7 +187,7 @@ export const opsOperations = [
   operation({
     method: 'delete',
     path: '/api/notifications/rules/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Delete a rule',
     params: idParam('rule'),
     responses: { 204: noContent(), 404: ok('no such rule') },

@@ -146,7 +146,7 @@ export const revisionsOperations = [
   operation({
     method: 'post',
     path: '/api/revisions/{id}/revert',
-    access: 'session',
+    access: 'admin',
     summary: "Restore a revision's desired state and reconcile (audited)",
     params: idParam('revision'),
     description:

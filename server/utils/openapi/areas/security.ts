@@ -166,7 +166,7 @@ export const securityOperations = [
   operation({
     method: 'delete',
     path: '/api/security/decisions/{id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Unban one decision (idempotent)',
     params: idParam('decision'),
     responses: { 204: noContent(), 503: ok('the local API is unreachable') },
@@ -174,7 +174,7 @@ export const securityOperations = [
   operation({
     method: 'post',
     path: '/api/security/decisions',
-    access: 'session',
+    access: 'admin',
     summary: 'Ban an address or a range (origin "panel"); refused for a whitelisted source',
     body: banBody,
     responses: {
@@ -211,7 +211,7 @@ export const securityOperations = [
   operation({
     method: 'post',
     path: '/api/security/decisions/unban-ip',
-    access: 'session',
+    access: 'admin',
     summary: 'Remove every active decision banning an address (country-ban ranges are kept)',
     body: unbanIpBody,
     responses: {
@@ -237,7 +237,7 @@ export const securityOperations = [
   operation({
     method: 'post',
     path: '/api/security/whitelist',
-    access: 'session',
+    access: 'admin',
     summary: 'Whitelist an address or CIDR (removes the decisions it covers)',
     body: whitelistBody,
     responses: {
@@ -249,7 +249,7 @@ export const securityOperations = [
   operation({
     method: 'delete',
     path: '/api/security/whitelist/{value}',
-    access: 'session',
+    access: 'admin',
     summary: 'Remove a whitelist entry',
     params: { value: { schema: ipOrCidrText(), description: 'the address or CIDR, URL-encoded (/ as %2F)' } },
     responses: { 204: noContent(), 404: ok('no such entry'), 503: ok("the engine's config folder is not mounted (CROWDSEC_CONFIG_DIR)") },
@@ -276,7 +276,7 @@ export const securityOperations = [
   operation({
     method: 'patch',
     path: '/api/security/scenarios/{name}',
-    access: 'session',
+    access: 'admin',
     summary: 'Disable or re-enable a scenario',
     params: {
       name: {
@@ -310,7 +310,7 @@ export const securityOperations = [
   operation({
     method: 'put',
     path: '/api/security/appsec-tuning',
-    access: 'session',
+    access: 'admin',
     summary: 'Set the CRS anomaly thresholds',
     body: appsecTuningBody,
     responses: { 200: ok('thresholds', appsecTuningSchema), 503: ok("the engine's data folder is not mounted (CROWDSEC_DATA_DIR)") },

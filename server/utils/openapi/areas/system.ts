@@ -149,7 +149,7 @@ export const systemOperations = [
   operation({
     method: 'put',
     path: '/api/settings',
-    access: 'session',
+    access: 'admin',
     summary: 'Change some settings (validated all at once; `__UNCHANGED__` keeps a secret)',
     description: 'Keys that the proxy configuration depends on reconcile the proxy in the same request.',
     body: settingsPatchBody,

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { dnsProviderBody } from '../../hosts/dns-providers'
 import { manualCertDeleteQuery } from '../../hosts/manual-certs'
-import { dnsProviderNameSchema } from '../../hosts/schemas'
+import { dnsProviderNameParam, dnsProviderNameSchema } from '../../hosts/schemas'
 import { idText, noContent, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: DNS-01 provider catalogue and credentials, manual certificates.
@@ -39,7 +39,7 @@ export const manualCertSchema = z.strictObject({
   uploaded_by: z.string(),
 })
 
-const nameParam = { name: { schema: dnsProviderNameSchema, description: 'catalogue name' } }
+const nameParam = { name: { schema: dnsProviderNameParam, description: 'catalogue name' } }
 const hostIdParam = { host_id: { schema: idText(), description: 'host id' } }
 const rejected = ok('the proxy rejected the configuration; its text is in the message')
 
@@ -57,18 +57,22 @@ export const tlsOperations = [
     access: 'session',
     summary: 'One catalogue entry',
     params: nameParam,
-    responses: { 200: ok('the entry', dnsProviderSchema) },
+    responses: { 200: ok('the entry', dnsProviderSchema), 404: ok('no such name in the catalogue (GET /api/dns-providers lists it)') },
   }),
   operation({
     method: 'put',
     path: '/api/dns-providers/{name}',
-    access: 'session',
+    access: 'admin',
     summary: 'Enable/disable a provider and set its credentials (reconciles the proxy)',
     params: nameParam,
     description:
       'Required fields are checked against the catalogue; unknown keys are refused. `__UNCHANGED__` keeps a stored value. `{enabled: false}` alone keeps the credentials.',
     body: dnsProviderBody,
-    responses: { 200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })), 502: rejected },
+    responses: {
+      200: ok('the entry and the reconcile outcome', dnsProviderSchema.extend({ reconcile: reconcileSchema })),
+      404: ok('no such name in the catalogue (GET /api/dns-providers lists it)'),
+      502: rejected,
+    },
   }),
   operation({
     method: 'get',
@@ -88,7 +92,7 @@ export const tlsOperations = [
   operation({
     method: 'post',
     path: '/api/manual-certs/{host_id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Upload a certificate for a host (sets tls_mode=manual)',
     params: hostIdParam,
     description:
@@ -107,7 +111,7 @@ export const tlsOperations = [
   operation({
     method: 'delete',
     path: '/api/manual-certs/{host_id}',
-    access: 'session',
+    access: 'admin',
     summary: 'Remove the certificate and its files; revert the TLS mode',
     params: hostIdParam,
     query: manualCertDeleteQuery,
