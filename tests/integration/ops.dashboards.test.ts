@@ -97,6 +97,6 @@ describe('dashboards against seeded logs', () => {
 
   it('health: every part', async () => {
     const h = (await panel.request('/api/dashboard/health', { cookie })).json
-    expect(Object.keys(h).sort()).toEqual(['backups', 'geoip', 'proxy', 'security_engine'])
+    expect(Object.keys(h).sort()).toEqual(['backups', 'client_addresses', 'geoip', 'proxy', 'security_engine'])
   })
 })

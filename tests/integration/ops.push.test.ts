@@ -219,7 +219,11 @@ describe('web push', () => {
     [
       {
         endpoint: 'https://push.example.test/x',
-        keys: { p256dh: randomBytes(65).toString('base64url'), auth: randomBytes(16).toString('base64url') },
+        // 0x04 and 64 random bytes: the shape of a point, off the curve (the prefix alone once let one in 256 through).
+        keys: {
+          p256dh: Buffer.concat([Buffer.from([4]), randomBytes(64)]).toString('base64url'),
+          auth: randomBytes(16).toString('base64url'),
+        },
       },
       /p256dh: must be an uncompressed P-256 point/,
     ],

@@ -1,4 +1,5 @@
 import { eq, inArray } from 'drizzle-orm'
+import { ECDH } from 'node:crypto'
 import webpush from 'web-push'
 import { z } from 'zod'
 import { pushSubscriptions } from '../../../../db/schema'
@@ -67,13 +68,27 @@ const _b64url = (bytes: number, pattern: RegExp, problem: string) =>
     .regex(pattern, problem)
     .refine((v) => Buffer.from(v, 'base64url').length === bytes, problem)
 
+// 65 bytes with the 0x04 prefix are not yet a key: one random value in 256 has that shape, and the
+// encryption to it would fail at every delivery. OpenSSL refuses a point off the curve.
+function _isPointOnP256(value: string): boolean {
+  try {
+    ECDH.convertKey(Buffer.from(value, 'base64url'), 'prime256v1')
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The browser's PushSubscription.toJSON(). */
 export const pushSubscriptionBody = z.strictObject({
   endpoint: urlSchema(),
   expirationTime: z.number().nullable().optional(),
   keys: z.strictObject({
     // 65 bytes starting with 0x04 (an uncompressed point): 87 characters starting with B, one = of padding at most.
-    p256dh: _b64url(65, /^B[A-Za-z0-9_-]{86}=?$/, 'must be an uncompressed P-256 point (65 bytes of base64url)'),
+    p256dh: _b64url(65, /^B[A-Za-z0-9_-]{86}=?$/, 'must be an uncompressed P-256 point (65 bytes of base64url)').refine(
+      _isPointOnP256,
+      'must be an uncompressed P-256 point (65 bytes of base64url)',
+    ),
     auth: _b64url(16, /^[A-Za-z0-9_-]{22}(==)?$/, 'must be 16 bytes of base64url (the authentication secret)'),
   }),
 })
