@@ -15,11 +15,11 @@ import { FORWARD_AUTH_CALLBACK_PATH, FORWARD_AUTH_COOKIE, FORWARD_AUTH_START_ROU
 import {
   forwardCredentialCacheKey,
   hashSessionToken,
-  LAST_SEEN_THROTTLE_MS,
+  memoizedTokenCacheKey,
   presentSessionUser,
   resolveSession,
   SESSION_CACHE_TTL_MS,
-  SESSION_LIFETIME_MS,
+  slideSessionExpiry,
   type ResolvedSession,
 } from './sessions'
 import { strictSessionsOn, STRICT_SESSIONS_SETTING } from './strict-mode'
@@ -64,19 +64,9 @@ export function resolveCachedForwardCredential(token: string | undefined): Resol
   return _cachedCredential(_recentCacheKey(token))
 }
 
-// As for sessions (sessions.ts, _recentCacheKey): the proxy asks about the same few credentials
-// over and over, and the hash was most of a cached answer's cost. Bounded; hashes stay the only stored form.
-const _CACHE_KEY_MEMO_CAP = 4096
-const _cacheKeyOfToken = new Map<string, string>()
-function _recentCacheKey(token: string): string {
-  let cacheKey = _cacheKeyOfToken.get(token)
-  if (cacheKey === undefined) {
-    if (_cacheKeyOfToken.size >= _CACHE_KEY_MEMO_CAP) _cacheKeyOfToken.clear()
-    cacheKey = forwardCredentialCacheKey(hashSessionToken(token))
-    _cacheKeyOfToken.set(token, cacheKey)
-  }
-  return cacheKey
-}
+// As for sessions: the proxy asks about the same few credentials over and over, and the hash was
+// most of a cached answer's cost. Bounded; hashes stay the only stored form.
+const _recentCacheKey = memoizedTokenCacheKey(forwardCredentialCacheKey)
 
 /**
  * Credential -> its session, user and host. The session's own rules apply: the 30 s cache, and
@@ -99,11 +89,7 @@ export async function resolveForwardCredential(token: string | undefined): Promi
   const now = Date.now()
   let resolved: ResolvedForwardCredential | null = null
   if (row && row.s.expiresAtMs > now) {
-    let expiresAtMs = row.s.expiresAtMs
-    if (now - row.s.lastSeenAtMs > LAST_SEEN_THROTTLE_MS) {
-      expiresAtMs = now + SESSION_LIFETIME_MS
-      await runWrite(() => getDb().update(sessions).set({ lastSeenAtMs: now, expiresAtMs }).where(eq(sessions.id, row.s.id)))
-    }
+    const expiresAtMs = await slideSessionExpiry(row.s, now)
     resolved = { session: { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs }, host: row.c.host }
   }
   await kvSetWithTtl(cacheKey, resolved, SESSION_CACHE_TTL_MS)

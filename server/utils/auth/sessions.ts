@@ -81,15 +81,31 @@ export function resolveCachedSession(token: string | undefined): ResolvedSession
 // one); the database and the session cache still hold only hashes. Bounded: a flood of
 // made-up cookies empties it, it never grows past the cap.
 const _CACHE_KEY_MEMO_CAP = 4096
-const _cacheKeyOfToken = new Map<string, string>()
-function _recentCacheKey(token: string): string {
-  let cacheKey = _cacheKeyOfToken.get(token)
-  if (cacheKey === undefined) {
-    if (_cacheKeyOfToken.size >= _CACHE_KEY_MEMO_CAP) _cacheKeyOfToken.clear()
-    cacheKey = _cacheKey(hashSessionToken(token))
-    _cacheKeyOfToken.set(token, cacheKey)
+
+/** A bounded memo from a token to its cache key (`cacheKeyOfHash` of its hash), for sessions and ForwardAuth credentials alike. */
+export function memoizedTokenCacheKey(cacheKeyOfHash: (tokenHash: string) => string): (token: string) => string {
+  const cacheKeyOfToken = new Map<string, string>()
+  return (token) => {
+    let cacheKey = cacheKeyOfToken.get(token)
+    if (cacheKey === undefined) {
+      if (cacheKeyOfToken.size >= _CACHE_KEY_MEMO_CAP) cacheKeyOfToken.clear()
+      cacheKey = cacheKeyOfHash(hashSessionToken(token))
+      cacheKeyOfToken.set(token, cacheKey)
+    }
+    return cacheKey
   }
-  return cacheKey
+}
+const _recentCacheKey = memoizedTokenCacheKey((tokenHash) => _cacheKey(tokenHash))
+
+/**
+ * A session row found live: last_seen is written (sliding the expiry) only when the stored value
+ * is older than 5 minutes, as the spec says. Answers the expiry the session now has.
+ */
+export async function slideSessionExpiry(session: { id: number; expiresAtMs: number; lastSeenAtMs: number }, now: number): Promise<number> {
+  if (now - session.lastSeenAtMs <= LAST_SEEN_THROTTLE_MS) return session.expiresAtMs
+  const expiresAtMs = now + SESSION_LIFETIME_MS
+  await runWrite(() => getDb().update(sessions).set({ lastSeenAtMs: now, expiresAtMs }).where(eq(sessions.id, session.id)))
+  return expiresAtMs
 }
 
 /**
@@ -110,14 +126,8 @@ export async function resolveSession(token: string | undefined): Promise<Resolve
     .get()
   const now = Date.now()
   let resolved: ResolvedSession | null = null
-  if (row && row.s.expiresAtMs > now) {
-    let expiresAtMs = row.s.expiresAtMs
-    if (now - row.s.lastSeenAtMs > LAST_SEEN_THROTTLE_MS) {
-      expiresAtMs = now + SESSION_LIFETIME_MS
-      await runWrite(() => getDb().update(sessions).set({ lastSeenAtMs: now, expiresAtMs }).where(eq(sessions.id, row.s.id)))
-    }
-    resolved = { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs }
-  }
+  if (row && row.s.expiresAtMs > now)
+    resolved = { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs: await slideSessionExpiry(row.s, now) }
   await kvSetWithTtl(_cacheKey(tokenHash), resolved, SESSION_CACHE_TTL_MS)
   return resolved
 }
