@@ -120,7 +120,14 @@ describe('while the security engine is unreachable', () => {
       10_000,
       250,
     )
-    const audit = await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")
-    expect(audit.rows.length).toBeGreaterThanOrEqual(1)
+    // The probe loop audits the change after the push loop (which probes on its own) restored the configuration.
+    const ups = await eventually(
+      async () =>
+        (await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")).rows.length,
+      (n) => n >= 1,
+      15_000,
+      100,
+    )
+    expect(ups).toBeGreaterThanOrEqual(1)
   })
 })
