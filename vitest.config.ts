@@ -11,6 +11,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['tests/support/global-setup.ts'],
-    setupFiles: ['tests/support/file-teardown.ts', 'tests/support/contract-setup.ts'],
+    setupFiles: ['tests/support/no-idle-reuse.ts', 'tests/support/file-teardown.ts', 'tests/support/contract-setup.ts'],
   },
 })

@@ -5,6 +5,7 @@ import { startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
 import { freePort } from '../support/ports'
 import { createGroup, createHost, type ProxyStack } from '../support/proxy-stack'
+import { afterLoopRuns } from '../support/loops'
 
 // Failing the right way while the security engine is unreachable, with the real
 // engine stopped: a host that fails open keeps refusing the bans it last knew
@@ -71,8 +72,8 @@ describe('while the security engine is unreachable', () => {
   it('with the engine up: both hosts serve clean traffic and refuse the ban', async () => {
     const s = await eventually(statuses, (x) => x.openBanned === 403 && x.closedBanned === 403, 10_000, 200)
     expect(s).toEqual({ openClean: 200, openBanned: 403, closedClean: 200, closedBanned: 403 })
-    // The panel has read the ban (it reads the engine's bans at every probe, here every second).
-    await new Promise((r) => setTimeout(r, 1_500))
+    // The panel has read the ban: it reads the engine's bans at every probe, and a whole probe ran since the ban showed.
+    await afterLoopRuns(stack.panel, stack.admin, 'security:engine-probe')
   })
 
   it('engine stopped: the fail-open host keeps the known ban and serves the rest, the fail-closed host answers 503', async () => {
@@ -103,7 +104,8 @@ describe('while the security engine is unreachable', () => {
     )
     const health = (await stack.panel.request('/api/dashboard/health', { cookie: stack.admin })).json
     expect(health.security_engine.reachable).toBe(false)
-    await new Promise((r) => setTimeout(r, 2_000))
+    // Two more probes, the engine still down: no second notification.
+    await afterLoopRuns(stack.panel, stack.admin, 'security:engine-probe', 2)
     expect(delivered.filter((d) => d.event === 'security_engine_down')).toHaveLength(1)
   })
 
@@ -118,7 +120,14 @@ describe('while the security engine is unreachable', () => {
       10_000,
       250,
     )
-    const audit = await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")
-    expect(audit.rows.length).toBeGreaterThanOrEqual(1)
+    // The probe loop audits the change after the push loop (which probes on its own) restored the configuration.
+    const ups = await eventually(
+      async () =>
+        (await stack.panel.db().execute("SELECT message FROM logs WHERE source = 'audit' AND message = 'security_engine_up'")).rows.length,
+      (n) => n >= 1,
+      15_000,
+      100,
+    )
+    expect(ups).toBeGreaterThanOrEqual(1)
   })
 })

@@ -10,6 +10,7 @@ import { makeTempDir } from '../support/processes'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
 import { sessionApi } from '../support/api-client'
+import { afterLoopRuns } from '../support/loops'
 
 // Every push meets the bouncer: each /load restarts it with an empty decision
 // store. A banned source, probing all the time from the public-client namespace
@@ -142,8 +143,8 @@ describe('a banned source through the production proxy and the whole engine', ()
       // All at once: they queue in the write queue, each pushes its own configuration.
       const changes = await Promise.all(Array.from({ length: 20 }, (_, i) => setAliases([`a${i}.${GUARDED}`])))
       for (const c of changes) expect([c.status, c.json.reconcile?.status]).toEqual([200, 'applied'])
-      // Three loop ticks (2 s each) after the burst: the loop must find the proxy in sync.
-      await new Promise((r) => setTimeout(r, 6_500))
+      // Three loop ticks after the burst: the loop must find the proxy in sync.
+      await afterLoopRuns(stack.panel, stack.admin, 'proxy:reconcile', 3)
     } finally {
       probingAdmin = false
       await adminLoop
@@ -189,7 +190,7 @@ describe('a banned source through the production proxy and the whole engine', ()
       expect(await auditCount('proxy_push_deferred')).toBe(1)
 
       // Three loop ticks with the engine down: still not pushed, no further record.
-      await new Promise((r) => setTimeout(r, 6_500))
+      await afterLoopRuns(stack.panel, stack.admin, 'proxy:reconcile', 3)
       expect(loadRequests()).toBe(loadsBefore)
       expect(await proxyConfigText()).not.toContain('deferred.guarded.example.test')
       expect(await auditCount('proxy_push_deferred')).toBe(1)

@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { appendFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
@@ -482,7 +483,7 @@ describe('live tail', () => {
     const res = await fetch(`${panel.url}/api/logs/tail?status=418&host_id=9`, { headers: { cookie } })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/)
-    await new Promise((r) => setTimeout(r, 300))
+    // No wait: the route subscribes before it sends the headers fetch has just read.
     appendFileSync(
       access(),
       accessLine({ uri: '/tail-skip', status: 200, hostId: 9 }) +
@@ -513,7 +514,9 @@ describe('live tail', () => {
     socket.pause() // never reads: the server's buffers fill up
     const closed = new Promise<void>((r) => socket.once('close', () => r()))
     socket.on('error', () => {})
-    await new Promise((r) => setTimeout(r, 300))
+    // The first bytes of the answer (headers, ": connected") say the server has subscribed this
+    // client; they stay unread in the socket's buffer ('readable' does not consume).
+    await once(socket, 'readable')
     const reader = await fetch(`${panel.url}/api/logs/tail?path=/flood/999`, { headers: { cookie } }) // a healthy subscriber
     const ua = 'u'.repeat(1000)
     for (let k = 0; k < 4; k++)

@@ -5,6 +5,7 @@ import { startCrowdsec } from '../support/crowdsec'
 import { registerTestSecret } from '../support/panel'
 import { eventually, httpRequest } from '../support/http'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { afterLoopRuns } from '../support/loops'
 
 let up: Awaited<ReturnType<typeof startTestUpstream>>
 beforeAll(async () => {
@@ -102,7 +103,7 @@ describe('the proxy is down, then back', () => {
           .filter((l) => l.includes('"load complete"')).length
       const auditsBefore = await count()
       const loadsBefore = loads()
-      await new Promise((r) => setTimeout(r, 5_000)) // two loop ticks
+      await afterLoopRuns(stack.panel, stack.admin, 'proxy:reconcile', 2)
       expect(await count()).toBe(auditsBefore)
       expect(loads()).toBe(loadsBefore)
     } finally {

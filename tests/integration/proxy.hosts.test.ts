@@ -71,9 +71,18 @@ describe('a host over a target group, through the real Caddy', () => {
     expect(seen).toEqual(new Set([up1.port, up2.port]))
 
     // The second target keeps listening but answers 503: only the health check can take it out.
+    const checks = () => up2.requests.filter((q) => q.url === '/').length
+    const checksBefore = checks()
     up2.setFailing(503)
     try {
-      await new Promise((r) => setTimeout(r, 2_500)) // two active health-check intervals
+      // Two health checks answered 503 after the change: the checks of one upstream run one per
+      // interval, so the first one's result (down) was recorded before the second started.
+      await eventually(
+        async () => checks(),
+        (n) => n >= checksBefore + 2,
+        15_000,
+        100,
+      )
       for (let i = 0; i < 10; i++) {
         const r = await through('rr.example.test', `/after-down-${i}`)
         expect(r.status).toBe(200)

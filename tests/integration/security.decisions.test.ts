@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { freePort } from '../support/ports'
+import { eventually } from '../support/http'
 import { registerTestSecret, startPanel, type PanelHandle } from '../support/panel'
 
 let cs: CrowdsecHandle
@@ -140,8 +141,14 @@ describe('the engine unreachable', () => {
       expect(h.json.security_engine.reachable).toBe(false)
       const sys = await dead.request('/api/system/health', { cookie })
       expect(sys.json.security_engine.reachable).toBe(false)
-      const audit = await dead.db().execute("SELECT count(*) AS n FROM logs WHERE message = 'security_engine_down'")
-      expect(Number(audit.rows[0]!.n)).toBe(1)
+      // The probe publishes the state, then writes its audit row: wait for the row.
+      const downs = await eventually(
+        async () => Number((await dead.db().execute("SELECT count(*) AS n FROM logs WHERE message = 'security_engine_down'")).rows[0]!.n),
+        (n) => n >= 1,
+        15_000,
+        100,
+      )
+      expect(downs).toBe(1)
     } finally {
       await dead.stop()
     }

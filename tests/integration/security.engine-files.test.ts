@@ -116,7 +116,7 @@ describe('scenarios and drift', () => {
     const repaired = await eventually(
       () => api('/api/security/drift'),
       (r) => r.json.scenarios.repaired.some((x: Repair) => x.target === 'crowdsecurity/http-probing'),
-      5_000,
+      15_000,
       250,
     )
     expect(present(probing())).toBe(false)
@@ -131,7 +131,7 @@ describe('scenarios and drift', () => {
     const flagged = await eventually(
       () => api('/api/security/drift'),
       (r) => r.json.scenarios.drift_detected,
-      5_000,
+      15_000,
       250,
     )
     expect(flagged.json.scenarios.details.join()).toMatch(/http-probing is disabled in the panel, but .* is a local file/)
@@ -141,7 +141,7 @@ describe('scenarios and drift', () => {
     await eventually(
       () => api('/api/security/drift'),
       (r) => !r.json.scenarios.drift_detected,
-      5_000,
+      15_000,
       250,
     )
 
@@ -157,7 +157,7 @@ describe('scenarios and drift', () => {
     await eventually(
       async () => existsSync(probing()),
       (x) => x,
-      5_000,
+      15_000,
       100,
     )
     expect(lstatSync(probing()).isSymbolicLink()).toBe(true)
@@ -165,7 +165,7 @@ describe('scenarios and drift', () => {
     const audit = await eventually(
       () => repairs('crowdsecurity/http-probing'),
       (rows) => /link was restored/.test(String(rows.at(-1)?.repair)),
-      5_000,
+      15_000,
       100,
     )
     expect(audit.at(-1)!.repair).toMatch(/enabled in the panel but its link was missing: the link was restored/)
@@ -196,13 +196,15 @@ describe('appsec tuning', () => {
     )
     const before = (await repairs(plugin())).length
     writeFileSync(plugin(), 'SecAction "id:9990110,phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=999"\n')
-    await eventually(
-      async () => readFileSync(plugin(), 'utf8'),
-      (t) => t.includes('inbound_anomaly_score_threshold=10,'),
-      5_000,
+    // The detector rewrites the file, then writes its audit row: wait for the row (the last of the two),
+    // not the file, or a loaded machine reads the audit between them.
+    const audit = await eventually(
+      () => repairs(plugin()),
+      (rows) => rows.length > before,
+      15_000,
       100,
     )
-    const audit = await repairs(plugin())
+    expect(readFileSync(plugin(), 'utf8')).toContain('inbound_anomaly_score_threshold=10,')
     expect(audit.length).toBe(before + 1)
     expect(audit.at(-1)).toMatchObject({
       actor: 'system:drift',
@@ -288,7 +290,7 @@ describe('boot re-derives the engine files from the database', () => {
     await eventually(
       async () => existsSync(whitelistFile()),
       (x) => x,
-      5_000,
+      15_000,
       100,
     )
     expect(readFileSync(whitelistFile(), 'utf8')).toContain('"198.51.100.40"')

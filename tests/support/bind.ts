@@ -102,7 +102,7 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
   const proc: ManagedProcess = startProcess(NAMED_BIN, ['-g', '-4', '-c', join(dir, 'named.conf')], { cwd: dir, logFile })
   try {
     await waitFor(async () => (await resolver.resolveSoa(opts.zones[0]!.name)).serial >= 1, {
-      timeoutMs: 15_000,
+      timeoutMs: 60_000,
       what: 'named',
       process: proc,
     })
@@ -123,7 +123,7 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
       const before = reloads()
       writeFileSync(join(dir, 'keys.conf'), _keysConf(keys))
       proc.signal('SIGHUP')
-      await waitFor(async () => reloads() > before, { timeoutMs: 10_000, what: 'named reload', process: proc })
+      await waitFor(async () => reloads() > before, { timeoutMs: 60_000, what: 'named reload', process: proc })
     },
     async txt(name) {
       try {

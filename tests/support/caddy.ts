@@ -80,7 +80,7 @@ export async function startCaddy(
     })
     try {
       await waitFor(async () => (await freshRequest(`${adminUrl}/config/`, { timeoutMs: 2_000 })).status === 200, {
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
         what: `caddy (admin ${adminListen})`,
         process: proc,
       })

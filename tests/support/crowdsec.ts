@@ -200,18 +200,18 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       env: { CS_LAPI_SECRET: secret },
     })
     try {
-      await waitFor(healthy, { timeoutMs: 20_000, what: `crowdsec LAPI (${url})`, process: proc })
+      await waitFor(healthy, { timeoutMs: 60_000, what: `crowdsec LAPI (${url})`, process: proc })
       // The agent has loaded its parsers and scenarios and follows its files.
       if (withAgent)
         await waitFor(async () => readFileSync(logFile, 'utf8').slice(logStart).includes(AGENT_READY_LINE), {
-          timeoutMs: 30_000,
+          timeoutMs: 90_000,
           what: 'crowdsec agent',
           process: proc,
         })
       // AppSec listens a moment after the agent's ready line; any HTTP answer (401 without a key) means up.
       if (withAgent && appsecUrl)
         await waitFor(async () => (await freshRequest(appsecUrl, { timeoutMs: 2_000 })).status > 0, {
-          timeoutMs: 20_000,
+          timeoutMs: 60_000,
           what: `crowdsec AppSec (${appsecUrl})`,
           process: proc,
         })
@@ -307,10 +307,16 @@ prometheus: {enabled: false, level: full, listen_addr: 127.0.0.1, listen_port: $
       await start()
     },
     async reload() {
+      const from = readFileSync(logFile, 'utf8').length
       proc!.signal('SIGHUP')
-      // The reload takes seconds; /health goes down first, so wait a little before polling.
-      await new Promise((r) => setTimeout(r, 300))
-      await waitFor(healthy, { timeoutMs: 20_000, what: 'crowdsec LAPI after SIGHUP', process: proc })
+      // /health answers from the old state until the reload takes it down: wait for the line the
+      // engine logs once the reload is done (cmd/crowdsec/serve.go), then for /health.
+      await waitFor(async () => readFileSync(logFile, 'utf8').slice(from).includes('Reload is finished'), {
+        timeoutMs: 60_000,
+        what: 'crowdsec reload after SIGHUP',
+        process: proc,
+      })
+      await waitFor(healthy, { timeoutMs: 60_000, what: 'crowdsec LAPI after SIGHUP', process: proc })
     },
     async testConfig() {
       try {

@@ -127,7 +127,7 @@ export async function startPanel(
   if (opts.outputClosed) for (const stream of [child.stdout!, child.stderr!]) stream.destroy()
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
   const url = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 20_000
+  const deadline = Date.now() + 60_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`panel exited with ${child.exitCode}:\n${output}`)
     if (output.includes('Listening on') || opts.outputClosed) {
@@ -141,7 +141,7 @@ export async function startPanel(
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`panel did not start in 20 s:\n${output}`)
+      throw new Error(`panel did not start in 60 s:\n${output}`)
     }
     await new Promise((r) => setTimeout(r, 50))
   }

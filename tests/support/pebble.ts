@@ -149,7 +149,7 @@ export async function startPebble(opts: {
   try {
     // Any HTTP answer from the management port means challtestsrv (and its DNS) is up.
     await waitFor(async () => (await freshRequest(`${challtestsrvManagementUrl}/`, { timeoutMs: 2_000 })).status > 0, {
-      timeoutMs: 10_000,
+      timeoutMs: 60_000,
       what: 'pebble-challtestsrv',
       process: chall,
     })
@@ -163,7 +163,7 @@ export async function startPebble(opts: {
       },
     )
     await waitFor(async () => (await freshRequest(directoryUrl, { ca: caPem, timeoutMs: 2_000 })).status === 200, {
-      timeoutMs: 15_000,
+      timeoutMs: 60_000,
       what: 'pebble',
       process: pebble,
     })
