@@ -1,3 +1,4 @@
+import { createECDH } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import Ajv2020 from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
@@ -246,7 +247,8 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
       body: {
         endpoint: 'https://push.example.test/send/walk',
         expirationTime: null,
-        keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) },
+        // A point on P-256, as a browser sends (the panel checks the curve).
+        keys: { p256dh: createECDH('prime256v1').generateKeys().toString('base64url'), auth: 'A'.repeat(22) },
       },
     },
     'DELETE /api/notifications/push/subscriptions/{id}': { params: { id: MISSING }, refusals: [404] },

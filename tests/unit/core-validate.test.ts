@@ -1,3 +1,4 @@
+import { createECDH } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
@@ -193,9 +194,12 @@ describe('IP and CIDR text', () => {
 })
 
 describe('every request object is strict', () => {
-  it('the push subscription refuses unknown fields, and its keys are checked by pattern and size', () => {
-    const good = { endpoint: 'https://push.example.test/send/abc', keys: { p256dh: `B${'A'.repeat(86)}`, auth: 'A'.repeat(22) } }
+  it('the push subscription refuses unknown fields, and its keys are checked by pattern, size and curve', () => {
+    const p256dh = createECDH('prime256v1').generateKeys().toString('base64url')
+    const good = { endpoint: 'https://push.example.test/send/abc', keys: { p256dh, auth: 'A'.repeat(22) } }
     expect(pushSubscriptionBody.safeParse(good).success).toBe(true)
+    // The shape of an uncompressed point (0x04 then 64 bytes), off the curve.
+    expect(pushSubscriptionBody.safeParse({ ...good, keys: { ...good.keys, p256dh: `B${'A'.repeat(86)}` } }).success).toBe(false)
     expect(statusOf(() => parseWith(pushSubscriptionBody, { ...good, extra: 1 }))?.message).toBe('body: unknown field "extra"')
     expect(pushSubscriptionBody.safeParse({ ...good, keys: { ...good.keys, p256dh: 'A'.repeat(87) } }).success).toBe(false)
   })
