@@ -1,5 +1,6 @@
 import { defineNitroErrorHandler } from 'nitropack/runtime'
 import { send, setResponseHeader, setResponseStatus } from 'h3'
+import { discardUnreadBody } from './utils/core/body'
 import { logger } from './utils/core/log'
 import { redactSecrets } from './utils/core/redact'
 
@@ -27,6 +28,8 @@ export default defineNitroErrorHandler(async (error, event) => {
   if (status === 400 && /Invalid JSON body/i.test(message)) message = 'request body is not valid JSON'
   const retryAfter = (error.data as any)?.retryAfterSeconds
   if (typeof retryAfter === 'number') setResponseHeader(event, 'retry-after', Math.max(1, Math.ceil(retryAfter)))
+  // A refusal that came before the body was read: the client may still be sending it (a 413 closes instead).
+  if (status !== 413) await discardUnreadBody(event)
   setResponseStatus(event, status)
   setResponseHeader(event, 'content-type', 'application/json')
   setResponseHeader(event, 'cache-control', 'no-store')

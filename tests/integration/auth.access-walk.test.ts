@@ -37,7 +37,7 @@ const BROWSER = new Set([
 const OWN = new Set(['POST /api/tokens', 'DELETE /api/tokens/{id}'])
 /** Reads that return secrets-bearing material (backups hold every hash and sealed secret) or other users' accounts. */
 const ADMIN_READS = new Set(['GET /api/backups', 'GET /api/backups/{id}/download', 'GET /api/users', 'GET /api/users/{id}'])
-const PROXY = new Set(['GET /auth/forward'])
+const PROXY = new Set(['GET /auth/forward', 'GET /auth/forward/callback'])
 
 function policyOf(key: string): string {
   if (PUBLIC.has(key)) return 'public'

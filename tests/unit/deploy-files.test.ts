@@ -90,7 +90,10 @@ const last = (s: Stage, name: string) => all(s, name).at(-1)
 function panelVariables(): { names: string[]; aliases: Map<string, string> } {
   const src = readFileSync(join(REPO_ROOT, 'server/utils/core/config.ts'), 'utf8')
   const names = new Set<string>()
-  for (const m of src.matchAll(/_opt\(env, '([A-Z0-9_]+)'\)/g)) names.add(m[1]!)
+  // Every reader of a variable names it as its first string: _opt(env, 'X'), _list(env, 'X', …),
+  // _httpUrl(env, errors, 'X', …), _readListen(env, errors, 'X', …), and the table of whole numbers ({ name: 'X', … }).
+  for (const m of src.matchAll(/(?:_opt|_list|_httpUrl|_readListen)\(env, (?:errors, )?'([A-Z0-9_]+)'/g)) names.add(m[1]!)
+  for (const m of src.matchAll(/\bname: '([A-Z0-9_]+)'/g)) names.add(m[1]!)
   for (const m of src.matchAll(/\benv\.([A-Z0-9_]+)/g)) names.add(m[1]!)
   // `_opt(env, 'PORT') ?? _opt(env, 'NITRO_PORT')`: the second is another name for the first.
   const aliases = new Map<string, string>()

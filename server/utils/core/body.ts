@@ -109,3 +109,37 @@ export async function readBoundedMultipart(event: H3Event, limitBytes?: number):
   event._requestBody = body as Uint8Array<ArrayBuffer>
   return readMultipartFormData(event)
 }
+
+/** How long an early refusal waits for the rest of a body it never needed. */
+const _DISCARD_WAIT_MS = 10_000
+
+/**
+ * Before an early refusal (401, 403, a 400 on the query, 415) of a request whose body nobody read:
+ * reads what is left of it, within the route's limit, and drops it. Without this, a client that
+ * asked for `Connection: close` (or any client, once the socket closes) may still be sending when
+ * the socket goes, and gets a reset instead of the answer; Node drains a body itself only on a
+ * connection it keeps. Nothing is kept; past the limit, or after 10 s, the answer goes anyway.
+ */
+export function discardUnreadBody(event: H3Event): Promise<void> {
+  const req = event.node.req
+  if ((event.context as { [_READ]?: unknown })[_READ] || req.readableEnded || req.destroyed) return Promise.resolve()
+  const limitBytes = bodyLimitFor(event.path.split('?')[0]!)
+  const declared = Number.parseInt(req.headers['content-length'] ?? '', 10)
+  const chunked = /\bchunked\b/i.test(String(req.headers['transfer-encoding'] ?? ''))
+  if ((!declared && !chunked) || declared > limitBytes) return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    let received = 0
+    const done = () => {
+      clearTimeout(timer)
+      req.off('data', onData).off('end', done).off('error', done).off('close', done)
+      resolve()
+    }
+    const onData = (chunk: Buffer) => {
+      received += chunk.length
+      if (received > limitBytes) done()
+    }
+    const timer = setTimeout(done, _DISCARD_WAIT_MS)
+    req.on('data', onData).on('end', done).on('error', done).on('close', done)
+    req.resume()
+  })
+}
