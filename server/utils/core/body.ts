@@ -1,4 +1,4 @@
-import { readMultipartFormData, setResponseHeader, type H3Event, type MultiPartData } from 'h3'
+import { readMultipartFormData, type H3Event, type MultiPartData } from 'h3'
 import { NPM_DATABASE_LIMIT_BYTES, NPM_IMPORT_PATH } from '../import/npm-limits'
 import { badRequest, payloadTooLarge } from './errors'
 
@@ -29,13 +29,47 @@ export function bodyLimitFor(path: string): number {
   return JSON_BODY_LIMIT_BYTES
 }
 
+/** How long, and how much more, a connection is read after its 413 before it is closed. */
+const _LINGER_MS = 2000
+const _LINGER_BYTES = 8 * 1024 * 1024
+
 /**
- * The 413 for a body past `limitBytes`. The connection is closed after the answer: what the client
- * is still sending is not read to its end (Node would drain it on a kept-alive connection).
+ * The 413 for a body past `limitBytes`; the connection is closed after it, but not at once: closed
+ * with the client's bytes still arriving, the socket is reset and the answer can be lost with it
+ * (seen on this machine: the client read no answer at all). What still arrives is read and dropped
+ * for up to 2 s or 8 MiB after the answer (a lingering close, as web servers do), then the socket
+ * goes; nothing of it is kept. No `Connection: close` header: Node would end the socket on it.
  */
 export function bodyTooLarge(event: H3Event, limitBytes: number) {
-  if (!event.node.res.headersSent) setResponseHeader(event, 'connection', 'close')
+  const { req, res } = event.node
+  const context = event.context as { [_LINGER]?: true }
+  if (!res.headersSent && !context[_LINGER]) {
+    context[_LINGER] = true
+    res.once('finish', () => _lingerThenClose(req))
+  }
   return payloadTooLarge(limitBytes)
+}
+const _LINGER = Symbol('lingering close')
+
+function _lingerThenClose(req: H3Event['node']['req']): void {
+  const socket = req.socket
+  if (req.readableEnded || socket.destroyed) {
+    socket.destroySoon()
+    return
+  }
+  let extra = 0
+  const close = () => {
+    clearTimeout(timer)
+    req.off('data', onData)
+    socket.destroy()
+  }
+  const onData = (chunk: Buffer) => {
+    extra += chunk.length
+    if (extra > _LINGER_BYTES) close()
+  }
+  const timer = setTimeout(close, _LINGER_MS)
+  req.on('data', onData).once('end', close)
+  req.resume()
 }
 
 const _READ = Symbol('bounded body')
