@@ -28,6 +28,16 @@ export function toQuery(query: Query = {}): string {
 
 type ApiOptions = { method?: string; body?: unknown; form?: FormData; query?: Query }
 
+// The requests under way, so that signing out can cancel them first: one still running when the
+// session ends would come back 401 (a failed load in the console, a flash of an error on the screen).
+const _pending = new Set<AbortController>()
+
+/** Cancels every request under way (before signing out); each rejects with status 0. */
+export function abortPendingRequests(): void {
+  for (const controller of _pending) controller.abort()
+  _pending.clear()
+}
+
 /** The answer and its headers (paged lists carry their cursor and total there). */
 export async function apiWithHeaders<T = any>(path: string, opts: ApiOptions = {}): Promise<{ data: T; headers: Headers }> {
   const init: RequestInit = { method: opts.method ?? 'GET', credentials: 'same-origin', headers: { accept: 'application/json' } }
@@ -39,14 +49,20 @@ export async function apiWithHeaders<T = any>(path: string, opts: ApiOptions = {
     init.body = JSON.stringify(opts.body)
     ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
   }
+  const controller = new AbortController()
+  init.signal = controller.signal
+  _pending.add(controller)
   let res: Response
+  let text: string
   try {
     res = await fetch(path + toQuery(opts.query), init)
+    text = res.status === 204 ? '' : await res.text()
   } catch {
-    throw new ApiError(0, 'the panel cannot be reached: check your connection')
+    throw new ApiError(0, controller.signal.aborted ? 'cancelled' : 'the panel cannot be reached: check your connection')
+  } finally {
+    _pending.delete(controller)
   }
   if (res.status === 204) return { data: null as T, headers: res.headers }
-  const text = await res.text()
   let json: any = null
   try {
     json = text ? JSON.parse(text) : null

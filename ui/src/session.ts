@@ -1,5 +1,5 @@
 import { computed, reactive } from 'vue'
-import { api, ApiError } from './api'
+import { abortPendingRequests, api, ApiError } from './api'
 
 export interface SessionUser {
   id: number
@@ -37,6 +37,7 @@ export async function loadSession(): Promise<SessionUser | null> {
 }
 
 export async function logout() {
+  abortPendingRequests()
   await api('/api/auth/logout', { method: 'POST' }).catch(() => {})
   session.user = null
 }
