@@ -1,25 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { closeDatabase, openDatabase } from '../../server/utils/core/db'
-import { readMigrationsFromDir } from '../../server/utils/core/migrations'
+import { describe, expect, it } from 'vitest'
 import { INSTANCE_ID, acquireLease, releaseLease } from '../../server/utils/core/lease'
 import { writeFileAtomically } from '../../server/utils/core/files'
+import { useMigratedDatabase } from '../support/migrated-db'
 
-let dir: string
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'core-lease-'))
-  await openDatabase({
-    url: `file:${join(dir, 'panel.db')}`,
-    migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))),
-  })
-})
-afterAll(() => {
-  closeDatabase()
-  rmSync(dir, { recursive: true, force: true })
-})
+const dirOf = useMigratedDatabase('core-lease-')
 
 describe('one lease helper for the process-held and the named-holder leases (real libSQL file)', () => {
   it('a second holder is refused while the lease lives, and cannot release it', async () => {
@@ -41,11 +27,11 @@ describe('one lease helper for the process-held and the named-holder leases (rea
 
 describe('writeFileAtomically', () => {
   it('creates the folder, writes the content with the exact mode, and leaves no temporary file', () => {
-    const path = join(dir, 'nested', 'key.pem')
+    const path = join(dirOf(), 'nested', 'key.pem')
     writeFileAtomically(path, 'first', 0o600)
     writeFileAtomically(path, new TextEncoder().encode('second'), 0o600)
     expect(readFileSync(path, 'utf8')).toBe('second')
     expect(statSync(path).mode & 0o777).toBe(0o600)
-    expect(readdirSync(join(dir, 'nested'))).toEqual(['key.pem'])
+    expect(readdirSync(join(dirOf(), 'nested'))).toEqual(['key.pem'])
   })
 })

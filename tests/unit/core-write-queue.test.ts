@@ -1,25 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { closeDatabase, getClient, openDatabase, runWrite, writeTransaction } from '../../server/utils/core/db'
-import { readMigrationsFromDir } from '../../server/utils/core/migrations'
+import { describe, expect, it } from 'vitest'
+import { getClient, runWrite, writeTransaction } from '../../server/utils/core/db'
 import { emitPanelEvent, onPanelEvent } from '../../server/utils/ops/events'
+import { useMigratedDatabase } from '../support/migrated-db'
 
-let dir: string
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'core-write-queue-'))
-  await openDatabase({
-    url: `file:${join(dir, 'panel.db')}`,
-    migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))),
-  })
+useMigratedDatabase('core-write-queue-', async () => {
   await getClient().execute('CREATE TABLE t (step TEXT)')
-})
-afterAll(() => {
-  closeDatabase()
-  rmSync(dir, { recursive: true, force: true })
 })
 
 describe('work a write transaction starts without awaiting it (real libSQL file)', () => {

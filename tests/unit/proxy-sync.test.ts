@@ -1,12 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { H3Event } from 'h3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { systemActor } from '../../server/utils/core/audit'
-import { closeDatabase, getClient, openDatabase, writeTransaction } from '../../server/utils/core/db'
-import { readMigrationsFromDir } from '../../server/utils/core/migrations'
+import { getClient, writeTransaction } from '../../server/utils/core/db'
 import { runOrDryRun } from '../../server/utils/proxy/revisions/dry-run'
 import {
   decidePush,
@@ -16,24 +11,14 @@ import {
   type ReconcileOutcome,
 } from '../../server/utils/proxy/sync/reconcile'
 import { healthStatusWord, reconcileStatusWord } from '../../server/utils/proxy/sync/state'
+import { useMigratedDatabase } from '../support/migrated-db'
 
 // Issue 34: the push pipeline's decision and outcome words (server/utils/proxy/sync/).
 // A dry run's push is not an applied one: the reconciler is called in a rehearsed
 // transaction (real libSQL file); it must neither contact the proxy (none runs
 // here) nor report `applied`, and nothing it did may survive the roll-back.
 
-let dir: string
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'proxy-sync-dry-run-'))
-  await openDatabase({
-    url: `file:${join(dir, 'panel.db')}`,
-    migrations: readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url))),
-  })
-})
-afterAll(() => {
-  closeDatabase()
-  rmSync(dir, { recursive: true, force: true })
-})
+useMigratedDatabase('proxy-sync-dry-run-')
 
 /** What a route hands runOrDryRun: only the query is read. */
 const dryRunEvent = { path: '/api/hosts?dry_run=1' } as unknown as H3Event
