@@ -129,22 +129,27 @@ afterAll(async () => {
   await panel?.stop()
 })
 
+/** The sibling page POSTs `body` as JSON labelled `text/plain; charset=application/json` (a type that needs no preflight). */
+function postTextPlainFromSibling(path: string, body: unknown) {
+  return panelAnswerTo(path, (url) =>
+    page.evaluate(
+      ([url, body]) =>
+        fetch(url, {
+          method: 'POST',
+          mode: 'no-cors',
+          credentials: 'include',
+          headers: { 'content-type': 'text/plain; charset=application/json' },
+          body,
+        }),
+      [url, JSON.stringify(body)] as const,
+    ),
+  )
+}
+
 describe('a page on a sibling name cannot drive the panel', () => {
   it('text/plain; charset=application/json (no preflight): refused, no user created', async () => {
     const before = await snapshot()
-    const answer = await panelAnswerTo('/api/users', (url) =>
-      page.evaluate(
-        ([url, body]) =>
-          fetch(url, {
-            method: 'POST',
-            mode: 'no-cors',
-            credentials: 'include',
-            headers: { 'content-type': 'text/plain; charset=application/json' },
-            body,
-          }),
-        [url, JSON.stringify(FORGED_ADMIN)] as const,
-      ),
-    )
+    const answer = await postTextPlainFromSibling('/api/users', FORGED_ADMIN)
     expect(answer.status()).toBe(403)
     expect(await snapshot()).toBe(before)
   })
@@ -163,19 +168,7 @@ describe('a page on a sibling name cannot drive the panel', () => {
 
   it('login CSRF with a text/plain body: refused, no session created', async () => {
     const before = await snapshot()
-    const answer = await panelAnswerTo('/api/auth/login', (url) =>
-      page.evaluate(
-        ([url, body]) =>
-          fetch(url, {
-            method: 'POST',
-            mode: 'no-cors',
-            credentials: 'include',
-            headers: { 'content-type': 'text/plain; charset=application/json' },
-            body,
-          }),
-        [url, JSON.stringify({ email: ADMIN.email, password: ADMIN.password })] as const,
-      ),
-    )
+    const answer = await postTextPlainFromSibling('/api/auth/login', { email: ADMIN.email, password: ADMIN.password })
     expect(answer.status()).toBe(403)
     expect(await snapshot()).toBe(before)
   })
