@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { AxeBuilder } from '@axe-core/playwright'
 import { makeTempDir } from '../support/processes'
 import { REPO_ROOT } from '../support/build'
 
@@ -53,4 +54,39 @@ export async function firstPage(chrome: { browser: BrowserContext }, consoleErro
   watchConsole(page, consoleErrors)
   page.setDefaultTimeout(15_000)
   return page
+}
+
+export const PHONE = { width: 390, height: 844 }
+export const DESK = { width: 1280, height: 900 }
+
+/** Serious and critical axe violations (WCAG 2.x A and AA rules), one line each, prefixed with `where`. */
+export async function axeProblems(page: Page, where: string): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${where}: ${v.id} (${v.impact}) ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(' | ')}`,
+    )
+}
+
+/**
+ * axe on the page as it stands, at 390 and 1280 px in the light and the dark theme (width and
+ * colour scheme are media features the page follows without a reload, so the state a test built
+ * up is kept). Leaves the page at the desk width in the light theme.
+ */
+export async function axeProblemsInBothThemesAndWidths(page: Page, where: string): Promise<string[]> {
+  const problems: string[] = []
+  for (const size of [PHONE, DESK]) {
+    for (const scheme of ['dark', 'light'] as const) {
+      await page.setViewportSize(size)
+      await page.emulateMedia({ colorScheme: scheme })
+      await page.waitForFunction((s) => document.documentElement.dataset.theme === s, scheme)
+      problems.push(...(await axeProblems(page, `${where} ${size.width}px ${scheme}`)))
+    }
+  }
+  return problems
 }

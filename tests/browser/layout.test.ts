@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
-import { AxeBuilder } from '@axe-core/playwright'
 import { decisionsFor, panelEnvFor, postDecisions, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually, httpRequest } from '../support/http'
 import { ADMIN, registerTestSecret } from '../support/panel'
@@ -12,7 +11,7 @@ import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
 import { Cron } from 'croner'
 import { freePort } from '../support/ports'
-import { firstPage, launchChromium, screenshot } from './browser'
+import { axeProblems as axeProblemsOn, DESK, firstPage, launchChromium, PHONE, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
 // dark mode (system and toggle), column sorting, the unsaved-edits guard, the
@@ -21,8 +20,6 @@ import { firstPage, launchChromium, screenshot } from './browser'
 // built panel, the production Caddy and the real CrowdSec engine.
 
 const DOMAINS = ['bravo.example.test', 'alpha.example.test', 'charlie.example.test']
-const PHONE = { width: 390, height: 844 }
-const DESK = { width: 1280, height: 900 }
 
 let cs: CrowdsecHandle
 let stack: ProxyStack
@@ -125,6 +122,8 @@ const README_SHOTS = new Set([
   'security-phone-dark',
 ])
 
+const axeProblems = (where: string) => axeProblemsOn(page, where)
+
 async function openScreen(path: string, heading: string | RegExp) {
   await page.goto(`${base}${path}`)
   await page.getByRole('heading', { level: 1, name: heading }).waitFor()
@@ -147,20 +146,6 @@ async function overflow() {
     }
     return { scrollWidth: document.documentElement.scrollWidth, wide: wide.slice(0, 5) }
   })
-}
-
-/** Serious and critical axe violations (WCAG 2.x A and AA rules), one line each. */
-async function axeProblems(where: string) {
-  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze()
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) =>
-        `${where}: ${v.id} (${v.impact}) ${v.nodes
-          .slice(0, 3)
-          .map((n) => n.target.join(' '))
-          .join(' | ')}`,
-    )
 }
 
 describe('phone and desk', () => {
