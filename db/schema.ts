@@ -127,6 +127,8 @@ export const logs = sqliteTable('logs', {
   wafRuleId: integer('waf_rule_id'),
   wafSeverity: text('waf_severity'),
   wafAnomalyScore: integer('waf_anomaly_score'),
+  /** JSON: every rule a waf_audit row matched ([{id, severity, score, msg}], parse.ts WafRuleHit). */
+  wafRules: text('waf_rules'),
   country: text('country'),
   actor: text('actor'),
   nodeId: integer('node_id'),

@@ -4,6 +4,7 @@ import {
   parseAccessLine,
   parseErrorLine,
   parseWafLine,
+  WAF_RULES_LIMIT,
   RAW_LIMIT_CHARS,
   type ParseContext,
 } from '../../server/utils/logs/parse'
@@ -241,8 +242,48 @@ describe('parseWafLine', () => {
       wafRuleId: 942100,
       wafSeverity: 'CRITICAL',
       wafAnomalyScore: 10,
+      wafRules: JSON.stringify([
+        { id: 941100, severity: 'ERROR', score: 4, msg: 'XSS Attack Detected' },
+        { id: 942100, severity: 'CRITICAL', score: 5, msg: 'SQL Injection Attack Detected via libinjection' },
+        { id: 949110, severity: null, score: 0, msg: 'Inbound Anomaly Score Exceeded (Total Score: 10)' },
+      ]),
       country: 'ZZ',
     })
+  })
+
+  it('stores every matched rule once with its inbound score: from its own setvar, else from its severity', () => {
+    const e = structuredClone(waf) as any
+    const rule = (id: number, severity: number, raw = '') => ({ message: `rule ${id}`, data: { id, msg: `rule ${id}`, severity, raw } })
+    e.messages = [
+      // A warning-scored rule logged at CRITICAL severity: its setvar decides.
+      rule(
+        920350,
+        2,
+        `SecRule REQUEST_HEADERS:Host "@rx x" "id:920350,severity:'CRITICAL',setvar:'tx.inbound_anomaly_score_pl1=+%{tx.warning_anomaly_score}'"`,
+      ),
+      rule(942190, 2),
+      rule(942190, 2), // Coraza logs a rule again per matched variable: counted once
+      rule(942270, 2),
+      rule(951120, 2), // a response rule: the outbound score
+      rule(980170, 2), // a reporting rule
+      rule(942101, 5), // NOTICE
+      rule(942102, 6), // INFO scores nothing
+    ]
+    const stored = JSON.parse(parseWafLine(JSON.stringify(e), ctx).wafRules!)
+    expect(stored.map((r: any) => [r.id, r.severity, r.score])).toEqual([
+      [920350, 'CRITICAL', 3],
+      [942190, 'CRITICAL', 5],
+      [942270, 'CRITICAL', 5],
+      [951120, 'CRITICAL', 0],
+      [980170, 'CRITICAL', 0],
+      [942101, 'NOTICE', 2],
+      [942102, 'INFO', 0],
+    ])
+    e.messages = Array.from({ length: 100 }, (_, i) => rule(100000 + i, 2, 'x'.repeat(10)))
+    e.messages[0].data.msg = 'm'.repeat(5000)
+    const many = JSON.parse(parseWafLine(JSON.stringify(e), ctx).wafRules!)
+    expect(many).toHaveLength(WAF_RULES_LIMIT)
+    expect(many[0].msg).toHaveLength(200)
   })
   it('replaces credentials (cookies, authorization) in the kept line, and the session token wherever it is quoted', () => {
     const e = structuredClone(waf) as any

@@ -300,3 +300,27 @@ export const wafExclusionFromLogBody = z.strictObject({
   note: safeText(200).nullable().default(null),
 })
 export type WafExclusionFromLogInput = z.infer<typeof wafExclusionFromLogBody>
+
+/** A set of exclusions from a waf_audit row (docs/waf.md, "Exclusions that unblock"). */
+export const wafUnblockBody = z.strictObject({
+  scope: z
+    .enum(['path', 'host'], { message: 'must be "path" (the rules under the row\'s path) or "host" (the rules everywhere on the host)' })
+    .default('path'),
+  rule_ids: z
+    .array(_ruleId)
+    .min(1, 'must name at least one rule, or be left out for the set that unblocks the request')
+    .max(64, 'must name at most 64 rules')
+    .optional(),
+  note: safeText(200).nullable().default(null),
+})
+export type WafUnblockInput = z.infer<typeof wafUnblockBody>
+
+/** `GET /api/hosts/{id}/waf-exclusion-preview`: a comma list of rule ids and the path (absent: the whole host). */
+export const wafExclusionPreviewQuery = z.strictObject({
+  rule_ids: z.string().regex(/^\d{1,7}(,\d{1,7}){0,63}$/, 'must be a comma-separated list of rule ids such as 942100,942190 (at most 64)'),
+  path: z
+    .string()
+    .max(512, 'must be at most 512 characters')
+    .regex(WAF_EXCLUSION_PATH, 'must be a path such as /search or a prefix such as /api/* (no spaces, quotes or backslashes)')
+    .optional(),
+})

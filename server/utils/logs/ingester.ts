@@ -89,6 +89,7 @@ async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<Log
     wafRuleId: null,
     wafSeverity: null,
     wafAnomalyScore: null,
+    wafRules: null,
     country: null,
     actor: null,
     nodeId: null,

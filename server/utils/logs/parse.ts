@@ -26,6 +26,11 @@ const _MIN_TS_MS = 946_684_800_000
 const _MAX_TS_MS = 4_102_444_800_000
 // Rule ids of CRS's scoring rules: they carry the anomaly score, not the attack.
 const _SCORE_RULES = new Set([949110, 949111, 959100, 980170, 980130])
+/** The anomaly points CRS adds per severity (crs-setup.conf's defaults, which the panel keeps). */
+const _SEVERITY_SCORE: Record<string, number> = { CRITICAL: 5, ERROR: 4, WARNING: 3, NOTICE: 2 }
+/** A row keeps at most this many matched rules, each message at most this long (a bounded column). */
+export const WAF_RULES_LIMIT = 64
+const _WAF_RULE_MSG_CHARS = 200
 /** What coraza-caddy answers for a `deny` without `status:` (Coraza's deny action defaults to 403). */
 const _DENY_DEFAULT_STATUS = 403
 
@@ -177,6 +182,45 @@ function _wafMatch(m: unknown): _WafMatch | null {
   return { id: Number(id[1]), severity: sev, msg: /\[msg "([^"]*)"\]/.exec(text)?.[1] ?? _str(o.message, FIELD_LIMITS.message), raw: '' }
 }
 
+/** One rule a request matched, as a waf_audit row stores it (logs.waf_rules, JSON). */
+export interface WafRuleHit {
+  id: number
+  severity: string | null
+  /** Points added to the inbound anomaly score (0: a scoring, reporting or response rule). */
+  score: number
+  msg: string | null
+}
+
+/**
+ * What a matched rule adds to the inbound anomaly score. A CRS rule's own text says it
+ * (`setvar:'tx.inbound_anomaly_score_pl1=+%{tx.critical_anomaly_score}'`) when it is not a
+ * chain, whose setvar sits on its last link and is not in `raw`; then its severity
+ * decides, as CRS's scores follow severity. Response rules (95x) add to the outbound score
+ * and the evaluation and reporting rules add nothing.
+ */
+function _inboundScore(m: _WafMatch): number {
+  if (_SCORE_RULES.has(m.id) || (m.id >= 950000 && m.id < 960000) || (m.id >= 980000 && m.id < 990000)) return 0
+  const own = /inbound_anomaly_score_pl\d=\+%\{tx\.(critical|error|warning|notice)_anomaly_score\}/i.exec(m.raw)
+  if (own) return _SEVERITY_SCORE[own[1]!.toUpperCase()]!
+  if (/outbound_anomaly_score/.test(m.raw)) return 0
+  return m.severity >= 0 ? (_SEVERITY_SCORE[WAF_SEVERITIES[m.severity]!] ?? 0) : 0
+}
+
+/** Every matched rule once (Coraza logs a rule again for each variable it matched), in match order. */
+function _ruleHits(matches: _WafMatch[]): WafRuleHit[] {
+  const seen = new Map<number, WafRuleHit>()
+  for (const m of matches) {
+    if (seen.has(m.id) || seen.size >= WAF_RULES_LIMIT) continue
+    seen.set(m.id, {
+      id: m.id,
+      severity: m.severity >= 0 ? WAF_SEVERITIES[m.severity]! : null,
+      score: _inboundScore(m),
+      msg: m.msg === null ? null : m.msg.replace(_SESSION_VALUE, '$1REDACTED').slice(0, _WAF_RULE_MSG_CHARS),
+    })
+  }
+  return [...seen.values()]
+}
+
 /**
  * The status the client got for an interrupted transaction. Coraza's audit entry has no
  * interruption status (its response status is 0, or the upstream's when the response phase
@@ -256,6 +300,7 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
     wafRuleId: top?.id ?? null,
     wafSeverity: top && top.severity >= 0 ? WAF_SEVERITIES[top.severity]! : null,
     wafAnomalyScore: score ? Number(score[1]) : null,
+    wafRules: matches.length ? JSON.stringify(_ruleHits(matches)) : null,
     country: remoteIp ? ctx.countryOf(remoteIp) : null,
   }
 }

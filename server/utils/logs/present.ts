@@ -1,5 +1,6 @@
 import type { Row } from '@libsql/client'
 import type { logs } from '../../../db/schema'
+import type { WafRuleHit } from './parse'
 
 export type LogRecord = typeof logs.$inferSelect
 
@@ -24,10 +25,22 @@ export function presentLog(r: LogRecord) {
     waf_rule_id: r.wafRuleId,
     waf_severity: r.wafSeverity,
     waf_anomaly_score: r.wafAnomalyScore,
+    waf_rules: wafRulesOf(r.wafRules),
     country: r.country,
     actor: r.actor,
     node_id: r.nodeId,
     node: r.nodeName,
+  }
+}
+
+/** The stored JSON of logs.waf_rules as a list (null: not a waf_audit row, or ingested before the column). */
+export function wafRulesOf(text: string | null): WafRuleHit[] | null {
+  if (!text) return null
+  try {
+    const v = JSON.parse(text)
+    return Array.isArray(v) ? (v as WafRuleHit[]) : null
+  } catch {
+    return null
   }
 }
 
@@ -55,6 +68,7 @@ export function recordOf(r: Row): LogRecord {
     wafRuleId: _num(r.waf_rule_id),
     wafSeverity: _text(r.waf_severity),
     wafAnomalyScore: _num(r.waf_anomaly_score),
+    wafRules: _text(r.waf_rules),
     country: _text(r.country),
     actor: _text(r.actor),
     nodeId: _num(r.node_id),

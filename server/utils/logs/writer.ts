@@ -25,6 +25,7 @@ const _COLUMNS = [
   ['waf_rule_id', 'wafRuleId'],
   ['waf_severity', 'wafSeverity'],
   ['waf_anomaly_score', 'wafAnomalyScore'],
+  ['waf_rules', 'wafRules'],
   ['country', 'country'],
   ['actor', 'actor'],
   ['node_id', 'nodeId'],

@@ -8,6 +8,8 @@ import {
   targetGroupRecord,
   wafExclusionBody,
   wafExclusionFromLogBody,
+  wafExclusionPreviewQuery,
+  wafUnblockBody,
   wafExclusionRecord,
 } from '../../hosts/schemas'
 import { WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
@@ -56,6 +58,46 @@ const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 export const targetGroupSchema = targetGroupRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp() })
 
 export const wafExclusionSchema = wafExclusionRecord.extend({ created_at: timestamp() })
+
+const _previewCounts = {
+  considered: z.number().int().describe('stored WAF rows of the host (the last 1000) whose rules reach the threshold'),
+  would_pass: z.number().int().describe("of those, how many would pass with the host's exclusions plus the proposed ones"),
+  already_passing: z.number().int().describe("of those, how many already pass with the host's current exclusions"),
+}
+const _unblockOffer = z.strictObject({
+  path: z.union([z.string(), z.null()]).describe('null: the whole host'),
+  rule_ids: z.array(z.number().int()).describe('the smallest set that brings the request under the threshold, highest score first'),
+  steps: z.array(
+    z.strictObject({
+      rule_id: z.number().int(),
+      score: z.number().int(),
+      remaining: z.number().int().describe('the score left once this rule and those before it are excluded'),
+    }),
+  ),
+  score: z.number().int().describe('the score with the exclusions that already apply in this scope'),
+  unblocks: z.boolean(),
+  already_excluded: z.array(z.number().int()),
+  preview: z.union([z.strictObject(_previewCounts), z.null()]),
+})
+const wafUnblockSchema = z.strictObject({
+  log_id: z.number().int(),
+  host_id: z.number().int(),
+  host_domain: z.union([z.string(), z.null()]),
+  request_path: z.string(),
+  threshold: z.number().int().describe('the inbound anomaly threshold (appsec.inbound_threshold)'),
+  score: z.number().int().describe("the sum of the matched rules' inbound scores"),
+  rules: z.array(
+    z.strictObject({
+      id: z.number().int(),
+      severity: z.union([z.string(), z.null()]),
+      score: z.number().int(),
+      msg: z.union([z.string(), z.null()]),
+      excludable: z.boolean(),
+    }),
+  ),
+  path_unusable: z.union([z.string(), z.null()]).describe("why the row's path cannot be an exclusion path, if it cannot"),
+  offers: z.strictObject({ path: z.union([_unblockOffer, z.null()]), host: _unblockOffer }),
+})
 
 const _nullableInt = z.union([z.number().int(), z.null()])
 export const wafCatalogueSchema = z.strictObject({
@@ -224,6 +266,63 @@ export const hostsOperations = [
       404: ok('no such log row'),
       409: ok('the same exclusion exists'),
       502: rejected,
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/logs/{id}/waf-unblock',
+    access: 'session',
+    summary:
+      "A waf_audit row's matched rules and score against the threshold, and per scope the set of exclusions that unblocks it, previewed",
+    params: idParam('log row'),
+    responses: {
+      200: ok('the rules, the threshold and the offers', wafUnblockSchema),
+      400: ok('the row is not a waf_audit row of a known host'),
+      404: ok('no such log row'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/logs/{id}/waf-unblock',
+    access: 'admin',
+    summary:
+      "Exclude a set of rules (default: the offered set) under a waf_audit row's path or on its whole host, in one revision (reconciles the proxy)",
+    params: idParam('log row'),
+    body: wafUnblockBody,
+    responses: {
+      201: ok(
+        'the exclusions created, the rules already excluded in that scope, the reconcile outcome',
+        z.strictObject({
+          exclusions: z.array(wafExclusionSchema),
+          already_excluded: z.array(z.number().int()),
+          reconcile: reconcileSchema,
+        }),
+      ),
+      400: ok('not a waf_audit row of a known host, a rule that did not match, or no set unblocks the request'),
+      404: ok('no such log row'),
+      409: ok('every rule is already excluded in that scope'),
+      502: rejected,
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/hosts/{id}/waf-exclusion-preview',
+    access: 'session',
+    summary: "What excluding a set of rules under a path (or on the whole host) would have let through among the host's stored WAF rows",
+    params: idParam('host'),
+    query: wafExclusionPreviewQuery,
+    responses: {
+      200: ok(
+        'the counts',
+        z.strictObject({
+          host_id: z.number().int(),
+          rule_ids: z.array(z.number().int()),
+          path: z.union([z.string(), z.null()]),
+          threshold: z.number().int(),
+          ..._previewCounts,
+        }),
+      ),
+      404: ok('no such host'),
     },
   }),
   operation({

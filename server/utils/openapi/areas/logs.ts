@@ -27,6 +27,16 @@ export const logRowSchema = z.strictObject({
   waf_rule_id: nullable(z.number().int()),
   waf_severity: nullable(z.string()),
   waf_anomaly_score: nullable(z.number()),
+  waf_rules: nullable(
+    z.array(
+      z.strictObject({
+        id: z.number().int(),
+        severity: nullable(z.string()),
+        score: z.number().int().describe('points this rule added to the inbound anomaly score'),
+        msg: nullable(z.string()),
+      }),
+    ),
+  ).describe('waf_audit rows: every rule the request matched, in match order'),
   country: nullable(z.string()),
   actor: nullable(z.string()),
   node_id: nullable(z.number().int()).describe(

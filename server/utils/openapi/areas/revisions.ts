@@ -69,6 +69,7 @@ export const DRY_RUN_OPERATIONS = [
   'delete /api/target-groups/{id}',
   'post /api/hosts/{id}/waf-exclusions',
   'post /api/logs/{id}/waf-exclusion',
+  'post /api/logs/{id}/waf-unblock',
   'delete /api/waf-exclusions/{id}',
   'post /api/access-lists',
   'put /api/access-lists/{id}',

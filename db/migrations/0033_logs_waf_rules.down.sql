@@ -1,0 +1,1 @@
+ALTER TABLE logs DROP COLUMN waf_rules;
