@@ -198,7 +198,11 @@ export async function wafUnblockOfLog(logId: number) {
     const s = scopes[scope]
     if (!s) continue
     const offer = offerWafExclusionSet(rules, threshold, s.excluded)
-    const preview = offer.rule_ids.length ? await previewWafExclusionSet(hostId, offer.rule_ids, s.path, db, threshold) : null
+    let preview: PreviewCounts | null = null
+    if (offer.rule_ids.length) {
+      const { considered, would_pass, already_passing } = await previewWafExclusionSet(hostId, offer.rule_ids, s.path, db, threshold)
+      preview = { considered, would_pass, already_passing }
+    }
     offers[scope] = { path: s.path, ...offer, already_excluded: rules.filter((r) => s.excluded.has(r.id)).map((r) => r.id), preview }
   }
   return {
