@@ -177,6 +177,12 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'POST /api/hosts/{id}/waf-exclusions': { params: { id: String(f.hostId) }, body: { rule_id: 942100, path: '/api/*', note: 'walk' } },
     'POST /api/logs/{id}/waf-exclusion': { params: { id: MISSING }, body: { scope: 'host' }, refusals: [404] },
     'DELETE /api/waf-exclusions/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/logs/{id}/waf-unblock': { params: { id: MISSING }, refusals: [404] },
+    'POST /api/logs/{id}/waf-unblock': { params: { id: MISSING }, body: { scope: 'path', rule_ids: [942100] }, refusals: [404] },
+    'GET /api/hosts/{id}/waf-exclusion-preview': {
+      params: { id: String(f.hostId) },
+      query: { rule_ids: '942100,942190', path: '/search' },
+    },
     'GET /api/target-groups': {},
     'POST /api/target-groups': {
       body: { name: 'walk-example-group', targets: [{ address: '[::1]:8080', weight: 2 }], lb_policy: 'least_conn' },
