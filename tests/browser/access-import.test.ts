@@ -81,7 +81,9 @@ describe('access lists and import in the web UI', () => {
     await page.getByLabel('Caddyfile text').fill(`http://imported.example.test {\n\tencode gzip\n\treverse_proxy 127.0.0.1:${up.port}\n}\n`)
     await page.getByRole('button', { name: 'Dry run' }).click()
     await expectVisible(page.getByRole('status').filter({ hasText: 'Dry run: 2 object(s) would be created. Nothing was changed.' }))
-    await expectVisible(page.getByRole('row', { name: /host imported\.example\.test Caddyfile line 1 will be created/ }))
+    await expectVisible(
+      page.getByRole('row', { name: /host imported\.example\.test Caddyfile line 1 None \(plain HTTP\) will be created/ }),
+    )
     await expectVisible(page.getByText('encode has no equivalent in the panel; not imported'))
     // Nothing was created: the proxy refuses the name as an unknown host (404), the upstream sees nothing.
     const before = up.requests.length

@@ -686,7 +686,10 @@ describe('geolocation', () => {
     const age = Math.floor((Date.now() / 1000 - status.country.build_epoch) / 86_400)
     const built = new Date(status.country.version).toISOString().replace('T', ' ').slice(0, 19)
     expect(lines[0]).toBe(`Country: downloaded, version ${built} UTC, ${age} day(s) old`)
-    expect(lines[1]).toMatch(/^AS number: failed, the previous file is kept \(.*answered 404\)$/)
+    // No AS file was ever downloaded: the line names the URL and the setting, and claims no kept file.
+    expect(lines[1]).toBe(
+      `AS number database: the download from http://127.0.0.1:${(source.address() as AddressInfo).port}/asn.mmdb failed (it answered 404 Not Found). Check "AS number database URL" in Settings -> Geolocation. Change the URL in Settings → Geolocation`,
+    )
     expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('loaded')
     expect(await rowOf('Country').getByRole('cell').nth(3).textContent()).toBe(`${age} day(s)`)
     expect(await rowOf('AS number').getByRole('cell').nth(1).textContent()).toBe('not loaded')

@@ -202,6 +202,18 @@ describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () =
     expect(host('app.example.com')).toMatchObject({ tls_mode: 'auto', tls_email: 'ops@example.com', aliases: ['www.app.example.com'] })
     expect(host('plain.example.com')).toMatchObject({ tls_mode: 'none' })
     expect(host('internal.example.com')).toMatchObject({ tls_mode: 'auto', tls_email: null })
+    // Each created host's line says the TLS it got, and links by its id.
+    const items = Object.fromEntries(r.items.filter((i: any) => i.kind === 'host').map((i: any) => [i.name, i]))
+    for (const d of ['api.example.com', 'app.example.com', 'internal.example.com', 'plain.example.com']) {
+      expect(items[d].id).toBe(host(d).id)
+      expect(items[d].tls.mode).toBe(host(d).tls_mode)
+    }
+    expect(items['app.example.com'].tls).toEqual({
+      mode: 'auto',
+      text: 'Automatic (ACME), HTTP-01 challenge, from 127.0.0.1:9',
+      warning: null,
+    })
+    expect(items['plain.example.com'].tls).toEqual({ mode: 'none', text: 'None (plain HTTP)', warning: null })
     const rules = (await stack.panel.request(`/api/hosts/${host('api.example.com').id}/rules`, { cookie: stack.admin })).json
     expect(rules.map((x: any) => [x.path, x.action, x.redirect_url ?? x.respond_body ?? x.target_group_id !== null])).toEqual([
       ['/old/*', 'redirect', 'https://new.example.com'],
@@ -219,6 +231,28 @@ describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () =
 })
 
 describe('Caddyfile import — TLS it cannot carry over', () => {
+  it('the dry run warns when a host would ask a public CA at once (no default ACME directory set)', async () => {
+    const setCa = (url: string) =>
+      stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'acme.ca_url': url } })
+    expect((await setCa('')).status).toBe(200)
+    try {
+      const r = (
+        await post('blog.example.test {\n\treverse_proxy 127.0.0.1:1\n}\nhttp://plain.example.test {\n\treverse_proxy 127.0.0.1:1\n}\n')
+      ).json
+      const tls = Object.fromEntries(r.items.filter((i: any) => i.kind === 'host').map((i: any) => [i.name, i.tls]))
+      expect(tls['blog.example.test']).toEqual({
+        mode: 'auto',
+        text: "Automatic (ACME), HTTP-01 challenge, from Let's Encrypt (the proxy's default CA)",
+        warning:
+          'importing starts a certificate order at a public CA at once: blog.example.test must point at this proxy from the Internet, or the order fails. To try an import first, set "Default ACME directory URL" in Settings -> Certificates (ACME) to a test CA, or change the host\'s TLS mode to None after importing.',
+      })
+      expect(tls['plain.example.test']).toEqual({ mode: 'none', text: 'None (plain HTTP)', warning: null })
+      expect(r.items.some((i: any) => 'id' in i)).toBe(false) // a dry run created nothing
+    } finally {
+      expect((await setCa('https://127.0.0.1:9/directory')).status).toBe(200)
+    }
+  })
+
   it('certificate files and a DNS challenge are imperfect (never their credentials), the host gets ACME', async () => {
     const r = (
       await post(

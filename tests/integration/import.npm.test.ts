@@ -222,6 +222,14 @@ describe('nginx-proxy-manager import', () => {
     expect(host('app.example.test')).toMatchObject({ tls_mode: 'none', aliases: ['www.app.example.test'] })
     expect(host('le.example.test')).toMatchObject({ tls_mode: 'auto', tls_email: 'ops@example.test' })
     expect(host('custom.example.test')).toMatchObject({ tls_mode: 'manual' })
+    // The report said which TLS each host gets (an uploaded certificate for the custom one) and names its id.
+    for (const item of res.json.items.filter((i: any) => i.kind === 'host')) {
+      expect(item.id).toBe(host(item.name).id)
+      expect(item.tls.mode).toBe(host(item.name).tls_mode)
+    }
+    expect(res.json.items.find((i: any) => i.name === 'custom.example.test' && i.kind === 'host').tls.text).toBe(
+      'Uploaded certificate (the one from the source)',
+    )
     const cert = await stack.panel.request(`/api/manual-certs/${host('custom.example.test').id}`, { cookie: stack.admin })
     expect(cert.json).toMatchObject({ domain: 'custom.example.test', sans: ['custom.example.test'] })
     const [list, unused] = (await stack.panel.request('/api/access-lists', { cookie: stack.admin })).json

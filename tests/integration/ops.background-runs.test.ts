@@ -79,7 +79,9 @@ describe('recorded background runs in /api/system/health', () => {
   it('records a failed task with its error: the geolocation download from a URL where nothing listens', async () => {
     const { background } = await _health()
     expect(background['geoip:refresh']).toMatchObject({ kind: 'task', last_status: 'failed', failures: 1, last_result: null })
-    expect(background['geoip:refresh'].last_error).toMatch(/^geolocation refresh failed: country: .+; asn: .+/)
+    expect(background['geoip:refresh'].last_error).toMatch(
+      /^geolocation download failed\. Country database: the download from http:\/\/127\.0\.0\.1:1\/country\.mmdb failed \(.+\)\. Check "Country database URL" in Settings -> Geolocation\. AS number database: .+/,
+    )
   })
 
   it('the scheduled backup tick runs on its own (every 5 s) and is recorded', async () => {

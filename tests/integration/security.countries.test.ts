@@ -319,7 +319,11 @@ describe('geolocation refresh from a local server', () => {
       body = Buffer.from('this is not a database')
       const bad = await panel.request('/api/geoip/refresh', { method: 'POST', cookie })
       expect(bad.status).toBe(502)
-      expect(bad.json.error).toMatch(/country: not a MaxMind database/)
+      expect(bad.json.error).toContain(
+        `Country database: the download from http://127.0.0.1:${port}/country.mmdb failed (not a MaxMind database: `,
+      )
+      // A working file was there before: the answer says it stays in use.
+      expect(bad.json.error).toMatch(/Check "Country database URL" in Settings -> Geolocation\. The file downloaded before stays in use\./)
       expect((await panel.request('/api/geoip/lookup?ip=5.0.1.7', { cookie })).json.country).toBe('LU')
       expect((await panel.request('/api/geoip/status', { cookie })).json.last_refresh_status).toBe('failed')
     } finally {

@@ -8,12 +8,8 @@ export default defineRecordedTask({
   meta: { description: 'Downloads the country and ASN databases and swaps them in when they check out.' },
   async run() {
     const state = await refreshGeoDatabases(systemActor('geoip-refresh'))
-    if (state.last_refresh_status === 'failed')
-      throw new Error(
-        `geolocation refresh failed: ${Object.entries(state.errors)
-          .map(([k, v]) => `${k}: ${v}`)
-          .join('; ')}`,
-      )
+    // Each error is a whole sentence naming the database, its URL and the setting to change.
+    if (state.last_refresh_status === 'failed') throw new Error(`geolocation download failed. ${Object.values(state.errors).join(' ')}`)
     return state.last_refresh_status
   },
 })

@@ -10,6 +10,7 @@ import { logger } from '../core/log'
 import { writeFileAtomically } from '../core/files'
 import { upstreamFailed } from '../core/errors'
 import { geoFilePath, geoFileStatus, openGeoReader, type GeoKind } from './readers'
+import { fetchFailureCause, geoDownloadFailure } from './download-errors'
 
 // Downloads country.mmdb and asn.mmdb (plain or gzip), checks that each opens
 // and answers a lookup, then renames it into place: a failed download never
@@ -26,12 +27,20 @@ interface RefreshState {
   errors: Partial<Record<GeoKind, string>>
 }
 
+/** The file's bytes; a failure's message is the cause alone (the caller names the URL and the setting). */
 async function _download(url: string): Promise<Buffer> {
-  if (url.startsWith('file:')) return readFileSync(fileURLToPath(url))
-  const res = await fetch(url, { signal: AbortSignal.timeout(_TIMEOUT_MS) })
-  if (!res.ok) throw new Error(`${url} answered ${res.status}`)
-  const body = Buffer.from(await res.arrayBuffer())
-  if (body.length > _MAX_BYTES) throw new Error(`${url} is larger than ${_MAX_BYTES} bytes`)
+  let res: Response
+  let body: Buffer
+  try {
+    if (url.startsWith('file:')) return readFileSync(fileURLToPath(url))
+    res = await fetch(url, { signal: AbortSignal.timeout(_TIMEOUT_MS) })
+    if (!res.ok) throw new Error(`it answered ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`)
+    body = Buffer.from(await res.arrayBuffer())
+  } catch (err) {
+    if ((err as Error).message?.startsWith('it answered')) throw err
+    throw new Error(fetchFailureCause(err))
+  }
+  if (body.length > _MAX_BYTES) throw new Error(`the file is larger than ${_MAX_BYTES / 1024 / 1024} MiB`)
   return body
 }
 
@@ -56,14 +65,15 @@ export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshSta
   const errors: Partial<Record<GeoKind, string>> = {}
   for (const kind of _KINDS) {
     try {
-      if (!urls[kind]) throw new Error('no URL configured')
+      if (!urls[kind]) throw new Error('no URL')
       const data = checkMmdb(await _download(urls[kind]))
       const path = geoFilePath(kind)
       writeFileAtomically(path, data)
       openGeoReader(kind, true)
     } catch (err) {
-      errors[kind] = (err as Error).message
-      logger.warn(`geolocation refresh of ${kind}.mmdb failed (the old file stays): ${errors[kind]}`)
+      // Whether a working file stays in use decides the sentence: never claim one that is not there.
+      errors[kind] = geoDownloadFailure(kind, urls[kind], (err as Error).message, !!openGeoReader(kind))
+      logger.warn(`geolocation download failed: ${errors[kind]}`)
     }
   }
   const state: RefreshState = {
@@ -76,11 +86,7 @@ export async function refreshGeoDatabases(ctx: AuditContext): Promise<RefreshSta
     await writeAudit(ctx, 'geoip_refresh', { status: state.last_refresh_status, failed: Object.keys(errors) })
   })
   if (Object.keys(errors).length && ctx.actor !== 'system:geoip-refresh') {
-    throw upstreamFailed(
-      `geolocation refresh failed: ${Object.entries(errors)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('; ')}`,
-    )
+    throw upstreamFailed(`geolocation download failed. ${Object.values(errors).join(' ')}`)
   }
   return state
 }

@@ -1,6 +1,7 @@
 import { inArray } from 'drizzle-orm'
 import { accessLists, hostNames, targetGroups } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
+import { getSetting } from '../core/settings'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { parseWith } from '../core/validate'
 import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
@@ -63,6 +64,12 @@ export interface ImportPlan {
 }
 
 export type ImportOutcome = 'create' | 'exists'
+/** The TLS a new host gets, in words, with a warning when importing starts an order at a public CA. */
+export interface ImportHostTls {
+  mode: 'auto' | 'manual' | 'none'
+  text: string
+  warning: string | null
+}
 export interface ImportReport {
   applied: boolean
   items: Array<{
@@ -70,6 +77,10 @@ export interface ImportReport {
     name: string
     source: ImportSource
     outcome: ImportOutcome
+    /** Hosts to be created: the TLS each gets. */
+    tls?: ImportHostTls
+    /** Created objects of an applied import: their id (the UI links to the host). */
+    id?: number
   }>
   imperfect: ImportNote[]
   not_importable: ImportNote[]
@@ -143,6 +154,39 @@ async function _idsByName(exec: Executor, table: typeof targetGroups | typeof ac
   return new Map(rows.map((r) => [r.name, r.id]))
 }
 
+// ACME directories of public CAs: an automatic-TLS host asks them for a real certificate at once,
+// which fails (and counts against their rate limits) for a name that does not point at this proxy.
+const _PUBLIC_ACME = /(^|\.)(letsencrypt\.org|zerossl\.com|buypass\.(com|no)|pki\.goog|sectigo\.com|ssl\.com|digicert\.com)$/i
+const _CHALLENGE_WORDS: Record<string, string> = { http: 'HTTP-01', 'tls-alpn': 'TLS-ALPN-01', dns: 'DNS-01' }
+
+/** What TLS the planned host gets once created, as the host screen names it (exported for the unit test). */
+export function describeImportTls(host: PlannedHost, defaultCa: string): ImportHostTls {
+  if (host.extraItems?.some((x) => x.kind === 'certificate'))
+    return { mode: 'manual', text: 'Uploaded certificate (the one from the source)', warning: null }
+  if (host.input.tls_mode === 'none') return { mode: 'none', text: 'None (plain HTTP)', warning: null }
+  if (host.input.tls_mode === 'manual') return { mode: 'manual', text: 'Uploaded certificate', warning: null }
+  const ca = host.input.tls_acme_ca_url ?? (defaultCa || null)
+  let caHost = "Let's Encrypt (the proxy's default CA)"
+  let publicCa = !ca
+  if (ca) {
+    try {
+      caHost = new URL(ca).host
+    } catch {
+      caHost = ca
+    }
+    publicCa = _PUBLIC_ACME.test(caHost.replace(/:\d+$/, ''))
+  }
+  const text = `Automatic (ACME), ${_CHALLENGE_WORDS[host.input.tls_challenge ?? 'http'] ?? host.input.tls_challenge} challenge, from ${caHost}`
+  const warning = publicCa
+    ? `importing starts a certificate order at a public CA at once: ${
+        host.input.tls_challenge === 'dns'
+          ? `the DNS provider must be able to publish records for ${host.input.domain}`
+          : `${host.input.domain} must point at this proxy from the Internet`
+      }, or the order fails. To try an import first, set "Default ACME directory URL" in Settings -> Certificates (ACME) to a test CA, or change the host's TLS mode to None after importing.`
+    : null
+  return { mode: 'auto', text, warning }
+}
+
 /** Side effects outside the database (certificate files) to take back when the transaction rolls back. */
 type _Undo = Array<() => void>
 
@@ -189,13 +233,22 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
     items.push({ kind: 'access_list', name: l.name, source: l.source, outcome: exists ? 'exists' : 'create' })
     if (!exists && tx) listIds.set(l.name, (await insertAccessList(tx, l.values, ctx)).id)
   }
+  const defaultCa = hostsToCreate.some((h) => h.input.tls_mode === 'auto') ? await getSetting<string>('acme.ca_url', exec) : ''
   for (const h of hostsToCreate) {
-    items.push({ kind: 'host', name: h.input.domain, source: h.source, outcome: 'create' })
+    const item: ImportReport['items'][number] = {
+      kind: 'host',
+      name: h.input.domain,
+      source: h.source,
+      outcome: 'create',
+      tls: describeImportTls(h, defaultCa),
+    }
+    items.push(item)
     for (const r of h.rules)
       items.push({ kind: 'rule', name: `${h.input.domain} ${r.input.path} (${r.input.action})`, source: r.source, outcome: 'create' })
     for (const x of h.extraItems ?? []) items.push({ ...x, outcome: 'create' })
     if (!tx) continue
     const row = await insertHost(tx, { ...h.input, target_group_id: groupIds.get(h.group)! }, ctx)
+    item.id = row.id
     for (const r of h.rules) await insertRule(tx, row.id, { ...r.input, target_group_id: r.group ? groupIds.get(r.group)! : null }, ctx)
     if (h.accessList) await setHostAccessListInTransaction(tx, row.id, listIds.get(h.accessList)!, ctx)
     if (h.after) {

@@ -20,6 +20,15 @@ export const importReportSchema = z.strictObject({
       outcome: z
         .enum(['create', 'exists'])
         .describe('create: created (or would be, in a dry run); exists: the name exists already and is left as it is'),
+      tls: z
+        .strictObject({
+          mode: z.enum(['auto', 'manual', 'none']),
+          text: z.string().describe('in words: "Automatic (ACME), HTTP-01 challenge, from acme-v02.api.letsencrypt.org"'),
+          warning: z.string().nullable().describe('set when importing starts a certificate order at a public CA at once'),
+        })
+        .optional()
+        .describe('hosts to be created: the TLS each gets'),
+      id: z.number().int().optional().describe('an applied import: the id of the host created'),
     }),
   ),
   imperfect: z.array(noteSchema).describe('imported, but not exactly as the source had it, and why'),
