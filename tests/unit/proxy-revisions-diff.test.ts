@@ -189,17 +189,43 @@ describe('diffDesiredState — objects and fields', () => {
 
   it('an unchanged state (timestamps aside) has no changes; a part missing on one side counts as empty', () => {
     expect(diffDesiredState({ hosts: { 1: host() } }, { hosts: { 1: host({ updatedAt: 'later' }) } })).toEqual([])
-    expect(diffDesiredState({}, { rules: { 5: { id: 5, path: '/api/*' } } })).toEqual([
+    // A host the state does not hold is named by its number.
+    expect(diffDesiredState({}, { rules: { 5: { id: 5, hostId: 2, path: '/api/*' } } })).toEqual([
       {
         part: 'rules',
         key: '5',
-        label: 'rule 5 /api/*',
+        label: 'rule /api/* on host 2',
         change: 'added',
         fields: [
           { field: 'id', before: null, after: 5 },
+          { field: 'host_id', before: null, after: 2 },
           { field: 'path', before: null, after: '/api/*' },
         ],
       },
+    ])
+  })
+
+  // Issue 35 item 4: labels name what an object points at (a host's domain, a list's name), not its id.
+  it('labels attachments, rules and WAF exclusions with the names of their host and list', () => {
+    const state = {
+      hosts: { 3: host({ id: 3, domain: 'app.example.test' }) },
+      access_lists: { 1: { id: 1, name: 'staff', users: [] } },
+      host_access_lists: { 3: { hostId: 3, accessListId: 1 } },
+      rules: { 7: { id: 7, hostId: 3, path: '/api/*' } },
+      waf_exclusions: { 2: { id: 2, hostId: 3, ruleId: 942100, path: '/search' } },
+    }
+    const labels = (changes: ReturnType<typeof diffDesiredState>) =>
+      changes.filter((c) => !['hosts', 'access_lists'].includes(c.part)).map((c) => [c.change, c.label])
+    expect(labels(diffDesiredState({ hosts: state.hosts, access_lists: state.access_lists }, state))).toEqual([
+      ['added', 'host app.example.test behind access list "staff"'],
+      ['added', 'rule /api/* on app.example.test'],
+      ['added', 'WAF rule 942100 off on app.example.test under /search'],
+    ])
+    // A removed object is named from the state it was in (its host and list may be gone now).
+    expect(labels(diffDesiredState(state, {}))).toEqual([
+      ['removed', 'host app.example.test behind access list "staff"'],
+      ['removed', 'rule /api/* on app.example.test'],
+      ['removed', 'WAF rule 942100 off on app.example.test under /search'],
     ])
   })
 })
