@@ -314,6 +314,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/revisions/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/revisions/diff': { query: { from: MISSING, to: MISSING }, refusals: [404] },
     'POST /api/revisions/{id}/revert': { params: { id: MISSING }, refusals: [404] },
+    'POST /api/revisions/{id}/undo': { params: { id: MISSING }, refusals: [404] },
     'GET /api/system/gates': {},
     'GET /api/system/forward-auth-check': { refusals: [502] },
     'GET /api/backups': {},

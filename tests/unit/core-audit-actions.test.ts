@@ -39,7 +39,7 @@ describe('the audit action catalogue', () => {
     expect(panelEventOfAudit(null)).toBeNull()
   })
 
-  it('only host changes, restores, imports and reverts make the ingester forget host names', () => {
+  it('only host changes, restores, imports, reverts and undos make the ingester forget host names', () => {
     const renaming = Object.keys(AUDIT_ACTIONS).filter(auditActionRenamesHosts).sort()
     expect(renaming).toEqual([
       'backup_restore',
@@ -49,6 +49,7 @@ describe('the audit action catalogue', () => {
       'host_update',
       'import_apply',
       'revision_revert',
+      'revision_undo',
     ])
   })
 })

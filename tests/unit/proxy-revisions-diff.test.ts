@@ -44,6 +44,101 @@ describe('diffConfigs — JSON paths between two configurations', () => {
   })
 })
 
+// Issue 35 item 3: lists of routes and handlers are matched by what they are, not where they sit.
+describe('diffConfigs — routes and handlers keyed by identity', () => {
+  const route = (host: string, handle: unknown[]) => ({ match: [{ host: [host] }], handle, terminal: true })
+  const waf = { handler: 'waf', directives: 'SecRuleEngine On' }
+  const auth = { handler: 'authentication', providers: { http_basic: { accounts: [{ username: 'alice' }] } } }
+  const proxy = { handler: 'reverse_proxy', upstreams: [{ dial: '127.0.0.1:8080' }] }
+  const limit = { handler: 'rate_limit', rate_limits: { zone: { events: 10, window: '1m' } } }
+  const servers = (routes: unknown[]) => ({ apps: { http: { servers: { srv0: { routes } } } } })
+  const base = 'apps.http.servers.srv0.routes'
+
+  it('a handler inserted before others is one "added", not a cascade of changes', () => {
+    const before = servers([route('app.example.test', [waf, auth, proxy])])
+    const after = servers([route('app.example.test', [limit, waf, auth, proxy])])
+    expect(diffConfigs(before, after)).toEqual({
+      changes: [{ path: `${base}[host=app.example.test].handle[handler=rate_limit]`, change: 'added', after: limit }],
+      truncated: false,
+    })
+  })
+
+  it('a route inserted between two hosts is one "added"; the others are untouched', () => {
+    const a = route('a.example.test', [proxy]),
+      c = route('c.example.test', [proxy])
+    const b = route('b.example.test', [waf, proxy])
+    expect(diffConfigs(servers([a, c]), servers([a, b, c])).changes).toEqual([
+      { path: `${base}[host=b.example.test]`, change: 'added', after: b },
+    ])
+  })
+
+  it('a removed handler is one "removed"; a changed field inside a handler is addressed by the handler', () => {
+    const before = servers([route('app.example.test', [waf, auth, proxy])])
+    const after = servers([route('app.example.test', [{ ...waf, directives: 'SecRuleEngine DetectionOnly' }, proxy])])
+    expect(diffConfigs(before, after).changes).toEqual([
+      { path: `${base}[host=app.example.test].handle[handler=authentication]`, change: 'removed', before: auth },
+      {
+        path: `${base}[host=app.example.test].handle[handler=waf].directives`,
+        change: 'changed',
+        before: 'SecRuleEngine On',
+        after: 'SecRuleEngine DetectionOnly',
+      },
+    ])
+  })
+
+  it('keys by @id first, by upstream address, by path matchers; a catch-all route is "*"', () => {
+    const before = {
+      routes: [
+        { '@id': 'unknown_host_srv0', handle: [{ handler: 'static_response', status_code: 421 }] },
+        { handle: [{ handler: 'subroute', routes: [{ match: [{ path: ['/api/*'] }], handle: [proxy] }, { handle: [proxy] }] }] },
+      ],
+    }
+    const after = structuredClone(before) as any
+    after.routes[0].handle[0].status_code = 404
+    after.routes[1].handle[0].routes.unshift({
+      match: [{ path: ['/admin/*'] }],
+      handle: [{ handler: 'static_response', status_code: 403 }],
+    })
+    after.routes[1].handle[0].routes[1].handle[0] = { ...proxy, upstreams: [{ dial: '127.0.0.1:9090' }, { dial: '127.0.0.1:8080' }] }
+    expect(diffConfigs(before, after).changes).toEqual([
+      { path: 'routes[@id=unknown_host_srv0].handle[handler=static_response].status_code', change: 'changed', before: 421, after: 404 },
+      { path: 'routes[*].handle[handler=subroute].routes[path=/admin/*]', change: 'added', after: after.routes[1].handle[0].routes[0] },
+      {
+        path: 'routes[*].handle[handler=subroute].routes[path=/api/*].handle[handler=reverse_proxy].upstreams[dial=127.0.0.1:9090]',
+        change: 'added',
+        after: { dial: '127.0.0.1:9090' },
+      },
+    ])
+  })
+
+  it('two handlers of one kind are told apart by their order among that kind', () => {
+    const h1 = { handler: 'headers', response: { set: { a: ['1'] } } }
+    const h2 = { handler: 'headers', response: { set: { b: ['2'] } } }
+    expect(diffConfigs({ handle: [h1, proxy] }, { handle: [h1, h2, proxy] }).changes).toEqual([
+      { path: 'handle[handler=headers#2]', change: 'added', after: h2 },
+    ])
+  })
+
+  it('a change of order among the same routes is reported once, on the list', () => {
+    const a = route('a.example.test', [proxy]),
+      b = route('b.example.test', [proxy])
+    expect(diffConfigs({ routes: [a, b] }, { routes: [b, a] }).changes).toEqual([
+      {
+        path: 'routes (order)',
+        change: 'changed',
+        before: ['host=a.example.test', 'host=b.example.test'],
+        after: ['host=b.example.test', 'host=a.example.test'],
+      },
+    ])
+  })
+
+  it('lists of plain values stay positional', () => {
+    expect(diffConfigs({ host: ['a', 'b'] }, { host: ['a', 'c'] }).changes).toEqual([
+      { path: 'host[1]', change: 'changed', before: 'b', after: 'c' },
+    ])
+  })
+})
+
 describe('diffDesiredState — objects and fields', () => {
   const host = (over: Record<string, unknown> = {}) => ({
     id: 1,
@@ -94,17 +189,43 @@ describe('diffDesiredState — objects and fields', () => {
 
   it('an unchanged state (timestamps aside) has no changes; a part missing on one side counts as empty', () => {
     expect(diffDesiredState({ hosts: { 1: host() } }, { hosts: { 1: host({ updatedAt: 'later' }) } })).toEqual([])
-    expect(diffDesiredState({}, { rules: { 5: { id: 5, path: '/api/*' } } })).toEqual([
+    // A host the state does not hold is named by its number.
+    expect(diffDesiredState({}, { rules: { 5: { id: 5, hostId: 2, path: '/api/*' } } })).toEqual([
       {
         part: 'rules',
         key: '5',
-        label: 'rule 5 /api/*',
+        label: 'rule /api/* on host 2',
         change: 'added',
         fields: [
           { field: 'id', before: null, after: 5 },
+          { field: 'host_id', before: null, after: 2 },
           { field: 'path', before: null, after: '/api/*' },
         ],
       },
+    ])
+  })
+
+  // Issue 35 item 4: labels name what an object points at (a host's domain, a list's name), not its id.
+  it('labels attachments, rules and WAF exclusions with the names of their host and list', () => {
+    const state = {
+      hosts: { 3: host({ id: 3, domain: 'app.example.test' }) },
+      access_lists: { 1: { id: 1, name: 'staff', users: [] } },
+      host_access_lists: { 3: { hostId: 3, accessListId: 1 } },
+      rules: { 7: { id: 7, hostId: 3, path: '/api/*' } },
+      waf_exclusions: { 2: { id: 2, hostId: 3, ruleId: 942100, path: '/search' } },
+    }
+    const labels = (changes: ReturnType<typeof diffDesiredState>) =>
+      changes.filter((c) => !['hosts', 'access_lists'].includes(c.part)).map((c) => [c.change, c.label])
+    expect(labels(diffDesiredState({ hosts: state.hosts, access_lists: state.access_lists }, state))).toEqual([
+      ['added', 'host app.example.test behind access list "staff"'],
+      ['added', 'rule /api/* on app.example.test'],
+      ['added', 'WAF rule 942100 off on app.example.test under /search'],
+    ])
+    // A removed object is named from the state it was in (its host and list may be gone now).
+    expect(labels(diffDesiredState(state, {}))).toEqual([
+      ['removed', 'host app.example.test behind access list "staff"'],
+      ['removed', 'rule /api/* on app.example.test'],
+      ['removed', 'WAF rule 942100 off on app.example.test under /search'],
     ])
   })
 })

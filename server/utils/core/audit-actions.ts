@@ -46,10 +46,11 @@ export const AUDIT_ACTIONS = {
   user_create: _config,
   user_update: _config,
   user_delete: _config,
-  // API tokens (a new credential is worth telling about), revisions (a revert may change every host)
+  // API tokens (a new credential is worth telling about), revisions (a revert or an undo may change every host)
   api_token_create: _config,
   api_token_revoke: _config,
   revision_revert: _hostNames,
+  revision_undo: _hostNames,
   notification_channel_create: _config,
   notification_channel_update: _config,
   notification_channel_delete: _config,

@@ -169,10 +169,15 @@ export async function setHostAccessList(hostId: number, listId: number | null, c
   return writeTransaction(async (tx) => {
     const host = await tx.select({ id: hosts.id, domain: hosts.domain }).from(hosts).where(eq(hosts.id, hostId)).get()
     if (!host) throw notFound('host', hostId)
-    if (listId !== null && !(await tx.select({ id: accessLists.id }).from(accessLists).where(eq(accessLists.id, listId)).get()))
-      throw badRequest(`access_list_id: access list ${listId} does not exist`)
+    const list =
+      listId === null
+        ? null
+        : await tx.select({ id: accessLists.id, name: accessLists.name }).from(accessLists).where(eq(accessLists.id, listId)).get()
+    if (listId !== null && !list) throw badRequest(`access_list_id: access list ${listId} does not exist`)
     await setHostAccessListInTransaction(tx, hostId, listId, ctx)
-    const outcome = await reconcileInTransaction(tx, ctx, `host ${host.domain}: access list ${listId ?? 'removed'}`)
+    // The revision's reason names the list, not its id (the Revisions screen shows it as is).
+    const reason = list ? `host ${host.domain} now behind access list "${list.name}"` : `host ${host.domain}: access list removed`
+    const outcome = await reconcileInTransaction(tx, ctx, reason)
     return { host_id: hostId, access_list_id: listId, reconcile: presentReconcile(outcome) }
   })
 }

@@ -48,7 +48,7 @@ export async function createRule(hostId: number, input: RuleInput, ctx: AuditCon
   return writeTransaction(async (tx) => {
     const host = await hostIdAndDomain(tx, hostId)
     const row = await insertRule(tx, hostId, input, ctx)
-    const o = await reconcileInTransaction(tx, ctx, `rule ${row.id} of ${host.domain} created`)
+    const o = await reconcileInTransaction(tx, ctx, `rule ${row.path} of ${host.domain} created`)
     return { ...presentRule(row), reconcile: presentReconcile(o) }
   })
 }
@@ -65,7 +65,9 @@ export async function updateRule(id: number, input: RuleInput, ctx: AuditContext
       .returning()
       .get())!
     await writeAudit(ctx, 'rule_update', { rule_id: id, host_id: row.hostId, path: row.path, action: row.action }, tx)
-    const o = await reconcileInTransaction(tx, ctx, `rule ${id} updated`)
+    // Reasons name the rule by its path and host (the Revisions screen shows them as they are).
+    const host = await hostIdAndDomain(tx, row.hostId)
+    const o = await reconcileInTransaction(tx, ctx, `rule ${row.path} of ${host.domain} updated`)
     return { ...presentRule(row), reconcile: presentReconcile(o) }
   })
 }
@@ -76,6 +78,7 @@ export async function deleteRule(id: number, ctx: AuditContext): Promise<void> {
     if (!current) throw notFound('rule', id)
     await tx.delete(rules).where(eq(rules.id, id))
     await writeAudit(ctx, 'rule_delete', { rule_id: id, host_id: current.hostId }, tx)
-    await reconcileInTransaction(tx, ctx, `rule ${id} deleted`)
+    const host = await hostIdAndDomain(tx, current.hostId)
+    await reconcileInTransaction(tx, ctx, `rule ${current.path} of ${host.domain} deleted`)
   })
 }

@@ -108,6 +108,11 @@ export async function deleteWafExclusion(id: number, ctx: AuditContext): Promise
       { exclusion_id: id, host_id: current.hostId, rule_id: current.ruleId, path: current.path, argument: current.argument },
       tx,
     )
-    await reconcileInTransaction(tx, ctx, `WAF exclusion ${id} (rule ${current.ruleId}) removed`)
+    const host = await hostIdAndDomain(tx, current.hostId)
+    await reconcileInTransaction(
+      tx,
+      ctx,
+      `WAF rule ${current.ruleId} no longer excluded on ${host.domain}${current.path ? ` under ${current.path}` : ''}`,
+    )
   })
 }

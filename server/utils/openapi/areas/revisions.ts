@@ -77,6 +77,7 @@ export const DRY_RUN_OPERATIONS = [
   'put /api/hosts/{id}/access-list',
   'put /api/settings',
   'post /api/revisions/{id}/revert',
+  'post /api/revisions/{id}/undo',
 ]
 
 /** Adds the dry_run query and its 200 answer to a declaration (beside the route's own 200, if any). */
@@ -165,6 +166,31 @@ export const revisionsOperations = [
       ),
       404: ok('no such revision'),
       409: ok('a certificate or credential that state needs is gone'),
+      502: ok('the proxy rejected the configuration; nothing was changed'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/revisions/{id}/undo',
+    access: 'admin',
+    summary: 'Undo a revision: restore the state just before it and reconcile (audited)',
+    params: idParam('revision'),
+    description:
+      "Restores the previous revision's desired state, as a revert to it would; the change becomes a new revision whose reason is `Undo of revision {id} ({its reason})`. Undoing an older revision also takes back the revisions after it (the dry run shows what would change). Refused (409) for the oldest revision kept, whose earlier state is not stored, and like a revert when a certificate or credential that state needs is gone.",
+    responses: {
+      200: ok(
+        'undone',
+        z.strictObject({
+          undone: z.number().int().describe('the revision undone'),
+          reverted_to: z.number().int().describe('the revision whose state was restored (the one before it)'),
+          revision: z
+            .union([revisionSchema, z.null()])
+            .describe('the new revision; null when the proxy already held that configuration or the push is pending'),
+          reconcile: reconcileSchema,
+        }),
+      ),
+      404: ok('no such revision'),
+      409: ok('the oldest revision kept (no earlier state), or a certificate or credential that state needs is gone'),
       502: ok('the proxy rejected the configuration; nothing was changed'),
     },
   }),

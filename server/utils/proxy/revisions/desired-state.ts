@@ -34,8 +34,11 @@ export type DesiredState = Record<string, PartState>
 export interface DesiredStatePart {
   name: string
   collect(exec: Executor): Promise<PartState>
-  /** A human label for an object in summaries ("app.example.com", "rule 4 /api/*"). */
-  label(key: string, object: Record<string, unknown>): string
+  /**
+   * A human label for an object in summaries, with names rather than ids ("app.example.com", "rule /api/* on
+   * app.example.com"); `state` is the whole state the object belongs to, to name what it points at.
+   */
+  label(key: string, object: Record<string, unknown>, state: DesiredState): string
   /** Refuses (409) when the state refers to something that no longer exists (a certificate, a credential). */
   check?(tx: Tx, state: DesiredState, revisionId: number): Promise<void>
   /** Deletes the objects of this part that are absent from `objects`. */
@@ -149,11 +152,14 @@ const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(
   referenced: true,
   unique: 'name',
 })
-const _rulesPart = _tablePart('rules', rules, (k, r) => `rule ${k} ${String(r.path)}`)
+/** A host by its domain; by its number only when the state does not hold it. */
+const _hostName = (state: DesiredState, hostId: unknown) => String(state.hosts?.[String(hostId)]?.domain ?? `host ${String(hostId)}`)
+
+const _rulesPart = _tablePart('rules', rules, (k, r, state) => `rule ${String(r.path ?? k)} on ${_hostName(state, r.hostId)}`)
 const _wafExclusionsPart = _tablePart(
   'waf_exclusions',
   wafExclusions,
-  (_k, e) => `WAF rule ${String(e.ruleId)} off on host ${String(e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`,
+  (_k, e, state) => `WAF rule ${String(e.ruleId)} off on ${_hostName(state, e.hostId)}${e.path ? ` under ${String(e.path)}` : ''}`,
 )
 
 /** The non-secret settings the proxy configuration depends on (those whose change reconciles). */
@@ -239,7 +245,8 @@ const _accessListsPart: DesiredStatePart = {
 /** Which list each host uses (a host has at most one). */
 const _hostAccessListsPart: DesiredStatePart = {
   name: 'host_access_lists',
-  label: (k, a) => `host ${k} behind access list ${String(a.accessListId)}`,
+  label: (k, a, state) =>
+    `host ${_hostName(state, k)} behind access list "${String(state.access_lists?.[String(a.accessListId)]?.name ?? a.accessListId)}"`,
   async collect(exec) {
     const rows = await exec.select().from(hostAccessLists).orderBy(hostAccessLists.hostId)
     return Object.fromEntries(rows.map((r) => [String(r.hostId), { ...r }]))
@@ -309,7 +316,7 @@ export function diffDesiredState(before: DesiredState, after: DesiredState): Obj
         .filter((f) => !_same(x?.[f], y?.[f]))
         .map((f) => ({ field: name === 'settings' ? key : _snake(f), before: x?.[f] ?? null, after: y?.[f] ?? null }))
       const change = !x ? 'added' : !y ? 'removed' : fields.length ? 'changed' : null
-      if (change) changes.push({ part: name, key, label: part ? part.label(key, (y ?? x)!) : key, change, fields })
+      if (change) changes.push({ part: name, key, label: part ? part.label(key, (y ?? x)!, y ? after : before) : key, change, fields })
     }
   }
   return changes

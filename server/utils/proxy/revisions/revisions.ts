@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { desc, eq, lte } from 'drizzle-orm'
+import { desc, eq, lt, lte } from 'drizzle-orm'
 import { configRevisions } from '../../../../db/schema'
 import { getDb, writeTransaction, type Tx } from '../../core/db'
-import { notFound } from '../../core/errors'
+import { conflict, notFound } from '../../core/errors'
 import { writeAudit, type AuditContext } from '../../core/audit'
 import { getSetting } from '../../core/settings'
 import { knownSecrets, makeRedactor } from '../../core/redact'
@@ -109,29 +109,31 @@ export async function diffRevisions(fromId: number, toId: number) {
   }
 }
 
-/**
- * Restores a revision's desired state and reconciles, in one transaction: a
- * state that refers to a deleted certificate or credential is refused (409),
- * a proxy rejection rolls everything back (502). The revert is audited and,
- * when the configuration changes, becomes a new revision naming its origin.
- */
-export async function revertToRevision(id: number, ctx: AuditContext) {
+/** What a restore writes back, and how it is audited and named: a revert or an undo decides. */
+interface _RestorePlan {
+  state: RevisionRow
+  audit: 'revision_revert' | 'revision_undo'
+  auditFields: Record<string, unknown>
+  reason: string
+}
+
+/** Restores the planned revision's desired state and reconciles, in one transaction. */
+async function _restore(ctx: AuditContext, plan: (tx: Tx) => Promise<_RestorePlan>) {
   return withEngineFiles(async () => {
     const answer = await writeTransaction(async (tx) => {
-      const target = await tx.select().from(configRevisions).where(eq(configRevisions.id, id)).get()
-      if (!target) throw notFound('revision', id)
+      const p = await plan(tx)
       const newestBefore = (await tx
         .select({ id: configRevisions.id })
         .from(configRevisions)
         .orderBy(desc(configRevisions.id))
         .limit(1)
         .get())!.id
-      await restoreDesiredState(tx, _unpack<DesiredState>(target.desiredState), id)
-      await writeAudit(ctx, 'revision_revert', { revision_id: id }, tx)
-      const outcome = await _revertingTo.run(id, () => reconcileInTransaction(tx, ctx, `revert to revision ${id}`))
+      await restoreDesiredState(tx, _unpack<DesiredState>(p.state.desiredState), p.state.id)
+      await writeAudit(ctx, p.audit, p.auditFields, tx)
+      const outcome = await _revertingTo.run(p.state.id, () => reconcileInTransaction(tx, ctx, p.reason))
       const newest = await tx.select().from(configRevisions).orderBy(desc(configRevisions.id)).limit(1).get()
       return {
-        reverted_to: id,
+        restored: p.state.id,
         revision: newest && newest.id > newestBefore ? presentRevision(newest) : null,
         reconcile: presentReconcile(outcome),
       }
@@ -142,4 +144,58 @@ export async function revertToRevision(id: number, ctx: AuditContext) {
     await writeAppsecPlugin().catch((err) => logger.error(`AppSec thresholds file: ${(err as Error).message}`))
     return answer
   })
+}
+
+async function _revisionIn(tx: Tx, id: number): Promise<RevisionRow> {
+  const row = await tx.select().from(configRevisions).where(eq(configRevisions.id, id)).get()
+  if (!row) throw notFound('revision', id)
+  return row
+}
+
+/**
+ * Restores a revision's desired state and reconciles, in one transaction: a
+ * state that refers to a deleted certificate or credential is refused (409),
+ * a proxy rejection rolls everything back (502). The revert is audited and,
+ * when the configuration changes, becomes a new revision naming its origin.
+ */
+export async function revertToRevision(id: number, ctx: AuditContext) {
+  const { restored: _restored, ...out } = await _restore(ctx, async (tx) => ({
+    state: await _revisionIn(tx, id),
+    audit: 'revision_revert',
+    auditFields: { revision_id: id },
+    reason: `revert to revision ${id}`,
+  }))
+  return { reverted_to: id, ...out }
+}
+
+/**
+ * Undoes a revision: restores the state just before it, which is the previous
+ * revision's desired state (docs/revisions.md). Undoing an older revision also
+ * takes back the ones after it, since the whole state goes back; the preview
+ * (dry run) shows that. The oldest revision kept has no stored state before
+ * it (the first push, or the ones before it dropped by retention): refused
+ * with 409 rather than guessing an empty configuration.
+ */
+export async function undoRevision(id: number, ctx: AuditContext) {
+  const { restored, ...out } = await _restore(ctx, async (tx) => {
+    const target = await _revisionIn(tx, id)
+    const previous = await tx
+      .select()
+      .from(configRevisions)
+      .where(lt(configRevisions.id, id))
+      .orderBy(desc(configRevisions.id))
+      .limit(1)
+      .get()
+    if (!previous)
+      throw conflict(
+        `revision ${id} cannot be undone: it is the oldest revision the panel keeps, so the state before it is not stored; use "Restore this version" on a revision instead`,
+      )
+    return {
+      state: previous,
+      audit: 'revision_undo',
+      auditFields: { revision_id: id, restored_revision_id: previous.id },
+      reason: `Undo of revision ${id} (${target.reason})`,
+    }
+  })
+  return { undone: id, reverted_to: restored, ...out }
 }
