@@ -244,6 +244,14 @@ export const whitelistEntries = sqliteTable('whitelist_entries', {
   createdBy: text('created_by').notNull(),
 })
 
+/** Migration 0036: the reason given for a ban made in the panel, by canonical value (server/utils/security/bans.ts). */
+export const panelBanReasons = sqliteTable('panel_ban_reasons', {
+  value: text('value').primaryKey(),
+  reason: text('reason').notNull(),
+  createdBy: text('created_by').notNull(),
+  createdAt: text('created_at').notNull(),
+})
+
 export const scenarioOverrides = sqliteTable('scenario_overrides', {
   canonicalName: text('canonical_name').primaryKey(),
   linkTarget: text('link_target').notNull(),

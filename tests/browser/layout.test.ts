@@ -690,7 +690,7 @@ describe('geolocation', () => {
     expect(lines[1]).toBe(
       `AS number database: the download from http://127.0.0.1:${(source.address() as AddressInfo).port}/asn.mmdb failed (it answered 404 Not Found). Check "AS number database URL" in Settings -> Geolocation. Change the URL in Settings → Geolocation`,
     )
-    expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('loaded')
+    expect(await rowOf('Country').getByRole('cell').nth(1).textContent()).toBe('loaded, older than 30 days') // the writer dates it 2023-11-14
     expect(await rowOf('Country').getByRole('cell').nth(3).textContent()).toBe(`${age} day(s)`)
     expect(await rowOf('AS number').getByRole('cell').nth(1).textContent()).toBe('not loaded')
     consoleErrors.splice(0).forEach((e) => expect(e).toMatch(/status of 502/)) // the AS file's refusal is the scenario
@@ -714,7 +714,7 @@ describe('geolocation', () => {
     expect((await api('/api/security/jobs')).json).toEqual([]) // nothing was asked of the engine
     await field.fill('Luxembourg (LU)')
     await page.getByRole('button', { name: 'Ban country' }).click()
-    await page.getByRole('progressbar', { name: 'Expansion progress of LU' }).waitFor()
+    await page.getByRole('progressbar', { name: 'Country ban progress of LU' }).waitFor()
     await page.getByRole('button', { name: 'Revoke ban of LU' }).waitFor({ timeout: 30_000 })
     expect((await decisionsFor(cs, '5.0.1.7')).map((d) => d.origin)).toEqual(['panel-country-LU'])
   })
@@ -733,7 +733,7 @@ describe('geolocation', () => {
     // A ban made in the engine a moment ago is in the answer of Refresh decisions (fresh=1), not 15 s later.
     await page
       .getByRole('group', { name: 'Decisions by origin' })
-      .getByRole('button', { name: /^All origins/ })
+      .getByRole('button', { name: /^All but country-ban ranges: / })
       .click()
     await postDecisions(cs, [{ value: '198.51.100.250', duration: '1h' }])
     const [answer] = await Promise.all([

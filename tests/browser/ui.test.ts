@@ -238,7 +238,7 @@ describe('the web UI in Chromium', () => {
     await page.getByLabel('Country', { exact: true }).fill('Luxembourg')
     await page.getByLabel('Ban duration').fill('1h')
     await page.getByRole('button', { name: 'Ban country' }).click()
-    const bar = page.getByRole('progressbar', { name: 'Expansion progress of LU' })
+    const bar = page.getByRole('progressbar', { name: 'Country ban progress of LU' })
     await expectVisible(bar)
     await expectVisible(page.getByText('completed', { exact: true }).first(), 30_000)
     expect(await bar.getAttribute('value')).toBe('100')

@@ -37,3 +37,11 @@ export const ORIGIN_WORDS: Record<string, string> = {
   console: 'CrowdSec console',
   appsec: 'AppSec detections',
 }
+
+/** A decision's scope as the engine names it (Ip, Range...), in words. */
+export const SCOPE_WORDS: Record<string, string> = {
+  Ip: 'IP address',
+  Range: 'Range',
+  Country: 'Country',
+  AS: 'AS number',
+}

@@ -67,6 +67,8 @@ export const AUDIT_ACTIONS = {
   scenario_enable: _config,
   scenario_disable: _config,
   decision_ban: _recordOnly,
+  // A ban refused by its guard rails (own address, trusted proxy, LAN, whitelist): nothing changed, but an attempt to lock oneself out is worth a row.
+  decision_ban_refused: _recordOnly,
   decision_delete: _recordOnly,
   decision_unban_ip: _recordOnly,
   country_expand_requested: _recordOnly,

@@ -24,6 +24,10 @@ export const decisionSchema = z.strictObject({
   country: nullableString(),
   as_number: z.union([z.number().int(), z.null()]),
 })
+/** A row of the list: the panel's own bans (origin panel) carry the reason the operator gave. */
+const listedDecisionSchema = decisionSchema.extend({
+  reason: nullableString().describe('the reason given when the ban was made in the panel; null for other origins or none given'),
+})
 const rawDecisionSchema = z.strictObject({
   id: z.number().int(),
   value: z.string(),
@@ -123,7 +127,7 @@ export const securityOperations = [
     description:
       "With LAPI_PANEL_BOUNCER_KEY the panel answers from its mirror of the local API's decision stream (pulled every LAPI_PANEL_PULL_SECONDS, and at once after a panel change); without it, from a 15 s copy read with the proxy's key. Without limit and before_id the answer holds every active decision; with either, one page: follow X-Next-Before-Id until it is absent.",
     responses: {
-      200: ok('decisions, annotated with country and ASN where the value is an address', z.array(decisionSchema), {
+      200: ok('decisions, annotated with country and ASN where the value is an address', z.array(listedDecisionSchema), {
         headers: {
           'X-Total-Count': 'active decisions matching the filters, over every page',
           'X-Next-Before-Id': 'the before_id of the next page; absent on the last page and without paging',
@@ -175,7 +179,8 @@ export const securityOperations = [
     method: 'post',
     path: '/api/security/decisions',
     access: 'admin',
-    summary: 'Ban an address or a range (origin "panel"); refused for a whitelisted source',
+    summary:
+      'Ban an address or a range (origin "panel"); refused for a whitelisted source, and without confirm for one that reaches your own address, a trusted proxy, a LAN/loopback range or a whitelisted entry',
     body: banBody,
     responses: {
       201: ok(
@@ -189,7 +194,9 @@ export const securityOperations = [
           duration: z.string(),
         }),
       ),
-      409: ok('the source is whitelisted'),
+      409: ok(
+        'the source is covered by a whitelist entry; or, without confirm: true, it reaches your own address, a trusted proxy, a LAN/loopback range or a whitelisted entry (the error names which)',
+      ),
       503: ok('the local API is unreachable or refused the ban'),
     },
   }),

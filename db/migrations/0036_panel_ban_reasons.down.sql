@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS panel_ban_reasons;
