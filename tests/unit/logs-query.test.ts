@@ -135,6 +135,7 @@ async function allRows(): Promise<LogRecord[]> {
     actor: row.actor as string | null,
     nodeId: row.node_id as number | null,
     nodeName: row.node_name as string | null,
+    requestLogId: row.request_log_id as number | null,
   }))
 }
 
