@@ -609,6 +609,7 @@ describe('the duration histogram bucket', () => {
       'actor',
       'node_id',
       'node',
+      'request_log_id',
     ])
   })
 })
