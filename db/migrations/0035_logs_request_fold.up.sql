@@ -5,8 +5,7 @@
 ALTER TABLE logs ADD COLUMN request_log_id INTEGER;
 -- The rows folded into an access row, for its detail.
 CREATE INDEX logs_request_log_idx ON logs (request_log_id) WHERE request_log_id IS NOT NULL;
--- WAF and error rows not folded yet, by time: an access row ingested after them looks here.
-CREATE INDEX logs_unfolded_ts_idx ON logs (ts_ms) WHERE source IN ('waf_audit', 'caddy_error') AND request_log_id IS NULL;
+-- An access row ingested after its WAF and error rows finds them through logs_source_ts_idx.
 -- A WAF or error row looks for its access row by client and time: (remote_ip, ts_ms)
 -- replaces (remote_ip), which it serves as well.
 DROP INDEX logs_remote_ip_idx;

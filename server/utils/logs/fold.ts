@@ -155,7 +155,7 @@ async function _foldAccessRows(rows: LogRow[]): Promise<Fold> {
   if (!bound.length) return { statements: [], changedIds: [] }
   const min = Math.min(...bound.map(({ r }) => _startOf({ tsMs: r.tsMs, durationMs: r.durationMs ?? null })))
   const max = Math.max(...bound.map(({ r }) => r.tsMs))
-  // The partial index logs_unfolded_ts_idx holds exactly these rows (its WHERE is repeated here).
+  // On logs_source_ts_idx: the WAF and error rows of the group's time span.
   const rs = await getClient().execute({
     sql: `SELECT id, ts_ms, source, node_id, host_domain, remote_ip, method, path, waf_rule_id, waf_severity, waf_anomaly_score FROM logs
           WHERE source IN ('waf_audit', 'caddy_error') AND request_log_id IS NULL AND ts_ms BETWEEN ? AND ?`,
