@@ -35,7 +35,7 @@ export { collapseIngestedPrefix } from './waf-audit-bound'
 // after their commit. One panel ingests at a time (a lease row, below), so
 // replicas sharing a database never read the same file twice.
 //
-// By stage: lookups while parsing (ingest-lookups.ts), positions (ingest-positions.ts), this
+// By stage: lookups while parsing (ingest-lookups.ts), the request fold (fold.ts), positions (ingest-positions.ts), this
 // file's read-parse-commit of each file and the loop, the WAF audit log's bound
 // (waf-audit-bound.ts), then the roll-ups and the text index (ingest-derived.ts).
 
