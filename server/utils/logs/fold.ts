@@ -46,6 +46,18 @@ interface _Other extends _Key {
 }
 
 const _requestBound = (r: _Key) => !!(r.remoteIp && r.method && r.path)
+/** Candidates are looked up by client, method and URI (a burst of blocked requests is thousands of each). */
+const _lookupKey = (r: _Key) => `${r.remoteIp} ${r.method} ${r.path}`
+function _byLookupKey<T extends _Key>(list: T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>()
+  for (const x of list) {
+    const k = _lookupKey(x)
+    const bucket = out.get(k)
+    if (bucket) bucket.push(x)
+    else out.set(k, [x])
+  }
+  return out
+}
 const _sameRequest = (a: _Key, b: _Key) =>
   (a.nodeId ?? null) === (b.nodeId ?? null) &&
   a.remoteIp === b.remoteIp &&
@@ -126,10 +138,11 @@ async function _foldIntoStoredAccess(rows: LogRow[]): Promise<Fold> {
   }
   const statements: InStatement[] = []
   const changedIds: number[] = []
+  const accessByKey = _byLookupKey(access)
   for (const r of bound) {
     let best: _Access | null = null
     let bestDistance = Infinity
-    for (const a of access) {
+    for (const a of accessByKey.get(_lookupKey(r as _Key)) ?? []) {
       if (taken.has(`${a.id}:${r.source}`) || !_sameRequest(a, r as _Key)) continue
       const d = _distance(a, r.tsMs)
       if (d !== null && d < bestDistance) [best, bestDistance] = [a, d]
@@ -176,12 +189,14 @@ async function _foldAccessRows(rows: LogRow[]): Promise<Fold> {
   const statements: InStatement[] = []
   const changedIds: number[] = []
   const used = new Set<number>()
+  const othersByKey = _byLookupKey(others)
   for (const { r, i } of bound) {
     const access = { tsMs: r.tsMs, durationMs: r.durationMs ?? null }
+    const candidates = othersByKey.get(_lookupKey(r as _Key)) ?? []
     for (const src of _FOLDED_SOURCES) {
       let best: _Other | null = null
       let bestDistance = Infinity
-      for (const o of others) {
+      for (const o of candidates) {
         if (o.source !== src || used.has(o.id) || !_sameRequest(o, r as _Key)) continue
         const d = _distance(access, o.tsMs)
         if (d !== null && d < bestDistance) [best, bestDistance] = [o, d]
