@@ -133,6 +133,8 @@ export const logs = sqliteTable('logs', {
   actor: text('actor'),
   nodeId: integer('node_id'),
   nodeName: text('node_name'),
+  // A WAF or error row folded into the access row of the same request (migration 0035, server/utils/logs/fold.ts).
+  requestLogId: integer('request_log_id'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {

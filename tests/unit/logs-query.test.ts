@@ -136,6 +136,7 @@ async function allRows(): Promise<LogRecord[]> {
     actor: row.actor as string | null,
     nodeId: row.node_id as number | null,
     nodeName: row.node_name as string | null,
+    requestLogId: row.request_log_id as number | null,
   }))
 }
 
@@ -610,6 +611,7 @@ describe('the duration histogram bucket', () => {
       'actor',
       'node_id',
       'node',
+      'request_log_id',
     ])
   })
 })

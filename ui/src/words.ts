@@ -45,3 +45,50 @@ export const SCOPE_WORDS: Record<string, string> = {
   Country: 'Country',
   AS: 'AS number',
 }
+
+/** Where a log row comes from (the API's `source`). */
+export const LOG_SOURCE_WORDS: Record<string, string> = {
+  caddy_access: 'Access',
+  caddy_error: 'Proxy error',
+  audit: 'Audit',
+  waf_audit: 'WAF',
+}
+
+/** Log levels: Caddy's own and the audit rows' (docs/logs.md "Audit levels"). */
+export const LOG_LEVEL_WORDS: Record<string, string> = {
+  debug: 'Debug',
+  info: 'Info',
+  notice: 'Notice',
+  warn: 'Warning',
+  error: 'Error',
+}
+
+/** Audit actions whose words are not their name with spaces. */
+const _AUDIT_ACTION_WORDS: Record<string, string> = {
+  login: 'Signed in',
+  logout: 'Signed out',
+  login_failed: 'Login failed',
+  login_totp_failed: 'Login failed (wrong one-time code)',
+  login_totp_pending: 'Password accepted, one-time code pending',
+  proxy_reconcile: 'Proxy configuration applied',
+  proxy_push_deferred: 'Proxy update postponed',
+  geoip_refresh: 'Geolocation databases refreshed',
+  log_ingestion_error: 'Log reading failed',
+  logs_prune: 'Old log rows removed',
+  logs_prune_failed: 'Removing old log rows failed',
+  setup: 'Panel set up',
+  waf_exclusion_create: 'WAF rule excluded',
+  waf_exclusion_delete: 'WAF exclusion removed',
+}
+
+/** An audit action in words: "login_failed" -> "Login failed". */
+export function auditActionWords(action: string): string {
+  const own = _AUDIT_ACTION_WORDS[action]
+  if (own) return own
+  const text = action
+    .replace(/_/g, ' ')
+    .replace(/\boidc\b/g, 'OIDC')
+    .replace(/\btotp\b/g, 'TOTP')
+    .replace(/\bapi\b/g, 'API')
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}

@@ -2,7 +2,7 @@ import type { H3Event } from 'h3'
 import { logs } from '../../../db/schema'
 import { afterCommit, runWrite, getDb, type Executor } from './db'
 import { clientIpOf } from './request'
-import type { AuditAction } from './audit-actions'
+import { auditLevelOf, type AuditAction } from './audit-actions'
 
 /** Who did something, from where. Background work uses actor `system:<task>`. */
 export interface AuditContext {
@@ -44,7 +44,7 @@ export async function writeAudit(
     message: action,
     remoteIp: ctx.remoteIp ?? null,
     userAgent: ctx.userAgent ?? null,
-    level: 'info',
+    level: auditLevelOf(action, details),
     raw: JSON.stringify({
       actor: ctx.actor,
       ...(ctx.apiToken ? { api_token_id: ctx.apiToken.id, api_token_name: ctx.apiToken.name } : {}),

@@ -12,7 +12,8 @@ import { CANARY_NODE_ID, nodeLogDir } from '../proxy/nodes/node-records'
 import { checkIngestedBatch } from '../ops/alerts'
 import { knownSecrets, makeRedactor } from '../core/redact'
 import { publishLogRows, subscriberCount } from './hub'
-import { presentLog, type LogRecord } from './present'
+import { presentLog, recordOf, type LogRecord } from './present'
+import { foldGroup, type Fold } from './fold'
 import { LOG_FILES, PARSERS, type LogRow, type LogSource } from './parse'
 import { headFor, planRead, readLines, type Position, type ReadPlan } from './tailer'
 import { insertStatements } from './writer'
@@ -34,7 +35,7 @@ export { collapseIngestedPrefix } from './waf-audit-bound'
 // after their commit. One panel ingests at a time (a lease row, below), so
 // replicas sharing a database never read the same file twice.
 //
-// By stage: lookups while parsing (ingest-lookups.ts), positions (ingest-positions.ts), this
+// By stage: lookups while parsing (ingest-lookups.ts), the request fold (fold.ts), positions (ingest-positions.ts), this
 // file's read-parse-commit of each file and the loop, the WAF audit log's bound
 // (waf-audit-bound.ts), then the roll-ups and the text index (ingest-derived.ts).
 
@@ -67,35 +68,50 @@ async function _parse(source: LogSource, texts: string[]): Promise<LogRow[]> {
 }
 
 /** Commits one group: its rows, and the position just past its last line. Returns the stored rows (with ids) when someone tails. */
-async function _commit(path: string, pos: Position, rows: LogRow[]): Promise<LogRecord[]> {
+async function _commit(path: string, pos: Position, rows: LogRow[], fold: Fold): Promise<LogRecord[]> {
   const live = subscriberCount() > 0
-  const results = await runWrite(() => getClient().batch([...insertStatements(rows, live), savePosition(path, pos)], 'write'))
+  const inserts = insertStatements(rows, live)
+  // The fold's updates follow the INSERTs in the same transaction (fold.ts counts on that).
+  const results = await runWrite(() => getClient().batch([...inserts, ...fold.statements, savePosition(path, pos)], 'write'))
   if (!live) return []
-  const ids = results.slice(0, -1).flatMap((rs) => rs.rows.map((r) => Number(r.id)))
-  return rows.map((r, i) => ({
-    id: ids[i]!,
-    hostId: null,
-    hostDomain: null,
-    ruleId: null,
-    status: null,
-    method: null,
-    path: null,
-    remoteIp: null,
-    userAgent: null,
-    level: null,
-    message: null,
-    raw: null,
-    durationMs: null,
-    wafRuleId: null,
-    wafSeverity: null,
-    wafAnomalyScore: null,
-    wafRules: null,
-    country: null,
-    actor: null,
-    nodeId: null,
-    nodeName: null,
-    ...r,
-  }))
+  const ids = results.slice(0, inserts.length).flatMap((rs) => rs.rows.map((r) => Number(r.id)))
+  // Rows stored earlier that the fold changed go to the tail again: the viewer replaces or folds them.
+  const changed = fold.changedIds.length
+    ? (
+        await getClient().execute({
+          sql: `SELECT * FROM logs WHERE id IN (${fold.changedIds.map(() => '?').join(',')})`,
+          args: fold.changedIds,
+        })
+      ).rows.map(recordOf)
+    : []
+  return [
+    ...changed,
+    ...rows.map((r, i) => ({
+      id: ids[i]!,
+      hostId: null,
+      hostDomain: null,
+      ruleId: null,
+      status: null,
+      method: null,
+      path: null,
+      remoteIp: null,
+      userAgent: null,
+      level: null,
+      message: null,
+      raw: null,
+      durationMs: null,
+      wafRuleId: null,
+      wafSeverity: null,
+      wafAnomalyScore: null,
+      wafRules: null,
+      country: null,
+      actor: null,
+      nodeId: null,
+      nodeName: null,
+      requestLogId: null,
+      ...r,
+    })),
+  ]
 }
 
 /** The proxy node whose folder a file is in: every row read from it carries the node. */
@@ -120,8 +136,9 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan, node
         r.nodeId = node.id
         r.nodeName = node.name
       }
+    const fold = await foldGroup(source, rows)
     const end = group.at(-1)!.end
-    const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows)
+    const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows, fold)
     if (stored.length) publishLogRows(stored.map(presentLog))
     if (rows.length)
       await checkIngestedBatch(source, rows).catch((err) => logger.warn(`events from ingested ${source} rows: ${(err as Error).message}`))

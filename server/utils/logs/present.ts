@@ -30,6 +30,7 @@ export function presentLog(r: LogRecord) {
     actor: r.actor,
     node_id: r.nodeId,
     node: r.nodeName,
+    request_log_id: r.requestLogId,
   }
 }
 
@@ -73,5 +74,6 @@ export function recordOf(r: Row): LogRecord {
     actor: _text(r.actor),
     nodeId: _num(r.node_id),
     nodeName: _text(r.node_name),
+    requestLogId: _num(r.request_log_id),
   }
 }

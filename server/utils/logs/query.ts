@@ -1,8 +1,8 @@
-import { eq } from 'drizzle-orm'
+import { and, asc, eq, isNull } from 'drizzle-orm'
 import { logs } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
-import { compileLogFilter } from './filters'
+import { compileLogFilter, type CompiledFilter } from './filters'
 import { presentLog } from './present'
 import { scanLogs, selectNewest } from './read'
 import { computeLogStats, computeLogTimeseries } from './stats'
@@ -16,6 +16,16 @@ function _limit(v: unknown): number {
   return n
 }
 
+/**
+ * One row per request (fold.ts): without a source filter, the rows folded into an access row
+ * are left out (the access row carries their verdict; its detail lists them). A source filter
+ * lists what it names, folded or not, so source=waf_audit still gives every WAF row.
+ */
+export function listFilter(f: CompiledFilter): CompiledFilter {
+  if (f.dims.has('source')) return f
+  return { ...f, where: and(f.where, isNull(logs.requestLogId)) }
+}
+
 /** GET /api/logs: newest first, `limit` (default 100, max 1000) rows below `before_id`. */
 export async function listLogs(q: Record<string, unknown>): Promise<{ rows: ReturnType<typeof presentLog>[]; scanLimited: boolean }> {
   const f = compileLogFilter(q)
@@ -25,10 +35,11 @@ export async function listLogs(q: Record<string, unknown>): Promise<{ rows: Retu
     if (!/^[1-9]\d{0,15}$/.test(String(q.before_id))) throw badRequest('before_id: must be a positive integer')
     beforeId = Number(q.before_id)
   }
-  if (!f.predicate) {
-    return { rows: (await selectNewest(f.where, limit, beforeId)).map(presentLog), scanLimited: false }
+  const listed = listFilter(f)
+  if (!listed.predicate) {
+    return { rows: (await selectNewest(listed.where, limit, beforeId)).map(presentLog), scanLimited: false }
   }
-  const scan = scanLogs(f, beforeId)
+  const scan = scanLogs(listed, beforeId)
   const out = []
   for await (const r of scan.rows) {
     out.push(presentLog(r))
@@ -37,10 +48,16 @@ export async function listLogs(q: Record<string, unknown>): Promise<{ rows: Retu
   return { rows: out, scanLimited: out.length < limit && scan.limited() }
 }
 
+/**
+ * One row; an access row also lists the WAF and error rows folded into it (`folded`, oldest
+ * first), and a folded row names its access row (`request_log_id`).
+ */
 export async function getLog(id: number) {
   const row = await getDb().select().from(logs).where(eq(logs.id, id)).get()
   if (!row) throw notFound('log row', id)
-  return presentLog(row)
+  if (row.source !== 'caddy_access') return presentLog(row)
+  const folded = await getDb().select().from(logs).where(eq(logs.requestLogId, id)).orderBy(asc(logs.id))
+  return { ...presentLog(row), folded: folded.map(presentLog) }
 }
 
 /** Stats for a filter (see stats.ts). */

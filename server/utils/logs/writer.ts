@@ -30,6 +30,7 @@ const _COLUMNS = [
   ['actor', 'actor'],
   ['node_id', 'nodeId'],
   ['node_name', 'nodeName'],
+  ['request_log_id', 'requestLogId'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()

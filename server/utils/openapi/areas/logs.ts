@@ -43,6 +43,14 @@ export const logRowSchema = z.strictObject({
     'the proxy node that wrote the row (null on audit rows and rows from before nodes were recorded)',
   ),
   node: nullable(z.string()).describe("that node's name when the row was ingested"),
+  request_log_id: nullable(z.number().int()).describe(
+    'on a WAF or proxy-error row: the access row of the same request it is folded into (one row per request, docs/logs.md)',
+  ),
+})
+
+/** One row; an access row also lists the rows folded into it. */
+export const logDetailSchema = logRowSchema.extend({
+  folded: z.array(logRowSchema).optional().describe("on an access row: the WAF's and the proxy's error rows of the same request"),
 })
 
 export const timeseriesPointSchema = z.strictObject({
@@ -62,6 +70,8 @@ export const logsOperations = [
     path: '/api/logs',
     access: 'session',
     summary: 'Log rows, newest first',
+    description:
+      "Without a `source` filter, one row per request: a WAF or proxy-error row folded into its access row is left out (the access row carries the WAF's verdict; GET /api/logs/{id} lists them). A `source` filter lists every row of those sources.",
     query: logListQuery,
     responses: { 200: ok('rows', z.array(logRowSchema), { headers: scanLimited }) },
   }),
@@ -71,7 +81,7 @@ export const logsOperations = [
     access: 'session',
     summary: 'One log row',
     params: idParam('log row'),
-    responses: { 200: ok('the row', logRowSchema), 404: ok('no such row') },
+    responses: { 200: ok('the row', logDetailSchema), 404: ok('no such row') },
   }),
   operation({
     method: 'get',
@@ -110,7 +120,7 @@ export const logsOperations = [
     summary: 'Live rows as server-sent events',
     query: logFilterQuery,
     description:
-      'Each new row matching the filter as `event: log` with the row (as in GET /api/logs) as JSON `data`; `: connected` at once and `: heartbeat` every 15 s.',
+      "Each new row matching the filter as `event: log` with the row (as in GET /api/logs) as JSON `data`; a row sent before comes again when it changed (an access row given the WAF's verdict). Without a `source` filter, a WAF or proxy-error row folded into its access row comes as `event: folded` with `{id, request_log_id}`. `: connected` at once and `: heartbeat` every 15 s.",
     responses: {
       200: ok('an event stream', undefined, { contentType: 'text/event-stream' }),
       429: ok(
