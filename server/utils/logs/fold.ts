@@ -103,7 +103,12 @@ export async function foldGroup(source: LogSource, rows: LogRow[]): Promise<Fold
 }
 
 // The verdict an access row carries: the most severe rule, every rule that matched, and the total score.
-const _verdictOf = (r: { wafRuleId?: number | null; wafSeverity?: string | null; wafAnomalyScore?: number | null; wafRules?: string | null }) => ({
+const _verdictOf = (r: {
+  wafRuleId?: number | null
+  wafSeverity?: string | null
+  wafAnomalyScore?: number | null
+  wafRules?: string | null
+}) => ({
   wafRuleId: r.wafRuleId ?? null,
   wafSeverity: r.wafSeverity ?? null,
   wafAnomalyScore: r.wafAnomalyScore ?? null,
