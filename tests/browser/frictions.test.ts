@@ -99,11 +99,37 @@ describe('frictions of issue 35, screen by screen', () => {
     await page.goto(asked)
     await page.waitForURL((u) => u.origin === publicUrl && u.pathname === '/login')
     await page.getByRole('heading', { name: 'Sign in' }).waitFor()
-    expect(await page.locator('.product').textContent()).toBe('Edge panel')
-    expect(await page.getByTestId('continue-to').textContent()).toBe(`Sign in to continue to ${DEMO_PROTECTED_HOST}:${stack.httpPort}`)
+    // Soft: the sign-in below still runs, so the later cases have a session whatever this says.
+    expect
+      .soft(
+        await page
+          .locator('.product')
+          .textContent({ timeout: 2_000 })
+          .catch(() => null),
+      )
+      .toBe('Edge panel')
+    expect
+      .soft(
+        await page
+          .getByTestId('continue-to')
+          .textContent({ timeout: 2_000 })
+          .catch(() => null),
+      )
+      .toBe(`Sign in to continue to ${DEMO_PROTECTED_HOST}:${stack.httpPort}`)
+    await page.getByLabel('Email').fill(ADMIN.email)
+    await page.getByLabel('Password').fill(ADMIN.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(asked)
+    expect(JSON.parse((await page.locator('body').textContent()) ?? '').url).toBe('/private/page')
 
+    // A target the redirect would not follow is not named.
+    await page.goto(`${publicUrl}/login?rd=${encodeURIComponent('https://evil.example.com/x')}`)
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+    expect(await page.getByTestId('continue-to').count()).toBe(0)
+    await page.goto(`${publicUrl}/login?rd=${encodeURIComponent(asked)}`)
+    await page.getByTestId('continue-to').waitFor()
     const password = page.getByLabel('Password')
-    await password.fill(ADMIN.password)
+    await password.fill('typed-not-sent-1')
     expect(await password.getAttribute('type')).toBe('password')
     await page.getByRole('button', { name: 'Show', exact: true }).click()
     expect(await password.getAttribute('type')).toBe('text')
@@ -111,17 +137,6 @@ describe('frictions of issue 35, screen by screen', () => {
     await page.getByRole('button', { name: 'Hide', exact: true }).click()
     expect(await password.getAttribute('type')).toBe('password')
     expect(await axeProblemsInBothThemesAndWidths(page, 'login with rd')).toEqual([])
-
-    // A target the redirect would not follow is not named.
-    await page.goto(`${publicUrl}/login?rd=${encodeURIComponent('https://evil.example.com/x')}`)
-    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
-    expect(await page.getByTestId('continue-to').count()).toBe(0)
-    await page.goto(`${publicUrl}/login?rd=${encodeURIComponent(asked)}`)
-    await page.getByLabel('Email').fill(ADMIN.email)
-    await page.getByLabel('Password').fill(ADMIN.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.waitForURL(asked)
-    expect(JSON.parse((await page.locator('body').textContent()) ?? '').url).toBe('/private/page')
   })
 
   it('hosts: the Protection column names the access list with what it asks, LAN only, ForwardAuth, the rate limit, or none', async () => {
