@@ -44,7 +44,7 @@ describe('Tokens screen', () => {
     expect(secret).toMatch(/^ept_[A-Za-z0-9_-]{43}$/)
     registerTestSecret(secret)
     await page.getByText('Warning: this token never expires').waitFor()
-    await page.getByRole('button', { name: 'Copy' }).click()
+    await page.getByRole('button', { name: 'Copy', exact: true }).click()
     await page.getByRole('button', { name: 'Copied' }).waitFor()
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
     await screenshot(page, 'tokens')

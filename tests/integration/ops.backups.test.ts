@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { gunzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { startTestUpstream } from '../support/upstream'
 import { eventually, httpRequest } from '../support/http'
@@ -159,6 +159,7 @@ describe('backups are for admins only (issue 33)', () => {
         ['GET', '/api/backups'],
         ['GET', `/api/backups/${backup.id}/download`],
         ['POST', `/api/backups/${backup.id}/restore`],
+        ['POST', '/api/backups/restore'],
         ['POST', '/api/backups'],
         ['DELETE', `/api/backups/${backup.id}`],
       ] as const) {
@@ -267,5 +268,110 @@ describe('a restore keeps what was done to credentials since the backup (issue 3
     const raw = JSON.parse(String(audit.rows[0]!.raw))
     expect(raw).toMatchObject({ backup_id: backup.id, kept: res.json.kept, sessions_ended: res.json.sessions_ended })
     for (const h of hashes) expect(String(audit.rows[0]!.raw)).not.toContain(h)
+  })
+})
+
+describe('restore from an uploaded backup file (issue 35)', () => {
+  const uploadRestore = (bytes: Buffer, name = 'panel-backup.db.gz') => {
+    const form = new FormData()
+    form.set('backup', new Blob([new Uint8Array(bytes)]), name)
+    return stack.panel.request('/api/backups/restore', { method: 'POST', cookie: stack.admin, form })
+  }
+  /** A downloaded backup, then removed from the panel's list: the upload is the only copy the panel sees. */
+  async function downloadedBackup(): Promise<Buffer> {
+    const backup = (await api('/api/backups', 'POST')).json
+    const res = await fetch(`${stack.panel.url}/api/backups/${backup.id}/download`, { headers: { cookie: stack.admin } })
+    const bytes = Buffer.from(await res.arrayBuffer())
+    expect((await api(`/api/backups/${backup.id}`, 'DELETE')).status).toBe(204)
+    return bytes
+  }
+  const restoreRows = async () => {
+    const db = freshDb()
+    onTestFinished(() => db.close())
+    return (await db.execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'backup_restore' ORDER BY id")).rows
+  }
+
+  it('garbage, a cut-off gzip, a non-panel database and a newer-schema file are refused with what to do, changing nothing', async () => {
+    const good = await downloadedBackup()
+    const group = await createGroup(stack, { name: 'after-upload-backup', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    await createHost(stack, { domain: 'after.upload.example.test', target_group_id: group.id })
+    const hostsBefore = (await api('/api/hosts')).json
+    const auditBefore = (await restoreRows()).length
+
+    // Another program's SQLite file, gzip-compressed like a backup.
+    const foreignFile = join(makeTempDir('foreign-db-'), 'other.db')
+    const foreign = createClient({ url: `file:${foreignFile}` })
+    await foreign.execute('CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)')
+    foreign.close()
+    // The panel's own backup with a migration this panel does not know: a newer panel wrote it.
+    const newerFile = join(makeTempDir('newer-db-'), 'newer.db')
+    writeFileSync(newerFile, gunzipSync(good))
+    const newer = createClient({ url: `file:${newerFile}` })
+    await newer.execute(
+      "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from_the_future', '2030-01-01T00:00:00Z')",
+    )
+    newer.close()
+
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['garbage', Buffer.from('this is not a backup at all\n'), /not a panel backup \(neither gzip nor a database\).*Download in Backups/],
+      ['cut off', good.subarray(0, Math.floor(good.length / 2)), /gzip is damaged or cut off.*download the backup again/],
+      ['foreign', gzipSync(readFileSync(foreignFile)), /not a panel database/],
+      [
+        'newer',
+        gzipSync(readFileSync(newerFile)),
+        /written by a newer panel \(database schema 9999; this panel knows up to \d+\): upgrade the panel/,
+      ],
+    ]
+    for (const [what, bytes, message] of cases) {
+      const res = await uploadRestore(bytes, `${what}.db.gz`)
+      expect(res.status, `${what}: ${res.text}`).toBe(400)
+      expect(res.json.error, what).toMatch(message)
+      expect(res.json.error, what).toContain(`the uploaded file "${what}.db.gz"`)
+    }
+    // Nothing changed: the session still works, the hosts are as they were, no restore was recorded, no file left behind.
+    expect((await api('/api/hosts')).json).toEqual(hostsBefore)
+    expect((await restoreRows()).length).toBe(auditBefore)
+    expect(readdirSync(backupsDir()).filter((f) => f.startsWith('.restore'))).toEqual([])
+    const none = await stack.panel.request('/api/backups/restore', { method: 'POST', cookie: stack.admin, form: new FormData() })
+    expect(none.status).toBe(400)
+    expect(none.json.error).toMatch(/one part "backup"/)
+  })
+
+  it('a valid uploaded backup restores: the deleted host comes back in the proxy, every session ends, and the audit row names the file', async () => {
+    const group = await createGroup(stack, { name: 'uploaded-g', targets: [{ address: `127.0.0.1:${up.port}` }] })
+    const host = (await createHost(stack, { domain: 'uploaded.example.test', target_group_id: group.id })).json
+    const bytes = await downloadedBackup()
+    expect((await api(`/api/hosts/${host.id}`, 'DELETE')).status).toBe(204)
+    await eventually(
+      () => httpRequest({ port: stack.httpPort, host: 'uploaded.example.test' }),
+      (r) => r.status !== 200,
+      10_000,
+    )
+    const oldAdmin = stack.admin
+
+    const res = await uploadRestore(bytes, 'from-another-machine.db.gz')
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.restored).toEqual({
+      file_name: 'from-another-machine.db.gz',
+      size_bytes: bytes.length,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    })
+    expect(res.json.reconcile.status).toBe('applied')
+    expect(res.json.sessions_ended).toBeGreaterThanOrEqual(1)
+    expect((await stack.panel.request('/api/hosts', { cookie: oldAdmin })).status).toBe(401)
+    stack.admin = await stack.panel.login()
+    expect((await api(`/api/hosts/${host.id}`)).json.domain).toBe('uploaded.example.test')
+    const served = await eventually(
+      () => httpRequest({ port: stack.httpPort, host: 'uploaded.example.test' }),
+      (r) => r.status === 200,
+      10_000,
+    )
+    expect(JSON.parse(served.body).upstream).toBe(up.port)
+    const rows = await restoreRows()
+    expect(JSON.parse(String(rows.at(-1)!.raw))).toMatchObject({
+      uploaded: { file_name: 'from-another-machine.db.gz', size_bytes: bytes.length },
+      sessions_ended: res.json.sessions_ended,
+    })
+    expect(readdirSync(backupsDir()).filter((f) => f.startsWith('.restore'))).toEqual([])
   })
 })

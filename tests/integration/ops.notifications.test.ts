@@ -106,8 +106,11 @@ describe('channels deliver to real receivers', () => {
     )
     expect(mail!.to).toEqual(['ops@example.test', 'oncall@example.test'])
     expect(mail!.user).toBe('mailer')
-    expect(mail!.raw).toMatch(/Subject: \[edge panel\] config_change/)
-    expect(mail!.raw).toContain('"test":true')
+    // The Test button's message is its own event: a mail filter on config_change must not take it for a change.
+    expect(mail!.raw).toMatch(/Subject: \[edge panel\] test/)
+    expect(mail!.raw).not.toContain('config_change')
+    // The body is quoted-printable: its soft line breaks (=CRLF) joined again.
+    expect(mail!.raw.replace(/=\r\n/g, '')).toContain('this channel works; nothing was changed')
     expect(panel.output()).not.toContain(SMTP_PASSWORD)
   })
 
@@ -130,10 +133,26 @@ describe('channels deliver to real receivers', () => {
     })
     expect(slack.config.webhook_url).toBe('__SET__')
     for (const c of [slack, discord, tg]) expect((await api(`/api/notifications/channels/${c.id}/test`, 'POST')).status).toBe(200)
-    expect(JSON.parse(received.find((r) => r.path === '/slack')!.body).text).toMatch(/config_change/)
-    expect(JSON.parse(received.find((r) => r.path === '/discord')!.body).content).toMatch(/config_change/)
+    const isTest = /^\[edge panel\] test at .*this channel works; nothing was changed/
+    expect(JSON.parse(received.find((r) => r.path === '/slack')!.body).text).toMatch(isTest)
+    expect(JSON.parse(received.find((r) => r.path === '/discord')!.body).content).toMatch(isTest)
     const t = received.find((r) => r.path === `/bot${TG_TOKEN}/sendMessage`)!
-    expect(JSON.parse(t.body)).toMatchObject({ chat_id: '42', text: expect.stringMatching(/config_change/) })
+    expect(JSON.parse(t.body)).toMatchObject({ chat_id: '42', text: expect.stringMatching(isTest) })
+    for (const r of received) expect(r.body).not.toContain('config_change')
+  })
+
+  it('webhook: the Test button sends event "test" (body and X-Panel-Event), never config_change; a rule cannot choose it', async () => {
+    const ch = await channel({ name: 'test-hook', type: 'webhook', config: { url: `${http.url}/test-hook`, secret: HOOK_SECRET } })
+    received = []
+    expect((await api(`/api/notifications/channels/${ch.id}/test`, 'POST')).status).toBe(200)
+    const hit = received.find((r) => r.path === '/test-hook')!
+    expect(hit.headers['x-panel-event']).toBe('test')
+    expect(JSON.parse(hit.body)).toMatchObject({ event: 'test', details: { message: expect.stringMatching(/nothing was changed/) } })
+    expect(hit.body).not.toContain('config_change')
+    expect(hit.headers['x-panel-signature']).toBe(`sha256=${createHmac('sha256', HOOK_SECRET).update(hit.body).digest('hex')}`)
+    const rule = await api('/api/notifications/rules', 'POST', { name: 'tests', events: ['test'], channel_ids: [ch.id] })
+    expect(rule.status).toBe(400)
+    expect(rule.json.error).toMatch(/only sent by a channel's Test button/)
   })
 
   it('a failing receiver is reported by the test send, without the secret', async () => {

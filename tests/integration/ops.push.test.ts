@@ -201,7 +201,11 @@ describe('web push', () => {
     const test = await api(`/api/notifications/channels/${ch.id}/test`, 'POST')
     expect(test.status).toBe(200)
     const hit = pushed.find((x) => x.path === '/push/browser-3')!
-    expect(JSON.parse(decryptPush(hit.body, browser.ecdh, browser.auth))).toMatchObject({ event: 'config_change', details: { test: true } })
+    expect(JSON.parse(decryptPush(hit.body, browser.ecdh, browser.auth))).toMatchObject({
+      event: 'test',
+      title: '[edge panel] test',
+      details: { message: expect.stringMatching(/nothing was changed/) },
+    })
     expect((await api(`/api/notifications/push/subscriptions/${sub.id}`, 'DELETE')).status).toBe(204)
     expect((await api(`/api/notifications/push/subscriptions/${sub.id}`, 'DELETE')).status).toBe(404)
     expect((await api('/api/notifications/push/subscriptions')).json.map((s: any) => s.id)).not.toContain(sub.id)

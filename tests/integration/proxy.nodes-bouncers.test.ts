@@ -163,6 +163,10 @@ describe('one engine for all bouncers', () => {
     // The harness's own machines: validated, and no node is named like them.
     for (const id of ['panel', 'agent']) expect(machines.find((m) => m.machine_id === id)).toMatchObject({ status: 'validated' })
     expect(machines.find((m) => m.machine_id === 'panel')!.node).toBeNull()
+    // The panel's own machine is marked (the Nodes screen explains it instead of showing "never" as a fault).
+    expect(machines.find((m) => m.machine_id === 'panel')!.panel).toBe(true)
+    expect(machines.find((m) => m.machine_id === 'agent')!.panel).toBe(false)
+    expect(machines.find((m) => m.machine_id === 'edge-2')!.panel).toBe(false)
 
     await cs.cscli(['machines', 'validate', 'edge-2'])
     expect(((await get('/api/security/machines')) as Json[]).find((m) => m.machine_id === 'edge-2')!.status).toBe('validated')

@@ -322,6 +322,15 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/backups/{id}/download': { params: { id: MISSING }, refusals: [404] },
     'DELETE /api/backups/{id}': { params: { id: MISSING }, refusals: [404] },
     'POST /api/backups/{id}/restore': { params: { id: MISSING }, refusals: [404] },
+    // Not a backup: refused before anything is replaced (a real one would end the walk's sessions).
+    'POST /api/backups/restore': {
+      form: () => {
+        const form = new FormData()
+        form.append('backup', new Blob([new TextEncoder().encode('not a backup')]), 'walk.db.gz')
+        return form
+      },
+      refusals: [400],
+    },
     'GET /api/dashboard/traffic': {},
     'GET /api/dashboard/security': {},
     'GET /api/dashboard/health': {},

@@ -19,9 +19,11 @@ describe('bodyLimitFor', () => {
     for (const op of publicOps) expect(bodyLimitFor(op.path), op.path).toBe(PUBLIC_BODY_LIMIT_BYTES)
   })
 
-  it('every other operation has 1 MiB, the NPM database upload 64 MiB and its framing', () => {
-    for (const op of withBody.filter((o) => o.access !== 'public' && o.path !== '/api/import/npm'))
+  it('every other operation has 1 MiB, the NPM database upload 64 MiB and the backup upload 256 MiB, each with its framing', () => {
+    const uploads = ['/api/import/npm', '/api/backups/restore']
+    for (const op of withBody.filter((o) => o.access !== 'public' && !uploads.includes(o.path)))
       expect(bodyLimitFor(op.path), op.path).toBe(JSON_BODY_LIMIT_BYTES)
     expect(bodyLimitFor('/api/import/npm')).toBe(64 * 1024 * 1024 + 64 * 1024)
+    expect(bodyLimitFor('/api/backups/restore')).toBe(256 * 1024 * 1024 + 64 * 1024)
   })
 })

@@ -54,7 +54,8 @@ describe('explainAcmeFailure — the cause of a failed order in words', () => {
       'the CA refuses connections',
       '[nocert.example.test] creating new order: fetching new nonce from server: performing request: Head "https://127.0.0.1:9/nonce-plz": dial tcp 127.0.0.1:9: connect: connection refused (ca=https://127.0.0.1:9/dir)',
       'ca_unreachable',
-      /^the ACME CA could not be reached: connection refused \(at https:\/\/127\.0\.0\.1:9\/dir\); check the ACME directory URL/,
+      // The Settings field by its label, as the Settings screen shows it, not its key.
+      /^the ACME CA could not be reached: connection refused \(at https:\/\/127\.0\.0\.1:9\/dir\); check the ACME directory URL \(the host's own, or "Default ACME directory URL" in Settings\)/,
     ],
     [
       'the CA refuses connections, no directory named',

@@ -82,6 +82,7 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'smtp.from': 'Sender address',
   'geoip.country_url': 'Country database URL',
   'geoip.asn_url': 'AS number database URL',
+  'revisions.retention_count': 'Configuration revisions kept',
 }
 
 /** The unit shown after a setting's field. */
@@ -94,6 +95,7 @@ export const SETTING_UNITS: Record<string, string> = {
   'proxy.trusted_proxies': 'comma separated',
   'proxy.client_ip_headers': 'comma separated',
   'oidc.allowed_emails': 'comma separated',
+  'revisions.retention_count': 'newest first; the oldest go',
 }
 /** Titles of the settings groups (the part of the key before the dot). */
 export const SETTING_GROUPS: Record<string, string> = {
@@ -107,6 +109,7 @@ export const SETTING_GROUPS: Record<string, string> = {
   oidc: 'Single sign-on (OIDC)',
   smtp: 'Email (SMTP)',
   geoip: 'Geolocation',
+  revisions: 'Revisions (undo history)',
 }
 
 const PATH = /^([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*|country code): (.+)$/s

@@ -46,7 +46,7 @@ const _userKey = (u: { id: number; createdAt: string }) => `${u.id}/${u.createdA
  * credentials in `live` since it was taken, in one transaction of the snapshot.
  * Refuses (409, the snapshot untouched) when the result would have no admin.
  */
-export async function carryOverCredentials(live: Executor, snapshot: Db, backupId: number): Promise<CarriedOver> {
+export async function carryOverCredentials(live: Executor, snapshot: Db, backupId: number | string): Promise<CarriedOver> {
   const liveUsers = new Map((await live.select().from(users)).map((u) => [_userKey(u), u]))
   const liveTokens = new Map((await live.select().from(apiTokens)).map((t) => [t.tokenHash, t]))
   const liveEmailOf = new Map([...liveUsers.values()].map((u) => [u.id, u.email]))
@@ -131,7 +131,7 @@ export async function carryOverCredentials(live: Executor, snapshot: Db, backupI
       const admins = (await tx.select({ n: count() }).from(users).where(eq(users.role, 'admin')).get())?.n ?? 0
       if (admins === 0)
         throw conflict(
-          `backup ${backupId} cannot be restored: every admin it holds has since been deleted or demoted, so the panel would have no admin; restore a newer backup, or promote one of them again first`,
+          `${typeof backupId === 'number' ? `backup ${backupId}` : backupId} cannot be restored: every admin it holds has since been deleted or demoted, so the panel would have no admin; restore a newer backup, or promote one of them again first`,
         )
 
       for (const u of liveUsers.values()) if (!snapKeys.has(_userKey(u))) out.not_in_backup.users.push({ id: u.id, email: u.email })

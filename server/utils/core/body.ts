@@ -1,5 +1,6 @@
 import { readMultipartFormData, type H3Event, type MultiPartData } from 'h3'
 import { NPM_DATABASE_LIMIT_BYTES, NPM_IMPORT_PATH } from '../import/npm-limits'
+import { BACKUP_UPLOAD_LIMIT_BYTES, BACKUP_UPLOAD_PATH } from '../ops/backup-limits'
 import { badRequest, payloadTooLarge } from './errors'
 
 // The one reader of request bodies. h3's readRawBody buffers whatever arrives
@@ -26,6 +27,7 @@ const _PUBLIC_BODY_PATHS: ReadonlySet<string> = new Set(['/api/setup', '/api/aut
 export function bodyLimitFor(path: string): number {
   if (_PUBLIC_BODY_PATHS.has(path)) return PUBLIC_BODY_LIMIT_BYTES
   if (path === NPM_IMPORT_PATH) return NPM_DATABASE_LIMIT_BYTES + _MULTIPART_FRAMING_BYTES
+  if (path === BACKUP_UPLOAD_PATH) return BACKUP_UPLOAD_LIMIT_BYTES + _MULTIPART_FRAMING_BYTES
   return JSON_BODY_LIMIT_BYTES
 }
 

@@ -77,6 +77,18 @@ export async function withMigratedFile<T>(path: string, fn: (db: Db) => Promise<
   }
 }
 
+/** The newest schema version this panel knows: a database past it was written by a newer panel. */
+export function knownSchemaVersion(): number {
+  if (!_open) throw new Error('database is not open yet')
+  return _open.migrations.at(-1)?.version ?? 0
+}
+
+/** The name of each migration this panel knows, by version. */
+export function knownMigrationNames(): Map<number, string> {
+  if (!_open) throw new Error('database is not open yet')
+  return new Map(_open.migrations.map((m) => [m.version, m.name]))
+}
+
 export function getDb(): Db {
   if (!_open) throw new Error('database is not open yet')
   return _open.db

@@ -127,7 +127,7 @@ export function explainAcmeFailure(error: string): { kind: AcmeFailureKind; caus
     const where = /\(ca=([^)\s]+)\)/.exec(error)?.[1] ?? /(?:Get|Head|Post) "([^"]+)"/.exec(e)?.[1]
     return {
       kind: 'ca_unreachable',
-      cause: `the ACME CA could not be reached: ${e.replace(/^.*?: (?=[^:]*$)/, '')}${where ? ` (at ${where})` : ''}; check the ACME directory URL (the host's, or acme.ca_url in Settings) and that the proxy can reach it`,
+      cause: `the ACME CA could not be reached: ${e.replace(/^.*?: (?=[^:]*$)/, '')}${where ? ` (at ${where})` : ''}; check the ACME directory URL (the host's own, or "Default ACME directory URL" in Settings) and that the proxy can reach it`,
     }
   }
   if (/urn:ietf:params:acme:error:/.test(e))

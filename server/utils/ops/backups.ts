@@ -1,11 +1,34 @@
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
-import { gunzipSync, gzipSync } from 'node:zlib'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createGunzip, gunzipSync, gzipSync } from 'node:zlib'
 import { createClient } from '@libsql/client'
 import { Cron } from 'croner'
 import { getConfig } from '../core/config'
-import { filePathOfUrl, getClient, getDatabaseUrl, getDb, replaceDatabaseFile, runWrite, withMigratedFile } from '../core/db'
+import {
+  filePathOfUrl,
+  getClient,
+  getDatabaseUrl,
+  getDb,
+  knownMigrationNames,
+  knownSchemaVersion,
+  replaceDatabaseFile,
+  runWrite,
+  withMigratedFile,
+} from '../core/db'
 import { badRequest, notFound, upstreamUnavailable } from '../core/errors'
 import { getSetting } from '../core/settings'
 import { writeAudit, systemActor, type AuditContext } from '../core/audit'
@@ -15,6 +38,7 @@ import { logger } from '../core/log'
 import { emitPanelEvent } from './events'
 import { reconcileNow } from '../proxy/sync/reconcile'
 import { carryOverCredentials, type CarriedOver } from '../auth/carry-over'
+import { BACKUP_UNPACKED_LIMIT_BYTES } from './backup-limits'
 
 // Backups are consistent snapshots (VACUUM INTO, never a copy of a live WAL
 // file), gzip-compressed, with a SHA-256 beside them. Their metadata lives in a
@@ -148,38 +172,57 @@ export async function deleteBackup(id: number, ctx: AuditContext): Promise<void>
   await writeAudit(ctx, 'backup_delete', { backup_id: id })
 }
 
-/** Refuses (400) a file that is not a sound panel database, before anything is replaced. */
-async function _assertPanelDatabase(path: string, id: number): Promise<void> {
+/**
+ * Refuses (400) a file that is not a sound panel database, or one a newer panel wrote (this one
+ * cannot know its tables), before anything is replaced. `label` names the file in the message.
+ */
+async function _assertPanelDatabase(path: string, label: string): Promise<void> {
   const check = createClient({ url: `file:${path}` })
+  let applied: { version: number; name: string }[]
   try {
     const r = await check.execute('PRAGMA integrity_check')
-    if (String(r.rows[0]?.[0]) !== 'ok') throw badRequest(`backup ${id}: integrity check failed: ${String(r.rows[0]?.[0]).slice(0, 200)}`)
-    await check.execute('SELECT max(version) FROM schema_migrations')
+    if (String(r.rows[0]?.[0]) !== 'ok') throw badRequest(`${label}: integrity check failed: ${String(r.rows[0]?.[0]).slice(0, 200)}`)
+    applied = (await check.execute('SELECT version, name FROM schema_migrations ORDER BY version')).rows.map((row) => ({
+      version: Number(row.version),
+      name: String(row.name),
+    }))
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode) throw err
-    throw badRequest(`backup ${id}: not a panel database (${(err as Error).message.slice(0, 120)})`)
+    throw badRequest(`${label}: not a panel database (${(err as Error).message.slice(0, 120)})`)
   } finally {
     check.close()
   }
+  // Another program's database may have a table of that name: the panel's migrations name it as theirs.
+  const known = knownMigrationNames()
+  const foreign = applied.find((m) => known.has(m.version) && known.get(m.version) !== m.name)
+  if (!applied.length || foreign) throw badRequest(`${label}: not a panel database (its schema_migrations table is not the panel's)`)
+  const newest = applied.at(-1)!.version
+  if (newest > knownSchemaVersion())
+    throw badRequest(
+      `${label}: written by a newer panel (database schema ${newest}; this panel knows up to ${knownSchemaVersion()}): upgrade the panel, then restore it`,
+    )
 }
 
 /**
- * Integrity check first; then, under the write queue, the snapshot is migrated,
- * given what changed to credentials since it was taken (revocations, deletions,
- * demotions, new passwords: server/utils/auth/carry-over.ts) with every session
- * ended, and only then swapped in; caches dropped and the proxy reconciled.
+ * Integrity and schema checks first; then, under the write queue, the snapshot
+ * is migrated, given what changed to credentials since it was taken
+ * (revocations, deletions, demotions, new passwords: server/utils/auth/carry-over.ts)
+ * with every session ended, and only then swapped in; caches dropped and the
+ * proxy reconciled. The same for a backup of the list and an uploaded file.
  */
-export async function restoreBackup(id: number, ctx: AuditContext) {
-  const meta = _get(id)
-  const bytes = _snapshotBytes(meta)
-  const candidate = join(_dir(), `.restore-${id}.db`)
-  writeFileSync(candidate, bytes, { mode: 0o600 })
+async function _restoreFile(
+  candidate: string,
+  label: string,
+  backupRef: number | string,
+  reason: string,
+  audit: (carried: CarriedOver) => Promise<unknown>,
+) {
   let carried: CarriedOver
   try {
-    await _assertPanelDatabase(candidate, id)
+    await _assertPanelDatabase(candidate, label)
     // One queue slot from reading the live tables to the swap: a revocation cannot slip in between.
     carried = await runWrite(async () => {
-      const c = await withMigratedFile(candidate, (snapshot) => carryOverCredentials(getDb(), snapshot, id))
+      const c = await withMigratedFile(candidate, (snapshot) => carryOverCredentials(getDb(), snapshot, backupRef))
       await replaceDatabaseFile(candidate)
       return c
     })
@@ -188,9 +231,91 @@ export async function restoreBackup(id: number, ctx: AuditContext) {
   }
   await kvClearAll() // cached sessions and decisions belong to the replaced database
   await loadStrictSessions() // and so does strict session mode
-  await writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at, ...carried })
-  const reconcile = await reconcileNow(`restored backup ${id}`).catch((err) => ({ status: 'failed', error: (err as Error).message }))
+  await audit(carried)
+  const reconcile = await reconcileNow(reason).catch((err) => ({ status: 'failed', error: (err as Error).message }))
+  return { carried, reconcile }
+}
+
+export async function restoreBackup(id: number, ctx: AuditContext) {
+  const meta = _get(id)
+  const bytes = _snapshotBytes(meta)
+  const candidate = join(_dir(), `.restore-${id}.db`)
+  writeFileSync(candidate, bytes, { mode: 0o600 })
+  const { carried, reconcile } = await _restoreFile(candidate, `backup ${id}`, id, `restored backup ${id}`, (c) =>
+    writeAudit(ctx, 'backup_restore', { backup_id: id, backup_created_at: meta.created_at, ...c }),
+  )
   return { restored: meta, reconcile, ...carried }
+}
+
+const _GZIP_MAGIC = Buffer.from([0x1f, 0x8b])
+const _SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1')
+const _WHAT_TO_UPLOAD = "upload the .db.gz file that Download in Backups gives (the panel's database, gzip-compressed)"
+
+/** Unpacks the upload to `path`: a gzip (as Download gives it) or an uncompressed database, bounded in size. */
+async function _unpackUpload(bytes: Buffer, path: string, label: string): Promise<void> {
+  if (bytes.subarray(0, _SQLITE_MAGIC.length).equals(_SQLITE_MAGIC)) {
+    writeFileSync(path, bytes, { mode: 0o600 })
+    return
+  }
+  if (!bytes.subarray(0, 2).equals(_GZIP_MAGIC))
+    throw badRequest(`${label}: not a panel backup (neither gzip nor a database); ${_WHAT_TO_UPLOAD}`)
+  let unpacked = 0
+  const bounded = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      unpacked += chunk.length
+      if (unpacked > BACKUP_UNPACKED_LIMIT_BYTES)
+        done(
+          badRequest(
+            `${label}: unpacks to more than ${BACKUP_UNPACKED_LIMIT_BYTES / 1024 ** 3} GiB; restore it with the panel's command line instead`,
+          ),
+        )
+      else done(null, chunk)
+    },
+  })
+  try {
+    await pipeline(Readable.from([bytes]), createGunzip(), bounded, createWriteStream(path, { mode: 0o600 }))
+  } catch (err) {
+    rmSync(path, { force: true })
+    if ((err as { statusCode?: number }).statusCode) throw err
+    // A cut-off download ends early ("unexpected end of file"); a damaged one fails its checksum.
+    throw badRequest(`${label}: the gzip is damaged or cut off (${(err as Error).message}); download the backup again and upload that file`)
+  }
+  const head = Buffer.alloc(_SQLITE_MAGIC.length)
+  const fd = openSync(path, 'r')
+  try {
+    readSync(fd, head, 0, head.length, 0)
+  } finally {
+    closeSync(fd)
+  }
+  if (!head.equals(_SQLITE_MAGIC)) {
+    rmSync(path, { force: true })
+    throw badRequest(`${label}: not a panel backup (the gzip does not hold a database); ${_WHAT_TO_UPLOAD}`)
+  }
+}
+
+/**
+ * Restores an uploaded backup file (admin only: the route's declaration): the same checks and
+ * credential carry-over as a backup of the list; a file that is not a panel backup, is damaged
+ * or comes from a newer panel is refused (400) with nothing changed.
+ */
+export async function restoreUploadedBackup(upload: { fileName: string; bytes: Buffer }, ctx: AuditContext) {
+  const label = `the uploaded file "${upload.fileName}"`
+  mkdirSync(_dir(), { recursive: true, mode: 0o700 })
+  let n = Date.now()
+  while (existsSync(join(_dir(), `.restore-upload-${n}.db`))) n++
+  const candidate = join(_dir(), `.restore-upload-${n}.db`)
+  try {
+    await _unpackUpload(upload.bytes, candidate, label)
+  } catch (err) {
+    rmSync(candidate, { force: true })
+    throw err
+  }
+  const sha256 = createHash('sha256').update(upload.bytes).digest('hex')
+  const restored = { file_name: upload.fileName, size_bytes: upload.bytes.length, sha256 }
+  const { carried, reconcile } = await _restoreFile(candidate, label, label, `restored the uploaded backup ${upload.fileName}`, (c) =>
+    writeAudit(ctx, 'backup_restore', { uploaded: restored, ...c }),
+  )
+  return { restored, reconcile, ...carried }
 }
 
 export function lastBackup() {

@@ -16,6 +16,9 @@ export type PanelEventName =
   | 'login_failed'
   | 'rate_limit_triggered'
   | 'config_change'
+  // Only sent by a channel's Test button, never emitted on the bus nor selectable in a rule:
+  // a receiver that routes by event must not take a test for a real change.
+  | 'test'
 
 export interface PanelEvent {
   name: PanelEventName

@@ -40,6 +40,7 @@ export interface PresentedMachine {
   created_at: string | null
   node_id: number | null
   node: string | null
+  panel: boolean
 }
 
 /** How the engine stores a bouncer key (pkg/apiserver/middlewares/v1/api_key.go: hex SHA-512). */
@@ -133,6 +134,7 @@ export async function listEngineBouncers(): Promise<PresentedBouncer[]> {
 /** `GET /api/security/machines`: every machine (watcher) the engine knows, pending ones included. */
 export async function listEngineMachines(): Promise<PresentedMachine[]> {
   const nodes = await readNodeRows(getDb())
+  const panelMachine = getConfig().lapi.machineId
   return readEngineMachines().map((r) => ({
     machine_id: r.machineId,
     ip_address: r.ipAddress,
@@ -142,7 +144,9 @@ export async function listEngineMachines(): Promise<PresentedMachine[]> {
     last_heartbeat: r.lastHeartbeat,
     auth_type: r.authType,
     created_at: r.createdAt,
-    ...matchMachine(r, nodes),
+    // The panel's own login (LAPI_MACHINE_ID), used to write decisions: it belongs to no node
+    // and sends no heartbeat, so "never" there is not a fault.
+    ...(r.machineId === panelMachine ? { node_id: null, node: null, panel: true } : { ...matchMachine(r, nodes), panel: false }),
   }))
 }
 

@@ -257,9 +257,49 @@ export const opsOperations = [
           sessions_ended: z.number().int().describe("sessions that were open; every session ended, the caller's too"),
         }),
       ),
-      400: ok('the snapshot failed its integrity check'),
+      400: ok('the snapshot failed its integrity check, or a newer panel wrote it'),
       404: ok('no such backup'),
       409: ok('every admin of the snapshot has since been deleted or demoted: restoring it would leave no admin'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/backups/restore',
+    access: 'admin',
+    summary: 'Restore an uploaded backup file (as Download gives it), after the same checks as a restore from the list',
+    description:
+      'Upload the `.db.gz` file (an uncompressed database file is taken too; at most 256 MiB, 4 GiB unpacked). It is checked before anything is replaced: ' +
+      "gzip intact, a sound SQLite database, the panel's schema, not written by a newer panel. Credentials are carried over as for " +
+      '`POST /api/backups/{id}/restore`, every session ends, and a `backup_restore` audit row names the file.',
+    multipart: z.strictObject({ backup: z.string().describe('the backup file (.db.gz)') }),
+    responses: {
+      200: ok(
+        'restored',
+        z.strictObject({
+          restored: z
+            .strictObject({ file_name: z.string(), size_bytes: z.number().int(), sha256: z.string() })
+            .describe('the uploaded file (its name as sent, its size and SHA-256)'),
+          reconcile: z.looseObject({ status: z.string(), error: z.string().optional() }),
+          kept: z
+            .strictObject({
+              api_tokens_revoked: z.array(tokenRefSchema).describe('revoked since the backup, or gone with their user: revoked'),
+              api_tokens_narrowed: z.array(tokenRefSchema).describe('narrowed to read since the backup: read'),
+              users_deleted: z.array(userRefSchema).describe('deleted since the backup: deleted again, with their tokens'),
+              users_demoted: z.array(userRefSchema).describe('demoted to viewer since the backup: viewer, admin tokens narrowed'),
+              credentials_changed: z.array(userRefSchema).describe('password or second factor changed since the backup: the new ones kept'),
+            })
+            .describe('what was done to credentials since the backup, applied to the restored database'),
+          not_in_backup: z
+            .strictObject({ users: z.array(userRefSchema), api_tokens: z.array(tokenRefSchema) })
+            .describe('users and active tokens created after the backup: not in it, so gone'),
+          sessions_ended: z.number().int().describe("sessions that were open; every session ended, the caller's too"),
+        }),
+      ),
+      400: ok(
+        'not a panel backup, a damaged or cut-off gzip, a failed integrity check, or a database from a newer panel: nothing was changed',
+      ),
+      409: ok('every admin of the file has since been deleted or demoted: restoring it would leave no admin'),
+      413: ok('the file is over 256 MiB'),
     },
   }),
   operation({

@@ -111,6 +111,7 @@ export const engineMachineSchema = z.strictObject({
   auth_type: z.string().describe('password or tls'),
   created_at: nullableTimestamp(),
   ..._nodeRef,
+  panel: z.boolean().describe("the panel's own machine (LAPI_MACHINE_ID): it writes decisions, belongs to no node and sends no heartbeat"),
 })
 
 const _engineDbUnavailable = ok(

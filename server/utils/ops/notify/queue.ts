@@ -72,8 +72,13 @@ export async function listRules() {
 }
 
 export async function saveRule(id: number | null, body: z.infer<typeof ruleBody>, ctx: AuditContext) {
-  for (const e of body.events)
+  for (const e of body.events) {
+    if (e === 'test')
+      throw badRequest(
+        `events: "test" is only sent by a channel's Test button and cannot be chosen in a rule; use ${EVENT_NAMES.join(', ')}`,
+      )
     if (!(EVENT_NAMES as string[]).includes(e)) throw badRequest(`events: "${e}" is not an event; use ${EVENT_NAMES.join(', ')}`)
+  }
   return writeTransaction(async (tx) => {
     const known = (
       await tx.select({ id: notificationChannels.id }).from(notificationChannels).where(inArray(notificationChannels.id, body.channel_ids))
@@ -197,12 +202,15 @@ async function _work(): Promise<void> {
   }
 }
 
-/** POST …/channels/{id}/test: one delivery now, answered with its outcome. */
+/** The words of the Test button's message: whoever reads it must not look for a change. */
+export const TEST_MESSAGE = 'a test message sent with the Test button: this channel works; nothing was changed'
+
+/** POST …/channels/{id}/test: one delivery now, as its own event `test`, answered with its outcome. */
 export async function sendTest(channelId: number) {
   if (!(await getDb().select().from(notificationChannels).where(eq(notificationChannels.id, channelId)).get()))
     throw notFound('notification channel', channelId)
   try {
-    await deliver(channelId, { name: 'config_change', at: new Date().toISOString(), details: { test: true } })
+    await deliver(channelId, { name: 'test', at: new Date().toISOString(), details: { message: TEST_MESSAGE } })
     await recordDelivery(channelId, true, null)
     return { status: 'ok' }
   } catch (err) {
