@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually, httpRequest } from '../support/http'
 import { freePort } from '../support/ports'
 import { writeMmdb } from '../support/mmdb-writer'
+import { createTestPki } from '../support/certs'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
@@ -190,6 +191,29 @@ describe('certificates and the country database as problems', () => {
         text: expect.stringMatching(/^order failed: /),
         since: expect.any(String),
         fix: { to: '/certificates#fail-h', text: 'Failed ACME attempts' },
+      },
+    ])
+    expect(sys).toEqual(dash)
+  })
+
+  it('an uploaded certificate that expires within 21 days is a warning; the link goes to the uploaded certificates', async () => {
+    const host = await createHost(stack, { domain: 'soon.example.test', target_group_id: groupId })
+    expect(host.status).toBe(201)
+    const leaf = createTestPki().leaf('soon.example.test', { days: 5 })
+    const form = new FormData()
+    for (const [k, v] of Object.entries({ cert_pem: leaf.certPem, key_pem: leaf.keyPem }))
+      form.append(k, new Blob([v], { type: 'application/x-pem-file' }), `${k}.pem`)
+    const up = await stack.panel.request(`/api/manual-certs/${host.json.id}`, { method: 'POST', cookie: stack.admin, form })
+    expect(up.status, up.text).toBe(201)
+    const { dash, sys } = await problemsOf('certificate_expiring')
+    expect(dash).toEqual([
+      {
+        kind: 'certificate_expiring',
+        severity: 'warning',
+        subject: 'uploaded certificate of soon.example.test',
+        text: expect.stringMatching(/^expires in [45] day\(s\): upload a new one$/),
+        since: null,
+        fix: { to: '/certificates#up-h', text: 'Uploaded certificates' },
       },
     ])
     expect(sys).toEqual(dash)

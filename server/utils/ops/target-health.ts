@@ -2,6 +2,7 @@ import { hosts, targetGroups } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { getConfig } from '../core/config'
 import { readProxyUpstreams } from '../proxy/nodes/client'
+import { proxyReachable } from '../proxy/sync/state'
 import type { LogRow } from '../logs/parse'
 
 // Health of every target of every target group, from what the real proxy says:
@@ -90,7 +91,8 @@ export function forgetTargetTopology(): void {
 
 async function _readUpstreams() {
   if (Date.now() - _upstreams.atMs < _UPSTREAMS_MS) return _upstreams.map
-  _upstreams.map = await readProxyUpstreams(getConfig().proxy.adminUrl, { timeoutMs: 1_500 })
+  // A proxy the reconciler already found unreachable is not asked again here: the lists would wait on it.
+  _upstreams.map = proxyReachable() === false ? null : await readProxyUpstreams(getConfig().proxy.adminUrl, { timeoutMs: 1_500 })
   _upstreams.atMs = Date.now()
   return _upstreams.map
 }
