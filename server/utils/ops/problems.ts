@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { countryBans } from '../../../db/schema'
+import { countryBans, targetGroups } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { listCertificateExpiries } from '../hosts/cert-expiry'
 import { readGeoStatus } from '../geo/refresh'
@@ -8,7 +8,6 @@ import { readProxyHealth } from '../proxy/sync/loop'
 import { lastBackup } from './backups'
 import { CERT_WARNING_DAYS } from './alerts'
 import { readTargetHealth } from './target-health'
-import { targetGroups } from '../../../db/schema'
 import { logger } from '../core/log'
 
 // One list of what is wrong, for /api/dashboard/health and /api/system/health
@@ -147,7 +146,7 @@ async function _componentProblems(): Promise<HealthProblem[]> {
       kind: 'proxy_unreachable',
       severity: 'error',
       subject: 'proxy',
-      text: 'its admin API does not answer: changes are not applied',
+      text: 'its admin API does not answer: changes wait and are applied when it answers',
       since: null,
       fix: { to: '/logs?source=caddy_error', text: 'Proxy errors in the logs' },
     })
