@@ -812,6 +812,11 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
       .waitFor()
     // The dashboard's geolocation problem (no database here) links to where it is fixed.
     await page.getByRole('link', { name: 'Dashboard' }).click()
+    // The problem's words and its link are apart (they read "not loadedDownload the databases").
+    const geoProblem = page.getByTestId('problems').getByRole('listitem').filter({ hasText: 'country database' })
+    expect((await geoProblem.textContent())!.replace(/\s+/g, ' ').trim()).toMatch(
+      /^Warning country database: not loaded: .+ · Download the databases$/,
+    )
     await page.getByRole('link', { name: 'Download the databases' }).click()
     await page.getByRole('button', { name: 'Download now' }).waitFor()
     expect(page.url()).toBe(`${lean.panel.url}/security#countries`)

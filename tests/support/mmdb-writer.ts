@@ -57,7 +57,8 @@ function pathBits(cidr: string): number[] {
 }
 
 /** Entries are applied in order: put wider networks first, narrower ones after. */
-export function writeMmdb(entries: Array<[string, Value]>, databaseType = 'Test-Country'): Buffer {
+/** `buildEpoch`: the database's build time in seconds (its version; the panel judges its age by it). */
+export function writeMmdb(entries: Array<[string, Value]>, databaseType = 'Test-Country', opts: { buildEpoch?: number } = {}): Buffer {
   const root: Tree = { children: [undefined, undefined] }
   for (const [cidr, data] of entries) {
     const bits = pathBits(cidr)
@@ -123,7 +124,7 @@ export function writeMmdb(entries: Array<[string, Value]>, databaseType = 'Test-
     encode('binary_format_minor_version'),
     unsigned(5, 0),
     encode('build_epoch'),
-    unsigned(9, 1_700_000_000),
+    unsigned(9, opts.buildEpoch ?? 1_700_000_000),
     encode('description'),
     encode({ en: 'panel test fixture' }),
   ])

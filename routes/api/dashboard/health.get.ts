@@ -4,6 +4,7 @@ import { securityEngineHealth } from '~/server/utils/security/engine-health'
 import { lastBackup } from '~/server/utils/ops/backups'
 import { readGeoStatus } from '~/server/utils/geo/refresh'
 import { readClientAddressHealth } from '~/server/utils/core/request'
+import { listHealthProblems } from '~/server/utils/ops/problems'
 
 export default defineEventHandler(async () => ({
   proxy: await readProxyHealth(),
@@ -11,4 +12,5 @@ export default defineEventHandler(async () => ({
   geoip: await readGeoStatus(),
   backups: lastBackup(),
   client_addresses: readClientAddressHealth(),
+  problems: await listHealthProblems(),
 }))

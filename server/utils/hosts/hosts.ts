@@ -14,6 +14,7 @@ import { withEngineFiles } from '../security/engine-files'
 import { logger } from '../core/log'
 import { presentHost } from './present'
 import { detachDeletedHost } from './access-lists'
+import { readTargetHealth } from '../ops/target-health'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -26,16 +27,17 @@ async function _withReconcile(row: HostRow, outcome: ReconcileOutcome, exec: Exe
   return { ...(await _present(row, exec)), reconcile: presentReconcile(outcome) }
 }
 
+/** Reads carry the health of the host's target group (its targets, ops/target-health.ts). */
 export async function listHosts() {
   const rows = await getDb().select().from(hosts).orderBy(hosts.id)
-  const certificates = await certificateSummaries(rows)
-  return rows.map((r) => presentHost(r, certificates.get(r.id) ?? null))
+  const [certificates, health] = await Promise.all([certificateSummaries(rows), readTargetHealth()])
+  return rows.map((r) => ({ ...presentHost(r, certificates.get(r.id) ?? null), health: health.get(r.targetGroupId) ?? null }))
 }
 
 export async function getHost(id: number) {
   const row = await getDb().select().from(hosts).where(eq(hosts.id, id)).get()
   if (!row) throw notFound('host', id)
-  return _present(row)
+  return { ...(await _present(row)), health: (await readTargetHealth()).get(row.targetGroupId) ?? null }
 }
 
 async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number): Promise<void> {

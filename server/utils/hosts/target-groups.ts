@@ -7,20 +7,24 @@ import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcil
 import type { TargetGroupInput } from './schemas'
 import { presentTargetGroup } from './present'
 import { targetGroupToRow } from './records'
+import { readTargetHealth } from '../ops/target-health'
 
 function _duplicateName(err: unknown, name: string): never {
   if (isUniqueViolation(err)) throw conflict(`name: a target group named "${name}" already exists`)
   throw err
 }
 
+/** Reads carry each target's health (ops/target-health.ts); a mutation's answer does not wait for the proxy. */
 export async function listTargetGroups() {
-  return (await getDb().select().from(targetGroups).orderBy(targetGroups.id)).map(presentTargetGroup)
+  const rows = await getDb().select().from(targetGroups).orderBy(targetGroups.id)
+  const health = await readTargetHealth()
+  return rows.map((g) => ({ ...presentTargetGroup(g), health: health.get(g.id) ?? null }))
 }
 
 export async function getTargetGroup(id: number) {
   const row = await getDb().select().from(targetGroups).where(eq(targetGroups.id, id)).get()
   if (!row) throw notFound('target group', id)
-  return presentTargetGroup(row)
+  return { ...presentTargetGroup(row), health: (await readTargetHealth()).get(row.id) ?? null }
 }
 
 /** Inside the caller's transaction: inserted and audited; the caller reconciles. */

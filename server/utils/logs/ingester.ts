@@ -10,6 +10,7 @@ import { systemActor, writeAudit } from '../core/audit'
 import { proxyNodes } from '../../../db/schema'
 import { CANARY_NODE_ID, nodeLogDir } from '../proxy/nodes/node-records'
 import { checkIngestedBatch } from '../ops/alerts'
+import { noteProxyHealthRows } from '../ops/target-health'
 import { knownSecrets, makeRedactor } from '../core/redact'
 import { publishLogRows, subscriberCount } from './hub'
 import { presentLog, recordOf, type LogRecord } from './present'
@@ -136,9 +137,11 @@ async function _ingestPlan(path: string, source: LogSource, plan: ReadPlan, node
         r.nodeId = node.id
         r.nodeName = node.name
       }
-    const fold = await foldGroup(source, rows)
     const end = group.at(-1)!.end
-    const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, rows, fold)
+    // Health-check lines update the targets' health; a failing target's repeated lines are folded (the events below still see them all).
+    const kept = source === 'caddy_error' ? await noteProxyHealthRows(rows) : rows
+    const fold = await foldGroup(source, kept)
+    const stored = await _commit(path, { inode: plan.inode, offset: end, head: headFor(plan.head, end) }, kept, fold)
     if (stored.length) publishLogRows(stored.map(presentLog))
     if (rows.length)
       await checkIngestedBatch(source, rows).catch((err) => logger.warn(`events from ingested ${source} rows: ${(err as Error).message}`))

@@ -6,6 +6,7 @@ import { bootStartedAtMs } from '../core/boot'
 import { readRuntimeMetrics } from './runtime-metrics'
 import { PANEL_VERSION } from '../core/version'
 import { readBackgroundRuns } from '../core/runtime-state'
+import { listHealthProblems } from './problems'
 
 const _sizeOf = (path: string) => {
   try {
@@ -55,5 +56,7 @@ export async function readSystemHealth() {
     background: readBackgroundRuns(),
   }
   for (const [name, section] of _sections) out[name] = await section()
+  // The same list as /api/dashboard/health: what is wrong and where it is fixed.
+  out.problems = await listHealthProblems()
   return out
 }

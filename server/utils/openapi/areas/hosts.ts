@@ -48,14 +48,42 @@ export const certificateSummarySchema = z.union([
 ])
 
 // The answers' shapes are the stored records (hosts/schemas.ts) plus timestamps: declared once.
+const _targetState = z.enum(['healthy', 'unhealthy', 'unknown'])
+/** ops/target-health.ts: the active check's verdict from the proxy's log, the passive one from its admin API. */
+export const groupHealthSchema = z
+  .union([
+    z.strictObject({
+      state: _targetState.describe('unhealthy when a target is; healthy when every target is; unknown otherwise'),
+      targets: z.array(
+        z.strictObject({
+          address: z.string(),
+          state: _targetState.describe('unknown: the group has no health check, or the proxy does not answer'),
+          cause: z.union([z.string(), z.null()]).describe('why, in words ("connect: connection refused", "unexpected status code 500")'),
+          since: nullableTimestamp().describe('when the current state began, as far as the panel saw it'),
+          failed_checks: z.number().int().describe('failed active checks in a row (the current outage)'),
+          failed_requests: z
+            .union([z.number().int(), z.null()])
+            .describe("proxied requests that failed in the passive check's window (30 s); null when the proxy did not answer"),
+        }),
+      ),
+    }),
+    z.null(),
+  ])
+  .describe('health of the targets (on reads; absent from the answers of changes)')
+
 export const hostSchema = hostRecord.extend({
   created_at: timestamp(),
   updated_at: nullableTimestamp(),
   certificate: certificateSummarySchema,
+  health: groupHealthSchema.optional().describe("health of the host's target group (on reads)"),
 })
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 
-export const targetGroupSchema = targetGroupRecord.extend({ created_at: timestamp(), updated_at: nullableTimestamp() })
+export const targetGroupSchema = targetGroupRecord.extend({
+  created_at: timestamp(),
+  updated_at: nullableTimestamp(),
+  health: groupHealthSchema.optional(),
+})
 
 export const wafExclusionSchema = wafExclusionRecord.extend({ created_at: timestamp() })
 

@@ -69,6 +69,34 @@ export const engineHealthSchema = z.strictObject({
   error: nullable(z.string()),
 })
 
+/** ops/problems.ts: the same list in /api/dashboard/health and /api/system/health. */
+export const healthProblemsSchema = z
+  .array(
+    z.strictObject({
+      kind: z.enum([
+        'proxy_unreachable',
+        'proxy_rejected',
+        'security_engine_unreachable',
+        'target_unhealthy',
+        'certificate_failed',
+        'certificate_expired',
+        'certificate_expiring',
+        'geo_database_missing',
+        'geo_database_stale',
+        'backup_failed',
+      ]),
+      severity: z.enum(['error', 'warning']).describe('error: something does not work now; warning: it will, or works worse'),
+      subject: z.string().describe('what is affected, in words'),
+      text: z.string().describe('why, in words'),
+      since: nullableTimestamp(),
+      fix: z.strictObject({
+        to: z.string().describe('the web UI path (with the section as #fragment) where it is fixed'),
+        text: z.string(),
+      }),
+    }),
+  )
+  .describe('what is wrong, errors first; empty when all is well')
+
 export const pushSubscriptionSchema = z.strictObject({
   id: z.number().int(),
   endpoint_origin: z.string().describe('only the origin: the full endpoint is a capability URL'),
@@ -352,6 +380,7 @@ export const opsOperations = [
           geoip: geoStatusSchema,
           backups: lastBackupSchema,
           client_addresses: clientAddressHealthSchema,
+          problems: healthProblemsSchema,
         }),
       ),
     },

@@ -4,7 +4,7 @@ import { createUserBody, updateUserBody } from '../../auth/schemas'
 import { idParam, noContent, nullableTimestamp, ok, operation, timestamp } from '../registry'
 import { forwardAuthCheckQuery } from '../../proxy/forward-auth-check'
 import { userSchema } from './auth'
-import { clientAddressHealthSchema, engineHealthSchema, proxyHealthSchema } from './ops'
+import { clientAddressHealthSchema, engineHealthSchema, healthProblemsSchema, proxyHealthSchema } from './ops'
 import { nodeStatusSchema } from './nodes'
 
 // Area: system health, run-time settings, users, liveness, this reference itself.
@@ -59,6 +59,7 @@ export const systemHealthSchema = z.strictObject({
     .optional(),
   security_engine: engineHealthSchema.optional(),
   client_addresses: clientAddressHealthSchema,
+  problems: healthProblemsSchema,
   background: z
     .record(z.string(), backgroundRunSchema)
     .describe('the last run of every task and loop of this process, by name (such as logs:prune, proxy:reconcile)'),

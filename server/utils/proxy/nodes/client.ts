@@ -137,3 +137,27 @@ export async function readProxyBuild(
     return null
   }
 }
+
+/**
+ * GET /reverse_proxy/upstreams: per upstream address, the requests in flight and the
+ * passive health check's failures counted within its fail_duration. Caddy (2.6 to 2.11)
+ * does not say the active check's verdict here; that comes from its log (ops/target-health.ts).
+ * Null when the admin API does not answer.
+ */
+export async function readProxyUpstreams(
+  admin: string | AdminTarget,
+  opts: { timeoutMs?: number } = {},
+): Promise<Map<string, { num_requests: number; fails: number }> | null> {
+  try {
+    const answer = await _call(_target(admin), 'GET', '/reverse_proxy/upstreams', undefined, {}, opts.timeoutMs ?? 2_000)
+    if (answer.status !== 200) return null
+    const list = JSON.parse(answer.body)
+    if (!Array.isArray(list)) return null
+    const out = new Map<string, { num_requests: number; fails: number }>()
+    for (const u of list)
+      if (u && typeof u.address === 'string') out.set(u.address, { num_requests: Number(u.num_requests) || 0, fails: Number(u.fails) || 0 })
+    return out
+  } catch {
+    return null
+  }
+}
