@@ -1,6 +1,8 @@
 // What a change did or would do, in words: the API keeps its field names and
 // part names (snake_case, stable for scripts); the screens show these instead.
 
+import { fieldLabel } from './fields'
+
 const _ACRONYMS: Record<string, string> = {
   waf: 'WAF',
   tls: 'TLS',
@@ -33,9 +35,11 @@ const _FIELD_WORDS: Record<string, string> = {
   tls_acme_ca_url: 'ACME directory URL',
 }
 
-/** A field or setting name in words: `waf_mode` → "WAF mode", `acme.email` → "ACME email". */
+/** A field or setting name in words: `waf_mode` → "WAF mode", `acme.ca_url` → its Settings label. */
 export function fieldWords(field: string): string {
   if (_FIELD_WORDS[field]) return _FIELD_WORDS[field]
+  const label = fieldLabel(field)
+  if (label) return label
   const words = field
     .split(/[._]/)
     .map((w) => _ACRONYMS[w] ?? w)
@@ -90,4 +94,18 @@ export function summaryWords(s: { part: string; label: string; change: string; f
   const what = objectWords(s)
   if (s.change !== 'changed' || !s.fields.length || s.part === 'settings') return what
   return `${what}: ${s.fields.map(fieldWords).join(', ')}`
+}
+
+/**
+ * A revision's stored reason in words. Reasons are written by the server in words already, except
+ * the settings push, which lists the keys it saw ("settings changed: acme.email, acme.ca_url"):
+ * those are shown by their Settings labels.
+ */
+export function reasonWords(reason: string | null | undefined): string {
+  const m = /^settings changed: (.+)$/.exec(reason ?? '')
+  if (!m) return reason ?? ''
+  return `Settings changed: ${m[1]!
+    .split(', ')
+    .map((k) => fieldWords(k))
+    .join(', ')}`
 }
