@@ -52,6 +52,10 @@ export const hostSchema = hostRecord.extend({
   created_at: timestamp(),
   updated_at: nullableTimestamp(),
   certificate: certificateSummarySchema,
+  custom_handler_count: z
+    .number()
+    .int()
+    .describe('how many custom handlers (the escape hatch, docs/hosts.md) the host carries; 0 for none'),
 })
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 
