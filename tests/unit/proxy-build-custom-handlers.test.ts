@@ -78,9 +78,10 @@ describe('custom handlers — the check', () => {
     ['templates', { handler: 'templates' }],
     ['crowdsec', { handler: 'crowdsec' }],
     ['acme_server', { handler: 'acme_server' }],
+    ['log_append', { handler: 'log_append', key: 'status', value: '200' }],
   ])('refuses the module %s by name', (name, handler) => {
     expect(customHandlersProblem([handler])).toBe(
-      `handler 1: the module "${name}" is not allowed in custom handlers; allowed: copy_response_headers, encode, error, headers, log_append, map, request_body, rewrite, static_response, subroute, timeouts, vars`,
+      `handler 1: the module "${name}" is not allowed in custom handlers; allowed: copy_response_headers, encode, error, headers, map, request_body, rewrite, static_response, subroute, timeouts, vars`,
     )
   })
 
@@ -104,6 +105,15 @@ describe('custom handlers — the check', () => {
       routes: [{ match: [{ not: [{ file: { try_files: ['/etc/passwd'] } }] }], handle: [HEADER] }],
     }
     expect(customHandlersProblem([fileMatcher])).toMatch(/the "file" matcher is refused/)
+  })
+
+  it("refuses the panel's own X-Panel-* headers, set or deleted", () => {
+    expect(customHandlersProblem([{ handler: 'headers', response: { set: { 'x-panel-rule-id': ['7'] } } }])).toBe(
+      'handler 1: the header "x-panel-rule-id" is refused: headers named X-Panel-* are the panel\'s own',
+    )
+    expect(customHandlersProblem([{ handler: 'headers', response: { delete: ['X-Panel-Appsec-Threshold'] } }])).toMatch(
+      /X-Panel-\* are the panel's own/,
+    )
   })
 
   it('refuses @id keys, non-objects and objects without a handler', () => {

@@ -24,7 +24,8 @@ export type CustomHandlerPoint = (typeof CUSTOM_HANDLER_POINTS)[number]
  * certificates' keys among them), reverse_proxy (it reaches the proxy's admin API and
  * the engine's local API on loopback; a host's upstreams are target groups),
  * acme_server, authentication (the panel's access lists and ForwardAuth do that),
- * invoke and intercept (they run routes defined elsewhere), metrics, tracing, push,
+ * invoke and intercept (they run routes defined elsewhere), log_append (the access
+ * log's fields are what the panel's log ingester reads), metrics, tracing, push,
  * and the panel's own security modules (crowdsec, appsec, waf, rate_limit), which a
  * snippet must not configure a second time behind the panel's back.
  */
@@ -33,7 +34,6 @@ export const CUSTOM_HANDLER_MODULES = [
   'encode',
   'error',
   'headers',
-  'log_append',
   'map',
   'request_body',
   'rewrite',
@@ -49,6 +49,8 @@ export const CUSTOM_HANDLERS_MAX_COUNT = 32
 
 // Placeholders that read the proxy's environment (its bouncer key) or any file it can read.
 const _SECRET_PLACEHOLDER = /\{\s*(env|file)\./i
+// Headers the panel sets and reads back itself (the log ingester's rule tag, AppSec's threshold).
+const _PANEL_HEADER = /^[-+]?x-panel-/i
 // Matchers that look at the proxy's file system.
 const _FORBIDDEN_MATCHERS = new Set(['file'])
 
@@ -73,6 +75,7 @@ function _walk(value: unknown, where: string, inMatch: boolean): string | null {
   if (typeof value === 'string') {
     if (_SECRET_PLACEHOLDER.test(value))
       return `${where}: the placeholders {env.*} and {file.*} are refused (they would put the proxy's environment or files in an answer)`
+    if (_PANEL_HEADER.test(value)) return `${where}: "${value}" is refused: headers named X-Panel-* are the panel's own`
     return null
   }
   if (Array.isArray(value)) {
@@ -93,6 +96,8 @@ function _walk(value: unknown, where: string, inMatch: boolean): string | null {
   for (const [key, child] of Object.entries(obj)) {
     // The panel finds its own routes by @id (unknown-host.ts); a snippet's could shadow or be mistaken for one.
     if (key.startsWith('@')) return `${where}: the key "${key}" is refused (the panel names its own routes with @id)`
+    // The panel tags responses with them and its log ingester reads them back (path-rules.ts).
+    if (_PANEL_HEADER.test(key)) return `${where}: the header "${key}" is refused: headers named X-Panel-* are the panel's own`
     if (inMatch && _FORBIDDEN_MATCHERS.has(key)) return `${where}: the "${key}" matcher is refused (it reads the proxy's files)`
     const problem = _walk(child, where, key === 'match' || (inMatch && key === 'not'))
     if (problem) return problem
