@@ -181,6 +181,11 @@ export const hosts = sqliteTable('hosts', {
   wafJsonMaxDepth: integer('waf_json_max_depth'),
   wafBodyLimitAction: text('waf_body_limit_action', { enum: ['partial', 'pass', 'refuse'] }),
   wafAllowedContentTypes: text('waf_allowed_content_types', { mode: 'json' }).$type<string[]>(),
+  // Migration 0040: the escape hatch (docs/hosts.md), raw Caddy handlers and where they run.
+  customHandlers: text('custom_handlers', { mode: 'json' }).notNull().$type<Record<string, unknown>[]>(),
+  customHandlersAt: text('custom_handlers_at', { enum: ['after_security', 'before_proxy'] })
+    .notNull()
+    .default('before_proxy'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

@@ -40,9 +40,12 @@ const host = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  custom_handlers: [],
+  custom_handlers_at: 'before_proxy',
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: null,
   certificate: null,
+  custom_handler_count: 0,
 }
 
 describe('OpenAPI contract check', () => {

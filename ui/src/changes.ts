@@ -33,6 +33,7 @@ const _FIELD_WORDS: Record<string, string> = {
   rule_id: 'WAF rule',
   tls_dns_provider: 'DNS provider',
   tls_acme_ca_url: 'ACME directory URL',
+  custom_handlers_at: 'Where custom handlers run',
 }
 
 /** A field or setting name in words: `waf_mode` → "WAF mode", `acme.ca_url` → its Settings label. */

@@ -25,6 +25,9 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   waf_json_max_depth: 'Maximum JSON depth',
   waf_body_limit_action: 'Over the limit',
   waf_allowed_content_types: 'Allowed content types',
+  custom_handlers: 'Custom handlers',
+  'custom_handlers.*': (i) => `Custom handler ${i + 1}`,
+  custom_handlers_at: 'Where they run',
   // Target groups
   name: 'Name',
   scheme: 'Scheme',

@@ -13,6 +13,7 @@ import {
   WAF_LIMIT_BOUNDS,
   WAF_PROFILES,
 } from '../proxy/build/waf-rules'
+import { CUSTOM_HANDLER_POINTS, customHandlersProblem } from '../proxy/build/custom-handlers'
 
 // Request shapes for hosts, target groups and rules. Anything that would be
 // interpreted by the proxy (quotes, braces, whitespace, placeholders) is refused
@@ -124,6 +125,17 @@ export const hostBody = z.strictObject({
   rate_limit_burst: z.number().int().min(0, 'must not be negative').max(100_000).default(100),
   bouncer_enabled: _optionalBool,
   ..._wafFields,
+  // The escape hatch: left out of a PUT, the stored list stays.
+  custom_handlers: z
+    .array(z.record(z.string(), z.unknown(), { message: 'must be a JSON object such as {"handler": "headers", ...}' }), {
+      message: 'must be a list of JSON objects, each with a "handler" field',
+    })
+    .superRefine((handlers, ctx) => {
+      const problem = customHandlersProblem(handlers)
+      if (problem) ctx.addIssue({ code: 'custom', message: problem })
+    })
+    .optional(),
+  custom_handlers_at: z.enum(CUSTOM_HANDLER_POINTS, { message: `must be one of ${CUSTOM_HANDLER_POINTS.join(', ')}` }).optional(),
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -151,6 +163,8 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  custom_handlers: [],
+  custom_handlers_at: 'before_proxy',
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

@@ -76,6 +76,10 @@ export const hostSchema = hostRecord.extend({
   updated_at: nullableTimestamp(),
   certificate: certificateSummarySchema,
   health: groupHealthSchema.optional().describe("health of the host's target group (on reads)"),
+  custom_handler_count: z
+    .number()
+    .int()
+    .describe('how many custom handlers (the escape hatch, docs/hosts.md) the host carries; 0 for none'),
 })
 const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
 

@@ -29,6 +29,7 @@ import { buildAcmePolicies, buildCertificateMaintenance } from './tls-acme'
 import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
+import { customHandlersAt } from './custom-handlers'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -166,6 +167,7 @@ function _buildHostRoute(
           chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
         break
       case 'rules':
+        chain.push(...customHandlersAt(host, 'after_security', warnings))
         // The chain so far runs for every request; rules and the default route follow it.
         if (chain.length) routes.push({ handle: chain.splice(0) })
         for (const rule of sortRules(rules)) {
@@ -173,9 +175,12 @@ function _buildHostRoute(
           if (route) routes.push(route)
         }
         break
-      case 'upstream':
+      case 'upstream': {
+        const custom = customHandlersAt(host, 'before_proxy', warnings)
+        if (custom.length) routes.push({ handle: custom })
         routes.push(buildDefaultRoute(group, warnings))
         break
+      }
     }
   }
   return { match: [{ host: names }], handle: [{ handler: 'subroute', routes }], terminal: true }

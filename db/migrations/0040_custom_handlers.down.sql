@@ -1,0 +1,2 @@
+ALTER TABLE hosts DROP COLUMN custom_handlers_at;
+ALTER TABLE hosts DROP COLUMN custom_handlers;
