@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { eq, notInArray, sql } from 'drizzle-orm'
+import { eq, getTableColumns, getTableName, notInArray, sql, type SQL } from 'drizzle-orm'
 import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
 import {
   accessLists,
@@ -77,6 +77,28 @@ async function _freeUniqueNames(tx: Tx, table: SQLiteTable & { id: any }, key: '
  * The rows are stored as drizzle returns them (camelCase keys, JSON columns parsed), so they go back
  * through drizzle unchanged; `any` because drizzle's builders are typed per concrete table.
  */
+/**
+ * A revision recorded before a migration added a column does not hold it; writing back only the
+ * stored keys would keep the column's current value (a host would keep custom handlers it did not
+ * have then). Such a column gets its database default, which each migration chooses to be what the
+ * panel did before it (NULL where the column has none).
+ */
+async function _columnsMissingFrom(
+  tx: Tx,
+  table: SQLiteTable,
+  rows: Array<Record<string, unknown>>,
+): Promise<(row: Record<string, unknown>) => Record<string, SQL>> {
+  const columns = Object.entries(getTableColumns(table))
+  if (!rows.some((r) => columns.some(([key]) => !(key in r)))) return () => ({})
+  const info = (await tx.all(sql.raw(`PRAGMA table_info(${JSON.stringify(getTableName(table))})`))) as Array<{
+    name: string
+    dflt_value: string | null
+  }>
+  const defaultOf = new Map(info.map((c) => [c.name, c.dflt_value ?? 'NULL']))
+  return (row) =>
+    Object.fromEntries(columns.filter(([key]) => !(key in row)).map(([key, col]) => [key, sql.raw(defaultOf.get(col.name) ?? 'NULL')]))
+}
+
 function _tablePart(
   name: string,
   table: SQLiteTable & { id: any },
@@ -101,7 +123,9 @@ function _tablePart(
     prune: (tx, objects) => _pruneRows(tx, table, objects),
     async restore(tx, objects) {
       if (extra.unique) await _freeUniqueNames(tx, table, extra.unique)
-      for (const row of Object.values(objects)) {
+      const missing = await _columnsMissingFrom(tx, table, Object.values(objects))
+      for (const stored of Object.values(objects)) {
+        const row = { ...missing(stored), ...stored }
         const { id: _id, ...rest } = row
         await (tx as any).insert(table).values(row).onConflictDoUpdate({ target: table.id, set: rest })
       }
