@@ -86,6 +86,7 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       waf_json_max_depth: null,
       waf_body_limit_action: null,
       waf_allowed_content_types: null,
+      compression: 'inherit' as const,
     })),
   }
 }

@@ -179,6 +179,9 @@ export const hosts = sqliteTable('hosts', {
   wafJsonMaxDepth: integer('waf_json_max_depth'),
   wafBodyLimitAction: text('waf_body_limit_action', { enum: ['partial', 'pass', 'refuse'] }),
   wafAllowedContentTypes: text('waf_allowed_content_types', { mode: 'json' }).$type<string[]>(),
+  compression: text('compression', { enum: ['inherit', 'on', 'off'] })
+    .notNull()
+    .default('inherit'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

@@ -40,6 +40,7 @@ const host = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  compression: 'inherit',
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: null,
   certificate: null,

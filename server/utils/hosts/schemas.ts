@@ -124,6 +124,10 @@ export const hostBody = z.strictObject({
   rate_limit_burst: z.number().int().min(0, 'must not be negative').max(100_000).default(100),
   bouncer_enabled: _optionalBool,
   ..._wafFields,
+  // Left out of a PUT: the stored value stays; on create: 'inherit' (the global setting proxy.compression).
+  compression: z
+    .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global compression setting), "on" or "off"' })
+    .optional(),
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -151,6 +155,7 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  compression: 'inherit',
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

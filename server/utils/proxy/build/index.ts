@@ -14,6 +14,7 @@ import {
   stripBouncerWarmup,
 } from './crowdsec'
 import { PANEL_COOKIE_NAMES } from '../../auth/session-cookie'
+import { buildEncodeHandler, hostCompresses } from './encode'
 import {
   buildForwardAuthCallbackRoute,
   buildForwardAuthHandler,
@@ -34,7 +35,7 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 /**
  * The order of a host's request chain, read top to bottom: static gates on the
  * client address (cheapest: the LAN gate, then the access list's IP rules) ->
- * ban check (403 before any WAF work) -> rate limit -> the access list's basic
+ * compression (wraps everything after it, docs/hosts.md) -> ban check (403 before any WAF work) -> rate limit -> the access list's basic
  * auth (after the rate limit, which bounds password guessing and the bcrypt work
  * it costs; before the WAF, so an anonymous client never costs a WAF run) ->
  * WAF -> auth sub-request -> path rules -> the host's upstream (A10,
@@ -43,6 +44,7 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 export const HOST_HANDLER_ORDER = [
   'lan_gate',
   'access_ip',
+  'encode',
   'crowdsec',
   'appsec',
   'rate_limit',
@@ -114,6 +116,12 @@ function _buildHostRoute(
       case 'access_ip':
         if (accessList) routes.push(...buildAccessListIpRoutes(accessList, snapshot.clientIp))
         break
+      case 'encode': {
+        // Outermost after the static gates: the WAF and the bouncer see plain bytes, the client gets them compressed.
+        const encode = hostCompresses(host, snapshot.compression) && buildEncodeHandler(snapshot.compression)
+        if (encode) routes.push({ handle: [encode] })
+        break
+      }
       case 'crowdsec':
         // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
         if (snapshot.engineDown && host.engine_down_refuse) routes.push(buildEngineDownRefusalRoute())
