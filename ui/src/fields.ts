@@ -64,6 +64,10 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'security_engine.ticker_interval': 'Ban poll interval of the proxy',
   'proxy.trusted_proxies': 'Trusted proxies in front (CDN, load balancer)',
   'proxy.client_ip_headers': 'Client address headers',
+  'proxy.compression': 'Compress answers (zstd or gzip)',
+  'proxy.compression_types': 'Media types to compress',
+  'proxy.compression_minimum_bytes': 'Smallest answer to compress',
+  compression: 'Compression',
   'acme.email': 'Default ACME email',
   'acme.ca_url': 'Default ACME directory URL',
   'appsec.inbound_threshold': 'Inbound anomaly threshold',
@@ -93,6 +97,8 @@ export const SETTING_UNITS: Record<string, string> = {
   'security_engine.ticker_interval': 'Go duration: 10s, 1m',
   'proxy.trusted_proxies': 'comma separated',
   'proxy.client_ip_headers': 'comma separated',
+  'proxy.compression_types': 'comma separated',
+  'proxy.compression_minimum_bytes': 'bytes',
   'oidc.allowed_emails': 'comma separated',
 }
 /** Titles of the settings groups (the part of the key before the dot). */
