@@ -87,6 +87,11 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       waf_body_limit_action: null,
       waf_allowed_content_types: null,
       compression: 'inherit' as const,
+      header_rules: [],
+      upstream_host: null,
+      hsts: null,
+      security_headers: false,
+      csp: null,
     })),
   }
 }

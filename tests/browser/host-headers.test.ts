@@ -89,3 +89,53 @@ describe('compression in the web UI', () => {
     expect(consoleErrors).toEqual([])
   })
 })
+
+describe('header rules in the web UI', () => {
+  it('presets as switches and an advanced rule, saved and checked through the proxy, with axe on the open box', async () => {
+    await page.goto(`${stack.panel.url}/hosts/${hostId}`)
+    await page.getByLabel('Security headers').check()
+    await page.getByTestId('security-headers-help').waitFor({ state: 'visible' })
+    await page.getByLabel('HSTS (browsers use HTTPS only for this site)').check()
+    // A plain-HTTP host: the switch says HSTS will not be sent yet.
+    await page.getByTestId('hsts-plain').waitFor({ state: 'visible' })
+    await page.getByLabel('Preload').check()
+    await page.getByTestId('hsts-preload-checklist').waitFor({ state: 'visible' })
+    await page.getByText('Advanced: header rules (0)').click()
+    await page.getByRole('button', { name: 'Add a header rule' }).click()
+    await page.getByLabel('Header 1 goes').selectOption('request')
+    await page.getByLabel('Name').fill('X-Tenant')
+    await page.getByLabel('Value').fill('blue')
+    expect(await axeProblemsInBothThemesAndWidths(page, 'host page, header rules open')).toEqual([])
+
+    // Preload without subdomains is refused at its field, in words.
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Include subdomains: must be true with preload').waitFor({ state: 'visible' })
+    await page.getByLabel('Include subdomains').check()
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Host saved and applied to the proxy.').waitFor({ state: 'visible' })
+
+    const host = (await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json
+    expect(host.header_rules).toEqual([{ direction: 'request', action: 'set', name: 'X-Tenant', value: 'blue' }])
+    expect(host.hsts).toEqual({ max_age: 31_536_000, include_subdomains: true, preload: true })
+    const res = await eventually(
+      () => httpRequest({ port: stack.httpPort, host: HOST, path: '/headers-from-ui' }),
+      (r) => r.headers['x-content-type-options'] === 'nosniff',
+      15_000,
+      200,
+    )
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
+    expect(res.headers['strict-transport-security']).toBeUndefined()
+    expect(up.requests.findLast((r) => r.url === '/headers-from-ui')!.headers['x-tenant']).toBe('blue')
+  })
+
+  it('an identity header is refused at its field with the reason', async () => {
+    await page.goto(`${stack.panel.url}/hosts/${hostId}`)
+    await page.getByText('Advanced: header rules (1)').waitFor({ state: 'visible' })
+    await page.getByLabel('Name').fill('X-Auth-User')
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText(/Header rule 1 name: is refused: X-Auth-User: the X-Auth-\* headers/).waitFor({ state: 'visible' })
+    expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.header_rules[0].name).toBe('X-Tenant')
+    // The two refusals of this file (preload without subdomains, the identity header) are the scenario.
+    expect(consoleErrors.filter((e) => !/status of 400 .*\/api\/hosts\/\d+$/.test(e))).toEqual([])
+  })
+})

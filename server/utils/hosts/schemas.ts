@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
+import { headerFields } from './header-schemas'
 import {
   CONTENT_TYPE_PATTERN,
   WAF_CONTROL_RULE_RANGE,
@@ -128,6 +129,7 @@ export const hostBody = z.strictObject({
   compression: z
     .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global compression setting), "on" or "off"' })
     .optional(),
+  ...headerFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -156,6 +158,11 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
   compression: 'inherit',
+  header_rules: [],
+  upstream_host: null,
+  hsts: null,
+  security_headers: false,
+  csp: null,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */
