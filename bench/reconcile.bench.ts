@@ -88,6 +88,12 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       waf_allowed_content_types: null,
       custom_handlers: [],
       custom_handlers_at: 'before_proxy' as const,
+      compression: 'inherit' as const,
+      header_rules: [],
+      upstream_host: null,
+      hsts: null,
+      security_headers: false,
+      csp: null,
     })),
   }
 }

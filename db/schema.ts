@@ -186,6 +186,16 @@ export const hosts = sqliteTable('hosts', {
   customHandlersAt: text('custom_handlers_at', { enum: ['after_security', 'before_proxy'] })
     .notNull()
     .default('before_proxy'),
+  compression: text('compression', { enum: ['inherit', 'on', 'off'] })
+    .notNull()
+    .default('inherit'),
+  headerRules: text('header_rules', { mode: 'json' })
+    .notNull()
+    .$type<{ direction: 'request' | 'response'; action: 'set' | 'add' | 'remove'; name: string; value: string | null }[]>(),
+  upstreamHost: text('upstream_host'),
+  hsts: text('hsts', { mode: 'json' }).$type<{ max_age: number; include_subdomains: boolean; preload: boolean }>(),
+  securityHeaders: integer('security_headers', { mode: 'boolean' }).notNull().default(false),
+  csp: text('csp', { mode: 'json' }).$type<{ mode: 'enforce' | 'report-only'; policy: string }>(),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

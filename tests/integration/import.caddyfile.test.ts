@@ -161,7 +161,9 @@ describe('Caddyfile import — load balancing and matchers', () => {
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
     expect(hosts.find((h: any) => h.domain === 'shop.example.test').aliases).toEqual(['www.shop.example.test'])
     const why = (name: string) => r.not_importable.filter((n: any) => n.name === name).map((n: any) => n.source)
-    expect(why('encode')).toEqual(['Caddyfile line 2'])
+    // `encode zstd gzip` turns the host's compression on (it used to be "not importable").
+    expect(why('encode')).toEqual([])
+    expect(hosts.find((h: any) => h.domain === 'shop.example.test').compression).toBe('on')
     expect(why('file_server')).toEqual(['Caddyfile line 14'])
     expect(why('php_fastcgi')).toEqual(['Caddyfile line 27'])
     // php_fastcgi expands into routes behind file matchers: named at its line too.
@@ -190,6 +192,48 @@ describe('Caddyfile import — load balancing and matchers', () => {
     expect(upB.requests.at(-1)!.url).toBe('/api/items')
     expect((await through('app.example.test', '/ws/chat')).status).toBe(200)
     expect(upB.requests.at(-1)!.url).toBe('/ws/chat')
+  })
+})
+
+describe('Caddyfile import — encode and header', () => {
+  it('map to compression and header rules (HSTS to its switch); what does not map is listed with its line', async () => {
+    const caddyfile = [
+      'http://headers.example.test {',
+      '\tencode gzip',
+      '\theader X-Served-By edge',
+      '\theader -Server',
+      '\theader +Link "</a.css>; rel=preload"',
+      '\theader Strict-Transport-Security "max-age=31536000; includeSubDomains; preload"',
+      '\trequest_header X-Tenant blue',
+      '\trequest_header X-Auth-User forged',
+      '\theader X-Host {host}',
+      `\treverse_proxy 127.0.0.1:${upA.port}`,
+      '}',
+      '',
+    ].join('\n')
+    const r = (await post(caddyfile, true)).json
+    expect(created(r, 'host')).toEqual(['headers.example.test'])
+    const host = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json.find(
+      (h: any) => h.domain === 'headers.example.test',
+    )
+    expect(host.compression).toBe('on')
+    expect(host.hsts).toEqual({ max_age: 31_536_000, include_subdomains: true, preload: true })
+    expect(host.header_rules).toEqual(
+      expect.arrayContaining([
+        { direction: 'response', action: 'set', name: 'X-Served-By', value: 'edge' },
+        { direction: 'response', action: 'remove', name: 'Server', value: null },
+        { direction: 'response', action: 'add', name: 'Link', value: '</a.css>; rel=preload' },
+        { direction: 'request', action: 'set', name: 'X-Tenant', value: 'blue' },
+      ]),
+    )
+    expect(host.header_rules).toHaveLength(4)
+    const refused = (name: string) => r.not_importable.find((n: any) => n.name === name)
+    expect(refused('header X-Auth-User')).toMatchObject({ source: 'Caddyfile line 8', why: expect.stringMatching(/X-Auth-\* headers/) })
+    expect(refused('header X-Host')).toMatchObject({ source: 'Caddyfile line 9', why: expect.stringMatching(/must not contain \{ or \}/) })
+    // Through the production Caddy: the imported rules apply.
+    const res = await through('headers.example.test', '/imported-headers')
+    expect(res.headers['x-served-by']).toBe('edge')
+    expect(upA.requests.findLast((q) => q.url === '/imported-headers')!.headers['x-tenant']).toBe('blue')
   })
 })
 

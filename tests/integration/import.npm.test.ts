@@ -106,8 +106,24 @@ beforeAll(async () => {
         ],
         allow_websocket_upgrade: 1,
       },
-      { ...live, domain_names: ['le.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 1, ssl_forced: 1 },
-      { ...live, domain_names: ['custom.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 2 },
+      {
+        ...live,
+        domain_names: ['le.example.test'],
+        forward_host: '127.0.0.1',
+        forward_port: upA.port,
+        certificate_id: 1,
+        ssl_forced: 1,
+        hsts_enabled: 1,
+        hsts_subdomains: 1,
+      },
+      {
+        ...live,
+        domain_names: ['custom.example.test'],
+        forward_host: '127.0.0.1',
+        forward_port: upA.port,
+        certificate_id: 2,
+        hsts_enabled: 1,
+      },
       {
         ...live,
         domain_names: ['dns.example.test'],
@@ -222,6 +238,10 @@ describe('nginx-proxy-manager import', () => {
     expect(host('app.example.test')).toMatchObject({ tls_mode: 'none', aliases: ['www.app.example.test'] })
     expect(host('le.example.test')).toMatchObject({ tls_mode: 'auto', tls_email: 'ops@example.test' })
     expect(host('custom.example.test')).toMatchObject({ tls_mode: 'manual' })
+    // HSTS switches: nginx-proxy-manager's two years; preload only where subdomains are included.
+    expect(host('le.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: true, preload: true })
+    expect(host('custom.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: false, preload: false })
+    expect(host('app.example.test').hsts).toBeNull()
     // The report said which TLS each host gets (an uploaded certificate for the custom one) and names its id.
     for (const item of res.json.items.filter((i: any) => i.kind === 'host')) {
       expect(item.id).toBe(host(item.name).id)

@@ -27,6 +27,9 @@ const everything = buildHostSnapshot({
   waf_mode: 'blocking',
   rate_limit_enabled: true,
   auth_required: true,
+  compression: 'on',
+  security_headers: true,
+  header_rules: [{ direction: 'request', action: 'set', name: 'X-Tenant', value: 'blue' }],
 })
 const rule = buildRuleSnapshot({ id: 7, priority: 1, path: '/x', action: 'respond', respond_status: 204, respond_body: '' })
 const accessList = buildAccessListSnapshot({
@@ -38,10 +41,13 @@ const accessList = buildAccessListSnapshot({
 function stepOf(route: any, handler?: any): string {
   if (route.match?.[0]?.not) return 'lan_gate'
   if (route.handle?.[0]?.body === ACCESS_DENIED_BODY) return 'access_ip'
+  if (!handler && route.handle?.[0]?.handler === 'encode') return 'encode'
+  if (!handler && route.handle?.[0]?.response?.deferred) return 'response_headers'
   if (!handler) return route.match ? 'rules' : 'upstream'
   if (handler.rewrite?.uri === '/auth/forward') return 'forward_auth'
   // ForwardAuth's second handler: the panel's session cookie leaves the request.
   if (handler.handler === 'headers' && handler.request?.replace?.Cookie) return 'forward_auth'
+  if (handler.handler === 'headers' && handler.request?.set?.['X-Tenant']) return 'request_headers'
   // The AppSec threshold header: set just before `crowdsec`, removed just after `appsec`.
   if (handler.handler === 'headers' && handler.request?.set) return 'crowdsec'
   if (handler.handler === 'headers' && handler.request?.delete) return 'appsec'
@@ -55,12 +61,15 @@ describe('buildProxyConfig — handler order', () => {
     expect([...HOST_HANDLER_ORDER]).toEqual([
       'lan_gate',
       'access_ip',
+      'encode',
+      'response_headers',
       'crowdsec',
       'appsec',
       'rate_limit',
       'basic_auth',
       'waf',
       'forward_auth',
+      'request_headers',
       'rules',
       'upstream',
     ])
@@ -80,12 +89,14 @@ describe('buildProxyConfig — handler order', () => {
     const seen = [
       stepOf(routes[0]),
       stepOf(routes[1]),
-      ...routes[2].handle.map((h: any) => stepOf(routes[2], h)),
+      stepOf(routes[2]),
       stepOf(routes[3]),
-      stepOf(routes[4]),
+      ...routes[4].handle.map((h: any) => stepOf(routes[4], h)),
+      stepOf(routes[5]),
+      stepOf(routes[6]),
     ]
     expect(withoutRepeats(seen)).toEqual([...HOST_HANDLER_ORDER])
-    expect(routes).toHaveLength(5)
+    expect(routes).toHaveLength(7)
   })
 
   it('the host route matches all its names, is terminal and holds one subroute', () => {
@@ -206,8 +217,9 @@ describe('buildProxyConfig — modules the proxy lacks', () => {
 
   it('each module present brings only its own part', () => {
     const r = buildProxyConfig(buildSnapshot({ modules: ['waf'], security, hosts: [everything] }))
-    const handlers = hostSubroutes(r.config, 'host1.example.test')[1].handle.map((h: any) => h.handler)
-    expect(handlers).toEqual(['waf', 'reverse_proxy', 'headers'])
+    // After the LAN gate, compression and the response headers: the chain.
+    const handlers = hostSubroutes(r.config, 'host1.example.test')[3].handle.map((h: any) => h.handler)
+    expect(handlers).toEqual(['waf', 'reverse_proxy', 'headers', 'headers'])
     expect((r.config as any).apps.crowdsec).toBeUndefined()
   })
 })

@@ -8,6 +8,8 @@ import { badRequest } from './errors'
 import { getConfig } from './config'
 import { getSecretsBox } from './secrets'
 import { writeAudit, type AuditContext } from './audit'
+import { DEFAULT_COMPRESSION_MINIMUM_BYTES, DEFAULT_COMPRESSION_TYPES, NEVER_COMPRESSED_TYPES } from '../proxy/build/encode'
+import { CONTENT_TYPE_PATTERN } from '../proxy/build/waf-rules'
 import { describeZodError, emailSchema, parseGoDurationMs, safeText, urlSchema } from './validate'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
@@ -115,6 +117,42 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     default: () => ['X-Forwarded-For'],
     affectsProxy: true,
     description: 'headers a trusted proxy puts the client address in, first found wins (X-Forwarded-For, CF-Connecting-IP, X-Real-IP ...)',
+  }),
+  _def({
+    key: 'proxy.compression',
+    schema: z.boolean(),
+    // A new panel compresses; migration 0039 records false for a database that predates it.
+    default: () => true,
+    affectsProxy: true,
+    description: "compress answers with zstd or gzip for every host that follows this setting (a host's own choice wins)",
+  }),
+  _def({
+    key: 'proxy.compression_types',
+    schema: z
+      .array(
+        z
+          .string()
+          .trim()
+          .toLowerCase()
+          .regex(CONTENT_TYPE_PATTERN, 'must be a media type such as text/html or application/json (no parameters, spaces or wildcards)')
+          .refine(
+            (t) => !NEVER_COMPRESSED_TYPES.includes(t),
+            `must not be a streaming type (${NEVER_COMPRESSED_TYPES.join(', ')}): compressing it would hold its messages back`,
+          ),
+      )
+      .min(1, 'must list at least one media type (turn proxy.compression off to compress nothing)')
+      .max(100, 'must list at most 100 media types')
+      .refine((a) => new Set(a).size === a.length, 'must not repeat a media type'),
+    default: () => [...DEFAULT_COMPRESSION_TYPES],
+    affectsProxy: true,
+    description: 'media types whose answers are compressed (a charset parameter is ignored)',
+  }),
+  _def({
+    key: 'proxy.compression_minimum_bytes',
+    schema: _int(0, 10 * 1024 * 1024),
+    default: () => DEFAULT_COMPRESSION_MINIMUM_BYTES,
+    affectsProxy: true,
+    description: 'answers shorter than this many bytes are sent uncompressed (compressing them gains nothing)',
   }),
   _def({
     key: 'acme.email',

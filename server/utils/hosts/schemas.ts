@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
+import { headerFields } from './header-schemas'
 import {
   CONTENT_TYPE_PATTERN,
   WAF_CONTROL_RULE_RANGE,
@@ -136,6 +137,11 @@ export const hostBody = z.strictObject({
     })
     .optional(),
   custom_handlers_at: z.enum(CUSTOM_HANDLER_POINTS, { message: `must be one of ${CUSTOM_HANDLER_POINTS.join(', ')}` }).optional(),
+  // Left out of a PUT: the stored value stays; on create: 'inherit' (the global setting proxy.compression).
+  compression: z
+    .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global compression setting), "on" or "off"' })
+    .optional(),
+  ...headerFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -165,6 +171,12 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   waf_allowed_content_types: null,
   custom_handlers: [],
   custom_handlers_at: 'before_proxy',
+  compression: 'inherit',
+  header_rules: [],
+  upstream_host: null,
+  hsts: null,
+  security_headers: false,
+  csp: null,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

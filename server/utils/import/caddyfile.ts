@@ -8,6 +8,7 @@ import { badRequest, upstreamUnavailable } from '../core/errors'
 import { BASIC_AUTH_USERNAME, BCRYPT_HASH } from '../hosts/access-list-schemas'
 import { isValidHostname } from '../hosts/schemas'
 import type { RuleInput, TargetGroupInput } from '../hosts/schemas'
+import { emptyHeaderImport, importEncode, importHeaders, type MappedNote } from './caddyfile-headers'
 import { fileReadRefusal, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
 import type { AuditContext } from '../core/audit'
 import {
@@ -164,6 +165,8 @@ class _SiteMapper {
   defaultGroup: string | null = null
   rules: PlannedRule[] = []
   accessList: string | null = null
+  /** `encode` and `header` of the site: the host's compression and header rules. */
+  readonly headers = emptyHeaderImport()
   private priority = 0
 
   constructor(
@@ -190,6 +193,20 @@ class _SiteMapper {
     // One note per thing: a snippet imported twice, or a handler seen on two routes, is said once.
     if (!notes.some((n) => n.name === name && n.source === source && n.why === full))
       notes.push({ kind: list === 'imperfect' ? 'host' : 'directive', name, source, why: full })
+  }
+
+  /** Each note at the line of the directive naming its header when there is one, else the handler's first line. */
+  private notes(handler: string, notes: MappedNote[]) {
+    for (const n of notes) {
+      const header = n.name.startsWith('header ') ? n.name.slice(7).toLowerCase() : null
+      const named = header
+        ? this.directives.find(
+            (d) =>
+              (d.name === 'header' || d.name === 'request_header') && d.args.some((a) => a.replace(/^[-+?>]/, '').toLowerCase() === header),
+          )
+        : undefined
+      this.note(n.list, n.name, named ? `Caddyfile line ${named.line}` : this.lineOf(handler), n.why)
+    }
   }
 
   walk(routes: Json[], inherited: _Match) {
@@ -245,6 +262,9 @@ class _SiteMapper {
       // `root` sets a variable for file_server, which is reported itself.
       case 'vars':
         return
+      case 'encode':
+      case 'headers':
+        return this.notes(h.handler, (h.handler === 'encode' ? importEncode : importHeaders)(this.headers, h, !!(m.paths || m.methods)))
       default: {
         const directive = this.directives.find((d) => (_HANDLER_DIRECTIVES[h.handler] ?? [h.handler]).includes(d.name))
         this.note(
@@ -585,6 +605,9 @@ function _planRoute(plan: ImportPlan, json: Json, scan: ScannedCaddyfile, server
       waf_mode: 'detection',
       rate_limit_rps: 50,
       rate_limit_burst: 100,
+      ...(mapper.headers.compression ? { compression: mapper.headers.compression } : {}),
+      header_rules: mapper.headers.rules,
+      hsts: mapper.headers.hsts,
     },
     group,
     rules: mapper.rules,

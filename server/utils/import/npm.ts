@@ -86,6 +86,8 @@ const _COLUMNS: Record<(typeof _TABLES)[number], { required: string[]; optional:
       'block_exploits',
       'caching_enabled',
       'enabled',
+      'hsts_enabled',
+      'hsts_subdomains',
     ],
   },
   redirection_host: {
@@ -100,11 +102,13 @@ const _COLUMNS: Record<(typeof _TABLES)[number], { required: string[]; optional:
       'block_exploits',
       'caching_enabled',
       'enabled',
+      'hsts_enabled',
+      'hsts_subdomains',
     ],
   },
   dead_host: {
     required: ['id', 'is_deleted', 'domain_names'],
-    optional: ['certificate_id', 'advanced_config', 'block_exploits', 'caching_enabled', 'enabled'],
+    optional: ['certificate_id', 'advanced_config', 'block_exploits', 'caching_enabled', 'enabled', 'hsts_enabled', 'hsts_subdomains'],
   },
   stream: { required: ['id', 'is_deleted'], optional: ['incoming_port', 'forwarding_host', 'forwarding_port'] },
   access_list: { required: ['id', 'is_deleted'], optional: ['name', 'satisfy_any', 'pass_auth'] },
@@ -376,8 +380,20 @@ function _commonNotes(plan: ImportPlan, row: Row, domain: string, source: string
     plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: asset caching is not carried over` })
 }
 
+/**
+ * nginx-proxy-manager's HSTS switches: it sends max-age=63072000 (two years), includeSubDomains
+ * with hsts_subdomains, and always preload. The preload list requires subdomains, so preload is
+ * kept only with them (docs/import.md).
+ */
+function _hstsOf(row: Row) {
+  if (!_flag(row.hsts_enabled)) return {}
+  const subdomains = _flag(row.hsts_subdomains)
+  return { hsts: { max_age: 63_072_000, include_subdomains: subdomains, preload: subdomains } }
+}
+
 function _baseInput(names: string[], row: Row, tls: _Tls) {
   return {
+    ..._hstsOf(row),
     domain: names[0]!,
     aliases: names.slice(1),
     enabled: _flag(row.enabled ?? 1),

@@ -68,6 +68,11 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       trustedProxies: await getSetting<string[]>('proxy.trusted_proxies', exec),
       headers: await getSetting<string[]>('proxy.client_ip_headers', exec),
     },
+    compression: {
+      enabled: await getSetting<boolean>('proxy.compression', exec),
+      types: await getSetting<string[]>('proxy.compression_types', exec),
+      minimumBytes: await getSetting<number>('proxy.compression_minimum_bytes', exec),
+    },
     dnsProviders,
     manualCerts,
     hosts,

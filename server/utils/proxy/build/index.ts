@@ -14,6 +14,7 @@ import {
   stripBouncerWarmup,
 } from './crowdsec'
 import { PANEL_COOKIE_NAMES } from '../../auth/session-cookie'
+import { buildRequestHeaders, buildWrappingRoutes } from './headers'
 import {
   buildForwardAuthCallbackRoute,
   buildForwardAuthHandler,
@@ -35,21 +36,25 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 /**
  * The order of a host's request chain, read top to bottom: static gates on the
  * client address (cheapest: the LAN gate, then the access list's IP rules) ->
- * ban check (403 before any WAF work) -> rate limit -> the access list's basic
+ * compression -> response header rules (both wrap everything after them,
+ * docs/hosts.md) -> ban check (403 before any WAF work) -> rate limit -> the access list's basic
  * auth (after the rate limit, which bounds password guessing and the bcrypt work
  * it costs; before the WAF, so an anonymous client never costs a WAF run) ->
- * WAF -> auth sub-request -> path rules -> the host's upstream (A10,
+ * WAF -> auth sub-request -> request header rules and the upstream Host -> path rules -> the host's upstream (A10,
  * docs/access-lists.md).
  */
 export const HOST_HANDLER_ORDER = [
   'lan_gate',
   'access_ip',
+  'encode',
+  'response_headers',
   'crowdsec',
   'appsec',
   'rate_limit',
   'basic_auth',
   'waf',
   'forward_auth',
+  'request_headers',
   'rules',
   'upstream',
 ] as const
@@ -115,6 +120,10 @@ function _buildHostRoute(
       case 'access_ip':
         if (accessList) routes.push(...buildAccessListIpRoutes(accessList, snapshot.clientIp))
         break
+      case 'encode':
+      case 'response_headers':
+        routes.push(...buildWrappingRoutes(step, host, snapshot, warnings))
+        break
       case 'crowdsec':
         // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
         if (snapshot.engineDown && host.engine_down_refuse) routes.push(buildEngineDownRefusalRoute())
@@ -165,6 +174,9 @@ function _buildHostRoute(
         // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
         else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
           chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+        break
+      case 'request_headers':
+        chain.push(...buildRequestHeaders(host))
         break
       case 'rules':
         chain.push(...customHandlersAt(host, 'after_security', warnings))

@@ -1,4 +1,5 @@
 import type { ProxyModuleName } from '../../core/config'
+import type { CompressionSettings } from './encode'
 import type { DnsProviderCredentials } from '../../hosts/dns-credentials'
 import type { ManualCertPaths } from '../../hosts/manual-cert-files'
 import type { AccessListRecord } from '../../hosts/records'
@@ -68,6 +69,8 @@ export interface ProxySnapshot {
   wafExclusions: WafExclusionSnapshot[]
   /** Absent (in hand-built test snapshots) means none. */
   accessLists?: AccessListSnapshot[]
+  /** Settings proxy.compression*: what a host with compression 'inherit' does. Absent: off. */
+  compression?: CompressionSettings | null
 }
 
 export type Json = Record<string, unknown>
