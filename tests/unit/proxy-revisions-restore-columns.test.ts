@@ -30,6 +30,7 @@ useMigratedDatabase('revisions-restore-columns-', async () => {
     tlsChallenge: 'http',
     wafFamilies: [],
     customHandlers: [],
+    headerRules: [],
     createdAt: now,
     updatedAt: now,
   })

@@ -93,6 +93,19 @@ export function hashOfConfigText(stableText: string): string {
   return createHash('sha256').update(stableText).digest('hex')
 }
 
+/** The ForwardAuth step of a host's chain: the check (and strict mode's code exchange), or the panel cookie's removal. */
+function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, names: string[], chain: Json[], routes: Route[]): void {
+  // Strict session mode: the code exchange goes to the panel after the gates, before the check.
+  if (host.auth_required && snapshot.strictSessions) {
+    if (chain.length) routes.push({ handle: chain.splice(0) })
+    routes.push(buildForwardAuthCallbackRoute(snapshot.panelUpstream))
+  }
+  if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+  // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
+  else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
+    chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+}
+
 function _buildHostRoute(
   host: HostSnapshot,
   snapshot: ProxySnapshot,
@@ -164,16 +177,7 @@ function _buildHostRoute(
         }
         break
       case 'forward_auth':
-        // Strict session mode: the code exchange goes to the panel after the gates, before the check.
-        if (host.auth_required && snapshot.strictSessions) {
-          if (chain.length) routes.push({ handle: chain.splice(0) })
-          routes.push(buildForwardAuthCallbackRoute(snapshot.panelUpstream))
-        }
-        if (host.auth_required)
-          chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
-        // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
-        else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
-          chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+        _pushForwardAuthSteps(host, snapshot, names, chain, routes)
         break
       case 'request_headers':
         chain.push(...buildRequestHeaders(host))
