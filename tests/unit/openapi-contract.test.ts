@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { checkResponseAgainstDocument } from '../support/openapi-contract'
+import { HOST_KIND_DEFAULTS } from '../../server/utils/hosts/kind-schemas'
 
 // The contract check itself: it must refuse what the document does not allow.
 
@@ -40,6 +41,7 @@ const host = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  ...HOST_KIND_DEFAULTS,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: null,
   certificate: null,

@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
+import { HOST_KIND_DEFAULTS, hostKindFields } from './kind-schemas'
 import {
   CONTENT_TYPE_PATTERN,
   WAF_CONTROL_RULE_RANGE,
@@ -102,7 +103,8 @@ export type WafFieldsInput = { [K in keyof typeof _wafFields]: z.infer<(typeof _
 export const hostBody = z.strictObject({
   domain: hostnameSchema,
   aliases: z.array(hostnameSchema).max(50, 'at most 50 aliases').default([]),
-  target_group_id: z.number().int().positive('must be a target group id'),
+  // Only a proxy host needs one (hosts/kinds.ts says so with the field's name); the other kinds may leave it null.
+  target_group_id: z.number().int().positive('must be a target group id').nullable().default(null),
   tls_mode: z.enum(['auto', 'manual', 'none'], { message: 'must be "auto", "manual" or "none"' }),
   tls_challenge: z.enum(['dns', 'http', 'tls-alpn'], { message: 'must be "dns", "http" or "tls-alpn"' }).default('http'),
   // nullable() rather than a union with null: zod then names the inner problem, not "Invalid input".
@@ -124,6 +126,7 @@ export const hostBody = z.strictObject({
   rate_limit_burst: z.number().int().min(0, 'must not be negative').max(100_000).default(100),
   bouncer_enabled: _optionalBool,
   ..._wafFields,
+  ...hostKindFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -151,6 +154,7 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   waf_json_max_depth: null,
   waf_body_limit_action: null,
   waf_allowed_content_types: null,
+  ...HOST_KIND_DEFAULTS,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */
