@@ -185,7 +185,7 @@ export const hosts = sqliteTable('hosts', {
     .notNull()
     .default('proxy'),
   redirectTo: text('redirect_to'),
-  redirectStatus: integer('redirect_status').notNull().default(302).$type<301 | 302 | 307 | 308>(),
+  redirectStatus: integer('redirect_status').notNull().default(302).$type<301 | 302 | 303 | 307 | 308>(),
   redirectKeepPath: integer('redirect_keep_path', { mode: 'boolean' }).notNull().default(true),
   staticStatus: integer('static_status').notNull().default(200),
   staticContentType: text('static_content_type').notNull().default('text/plain; charset=utf-8'),

@@ -45,7 +45,7 @@ CREATE TABLE hosts_new (
   waf_allowed_content_types TEXT,
   kind TEXT NOT NULL DEFAULT 'proxy' CHECK (kind IN ('proxy', 'redirect', 'static', 'maintenance')),
   redirect_to TEXT,
-  redirect_status INTEGER NOT NULL DEFAULT 302 CHECK (redirect_status IN (301, 302, 307, 308)),
+  redirect_status INTEGER NOT NULL DEFAULT 302 CHECK (redirect_status IN (301, 302, 303, 307, 308)),
   redirect_keep_path INTEGER NOT NULL DEFAULT 1,
   static_status INTEGER NOT NULL DEFAULT 200,
   static_content_type TEXT NOT NULL DEFAULT 'text/plain; charset=utf-8',

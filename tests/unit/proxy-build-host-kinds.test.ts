@@ -132,7 +132,7 @@ describe('host kinds — validation', () => {
     expect(refusal({ kind: 'redirect', redirect_to: 'https://b.example.test/?q=1', redirect_keep_path: false })).toBeNull()
     for (const bad of ['https://b.example.test/{http.request.host}', 'ftp://b.example.test', 'b.example.test/\u0007', 'not a host'])
       expect(parseIssue({ kind: 'redirect', redirect_to: bad })).toMatch(/^redirect_to: must be an http\(s\) URL/)
-    expect(parseIssue({ redirect_status: 303 })).toBe('redirect_status: must be 301, 302, 307 or 308')
+    expect(parseIssue({ redirect_status: 300 })).toBe('redirect_status: must be 301, 302, 303, 307 or 308')
   })
 
   it('pages are bounded, typed, and free of control characters; bypass entries are addresses or ranges', () => {

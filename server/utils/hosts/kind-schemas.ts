@@ -8,7 +8,7 @@ import { isIpOrCidr } from './access-list-schemas'
 
 export const HOST_KINDS = ['proxy', 'redirect', 'static', 'maintenance'] as const
 export type HostKind = (typeof HOST_KINDS)[number]
-export const REDIRECT_STATUSES = [301, 302, 307, 308] as const
+export const REDIRECT_STATUSES = [301, 302, 303, 307, 308] as const
 /** The largest page a static or maintenance host answers with (bytes of UTF-8): it lives in the pushed configuration. */
 export const PAGE_BODY_MAX_BYTES = 65_536
 
@@ -48,7 +48,9 @@ export const hostKindFields = {
     .describe('what answers at the end of the chain; "proxy" (the default) forwards to the target group'),
   redirect_to: redirectTargetSchema.nullable().optional().describe('kind "redirect": an http(s) URL or a host name'),
   redirect_status: z
-    .union([z.literal(301), z.literal(302), z.literal(307), z.literal(308)], { message: 'must be 301, 302, 307 or 308' })
+    .union([z.literal(301), z.literal(302), z.literal(303), z.literal(307), z.literal(308)], {
+      message: 'must be 301, 302, 303, 307 or 308',
+    })
     .optional(),
   redirect_keep_path: z
     .boolean({ message: 'must be true or false' })
