@@ -10,6 +10,8 @@ import { migrateUp, readMigrationsFromDir } from '../../server/utils/core/migrat
 import { HOST_KIND_DEFAULTS } from '../../server/utils/hosts/kind-schemas'
 import { readAccessLists, readHosts, readRules, readTargetGroups } from '../../server/utils/hosts/records'
 import { buildProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
+import { diffDesiredState } from '../../server/utils/proxy/revisions/desired-state'
+import { camelCaseKeys } from '../../server/utils/core/row-keys'
 import { buildAccessListSnapshot, buildGroupSnapshot, buildHostSnapshot, buildRuleSnapshot, buildSnapshot } from '../support/factories'
 
 const MIGRATIONS = readMigrationsFromDir(fileURLToPath(new URL('../../db/migrations', import.meta.url)))
@@ -152,4 +154,18 @@ it('migration 0038 keeps every existing host a proxy host with the same pushed c
     client.close()
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+it('a revision stored before 0038 reads its hosts as proxy hosts: no change for one still a proxy, the kind for one since changed', () => {
+  const stored = { domain: 'a.example.test', aliases: [], targetGroupId: 1, tlsMode: 'none' }
+  const now = { ...stored, ...camelCaseKeys(HOST_KIND_DEFAULTS) }
+  expect(diffDesiredState({ hosts: { 1: stored } }, { hosts: { 1: now } })).toEqual([])
+  const redirect = { ...now, kind: 'redirect', redirectTo: 'https://b.example.test', targetGroupId: null }
+  const changes = diffDesiredState({ hosts: { 1: stored } }, { hosts: { 1: redirect } })
+  expect(changes).toHaveLength(1)
+  expect(changes[0]!.fields.map((f) => [f.field, f.before, f.after]).sort()).toEqual([
+    ['kind', 'proxy', 'redirect'],
+    ['redirect_to', null, 'https://b.example.test'],
+    ['target_group_id', 1, null],
+  ])
 })
