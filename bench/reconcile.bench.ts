@@ -7,6 +7,7 @@ import { startTestUpstream } from '../tests/support/upstream'
 import { httpRequest } from '../tests/support/http'
 import { buildProxyConfig, stableStringify } from '../server/utils/proxy/build/index'
 import type { ProxySnapshot } from '../server/utils/proxy/build/types'
+import { HOST_KIND_DEFAULTS } from '../server/utils/hosts/kind-schemas'
 import { loadProxyConfig } from '../server/utils/proxy/nodes/client'
 import { median, ratioOf, reportFigures, type Figure } from './report'
 
@@ -94,6 +95,7 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       hsts: null,
       security_headers: false,
       csp: null,
+      ...HOST_KIND_DEFAULTS,
     })),
   }
 }

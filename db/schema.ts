@@ -153,7 +153,8 @@ export const hosts = sqliteTable('hosts', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   domain: text('domain').notNull(),
   aliases: text('aliases', { mode: 'json' }).notNull().$type<string[]>(),
-  targetGroupId: integer('target_group_id').notNull(),
+  // Null for the kinds that need no upstream (0038); a proxy host always has one (hosts/kinds.ts).
+  targetGroupId: integer('target_group_id'),
   enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
   tlsMode: text('tls_mode', { enum: ['auto', 'manual', 'none'] }).notNull(),
   tlsChallenge: text('tls_challenge', { enum: ['dns', 'http', 'tls-alpn'] }).notNull(),
@@ -196,6 +197,20 @@ export const hosts = sqliteTable('hosts', {
   hsts: text('hsts', { mode: 'json' }).$type<{ max_age: number; include_subdomains: boolean; preload: boolean }>(),
   securityHeaders: integer('security_headers', { mode: 'boolean' }).notNull().default(false),
   csp: text('csp', { mode: 'json' }).$type<{ mode: 'enforce' | 'report-only'; policy: string }>(),
+  // Host kinds (0038, docs/hosts.md): what answers at the end of the chain.
+  kind: text('kind', { enum: ['proxy', 'redirect', 'static', 'maintenance'] })
+    .notNull()
+    .default('proxy'),
+  redirectTo: text('redirect_to'),
+  redirectStatus: integer('redirect_status').notNull().default(302).$type<301 | 302 | 303 | 307 | 308>(),
+  redirectKeepPath: integer('redirect_keep_path', { mode: 'boolean' }).notNull().default(true),
+  staticStatus: integer('static_status').notNull().default(200),
+  staticContentType: text('static_content_type').notNull().default('text/plain; charset=utf-8'),
+  staticBody: text('static_body').notNull().default(''),
+  maintenanceRetryAfter: integer('maintenance_retry_after').notNull().default(300),
+  maintenanceContentType: text('maintenance_content_type').notNull().default('text/plain; charset=utf-8'),
+  maintenanceBody: text('maintenance_body').notNull().default('This site is down for maintenance. Please try again later.'),
+  maintenanceBypass: text('maintenance_bypass', { mode: 'json' }).notNull().$type<string[]>().default([]),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

@@ -60,11 +60,8 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
     expect(r.applied).toBe(false)
     expect(created(r, 'host')).toEqual(['git.example.test', 'media.example.test', 'old.example.test', 'status.example.test'])
     expect(created(r, 'access_list')).toEqual(['media.example.test basic auth'])
-    expect(created(r, 'rule')).toEqual([
-      'old.example.test /* (redirect)',
-      'status.example.test /* (respond)',
-      'status.example.test /health (respond)',
-    ])
+    // A site that only redirects is a redirect host: no rule, and its {uri} is kept.
+    expect(created(r, 'rule')).toEqual(['status.example.test /* (respond)', 'status.example.test /health (respond)'])
     expect(r.not_importable).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ name: 'admin', source: 'Caddyfile line 5' }),
@@ -78,9 +75,9 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
           source: 'Caddyfile line 21',
           why: 'git.example.test: reverse_proxy settings not carried over: headers',
         }),
-        expect.objectContaining({ name: 'redir', source: 'Caddyfile line 28' }),
       ]),
     )
+    expect(r.imperfect.filter((n: any) => n.source === 'Caddyfile line 28')).toEqual([])
     // The bcrypt hash is a secret: in no answer.
     expect(res.text).not.toMatch(/\$2a\$/)
     expect(await countRows('hosts')).toBe(before)
@@ -97,9 +94,11 @@ describe('Caddyfile import — home lab (snippets, basic auth, redirects, respon
 
     expect((await through('git.example.test', '/repo')).status).toBe(200)
     expect(upA.requests.at(-1)!.url).toBe('/repo')
-    const redirect = await through('old.example.test', '/x')
+    const redirect = await through('old.example.test', '/x?y=1')
     expect(redirect.status).toBe(301)
-    expect(redirect.headers.location).toBe('https://media.example.test')
+    expect(redirect.headers.location).toBe('https://media.example.test/x?y=1')
+    const old = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json.find((h: any) => h.domain === 'old.example.test')
+    expect(old).toMatchObject({ kind: 'redirect', target_group_id: null, redirect_keep_path: true, redirect_status: 301 })
     expect((await through('status.example.test', '/health')).body).toBe('ok')
     const maintenance = await through('status.example.test', '/other')
     expect([maintenance.status, maintenance.body]).toEqual([503, 'maintenance'])
@@ -271,6 +270,34 @@ describe('Caddyfile import — TLS, handle blocks, path-scoped basic auth', () =
         "Caddyfile line 23: api.example.com: redirect to https://new.example.com{http.request.uri}: the request's path is not appended (rules redirect to a fixed URL: https://new.example.com)",
       ]),
     )
+  })
+})
+
+describe('Caddyfile import — sites that answer themselves', () => {
+  it('a site whose only route is a respond is a static host; a path-only redir stays a rule on the placeholder group', async () => {
+    const groups = await countRows('target_groups')
+    const r = (
+      await post(
+        'http://teapot.example.test {\n\trespond "short and stout" 418\n}\nhttp://moved.example.test {\n\tredir /x https://other.example.test/y 307\n}\n',
+        true,
+      )
+    ).json
+    expect(created(r, 'host')).toEqual(['moved.example.test', 'teapot.example.test'])
+    expect(created(r, 'rule')).toEqual(['moved.example.test /x (redirect)'])
+    const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
+    expect(hosts.find((h: any) => h.domain === 'teapot.example.test')).toMatchObject({
+      kind: 'static',
+      target_group_id: null,
+      static_status: 418,
+      static_body: 'short and stout',
+    })
+    expect(hosts.find((h: any) => h.domain === 'moved.example.test')).toMatchObject({ kind: 'proxy' })
+    const teapot = await through('teapot.example.test', '/any')
+    expect([teapot.status, teapot.body, teapot.headers['content-type']]).toEqual([418, 'short and stout', 'text/plain; charset=utf-8'])
+    const moved = await through('moved.example.test', '/x')
+    expect([moved.status, moved.headers.location]).toEqual([307, 'https://other.example.test/y'])
+    // Only the redirect with a path needed the placeholder group (made here, or already there).
+    expect(await countRows('target_groups')).toBeLessThanOrEqual(groups + 1)
   })
 })
 

@@ -181,11 +181,9 @@ describe('nginx-proxy-manager import', () => {
       'proxy_host 4: dns.example.test',
       'redirection_host 1: old.example.test',
     ])
-    expect(made(r, 'rule')).toEqual([
-      'dead_host 1: gone.example.test /* (respond)',
-      'proxy_host 1 location 1: app.example.test /api* (proxy)',
-      'redirection_host 1: old.example.test /* (redirect)',
-    ])
+    // Redirection and 404 hosts are hosts of their own kind: no rule, no placeholder group.
+    expect(made(r, 'rule')).toEqual(['proxy_host 1 location 1: app.example.test /api* (proxy)'])
+    expect(made(r, 'target_group').some((g: string) => g.includes('no upstream'))).toBe(false)
     // A list no host uses is imported too.
     expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
@@ -195,10 +193,10 @@ describe('nginx-proxy-manager import', () => {
         "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
         'proxy_host 4: dns.example.test: its custom nginx configuration is not carried over',
         'proxy_host 4: dns.example.test: "block common exploits" is not carried over; enable the host\'s WAF instead',
-        "redirection_host 1: old.example.test: the redirect kept the request's scheme; it now always goes to https",
-        "redirection_host 1: old.example.test: the redirect kept the request's path; rules redirect to a fixed URL",
       ]),
     )
+    // The request's scheme and path are kept, as nginx-proxy-manager did.
+    expect(why(r.imperfect).filter((w: string) => w.startsWith('redirection_host'))).toEqual([])
     expect(why(r.not_importable)).toEqual(
       expect.arrayContaining([
         'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
@@ -230,7 +228,7 @@ describe('nginx-proxy-manager import', () => {
       hosts: 6,
       access_lists: 2,
       certificates: 1,
-      rules: 3,
+      rules: 1,
     })
 
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
@@ -242,6 +240,14 @@ describe('nginx-proxy-manager import', () => {
     expect(host('le.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: true, preload: true })
     expect(host('custom.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: false, preload: false })
     expect(host('app.example.test').hsts).toBeNull()
+    expect(host('old.example.test')).toMatchObject({
+      kind: 'redirect',
+      target_group_id: null,
+      redirect_to: 'new.example.test',
+      redirect_status: 301,
+      redirect_keep_path: true,
+    })
+    expect(host('gone.example.test')).toMatchObject({ kind: 'static', target_group_id: null, static_status: 404 })
     // The report said which TLS each host gets (an uploaded certificate for the custom one) and names its id.
     for (const item of res.json.items.filter((i: any) => i.kind === 'host')) {
       expect(item.id).toBe(host(item.name).id)
@@ -282,9 +288,10 @@ describe('nginx-proxy-manager import', () => {
     expect(upA.requests.at(-1)!.url).toBe('/home')
     expect((await through('app.example.test', '/api/v1', auth)).status).toBe(200)
     expect(upB.requests.at(-1)!.url).toBe('/api/v1')
-    const redirect = await through('old.example.test', '/x')
-    expect([redirect.status, redirect.headers.location]).toEqual([301, 'https://new.example.test'])
-    expect((await through('gone.example.test', '/anything')).status).toBe(404)
+    const redirect = await through('old.example.test', '/x?y=1')
+    expect([redirect.status, redirect.headers.location]).toEqual([301, 'http://new.example.test/x?y=1'])
+    const gone = await through('gone.example.test', '/anything')
+    expect([gone.status, gone.body]).toEqual([404, 'Not Found\n'])
     // The custom certificate is the one the proxy presents for its host.
     const presented = await presentedCertificate(stack.httpsPort, 'custom.example.test', rootPem)
     expect(presented?.subject).toContain('custom.example.test')

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { checkResponseAgainstDocument } from '../support/openapi-contract'
+import { HOST_KIND_DEFAULTS } from '../../server/utils/hosts/kind-schemas'
 
 // The contract check itself: it must refuse what the document does not allow.
 
@@ -48,6 +49,7 @@ const host = {
   hsts: null,
   security_headers: false,
   csp: null,
+  ...HOST_KIND_DEFAULTS,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: null,
   certificate: null,

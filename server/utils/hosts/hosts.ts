@@ -6,6 +6,7 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction, type ReconcileOutcome } from '../proxy/sync/reconcile'
 import { HOST_DEFAULTS, resolveHostFields, type HostInput } from './schemas'
 import { hostFromRow, hostToRow } from './records'
+import { assertHostKindFields } from './kinds'
 import { assertDnsProviderUsable } from './dns-providers'
 import { findDnsProvider } from './dns-catalogue'
 import { certificateSummaries } from './cert-expiry'
@@ -53,8 +54,10 @@ async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number):
 async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: HostRow['tlsMode']): Promise<void> {
   const names = [input.domain, ...input.aliases]
   if (new Set(names).size !== names.length) throw badRequest('aliases: must not repeat the domain or each other')
-  const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
-  if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
+  if (input.target_group_id !== null) {
+    const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
+    if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
+  }
   if (input.tls_dns_provider !== null && !findDnsProvider(input.tls_dns_provider))
     throw badRequest(`tls_dns_provider: "${input.tls_dns_provider}" is not in the catalogue; GET /api/dns-providers lists them`)
   if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider, names)
@@ -86,11 +89,13 @@ function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
 /** Inside the caller's transaction: checked, inserted with its names and audited; the caller reconciles (the importers push once for many). */
 export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): Promise<HostRow> {
   await _validateReferences(tx, input)
+  const fields = resolveHostFields(input, HOST_DEFAULTS)
+  assertHostKindFields(fields)
   await _assertNamesFree(tx, [input.domain, ...input.aliases])
   const now = new Date().toISOString()
   const row = (await tx
     .insert(hosts)
-    .values({ ...hostToRow(resolveHostFields(input, HOST_DEFAULTS)), createdAt: now, updatedAt: now })
+    .values({ ...hostToRow(fields), createdAt: now, updatedAt: now })
     .returning()
     .get())!
   await _writeNames(tx, row.id, input)
@@ -117,6 +122,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
       await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
       // Fields left out of the request keep their stored values.
       const fields = resolveHostFields(input, hostFromRow(current))
+      assertHostKindFields(fields)
       const row = (await tx
         .update(hosts)
         .set({ ...hostToRow(fields), updatedAt: new Date().toISOString() })

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
 import { headerFields } from './header-schemas'
+import { HOST_KIND_DEFAULTS, hostKindFields } from './kind-schemas'
 import {
   CONTENT_TYPE_PATTERN,
   WAF_CONTROL_RULE_RANGE,
@@ -104,7 +105,8 @@ export type WafFieldsInput = { [K in keyof typeof _wafFields]: z.infer<(typeof _
 export const hostBody = z.strictObject({
   domain: hostnameSchema,
   aliases: z.array(hostnameSchema).max(50, 'at most 50 aliases').default([]),
-  target_group_id: z.number().int().positive('must be a target group id'),
+  // Only a proxy host needs one (hosts/kinds.ts says so with the field's name); the other kinds may leave it null.
+  target_group_id: z.number().int().positive('must be a target group id').nullable().default(null),
   tls_mode: z.enum(['auto', 'manual', 'none'], { message: 'must be "auto", "manual" or "none"' }),
   tls_challenge: z.enum(['dns', 'http', 'tls-alpn'], { message: 'must be "dns", "http" or "tls-alpn"' }).default('http'),
   // nullable() rather than a union with null: zod then names the inner problem, not "Invalid input".
@@ -142,6 +144,7 @@ export const hostBody = z.strictObject({
     .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global compression setting), "on" or "off"' })
     .optional(),
   ...headerFields,
+  ...hostKindFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -177,6 +180,7 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   hsts: null,
   security_headers: false,
   csp: null,
+  ...HOST_KIND_DEFAULTS,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

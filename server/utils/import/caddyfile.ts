@@ -7,7 +7,7 @@ import { getConfig } from '../core/config'
 import { badRequest, upstreamUnavailable } from '../core/errors'
 import { BASIC_AUTH_USERNAME, BCRYPT_HASH } from '../hosts/access-list-schemas'
 import { isValidHostname } from '../hosts/schemas'
-import type { RuleInput, TargetGroupInput } from '../hosts/schemas'
+import type { HostInput, RuleInput, TargetGroupInput } from '../hosts/schemas'
 import { emptyHeaderImport, importEncode, importHeaders, type MappedNote } from './caddyfile-headers'
 import { fileReadRefusal, flattenDirectives, scanCaddyfile, type ScannedBlock, type ScannedCaddyfile } from './caddyfile-scan'
 import type { AuditContext } from '../core/audit'
@@ -167,6 +167,8 @@ class _SiteMapper {
   accessList: string | null = null
   /** `encode` and `header` of the site: the host's compression and header rules. */
   readonly headers = emptyHeaderImport()
+  /** An answer to every request of the site (redir, respond) that a host of its own kind can give. */
+  siteAnswer: { rule: PlannedRule; kind: Partial<HostInput>; pathNote: string | null; source: string } | null = null
   private priority = 0
 
   constructor(
@@ -380,15 +382,8 @@ class _SiteMapper {
       )
     if (location) {
       let url = location
-      if (url.endsWith('{http.request.uri}')) {
-        url = url.slice(0, -'{http.request.uri}'.length) || '/'
-        this.note(
-          'imperfect',
-          'redir',
-          source,
-          `redirect to ${location}: the request's path is not appended (rules redirect to a fixed URL: ${url})`,
-        )
-      }
+      const keepPath = url.endsWith('{http.request.uri}')
+      if (keepPath) url = url.slice(0, -'{http.request.uri}'.length) || '/'
       if (/[{}]/.test(url))
         return this.note('notImportable', 'redir', source, `redirect target ${location} uses placeholders; rules redirect to a fixed URL`)
       let redirectStatus = status
@@ -396,22 +391,51 @@ class _SiteMapper {
         this.note('imperfect', 'redir', source, `redirect status ${status} has no equivalent; 302 instead`)
         redirectStatus = 302
       }
-      return this.ruleFor(
-        m,
-        source,
-        { action: 'redirect', redirect_url: url, redirect_status: redirectStatus as 302, respond_status: null, respond_body: null },
-        null,
-      )
+      const pathNote = keepPath
+        ? `redirect to ${location}: the request's path is not appended (rules redirect to a fixed URL: ${url})`
+        : null
+      const rule = {
+        action: 'redirect',
+        redirect_url: url,
+        redirect_status: redirectStatus as 302,
+        respond_status: null,
+        respond_body: null,
+      }
+      // Only a redirect host keeps the path; an absolute target for every path can become one.
+      const kind = /^https?:\/\//i.test(url)
+        ? { kind: 'redirect' as const, redirect_to: url, redirect_status: redirectStatus as 302, redirect_keep_path: keepPath }
+        : null
+      return this.answerFor(m, source, rule as Parameters<_SiteMapper['ruleFor']>[2], kind, pathNote)
     }
     const body = typeof h.body === 'string' ? h.body : ''
     if (/[{}]/.test(body))
       return this.note('notImportable', 'respond', source, 'a response body with placeholders has no equivalent; not imported')
-    this.ruleFor(
+    const contentType = String(h.headers?.['Content-Type']?.[0] ?? 'text/plain; charset=utf-8')
+    this.answerFor(
       m,
       source,
       { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body },
+      status >= 200 ? { kind: 'static', static_status: status, static_content_type: contentType, static_body: body } : null,
       null,
     )
+  }
+
+  /**
+   * A rule for the answer; when it answers every request of the site, also what the
+   * host would be as a redirect or static host (_planRoute decides, once the whole
+   * site is read). `pathNote` is said only if the answer stays a rule.
+   */
+  private answerFor(
+    m: _Match,
+    source: string,
+    input: Parameters<_SiteMapper['ruleFor']>[2],
+    kind: Partial<HostInput> | null,
+    pathNote: string | null,
+  ) {
+    const before = this.rules.length
+    this.ruleFor(m, source, input, null)
+    if (kind && !m.paths && !m.methods && this.rules.length > before) this.siteAnswer = { rule: this.rules.at(-1)!, kind, pathNote, source }
+    else if (pathNote) this.note('imperfect', 'redir', source, pathNote)
   }
 
   private basicAuth(h: Json, m: _Match) {
@@ -592,7 +616,11 @@ function _planRoute(plan: ImportPlan, json: Json, scan: ScannedCaddyfile, server
       source: mapper.lineOf('', 'tls'),
       why: `${mapper.domain}: Caddy's internal CA has no equivalent; the host gets an ACME certificate (tls_mode auto) instead, or upload one`,
     })
-  const group = _defaultGroup(plan, mapper)
+  // A site that only redirects or only answers is a host of that kind, without rules or a placeholder group.
+  const answer = mapper.siteAnswer
+  const asKind = !mapper.defaultGroup && !!answer && mapper.rules.length === 1 && mapper.rules[0] === answer.rule
+  if (answer?.pathNote && !asKind) mapper.note('imperfect', 'redir', answer.source, answer.pathNote)
+  const group = asKind ? null : _defaultGroup(plan, mapper)
   addPlannedHost(plan, {
     input: {
       domain: hostNames[0]!,
@@ -608,9 +636,10 @@ function _planRoute(plan: ImportPlan, json: Json, scan: ScannedCaddyfile, server
       ...(mapper.headers.compression ? { compression: mapper.headers.compression } : {}),
       header_rules: mapper.headers.rules,
       hsts: mapper.headers.hsts,
+      ...(asKind ? answer.kind : {}),
     },
     group,
-    rules: mapper.rules,
+    rules: asKind ? [] : mapper.rules,
     accessList: mapper.accessList,
     source: mapper.source,
   })

@@ -10,9 +10,8 @@ import { BASIC_AUTH_PASSWORD_MAX_BYTES, BASIC_AUTH_USERNAME, isIpOrCidr } from '
 import { BCRYPT_COST } from '../hosts/access-lists'
 import { validateCertificateUpload } from '../hosts/cert-validation'
 import { installManualCertInTransaction } from '../hosts/manual-certs'
-import { isValidHostname, type TargetGroupInput } from '../hosts/schemas'
+import { isValidHostname, type HostInput, type TargetGroupInput } from '../hosts/schemas'
 import {
-  PLACEHOLDER_GROUP,
   addPlannedGroup,
   addPlannedHost,
   applyImportPlan,
@@ -407,17 +406,12 @@ function _baseInput(names: string[], row: Row, tls: _Tls) {
   }
 }
 
-function _staticHost(plan: ImportPlan, names: string[], row: Row, tls: _Tls, source: string, rule: PlannedRule['input']) {
-  const group = addPlannedGroup(plan, { ...PLACEHOLDER_GROUP, source })!
-  const refused = refusalOf('rule', { ...rule, target_group_id: null })
-  if (refused) {
-    plan.notImportable.push({ kind: 'host', name: names[0]!, source, why: refused })
-    return
-  }
+/** A host that answers itself (a redirect, a 404 page): its kind's fields, no target group. */
+function _kindHost(plan: ImportPlan, names: string[], row: Row, tls: _Tls, source: string, kind: Partial<HostInput>) {
   addPlannedHost(plan, {
-    input: _baseInput(names, row, tls),
-    group,
-    rules: [{ input: rule, group: null, source }],
+    input: { ..._baseInput(names, row, tls), ...kind },
+    group: null,
+    rules: [],
     accessList: null,
     source,
     after: tls.after,
@@ -534,48 +528,40 @@ function _planProxyHost(plan: ImportPlan, row: Row, certs: Map<number, Row>, lis
   })
 }
 
-/** redirection_host: a host whose one rule redirects to a fixed URL. */
+/** redirection_host: a redirect host; NPM's "auto" scheme is the request's own (a bare host name). */
 function _planRedirectionHost(plan: ImportPlan, row: Row, certs: Map<number, Row>): void {
   const head = _hostHead(plan, row, 'redirection_host', certs)
   if (!head) return
   const { source, names, domain, tls } = head
   const note = (why: string) => plan.imperfect.push({ kind: 'host', name: domain, source, why: `${domain}: ${why}` })
+  const target = String(row.forward_domain_name ?? '').trim()
   let scheme = String(row.forward_scheme ?? 'auto')
-  if (scheme !== 'http' && scheme !== 'https') {
-    note("the redirect kept the request's scheme; it now always goes to https")
+  if (scheme !== 'http' && scheme !== 'https' && !isValidHostname(target.toLowerCase())) {
+    note(`the redirect kept the request's scheme; ${target} is not a bare host name, so it now always goes to https`)
     scheme = 'https'
   }
-  if (_flag(row.preserve_path)) note("the redirect kept the request's path; rules redirect to a fixed URL")
   let status = Number(row.forward_http_code ?? 302)
   if (!_REDIRECT_CODES.has(status)) {
     note(`redirect status ${status} has no equivalent; 302 instead`)
     status = 302
   }
-  _staticHost(plan, names, row, tls, source, {
-    priority: 10,
-    path: '/*',
-    methods: [],
-    action: 'redirect',
-    redirect_url: `${scheme}://${String(row.forward_domain_name ?? '').trim()}`,
+  _kindHost(plan, names, row, tls, source, {
+    kind: 'redirect',
+    redirect_to: scheme === 'http' || scheme === 'https' ? `${scheme}://${target}` : target,
     redirect_status: status as 302,
-    respond_status: null,
-    respond_body: null,
+    redirect_keep_path: _flag(row.preserve_path),
   })
 }
 
-/** dead_host (a 404 host): a host whose one rule answers 404. */
+/** dead_host (a 404 host): a static host answering 404. */
 function _planDeadHost(plan: ImportPlan, row: Row, certs: Map<number, Row>): void {
   const head = _hostHead(plan, row, 'dead_host', certs)
   if (!head) return
-  _staticHost(plan, head.names, row, head.tls, head.source, {
-    priority: 10,
-    path: '/*',
-    methods: [],
-    action: 'respond',
-    redirect_url: null,
-    redirect_status: null,
-    respond_status: 404,
-    respond_body: 'Not Found\n',
+  _kindHost(plan, head.names, row, head.tls, head.source, {
+    kind: 'static',
+    static_status: 404,
+    static_content_type: 'text/plain; charset=utf-8',
+    static_body: 'Not Found\n',
   })
 }
 

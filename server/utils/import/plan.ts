@@ -9,7 +9,17 @@ import { insertAccessList, setHostAccessListInTransaction, type AccessListValues
 import { insertHost } from '../hosts/hosts'
 import { insertRule } from '../hosts/rules'
 import { insertTargetGroup } from '../hosts/target-groups'
-import { hostBody, ruleBody, targetGroupBody, type HostInput, type RuleInput, type TargetGroupInput } from '../hosts/schemas'
+import {
+  HOST_DEFAULTS,
+  hostBody,
+  resolveHostFields,
+  ruleBody,
+  targetGroupBody,
+  type HostInput,
+  type RuleInput,
+  type TargetGroupInput,
+} from '../hosts/schemas'
+import { assertHostKindFields } from '../hosts/kinds'
 
 // What every importer produces (Caddyfile, nginx-proxy-manager): a plan of
 // objects keyed by name, and notes on what maps imperfectly or not at all. The
@@ -39,7 +49,8 @@ export interface PlannedRule {
 }
 export interface PlannedHost {
   input: Omit<HostInput, 'target_group_id'>
-  group: string
+  /** Null for a host of a kind that needs no upstream (a redirect, a static page). */
+  group: string | null
   rules: PlannedRule[]
   accessList: string | null
   source: ImportSource
@@ -128,13 +139,24 @@ export function addPlannedHost(plan: ImportPlan, host: PlannedHost): boolean {
     })
     return false
   }
-  const refused = refusalOf('host', { ...host.input, target_group_id: 1 })
+  const refused = refusalOf('host', { ...host.input, target_group_id: host.group ? 1 : null }) ?? _kindRefusal(host)
   if (refused) {
     plan.notImportable.push({ kind: 'host', name: host.input.domain, source: host.source, why: refused })
     return false
   }
   plan.hosts.push(host)
   return true
+}
+
+/** What the host's kind needs (hosts/kinds.ts), checked before applying, where a refusal would undo the whole import. */
+function _kindRefusal(host: PlannedHost): string | null {
+  try {
+    const input = hostBody.parse({ ...host.input, target_group_id: host.group ? 1 : null })
+    assertHostKindFields(resolveHostFields(input, HOST_DEFAULTS))
+    return null
+  } catch (err) {
+    return (err as Error).message
+  }
 }
 
 /** A group of this name once, whoever asks for it first. */
@@ -216,7 +238,7 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
     hostsToCreate.push(host)
   }
   // Only what the new hosts use; an existing name is reused as it is.
-  const groupNames = new Set(hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group).filter((g): g is string => !!g)]))
+  const groupNames = new Set(hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group)].filter((g): g is string => !!g)))
   const listNames = new Set([
     ...hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l),
     ...plan.accessLists.filter((l) => l.standalone).map((l) => l.name),
@@ -247,7 +269,7 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
       items.push({ kind: 'rule', name: `${h.input.domain} ${r.input.path} (${r.input.action})`, source: r.source, outcome: 'create' })
     for (const x of h.extraItems ?? []) items.push({ ...x, outcome: 'create' })
     if (!tx) continue
-    const row = await insertHost(tx, { ...h.input, target_group_id: groupIds.get(h.group)! }, ctx)
+    const row = await insertHost(tx, { ...h.input, target_group_id: h.group ? groupIds.get(h.group)! : null }, ctx)
     item.id = row.id
     for (const r of h.rules) await insertRule(tx, row.id, { ...r.input, target_group_id: r.group ? groupIds.get(r.group)! : null }, ctx)
     if (h.accessList) await setHostAccessListInTransaction(tx, row.id, listIds.get(h.accessList)!, ctx)

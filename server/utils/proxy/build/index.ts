@@ -31,6 +31,7 @@ import { buildManualCertificates } from './tls-manual'
 import { buildWafHandler } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
+import { buildKindTerminalRoutes } from './host-kind'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -116,8 +117,9 @@ function _buildHostRoute(
 ): Route | null {
   const names = [host.domain, ...host.aliases]
   names.forEach(assertSafeHostname)
-  const group = groups.get(host.target_group_id)
-  if (!group) {
+  const group = host.target_group_id === null ? undefined : groups.get(host.target_group_id)
+  // Only a proxy host cannot answer without its group (a maintenance host's bypass is skipped instead).
+  if (!group && host.kind === 'proxy') {
     warnings.push(`host ${host.domain}: target group ${host.target_group_id} is missing; host skipped`)
     return null
   }
@@ -186,15 +188,21 @@ function _buildHostRoute(
         chain.push(...customHandlersAt(host, 'after_security', warnings))
         // The chain so far runs for every request; rules and the default route follow it.
         if (chain.length) routes.push({ handle: chain.splice(0) })
-        for (const rule of sortRules(rules)) {
-          const route = buildRuleRoute(rule, host, groups, warnings)
-          if (route) routes.push(route)
-        }
+        // Path rules choose among upstreams: a host of another kind answers every path the same way.
+        if (host.kind !== 'proxy' && rules.length)
+          warnings.push(`host ${host.domain}: a ${host.kind} host does not use its ${rules.length} path rule(s)`)
+        else
+          for (const rule of sortRules(rules)) {
+            const route = buildRuleRoute(rule, host, groups, warnings)
+            if (route) routes.push(route)
+          }
         break
       case 'upstream': {
         const custom = customHandlersAt(host, 'before_proxy', warnings)
         if (custom.length) routes.push({ handle: custom })
-        routes.push(buildDefaultRoute(group, warnings))
+        // The kind's own answer takes the upstream's place at the end of the chain.
+        if (host.kind === 'proxy') routes.push(buildDefaultRoute(group!, warnings))
+        else routes.push(...buildKindTerminalRoutes(host, group, snapshot.clientIp, warnings))
         break
       }
     }

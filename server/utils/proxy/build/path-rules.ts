@@ -26,7 +26,8 @@ export function buildRuleRoute(
   const tag = { handler: 'headers', response: { set: { [RULE_ID_HEADER]: [String(rule.id)] } } }
   let action: Json
   if (rule.action === 'proxy') {
-    const group = groups.get(rule.target_group_id ?? host.target_group_id)
+    const groupId = rule.target_group_id ?? host.target_group_id
+    const group = groupId === null ? undefined : groups.get(groupId)
     if (!group) {
       warnings.push(`rule ${rule.id}: target group ${rule.target_group_id} is missing; rule skipped`)
       return null

@@ -17,6 +17,8 @@ import type { Executor, Tx } from '../../core/db'
 import { conflict, sqliteErrorCode } from '../../core/errors'
 import { SETTINGS_CATALOGUE, getSetting } from '../../core/settings'
 import { assertDnsProviderUsable } from '../../hosts/dns-providers'
+import { HOST_KIND_DEFAULTS } from '../../hosts/kind-schemas'
+import { camelCaseKeys } from '../../core/row-keys'
 
 // The desired state a proxy configuration is built from, as a list of named
 // parts (docs/revisions.md). Revisions store it, diffs compare it per object and
@@ -177,6 +179,15 @@ const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(
   unique: 'name',
 })
 /** A host by its domain; by its number only when the state does not hold it. */
+// A revision stored before host kinds (0038) holds hosts without their kind columns: they
+// were proxy hosts. Read with the defaults, such a revision restores them as proxy hosts
+// and shows no change for a host that is still one.
+const _HOST_KIND_COLUMNS = camelCaseKeys(HOST_KIND_DEFAULTS)
+function _withHostKinds(state: DesiredState): DesiredState {
+  if (!state.hosts) return state
+  return { ...state, hosts: Object.fromEntries(Object.entries(state.hosts).map(([k, h]) => [k, { ..._HOST_KIND_COLUMNS, ...h }])) }
+}
+
 const _hostName = (state: DesiredState, hostId: unknown) => String(state.hosts?.[String(hostId)]?.domain ?? `host ${String(hostId)}`)
 
 const _rulesPart = _tablePart('rules', rules, (k, r, state) => `rule ${String(r.path ?? k)} on ${_hostName(state, r.hostId)}`)
@@ -324,7 +335,8 @@ const _same = (a: unknown, b: unknown) =>
   a === b || (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b))
 
 /** Per object and field, from `before` to `after`; parts missing on one side count as empty. */
-export function diffDesiredState(before: DesiredState, after: DesiredState): ObjectChange[] {
+export function diffDesiredState(stateBefore: DesiredState, stateAfter: DesiredState): ObjectChange[] {
+  const [before, after] = [_withHostKinds(stateBefore), _withHostKinds(stateAfter)]
   const changes: ObjectChange[] = []
   const partNames = [...new Set([..._parts.map((p) => p.name), ...Object.keys(before), ...Object.keys(after)])]
   for (const name of partNames) {
@@ -366,7 +378,8 @@ function _driverMessage(err: unknown): string {
  * lists created after the revision go, once nothing points at them. A constraint the state still
  * breaks is a 409 naming the part, never a 500.
  */
-export async function restoreDesiredState(tx: Tx, state: DesiredState, revisionId: number): Promise<void> {
+export async function restoreDesiredState(tx: Tx, storedState: DesiredState, revisionId: number): Promise<void> {
+  const state = _withHostKinds(storedState)
   for (const p of _parts) await p.check?.(tx, state, revisionId)
   const present = _parts.filter((p) => state[p.name])
   const step = async (p: DesiredStatePart, action: 'prune' | 'restore') => {
