@@ -28,17 +28,21 @@ async function _withReconcile(row: HostRow, outcome: ReconcileOutcome, exec: Exe
   return { ...(await _present(row, exec)), reconcile: presentReconcile(outcome) }
 }
 
+// A redirect, static or maintenance host may have no target group, and so no health.
+const _groupHealth = <T>(health: Map<number, T>, groupId: number | null): T | null =>
+  groupId === null ? null : (health.get(groupId) ?? null)
+
 /** Reads carry the health of the host's target group (its targets, ops/target-health.ts). */
 export async function listHosts() {
   const rows = await getDb().select().from(hosts).orderBy(hosts.id)
   const [certificates, health] = await Promise.all([certificateSummaries(rows), readTargetHealth()])
-  return rows.map((r) => ({ ...presentHost(r, certificates.get(r.id) ?? null), health: health.get(r.targetGroupId) ?? null }))
+  return rows.map((r) => ({ ...presentHost(r, certificates.get(r.id) ?? null), health: _groupHealth(health, r.targetGroupId) }))
 }
 
 export async function getHost(id: number) {
   const row = await getDb().select().from(hosts).where(eq(hosts.id, id)).get()
   if (!row) throw notFound('host', id)
-  return { ...(await _present(row)), health: (await readTargetHealth()).get(row.targetGroupId) ?? null }
+  return { ...(await _present(row)), health: _groupHealth(await readTargetHealth(), row.targetGroupId) }
 }
 
 async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number): Promise<void> {

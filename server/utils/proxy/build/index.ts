@@ -94,6 +94,18 @@ export function hashOfConfigText(stableText: string): string {
   return createHash('sha256').update(stableText).digest('hex')
 }
 
+/** While the engine is unreachable: fail closed (503), or keep refusing the bans last known. */
+function _engineDownRoutes(host: HostSnapshot, snapshot: ProxySnapshot): Route[] {
+  if (snapshot.engineDown && host.engine_down_refuse) return [buildEngineDownRefusalRoute()]
+  if (snapshot.engineDown?.knownBanned.length && hostUsesBouncer(snapshot, host))
+    return [
+      buildKnownBansRoute(snapshot.engineDown.knownBanned, snapshot.whitelist, (ranges) =>
+        buildClientAddressMatcher(ranges, snapshot.clientIp),
+      ),
+    ]
+  return []
+}
+
 /** The ForwardAuth step of a host's chain: the check (and strict mode's code exchange), or the panel cookie's removal. */
 function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, names: string[], chain: Json[], routes: Route[]): void {
   // Strict session mode: the code exchange goes to the panel after the gates, before the check.
@@ -140,14 +152,7 @@ function _buildHostRoute(
         routes.push(...buildWrappingRoutes(step, host, snapshot, warnings))
         break
       case 'crowdsec':
-        // While the engine is unreachable: fail closed (503), or keep refusing the bans last known.
-        if (snapshot.engineDown && host.engine_down_refuse) routes.push(buildEngineDownRefusalRoute())
-        else if (snapshot.engineDown?.knownBanned.length && hostUsesBouncer(snapshot, host))
-          routes.push(
-            buildKnownBansRoute(snapshot.engineDown.knownBanned, snapshot.whitelist, (ranges) =>
-              buildClientAddressMatcher(ranges, snapshot.clientIp),
-            ),
-          )
+        routes.push(..._engineDownRoutes(host, snapshot))
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
         if (hostUsesAppsec(snapshot, host)) bouncer.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))

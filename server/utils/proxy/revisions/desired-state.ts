@@ -178,7 +178,6 @@ const _groupsPart = _tablePart('target_groups', targetGroups, (_k, g) => String(
   referenced: true,
   unique: 'name',
 })
-/** A host by its domain; by its number only when the state does not hold it. */
 // A revision stored before host kinds (0038) holds hosts without their kind columns: they
 // were proxy hosts. Read with the defaults, such a revision restores them as proxy hosts
 // and shows no change for a host that is still one.
@@ -188,6 +187,7 @@ function _withHostKinds(state: DesiredState): DesiredState {
   return { ...state, hosts: Object.fromEntries(Object.entries(state.hosts).map(([k, h]) => [k, { ..._HOST_KIND_COLUMNS, ...h }])) }
 }
 
+/** A host by its domain; by its number only when the state does not hold it. */
 const _hostName = (state: DesiredState, hostId: unknown) => String(state.hosts?.[String(hostId)]?.domain ?? `host ${String(hostId)}`)
 
 const _rulesPart = _tablePart('rules', rules, (k, r, state) => `rule ${String(r.path ?? k)} on ${_hostName(state, r.hostId)}`)
