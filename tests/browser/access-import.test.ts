@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { edgeBinaries } from '../support/edge-bins'
 import { httpRequest } from '../support/http'
-import { ADMIN, registerTestSecret } from '../support/panel'
+import { registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { firstPage, launchChromium, screenshot } from './browser'
+import { firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
 // The Access lists and Import screens in a real Chromium; every effect is checked
 // through the production Caddy.
@@ -29,11 +29,7 @@ beforeAll(async () => {
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  await page.goto(`${stack.panel.url}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, stack.panel.url)
 }, 120_000)
 afterAll(async () => {
   await chrome?.close()

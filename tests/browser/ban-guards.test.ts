@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { decisionsFor, panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { eventually, httpRequest } from '../support/http'
-import { ADMIN, registerTestSecret } from '../support/panel'
+import { registerTestSecret } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { writeMmdb } from '../support/mmdb-writer'
-import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot } from './browser'
+import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
 // The Security screen's guard rails and messages (issue 35, item 4) in a real Chromium,
 // against the built panel, the production Caddy and the real CrowdSec engine. The browser
@@ -60,11 +60,7 @@ beforeAll(async () => {
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  await page.goto(`${stack.panel.url}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, stack.panel.url)
 }, 120_000)
 
 afterAll(async () => {

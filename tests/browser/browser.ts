@@ -4,6 +4,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { AxeBuilder } from '@axe-core/playwright'
 import { makeTempDir } from '../support/processes'
 import { REPO_ROOT } from '../support/build'
+import { ADMIN } from '../support/panel'
 
 // Debian's Chromium driven by playwright-core (flags: shared docs, real-components §4).
 export const CHROMIUM = '/usr/bin/chromium'
@@ -89,4 +90,13 @@ export async function axeProblemsInBothThemesAndWidths(page: Page, where: string
     }
   }
   return problems
+}
+
+/** Signs the page in as the suites' admin through the login screen, and waits to leave it. */
+export async function signInAsAdmin(page: Page, panelUrl: string): Promise<void> {
+  await page.goto(`${panelUrl}/login`)
+  await page.getByLabel('Email').fill(ADMIN.email)
+  await page.getByLabel('Password').fill(ADMIN.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
 }

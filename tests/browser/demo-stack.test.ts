@@ -4,11 +4,11 @@ import { panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crow
 import { serveDemoGeo, type DemoGeoServer } from '../support/demo'
 import { edgeBinaries } from '../support/edge-bins'
 import { httpRequest } from '../support/http'
-import { ADMIN, registerTestSecret } from '../support/panel'
+import { registerTestSecret } from '../support/panel'
 import { freePort } from '../support/ports'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { axeProblemsInBothThemesAndWidths, DESK, firstPage, launchChromium, screenshot } from './browser'
+import { axeProblemsInBothThemesAndWidths, DESK, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
 // Issue 35 item 6 in a real Chromium, against the built panel, the production Caddy and the real
 // CrowdSec engine: a geolocation download that fails names its URL and links to the setting that
@@ -44,11 +44,7 @@ beforeAll(async () => {
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
   await page.setViewportSize(DESK)
-  await page.goto(`${stack.panel.url}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, stack.panel.url)
 }, 180_000)
 afterAll(async () => {
   await chrome?.close()

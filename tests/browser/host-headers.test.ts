@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { eventually, httpRequest } from '../support/http'
-import { ADMIN } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium } from './browser'
+import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, signInAsAdmin } from './browser'
 
 // Compression (and, later, header rules) on the host page and in Settings, in a real
 // Chromium against the built panel, the production proxy and a real upstream: every
@@ -29,11 +28,7 @@ beforeAll(async () => {
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
   page.on('dialog', (d) => d.accept())
-  await page.goto(`${stack.panel.url}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, stack.panel.url)
 }, 120_000)
 afterAll(async () => {
   await chrome?.close()

@@ -4,7 +4,7 @@ import { eventually, httpRequest } from '../support/http'
 import { ADMIN } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
-import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot } from './browser'
+import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
 // The Logs screen tells the operator the truth (issue 35, item 5), against the built panel,
 // the production Caddy with Coraza and its real logs: a blocked request is one row with the
@@ -38,11 +38,7 @@ beforeAll(async () => {
   expect(rule.status, rule.text).toBe(201)
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
-  await page.goto(`${stack.panel.url}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, stack.panel.url)
 }, 120_000)
 afterAll(async () => {
   await chrome?.close()

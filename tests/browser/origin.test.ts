@@ -5,7 +5,7 @@ import type { BrowserContext, Page, Response } from 'playwright-core'
 import { buildNpmDatabase } from '../support/npm-db'
 import { ADMIN, startPanel, type PanelHandle } from '../support/panel'
 import { freePort } from '../support/ports'
-import { firstPage, launchChromium } from './browser'
+import { firstPage, launchChromium, signInAsAdmin } from './browser'
 
 // Issue 33, item 1 (security review, finding 1, reproduced in Chromium): an admin
 // signed in at panel.example.test opens a page of a sibling, app.example.test.
@@ -111,11 +111,7 @@ beforeAll(async () => {
   chrome = await launchChromium(['--host-resolver-rules=MAP *.example.test 127.0.0.1'])
   page = await firstPage(chrome, consoleErrors)
   // The admin signs in through the panel's own UI, at its own name: the origin rule lets its pages through.
-  await page.goto(`${own}/login`)
-  await page.getByLabel('Email').fill(ADMIN.email)
-  await page.getByLabel('Password').fill(ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'))
+  await signInAsAdmin(page, own)
   const cookie = (await chrome.browser.cookies()).find((c) => c.name === 'panel_session')!
   // The parent domain: every name under example.test gets it, the sibling's included.
   expect(cookie.domain.replace(/^\./, '')).toBe('example.test')
