@@ -277,6 +277,8 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('link', { name: 'Dashboard' }).click()
     await expectVisible(page.getByRole('img', { name: /^Requests per hour by status class/ }))
     await expectVisible(page.getByRole('img', { name: /^World map of attackers: Germany \d+/ }))
+    // Refusals by reason, in the host form's words (not the API's lan_only).
+    await expectVisible(page.getByRole('img', { name: /^LAN only: [1-9]\d*$/ }))
     await screenshot(page, 'dashboard')
     await page.getByRole('link', { name: 'Hosts', exact: true }).click()
     await expectVisible(page.getByRole('link', { name: DOMAIN }))
