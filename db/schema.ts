@@ -135,6 +135,8 @@ export const logs = sqliteTable('logs', {
   nodeName: text('node_name'),
   // A WAF or error row folded into the access row of the same request (migration 0035, server/utils/logs/fold.ts).
   requestLogId: integer('request_log_id'),
+  // Caddy's id of the request (its access line's `uuid`), shown on the refusal pages (migration 0041).
+  requestId: text('request_id'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {
