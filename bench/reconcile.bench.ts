@@ -96,6 +96,7 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       security_headers: false,
       csp: null,
       ...HOST_KIND_DEFAULTS,
+      error_pages: 'inherit',
     })),
   }
 }

@@ -213,6 +213,10 @@ export const hosts = sqliteTable('hosts', {
   maintenanceContentType: text('maintenance_content_type').notNull().default('text/plain; charset=utf-8'),
   maintenanceBody: text('maintenance_body').notNull().default('This site is down for maintenance. Please try again later.'),
   maintenanceBypass: text('maintenance_bypass', { mode: 'json' }).notNull().$type<string[]>().default([]),
+  // Migration 0041: pages of our own (docs/hosts.md, "Pages"), following the setting proxy.error_pages or not.
+  errorPages: text('error_pages', { enum: ['inherit', 'on', 'off'] })
+    .notNull()
+    .default('inherit'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

@@ -81,6 +81,8 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'proxy.compression': 'Compress answers (zstd or gzip)',
   'proxy.compression_types': 'Media types to compress',
   'proxy.compression_minimum_bytes': 'Smallest answer to compress',
+  'proxy.error_pages': 'Refusal and error pages with a request id',
+  error_pages: 'Refusal and error pages',
   compression: 'Compression',
   header_rules: 'Header rules',
   'header_rules.*': (i) => `Header rule ${i + 1}`,

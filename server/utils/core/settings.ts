@@ -127,6 +127,15 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     description: "compress answers with zstd or gzip for every host that follows this setting (a host's own choice wins)",
   }),
   _def({
+    key: 'proxy.error_pages',
+    schema: z.boolean(),
+    // A new panel answers pages; migration 0041 records false for a database that predates them.
+    default: () => true,
+    affectsProxy: true,
+    description:
+      "answer refusals (403, 429) and upstream failures (502, 503, 504) with a page naming the host, the time and the request id, for every host that follows this setting (a host's own choice wins)",
+  }),
+  _def({
     key: 'proxy.compression_types',
     schema: z
       .array(

@@ -145,6 +145,10 @@ export const hostBody = z.strictObject({
     .optional(),
   ...headerFields,
   ...hostKindFields,
+  // Pages of our own (docs/hosts.md, "Pages"). Left out of a PUT: the stored value stays; on create: 'inherit'.
+  error_pages: z
+    .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global setting proxy.error_pages), "on" or "off"' })
+    .optional(),
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -181,6 +185,7 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   security_headers: false,
   csp: null,
   ...HOST_KIND_DEFAULTS,
+  error_pages: 'inherit',
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

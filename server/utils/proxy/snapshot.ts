@@ -73,6 +73,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       types: await getSetting<string[]>('proxy.compression_types', exec),
       minimumBytes: await getSetting<number>('proxy.compression_minimum_bytes', exec),
     },
+    errorPages: await getSetting<boolean>('proxy.error_pages', exec),
     dnsProviders,
     manualCerts,
     hosts,
