@@ -94,7 +94,7 @@ describe('pages on', () => {
   })
 
   it('negotiates HTML, JSON and plain text, each naming the host, the time and the request id, bounded in size', () => {
-    const routes = buildServerErrorPages([gated()], buildSnapshot({ errorPages: true })).errors as any
+    const routes = buildServerErrorPages('http', [gated()], buildSnapshot({ errorPages: true })).errors as any
     for (const [i, status] of Object.keys(PAGE_STATUSES).entries()) {
       const [html, json, text] = routes.routes[0].handle[0].routes[i].handle[0].routes
       expect(html.match).toEqual([{ header: { Accept: ['*text/html*'] } }])

@@ -117,11 +117,12 @@ function _hostErrorRoute(host: HostSnapshot): Route {
 }
 
 /**
- * A server's `errors` (Caddy's handle_errors) for its hosts that show pages; {} when none does,
- * so the server's JSON is what it was. Another error (401 of basic auth...) still gets Caddy's bare answer.
+ * A server's `errors` (Caddy's handle_errors) for its hosts (plain ones on http, TLS ones on https)
+ * that show pages; {} when none does, so the server's JSON is what it was. Another error (401 of
+ * basic auth...) still gets Caddy's bare answer.
  */
-export function buildServerErrorPages(hosts: HostSnapshot[], snapshot: ProxySnapshot): Json {
-  const routes = hosts.filter((h) => hostShowsPages(h, snapshot)).map(_hostErrorRoute)
+export function buildServerErrorPages(server: 'http' | 'https', hosts: HostSnapshot[], snapshot: ProxySnapshot): Json {
+  const routes = hosts.filter((h) => (h.tls_mode === 'none') === (server === 'http') && hostShowsPages(h, snapshot)).map(_hostErrorRoute)
   return routes.length ? { errors: { routes } } : {}
 }
 

@@ -274,10 +274,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       routes: plainRoutes,
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
-      ...buildServerErrorPages(
-        builtHosts.filter((h) => h.tls_mode === 'none'),
-        snapshot,
-      ),
+      ...buildServerErrorPages('http', builtHosts, snapshot),
     },
   }
   const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
@@ -288,7 +285,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       routes: tlsRoutes,
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
-      ...buildServerErrorPages(tlsHosts, snapshot),
+      ...buildServerErrorPages('https', builtHosts, snapshot),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
