@@ -97,6 +97,7 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       csp: null,
       ...HOST_KIND_DEFAULTS,
       error_pages: 'inherit',
+      error_page_message: null,
     })),
   }
 }

@@ -217,6 +217,7 @@ export const hosts = sqliteTable('hosts', {
   errorPages: text('error_pages', { enum: ['inherit', 'on', 'off'] })
     .notNull()
     .default('inherit'),
+  errorPageMessage: text('error_page_message'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

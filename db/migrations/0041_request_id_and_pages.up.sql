@@ -7,6 +7,8 @@ CREATE INDEX logs_request_id_idx ON logs (request_id) WHERE request_id IS NOT NU
 -- Pages of our own (docs/hosts.md, "Pages"): a host follows the global setting
 -- proxy.error_pages ('inherit') or overrides it ('on', 'off').
 ALTER TABLE hosts ADD COLUMN error_pages TEXT NOT NULL DEFAULT 'inherit';
+-- The operator's short message on the host's pages (NULL: the global proxy.error_page_message).
+ALTER TABLE hosts ADD COLUMN error_page_message TEXT;
 
 -- A new panel answers pages; an upgraded one keeps answering what it answered before
 -- (bare refusals, byte for byte) until the operator turns them on. A database that

@@ -47,12 +47,24 @@ describe('pages in the web UI', () => {
     expect(body).toContain(HOST)
     await page.goto(`${stack.panel.url}/hosts/${hostId}`)
     const select = page.getByLabel('Refusal and error pages')
-    await page.getByRole('option', { name: 'Follow the global setting (on)' }).waitFor({ state: 'attached' })
+    await select.getByRole('option', { name: 'Follow the global setting (on)' }).waitFor({ state: 'attached' })
     expect(await select.inputValue()).toBe('inherit')
     const preview = page.getByTestId('pages-preview')
     await preview.waitFor({ state: 'visible' })
     await expect(preview.textContent()).resolves.toContain(HOST)
     expect(await axeProblemsInBothThemesAndWidths(page, 'host page, pages follow the global setting')).toEqual([])
+  })
+
+  it("the host's message shows in the preview and on the proxy's page, as text", async () => {
+    const note = 'Call the desk <b>now</b> {http.request.uuid}'
+    await page.getByLabel('Message on the pages (optional)').fill(note)
+    await expect(page.getByTestId('pages-preview-message').textContent()).resolves.toBe(note)
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Host saved and applied to the proxy.').waitFor({ state: 'visible' })
+    expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.error_page_message).toBe(note)
+    const body = await eventually(throughProxy, (b) => b.includes('Call the desk'), 15_000, 200)
+    expect(body).toContain('Call the desk &#60;b&#62;now&#60;/b&#62; {http.request.uuid}')
+    expect(await axeProblemsInBothThemesAndWidths(page, 'host page, pages with a message')).toEqual([])
   })
 
   it('turning pages off for the host gives the bare answer again, and the preview goes', async () => {
@@ -79,7 +91,10 @@ describe('pages in the web UI', () => {
     expect(await showsPage(false)).toBe('')
     expect(await axeProblemsInBothThemesAndWidths(page, 'settings, pages off')).toEqual([])
     await page.goto(`${stack.panel.url}/hosts/${hostId}`)
-    await page.getByRole('option', { name: 'Follow the global setting (off)' }).waitFor({ state: 'attached' })
+    await page
+      .getByLabel('Refusal and error pages')
+      .getByRole('option', { name: 'Follow the global setting (off)' })
+      .waitFor({ state: 'attached' })
     expect(consoleErrors).toEqual([])
   })
 })

@@ -3,6 +3,7 @@ import { PAGE_STATUSES, buildServerErrorPages, hostShowsPages } from '../../serv
 import { buildProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
 import { ACCESS_DENIED_BODY } from '../../server/utils/proxy/build/access-list'
 import { LAN_GATE_BODY } from '../../server/utils/proxy/build/lan-gate'
+import { hostBody } from '../../server/utils/hosts/schemas'
 import { buildAccessListSnapshot, buildHostSnapshot, buildSnapshot, hostSubroutes } from '../support/factories'
 
 // Pages of our own (docs/hosts.md, "Pages"): the builder's part.
@@ -118,5 +119,38 @@ describe('pages on', () => {
       })
       expect(html.handle[0].body.includes('http-equiv="refresh" content="10"')).toBe(Number(status) >= 500)
     }
+  })
+})
+
+describe("the operator's message", () => {
+  const bodies = (host: ReturnType<typeof gated>, errorPageMessage?: string) => {
+    const routes = (buildServerErrorPages('http', [host], buildSnapshot({ errorPages: true, errorPageMessage })).errors as any).routes
+    return routes[0].handle[0].routes[0].handle[0].routes.map((r: any) => r.handle[0].body as string)
+  }
+  it("the host's own wins over the global one; none leaves the page as it was", () => {
+    expect(bodies(gated({ error_page_message: 'Call the desk' }), 'Global note')[2]).toContain('\nCall the desk\n')
+    expect(bodies(gated(), 'Global note')[2]).toContain('\nGlobal note\n')
+    expect(bodies(gated(), '')).toEqual(bodies(gated()))
+  })
+  it('is escaped for HTML, JSON and the replacer: a hostile message stays text', () => {
+    const hostile = '</p><script>alert(1)</script> {http.request.header.Cookie} "quote\\'
+    const [html, json, text] = bodies(gated({ error_page_message: hostile }))
+    expect(html).not.toContain('<script>')
+    expect(html).toContain('&#60;script&#62;alert(1)&#60;/script&#62; \\{http.request.header.Cookie\\}')
+    expect(JSON.parse(json.replace(/\\([{}])/g, '$1')).message).toBe(hostile)
+    expect(text).toContain('\\{http.request.header.Cookie\\}')
+    for (const body of [html, json, text]) expect(body.replace(/\\[{}]/g, '')).not.toContain('{http.request.header')
+  })
+})
+
+describe("the message's validation", () => {
+  const parse = (error_page_message: unknown) =>
+    hostBody.safeParse({ domain: 'a.example.test', target_group_id: 1, tls_mode: 'none', error_page_message })
+  it('takes one line of at most 200 characters; blank means the global one', () => {
+    expect(parse('Call the desk').data?.error_page_message).toBe('Call the desk')
+    expect(parse('   ').data?.error_page_message).toBeNull()
+    expect(parse(null).data?.error_page_message).toBeNull()
+    for (const bad of ['a\nb', 'tab\there', 'x'.repeat(201), 42]) expect(parse(bad).success, JSON.stringify(bad)).toBe(false)
+    expect(parse('x'.repeat(201)).error?.issues[0]?.message).toBe('must be at most 200 characters')
   })
 })

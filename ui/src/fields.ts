@@ -83,6 +83,8 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'proxy.compression_minimum_bytes': 'Smallest answer to compress',
   'proxy.error_pages': 'Refusal and error pages with a request id',
   error_pages: 'Refusal and error pages',
+  'proxy.error_page_message': 'Message on the refusal and error pages',
+  error_page_message: 'Message on the pages',
   compression: 'Compression',
   header_rules: 'Header rules',
   'header_rules.*': (i) => `Header rule ${i + 1}`,

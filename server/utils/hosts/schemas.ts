@@ -1,4 +1,5 @@
 import { isIP } from 'node:net'
+import { errorPageMessageField } from './page-message'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
@@ -149,6 +150,8 @@ export const hostBody = z.strictObject({
   error_pages: z
     .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global setting proxy.error_pages), "on" or "off"' })
     .optional(),
+  // The operator's short message on the host's pages; null: the global one (proxy.error_page_message).
+  error_page_message: errorPageMessageField,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -186,6 +189,7 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   csp: null,
   ...HOST_KIND_DEFAULTS,
   error_pages: 'inherit',
+  error_page_message: null,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

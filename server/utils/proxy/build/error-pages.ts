@@ -62,7 +62,12 @@ const _STYLE = _literal(
 )
 const _html = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
-function _bodies(status: number, domain: string): { html: string; json: string; text: string } {
+/** The operator's message for a host: its own, else the global one; null when neither. */
+export function pageMessage(host: HostSnapshot, snapshot: ProxySnapshot): string | null {
+  return host.error_page_message || snapshot.errorPageMessage || null
+}
+
+function _bodies(status: number, domain: string, note: string | null): { html: string; json: string; text: string } {
   const page = PAGE_STATUSES[status]!
   const retry = page.retry ? ` This page tries again by itself every ${PAGE_RETRY_SECONDS} seconds.` : ''
   const host = _literal(_html(domain))
@@ -73,15 +78,18 @@ function _bodies(status: number, domain: string): { html: string; json: string; 
     `<title>${status} ${page.title}</title>` +
     _STYLE +
     `<h1>${page.title}</h1><p>${_literal(page.text)}${retry}</p><p>${_REASON}</p>` +
+    (note ? `<p class="note">${_literal(_html(note))}</p>` : '') +
     `<dl><dt>Site</dt><dd>${host}</dd><dt>Time</dt><dd>${_TIME}</dd><dt>Request id</dt><dd><code>${_ID}</code></dd></dl>` +
     "<p>If you think this is a mistake, give the request id to the site's operator: it finds this request in the logs.</p>" +
     '</body></html>\n'
   const message = `${status} ${page.title}: ${page.text}`
-  const json = _literal(JSON.stringify({ error: message, reason: 'REASON', host: domain, request_id: 'ID', time: 'TIME' }))
+  const fields = { error: message, reason: 'REASON', ...(note ? { message: note } : {}), host: domain, request_id: 'ID', time: 'TIME' }
+  // The operator's note is JSON-escaped by stringify, then brace-escaped: it cannot end the string or name a placeholder.
+  const json = _literal(JSON.stringify(fields))
     .replace('"REASON"', `"${_REASON}"`)
     .replace('"ID"', `"${_ID}"`)
     .replace('"TIME"', `"${_TIME}"`)
-  const text = `${_literal(message)}${retry}\n${_REASON}\nSite: ${_literal(domain)}\nTime: ${_TIME}\nRequest id: ${_ID}\n`
+  const text = `${_literal(message)}${retry}\n${_REASON}\n${note ? `${_literal(note)}\n` : ''}Site: ${_literal(domain)}\nTime: ${_TIME}\nRequest id: ${_ID}\n`
   return { html, json: `${json}\n`, text }
 }
 
@@ -95,10 +103,10 @@ function _answer(status: number, type: string, body: string): Json {
 }
 
 /** One host's error route: per status, HTML for a browser, JSON when asked for, plain text otherwise. */
-function _hostErrorRoute(host: HostSnapshot): Route {
+function _hostErrorRoute(host: HostSnapshot, snapshot: ProxySnapshot): Route {
   const routes = Object.keys(PAGE_STATUSES).map((key) => {
     const status = Number(key)
-    const b = _bodies(status, host.domain)
+    const b = _bodies(status, host.domain, pageMessage(host, snapshot))
     return {
       match: [{ vars: { '{http.error.status_code}': [key] } }],
       handle: [
@@ -122,7 +130,9 @@ function _hostErrorRoute(host: HostSnapshot): Route {
  * basic auth...) still gets Caddy's bare answer.
  */
 export function buildServerErrorPages(server: 'http' | 'https', hosts: HostSnapshot[], snapshot: ProxySnapshot): Json {
-  const routes = hosts.filter((h) => (h.tls_mode === 'none') === (server === 'http') && hostShowsPages(h, snapshot)).map(_hostErrorRoute)
+  const routes = hosts
+    .filter((h) => (h.tls_mode === 'none') === (server === 'http') && hostShowsPages(h, snapshot))
+    .map((h) => _hostErrorRoute(h, snapshot))
   return routes.length ? { errors: { routes } } : {}
 }
 
