@@ -96,6 +96,8 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       security_headers: false,
       csp: null,
       ...HOST_KIND_DEFAULTS,
+      error_pages: 'inherit',
+      error_page_message: null,
     })),
   }
 }

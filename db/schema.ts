@@ -135,6 +135,8 @@ export const logs = sqliteTable('logs', {
   nodeName: text('node_name'),
   // A WAF or error row folded into the access row of the same request (migration 0035, server/utils/logs/fold.ts).
   requestLogId: integer('request_log_id'),
+  // Caddy's id of the request (its access line's `uuid`), shown on the refusal pages (migration 0041).
+  requestId: text('request_id'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {
@@ -211,6 +213,11 @@ export const hosts = sqliteTable('hosts', {
   maintenanceContentType: text('maintenance_content_type').notNull().default('text/plain; charset=utf-8'),
   maintenanceBody: text('maintenance_body').notNull().default('This site is down for maintenance. Please try again later.'),
   maintenanceBypass: text('maintenance_bypass', { mode: 'json' }).notNull().$type<string[]>().default([]),
+  // Migration 0041: pages of our own (docs/hosts.md, "Pages"), following the setting proxy.error_pages or not.
+  errorPages: text('error_pages', { enum: ['inherit', 'on', 'off'] })
+    .notNull()
+    .default('inherit'),
+  errorPageMessage: text('error_page_message'),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

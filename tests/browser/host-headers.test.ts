@@ -59,7 +59,10 @@ describe('compression in the web UI', () => {
   it("the host page shows the global state, and turning compression on for the host compresses that host's answers", async () => {
     await page.goto(`${stack.panel.url}/hosts/${hostId}`)
     const select = page.getByLabel('Compress answers (zstd or gzip)')
-    await page.getByRole('option', { name: 'Follow the global setting (off)' }).waitFor({ state: 'attached' })
+    await page
+      .getByLabel('Compress answers (zstd or gzip)')
+      .getByRole('option', { name: 'Follow the global setting (off)' })
+      .waitFor({ state: 'attached' })
     expect(await select.inputValue()).toBe('inherit')
     await page.getByTestId('compression-suggestion').waitFor({ state: 'visible' })
     expect(await axeProblemsInBothThemesAndWidths(page, 'host page, compression follows the global setting')).toEqual([])
@@ -77,7 +80,10 @@ describe('compression in the web UI', () => {
     ).toBe(200)
     await page.goto(`${stack.panel.url}/hosts/${hostId}`)
     const select = page.getByLabel('Compress answers (zstd or gzip)')
-    await page.getByRole('option', { name: 'Follow the global setting (on)' }).waitFor({ state: 'attached' })
+    await page
+      .getByLabel('Compress answers (zstd or gzip)')
+      .getByRole('option', { name: 'Follow the global setting (on)' })
+      .waitFor({ state: 'attached' })
     await select.selectOption('off')
     await page.getByRole('button', { name: 'Save host' }).click()
     expect(await encodingBecomes(undefined)).toBeUndefined()

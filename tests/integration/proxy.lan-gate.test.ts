@@ -30,7 +30,8 @@ describe('LAN-only gate, against a client on a public address (198.51.100.10 in 
     const before = up.requests.length
     const res = await fromNamespace('lan.example.test')
     expect(res.status).toBe(403)
-    expect(res.body).toMatch(/^Access denied: LAN only/)
+    // A new panel answers its page (docs/hosts.md, "Pages"), with the gate's reason.
+    expect(res.body).toMatch(/^403 Access denied.*\nAccess denied: LAN only\n/)
     expect(up.requests.length).toBe(before)
   })
 

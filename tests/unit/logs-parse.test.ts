@@ -100,7 +100,14 @@ describe('parseAccessLine', () => {
       durationMs: 13.2,
       country: 'ZZ',
       raw: access,
+      requestId: null,
     })
+  })
+  it("stores Caddy's request id (uuid) as the refusal page shows it, and nothing that is not one", () => {
+    const withId = (uuid: unknown) => parseAccessLine(JSON.stringify({ ...JSON.parse(access), uuid }), ctx).requestId
+    expect(withId('5cef7b46-a205-4554-9705-f7140937654b')).toBe('5cef7b46-a205-4554-9705-f7140937654b')
+    for (const odd of ['5CEF7B46-A205-4554-9705-F7140937654B', '<script>', `${'a'.repeat(8)}-x`, 42, ['x'], null, ''])
+      expect(withId(odd), JSON.stringify(odd)).toBeNull()
   })
   it('finds the host by domain when the logger has no host suffix, takes remote_ip without client_ip, and no rule without the tag', () => {
     const e = JSON.parse(access)

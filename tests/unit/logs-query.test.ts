@@ -101,6 +101,8 @@ function seedRows(count: number): LogRow[] {
       // Not from the generator, so that the other columns stay what they were.
       nodeId: source === 'audit' ? null : [1, 2, 3, null][i % 4]!,
       nodeName: source === 'audit' ? null : ['node-1', 'node-2', 'edge-3', null][i % 4]!,
+      // Caddy's request id (migration 0041): on a few access rows, derived from i like the node.
+      requestId: source === 'caddy_access' && i % 7 === 0 ? `00000000-0000-4000-8000-${(i % 49).toString(16).padStart(12, '0')}` : null,
     })
   }
   return rows
@@ -137,6 +139,7 @@ async function allRows(): Promise<LogRecord[]> {
     nodeId: row.node_id as number | null,
     nodeName: row.node_name as string | null,
     requestLogId: row.request_log_id as number | null,
+    requestId: row.request_id as string | null,
   }))
 }
 
@@ -213,6 +216,13 @@ function oracleMatch(r: LogRecord, q: Q): boolean {
     !list('node_id')
       .map(Number)
       .includes(r.nodeId as number)
+  )
+    return false
+  if (
+    q.request_id &&
+    !list('request_id')
+      .map((s) => s.toLowerCase())
+      .includes(r.requestId as string)
   )
     return false
   if (q.from && r.tsMs < (Number.isNaN(Number(q.from)) ? Date.parse(q.from) : Number(q.from))) return false
@@ -346,6 +356,10 @@ const FILTERS: Q[] = [
   { node_id: '2' },
   { node_id: '1,3', status: '4xx', from: String(T0 + 5 * H + 17) },
   { node_id: '3', path: 'items' },
+  // The request id a refusal page shows (migration 0041): exact, any case, a list, with other filters.
+  { request_id: '00000000-0000-4000-8000-000000000007' },
+  { request_id: '00000000-0000-4000-8000-00000000000E,00000000-0000-4000-8000-000000000015', status: '4xx' },
+  { request_id: '00000000-0000-4000-8000-000000000000', source: 'caddy_access', from: String(T0 + 5 * H) },
   { status: '404', host_domain: 'a.example.test' },
   // The roll-ups keyed by path (migration 0030): a substring of path keys alone, with sources and windows
   // whose partial hours are read either way; one of a query string only, and one of both (read from the rows).
@@ -554,6 +568,8 @@ describe('list paging and single rows', () => {
     [{ path: `re:${'a'.repeat(300)}` }],
     [{ remote_ip: '10.0.0.0/33' }],
     [{ remote_ip: 'nope/8' }],
+    [{ request_id: '<script>' }],
+    [{ request_id: '00000000-0000-4000-8000-00000000000' }],
     [{ from: 'yesterday' }],
     [{ to: '2026-13-45T00:00:00Z' }],
     [{ from: '2026-11-21T00:00:00Z', to: '2026-11-20T00:00:00Z' }],
@@ -612,6 +628,7 @@ describe('the duration histogram bucket', () => {
       'node_id',
       'node',
       'request_log_id',
+      'request_id',
     ])
   })
 })

@@ -50,6 +50,8 @@ const host = {
   security_headers: false,
   csp: null,
   ...HOST_KIND_DEFAULTS,
+  error_pages: 'inherit',
+  error_page_message: null,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: null,
   certificate: null,

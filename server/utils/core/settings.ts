@@ -1,4 +1,5 @@
 import { inArray } from 'drizzle-orm'
+import { ERROR_PAGE_MESSAGE_MAX } from '../hosts/page-message'
 import { isIP } from 'node:net'
 import { Cron } from 'croner'
 import { z, type ZodType } from 'zod'
@@ -125,6 +126,26 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     default: () => true,
     affectsProxy: true,
     description: "compress answers with zstd or gzip for every host that follows this setting (a host's own choice wins)",
+  }),
+  _def({
+    key: 'proxy.error_pages',
+    schema: z.boolean(),
+    // A new panel answers pages; migration 0041 records false for a database that predates them.
+    default: () => true,
+    affectsProxy: true,
+    description:
+      "answer refusals (403, 429) and upstream failures (502, 503, 504) with a page naming the host, the time and the request id, for every host that follows this setting (a host's own choice wins)",
+  }),
+  _def({
+    key: 'proxy.error_page_message',
+    schema: z
+      .string()
+      .trim()
+      .max(ERROR_PAGE_MESSAGE_MAX, `must be at most ${ERROR_PAGE_MESSAGE_MAX} characters`)
+      .regex(/^[^\u0000-\u001f\u007f]*$/, 'must be one line of text without control characters'),
+    default: () => '',
+    affectsProxy: true,
+    description: "a short message shown on every host's pages (plain text; a host's own message wins; empty: none)",
   }),
   _def({
     key: 'proxy.compression_types',

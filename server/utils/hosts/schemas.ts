@@ -1,4 +1,5 @@
 import { isIP } from 'node:net'
+import { errorPageMessageField } from './page-message'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
@@ -145,6 +146,12 @@ export const hostBody = z.strictObject({
     .optional(),
   ...headerFields,
   ...hostKindFields,
+  // Pages of our own (docs/hosts.md, "Pages"). Left out of a PUT: the stored value stays; on create: 'inherit'.
+  error_pages: z
+    .enum(['inherit', 'on', 'off'], { message: 'must be "inherit" (follow the global setting proxy.error_pages), "on" or "off"' })
+    .optional(),
+  // The operator's short message on the host's pages; null: the global one (proxy.error_page_message).
+  error_page_message: errorPageMessageField,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -181,6 +188,8 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   security_headers: false,
   csp: null,
   ...HOST_KIND_DEFAULTS,
+  error_pages: 'inherit',
+  error_page_message: null,
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */

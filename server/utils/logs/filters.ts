@@ -2,6 +2,7 @@ import { and, inArray, or, sql, type SQL } from 'drizzle-orm'
 import { badRequest } from '../core/errors'
 import { ipToBigInt, parseCidr, endOf, type Net } from '../geo/ip'
 import { compileSafeRegex, requiredLiteral } from './regex'
+import { REQUEST_ID_PATTERN } from './parse'
 
 // One filter compiler for the list, stats, timeseries and the live tail. The
 // query string becomes SQL conditions with bound parameters, written with
@@ -25,6 +26,7 @@ export type Dim =
   | 'waf_rule_id'
   | 'waf_severity'
   | 'node'
+  | 'request_id'
 
 /** A row as the API presents it (see present.ts); what the tail and the JS predicate see. */
 export interface FilterableRow {
@@ -44,6 +46,7 @@ export interface FilterableRow {
   waf_rule_id: number | null
   waf_severity: string | null
   node_id: number | null
+  request_id: string | null
 }
 
 export interface CompiledFilter {
@@ -151,7 +154,7 @@ interface _Builder {
   queryText?: string
 }
 
-type _Column = 'source' | 'rule_id' | 'method' | 'level' | 'waf_rule_id' | 'waf_severity' | 'node_id'
+type _Column = 'source' | 'rule_id' | 'method' | 'level' | 'waf_rule_id' | 'waf_severity' | 'node_id' | 'request_id'
 
 /** A dimension that is a list of values one column must be among. */
 function _among<T extends string | number>(b: _Builder, dim: Dim, column: _Column, values: T[]): void {
@@ -166,6 +169,15 @@ function _names(v: unknown, field: string, what: string): string[] {
   const names = _list(v).map((s) => s.toUpperCase())
   for (const n of names) if (!/^[A-Z]{1,16}$/.test(n)) throw badRequest(`${field}: "${n}" is not ${what}`)
   return names
+}
+
+/** Request ids as a refusal page shows them, lower-cased (Caddy writes them so). */
+function _requestIds(v: unknown): string[] {
+  const ids = _list(v).map((s) => s.toLowerCase())
+  for (const id of ids)
+    if (!REQUEST_ID_PATTERN.test(id))
+      throw badRequest(`request_id: "${id.slice(0, 40)}" is not a request id such as 5cef7b46-a205-4554-9705-f7140937654b`)
+  return ids
 }
 
 function _sourceDim(q: Record<string, unknown>, b: _Builder): void {
@@ -285,6 +297,8 @@ const _DIMENSIONS: Array<(q: Record<string, unknown>, b: _Builder) => void> = [
   (q, b) => _among(b, 'waf_severity', 'waf_severity', _names(q.waf_severity, 'waf_severity', 'a severity name such as CRITICAL')),
   // No roll-up carries the node: a node filter is answered from the rows (stats.ts).
   (q, b) => _among(b, 'node', 'node_id', _ids(q.node_id, 'node_id')),
+  // The id a refusal page shows (exact, lower case): no roll-up carries it either.
+  (q, b) => _among(b, 'request_id', 'request_id', _requestIds(q.request_id)),
 ]
 
 export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {

@@ -110,6 +110,7 @@ async function _commit(path: string, pos: Position, rows: LogRow[], fold: Fold):
       nodeId: null,
       nodeName: null,
       requestLogId: null,
+      requestId: null,
       ...r,
     })),
   ]

@@ -34,6 +34,9 @@ const _WAF_RULE_MSG_CHARS = 200
 /** What coraza-caddy answers for a `deny` without `status:` (Coraza's deny action defaults to 403). */
 const _DENY_DEFAULT_STATUS = 403
 
+/** Caddy's request id: a UUID in its canonical lower-case text (anything else in `uuid` is not stored). */
+export const REQUEST_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
 export function truncateRaw(line: string): string {
   return line.length > RAW_LIMIT_CHARS ? `${line.slice(0, RAW_LIMIT_CHARS)}…[truncated ${line.length - RAW_LIMIT_CHARS} chars]` : line
 }
@@ -125,6 +128,9 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
     message: _str(e.msg, FIELD_LIMITS.message),
     raw: truncateRaw(line),
     durationMs: _durationMs(e.duration),
+    // Caddy adds `uuid` to the access line only when {http.request.uuid} was used while handling the request
+    // (the refusal pages use it; Caddy >= 2.8), so most rows have none.
+    requestId: typeof e.uuid === 'string' && REQUEST_ID_PATTERN.test(e.uuid) ? e.uuid : null,
   }
 }
 

@@ -31,6 +31,7 @@ export function presentLog(r: LogRecord) {
     node_id: r.nodeId,
     node: r.nodeName,
     request_log_id: r.requestLogId,
+    request_id: r.requestId,
   }
 }
 
@@ -75,5 +76,6 @@ export function recordOf(r: Row): LogRecord {
     nodeId: _num(r.node_id),
     nodeName: _text(r.node_name),
     requestLogId: _num(r.request_log_id),
+    requestId: _text(r.request_id),
   }
 }

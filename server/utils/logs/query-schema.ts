@@ -47,6 +47,13 @@ export const logFilterQuery = z.strictObject({
     .regex(_list('[1-9]\\d{0,9}'), 'must be positive integers separated by commas')
     .optional()
     .describe('comma list of proxy node ids (GET /api/nodes)'),
+  request_id: _text(2000)
+    .regex(
+      _list('[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}'),
+      'must be request ids as a refusal page shows them (8-4-4-4-12 hexadecimal digits), separated by commas',
+    )
+    .optional()
+    .describe("comma list of request ids, as the proxy's refusal pages show them"),
   from: _text(40)
     .regex(
       /^(\d{1,15}|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?)?)?$/,

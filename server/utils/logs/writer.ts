@@ -31,6 +31,7 @@ const _COLUMNS = [
   ['node_id', 'nodeId'],
   ['node_name', 'nodeName'],
   ['request_log_id', 'requestLogId'],
+  ['request_id', 'requestId'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()

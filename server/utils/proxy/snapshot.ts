@@ -73,6 +73,8 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
       types: await getSetting<string[]>('proxy.compression_types', exec),
       minimumBytes: await getSetting<number>('proxy.compression_minimum_bytes', exec),
     },
+    errorPages: await getSetting<boolean>('proxy.error_pages', exec),
+    errorPageMessage: await getSetting<string>('proxy.error_page_message', exec),
     dnsProviders,
     manualCerts,
     hosts,

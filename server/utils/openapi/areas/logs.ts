@@ -46,6 +46,9 @@ export const logRowSchema = z.strictObject({
   request_log_id: nullable(z.number().int()).describe(
     'on a WAF or proxy-error row: the access row of the same request it is folded into (one row per request, docs/logs.md)',
   ),
+  request_id: nullable(z.string()).describe(
+    "on an access row: the proxy's id of the request, the one its refusal page shows (null when no page used it)",
+  ),
 })
 
 /** One row; an access row also lists the rows folded into it. */

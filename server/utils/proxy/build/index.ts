@@ -32,6 +32,7 @@ import { buildWafHandler } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
+import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -142,17 +143,17 @@ function _buildHostRoute(
   for (const step of HOST_HANDLER_ORDER) {
     switch (step) {
       case 'lan_gate':
-        if (host.lan_only) routes.push(buildLanGateRoute(snapshot.clientIp))
+        if (host.lan_only) routes.push(...withPageRefusals([buildLanGateRoute(snapshot.clientIp)], host, snapshot))
         break
       case 'access_ip':
-        if (accessList) routes.push(...buildAccessListIpRoutes(accessList, snapshot.clientIp))
+        if (accessList) routes.push(...withPageRefusals(buildAccessListIpRoutes(accessList, snapshot.clientIp), host, snapshot))
         break
       case 'encode':
       case 'response_headers':
         routes.push(...buildWrappingRoutes(step, host, snapshot, warnings))
         break
       case 'crowdsec':
-        routes.push(..._engineDownRoutes(host, snapshot))
+        routes.push(...withPageRefusals(_engineDownRoutes(host, snapshot), host, snapshot))
         // A host that wants it and cannot have it is reported once for all hosts (buildCrowdsecWarnings).
         // The AppSec threshold header goes first, so that `appsec` follows `crowdsec` directly.
         if (hostUsesAppsec(snapshot, host)) bouncer.push(buildAppsecThresholdHeader(snapshot.waf.inboundThreshold))
@@ -273,6 +274,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       routes: plainRoutes,
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
+      ...buildServerErrorPages('http', builtHosts, snapshot),
     },
   }
   const manual = buildManualCertificates(snapshot, tlsHosts, warnings)
@@ -283,6 +285,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       routes: tlsRoutes,
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
+      ...buildServerErrorPages('https', builtHosts, snapshot),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
@@ -298,7 +301,10 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(tls).length) apps.tls = tls
   if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
-    apps.crowdsec = buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse))
+    apps.crowdsec = {
+      ...buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse)),
+      ...bouncerErrorOption(builtHosts, snapshot),
+    }
   }
 
   const config: Json = {

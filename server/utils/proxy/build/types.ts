@@ -71,6 +71,10 @@ export interface ProxySnapshot {
   accessLists?: AccessListSnapshot[]
   /** Settings proxy.compression*: what a host with compression 'inherit' does. Absent: off. */
   compression?: CompressionSettings | null
+  /** Setting proxy.error_pages: whether a host with error_pages 'inherit' answers pages of our own. Absent: off. */
+  errorPages?: boolean
+  /** Setting proxy.error_page_message: the pages' message for a host without its own ('' or absent: none). */
+  errorPageMessage?: string
 }
 
 export type Json = Record<string, unknown>
