@@ -82,6 +82,7 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'proxy.compression_types': 'Media types to compress',
   'proxy.compression_minimum_bytes': 'Smallest answer to compress',
   'proxy.error_pages': 'Refusal and error pages with a request id',
+  'proxy.unknown_host_answer': 'Answer to a host name no host has',
   error_pages: 'Refusal and error pages',
   'proxy.error_page_message': 'Message on the refusal and error pages',
   error_page_message: 'Message on the pages',
@@ -133,6 +134,7 @@ export const SETTING_UNITS: Record<string, string> = {
   'proxy.client_ip_headers': 'comma separated',
   'proxy.compression_types': 'comma separated',
   'proxy.compression_minimum_bytes': 'bytes',
+  'proxy.unknown_host_answer': '404, 421 or close',
   'oidc.allowed_emails': 'comma separated',
   'revisions.retention_count': 'newest first; the oldest go',
 }

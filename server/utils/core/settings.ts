@@ -137,6 +137,15 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
       "answer refusals (403, 429) and upstream failures (502, 503, 504) with a page naming the host, the time and the request id, for every host that follows this setting (a host's own choice wins)",
   }),
   _def({
+    key: 'proxy.unknown_host_answer',
+    schema: z.enum(['404', '421', 'close'], { message: 'must be 404, 421 or close' }),
+    // '404' is the answer of before the setting (421 on HTTPS), so an upgrade changes nothing.
+    default: () => '404',
+    affectsProxy: true,
+    description:
+      'what a request for a host name no enabled host has gets: 404 (421 on HTTPS), 421 Misdirected Request, or close (the connection is closed without an answer)',
+  }),
+  _def({
     key: 'proxy.error_page_message',
     schema: z
       .string()

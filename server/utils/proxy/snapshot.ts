@@ -6,7 +6,7 @@ import { readAccessLists, readHosts, readRules, readTargetGroups, readWafExclusi
 import { readDnsProviderCredentials } from '../hosts/dns-credentials'
 import { readManualCertPaths } from '../hosts/manual-cert-files'
 import { cookieDomainFor } from '../auth/cookie'
-import type { ProxySnapshot } from './build/types'
+import type { ProxySnapshot, UnknownHostAnswer } from './build/types'
 
 // Everything the proxy configuration depends on, read in this one place, inside
 // the caller's transaction when there is one (so a pending change is pushed
@@ -75,6 +75,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     },
     errorPages: await getSetting<boolean>('proxy.error_pages', exec),
     errorPageMessage: await getSetting<string>('proxy.error_page_message', exec),
+    unknownHostAnswer: await getSetting<UnknownHostAnswer>('proxy.unknown_host_answer', exec),
     dnsProviders,
     manualCerts,
     hosts,

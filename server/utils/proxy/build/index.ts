@@ -265,9 +265,10 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
     buildUnknownHostRoute(
       'http',
       tlsHosts.flatMap((h) => [h.domain, ...h.aliases]),
+      snapshot.unknownHostAnswer,
     ),
   )
-  tlsRoutes.push(buildUnknownHostRoute('https'))
+  tlsRoutes.push(buildUnknownHostRoute('https', [], snapshot.unknownHostAnswer))
   const servers: Json = {
     http: {
       listen: snapshot.httpListen,

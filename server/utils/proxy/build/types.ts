@@ -75,7 +75,12 @@ export interface ProxySnapshot {
   errorPages?: boolean
   /** Setting proxy.error_page_message: the pages' message for a host without its own ('' or absent: none). */
   errorPageMessage?: string
+  /** Setting proxy.unknown_host_answer: what a request for a name no host has gets. Absent: '404'. */
+  unknownHostAnswer?: UnknownHostAnswer
 }
+
+/** '404': 404 on plain HTTP, 421 on HTTPS (the answer before the setting); '421': 421 on both; 'close': no answer. */
+export type UnknownHostAnswer = '404' | '421' | 'close'
 
 export type Json = Record<string, unknown>
 export type Route = Json
