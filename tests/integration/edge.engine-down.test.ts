@@ -42,10 +42,11 @@ beforeAll(async () => {
   for (const body of [
     { domain: 'open.example.test', target_group_id: groupId },
     { domain: 'closed.example.test', target_group_id: groupId, engine_down_refuse: true },
+    { domain: 'bare.example.test', target_group_id: groupId, engine_down_refuse: true, error_pages: 'off' },
   ]) {
     const res = await createHost(stack, body)
     expect(res.status, res.text).toBe(201)
-    expect(res.json.engine_down_refuse).toBe(body.domain.startsWith('closed'))
+    expect(res.json.engine_down_refuse).toBe(body.domain !== 'open.example.test')
   }
   const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `http://127.0.0.1:${hookPort}/` } }))
     .json
@@ -83,6 +84,33 @@ describe('while the security engine is unreachable', () => {
     expect((await get(CLEAN, 'closed.example.test')).body).toMatch(/security engine cannot be reached/)
     // The configuration now refuses the known ban itself: the bouncer that this push restarted is empty.
     expect(JSON.stringify(await stack.caddy.getConfig())).toContain(BANNED)
+  })
+
+  it("fail-closed with pages (a new panel's default): the 503 page with the reason, the request id and Retry-After", async () => {
+    const split = (raw: string) => {
+      const cut = raw.indexOf('\r\n\r\n')
+      return { head: raw.slice(0, cut), body: raw.slice(cut + 4) }
+    }
+    const text = split((await edge.get(CLEAN, 'closed.example.test', '/', ['-i'])).body)
+    expect(text.head).toMatch(/^HTTP\/1\.1 503 /)
+    expect(text.head).toMatch(/\r\nRetry-After: 30\r\n/i)
+    expect(text.body).toMatch(/^503 The site is unavailable: .*\nService unavailable: the security engine cannot be reached\n/)
+    expect(text.body).toMatch(/\nSite: closed\.example\.test\n/)
+    expect(text.body).toMatch(/\nRequest id: [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$/)
+    const html = await edge.get(CLEAN, 'closed.example.test', '/', ['-H', 'Accept: text/html'])
+    expect(html.status).toBe(503)
+    expect(html.body).toContain('<h1>The site is unavailable</h1>')
+    expect(html.body).toContain('<p>Service unavailable: the security engine cannot be reached</p>')
+    // A banned source gets the same answer: nothing is judged while the engine is away.
+    expect((await edge.get(BANNED, 'closed.example.test')).status).toBe(503)
+  })
+
+  it('fail-closed with pages off: the bare text of before, with Retry-After', async () => {
+    const r = await edge.get(CLEAN, 'bare.example.test', '/', ['-i'])
+    expect(r.status).toBe(503)
+    const cut = r.body.indexOf('\r\n\r\n')
+    expect(r.body.slice(0, cut)).toMatch(/\r\nRetry-After: 30\r\n/i)
+    expect(r.body.slice(cut + 4)).toBe('Service unavailable: the security engine cannot be reached\n')
   })
 
   it('a host change while it is down is applied, and the known ban still holds', async () => {

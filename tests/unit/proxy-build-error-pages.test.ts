@@ -154,3 +154,53 @@ describe("the message's validation", () => {
     expect(parse('x'.repeat(201)).error?.issues[0]?.message).toBe('must be at most 200 characters')
   })
 })
+
+describe('the engine-down 503 (engine_down_refuse) with pages', () => {
+  const engineDown = { knownBanned: [] as string[] }
+  const security = { lapiUrl: 'http://crowdsec:8080', bouncerKey: 'bouncer-key', tickerInterval: '15s', appsecUrl: null }
+  const refusal = (errorPages: boolean | undefined, overrides: Parameters<typeof buildHostSnapshot>[0] = {}) => {
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        modules: ['crowdsec'],
+        security,
+        engineDown,
+        errorPages,
+        hosts: [buildHostSnapshot({ engine_down_refuse: true, ...overrides })],
+      }),
+    ) as any
+    return { config, route: hostSubroutes(config, 'host1.example.test')[0] }
+  }
+
+  it("pages on: the refusal is an error 503 with its Retry-After and reason, answered by the host's 503 page", () => {
+    const { config, route } = refusal(true)
+    expect(route).toEqual({
+      handle: [
+        { handler: 'headers', response: { set: { 'Retry-After': ['30'] } } },
+        { handler: 'vars', panel_refusal: 'Service unavailable: the security engine cannot be reached' },
+        { handler: 'error', status_code: 503 },
+      ],
+      terminal: true,
+    })
+    const errorRoutes = config.apps.http.servers.http.errors.routes
+    const statuses = errorRoutes[0].handle[0].routes.map((r: any) => r.match[0].vars['{http.error.status_code}'][0])
+    expect(statuses).toContain('503')
+  })
+
+  it('pages off (setting off, or the host off): the bare text of before, byte for byte', () => {
+    const bare = {
+      handle: [
+        {
+          handler: 'static_response',
+          status_code: 503,
+          headers: { 'Retry-After': ['30'] },
+          body: 'Service unavailable: the security engine cannot be reached\n',
+        },
+      ],
+      terminal: true,
+    }
+    expect(refusal(false).route).toEqual(bare)
+    expect(refusal(undefined).route).toEqual(bare)
+    expect(refusal(true, { error_pages: 'off' }).route).toEqual(bare)
+    expect(stableStringify(refusal(false).config)).toBe(stableStringify(refusal(undefined).config))
+  })
+})

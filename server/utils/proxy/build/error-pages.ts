@@ -1,4 +1,5 @@
 import { ACCESS_DENIED_BODY } from './access-list'
+import { ENGINE_DOWN_BODY } from './crowdsec'
 import { LAN_GATE_BODY } from './lan-gate'
 import type { HostSnapshot, Json, ProxySnapshot, Route } from './types'
 
@@ -34,8 +35,8 @@ export function hostShowsPages(host: HostSnapshot, snapshot: ProxySnapshot): boo
 }
 
 /**
- * The panel's gate routes (LAN gate, access-list IP rules, the bans kept while the engine is down)
- * with their bare 403 turned into an error, which the server's error routes answer with the page.
+ * The panel's gate routes (LAN gate, access-list IP rules, the bans kept while the engine is down,
+ * the engine-down 503) with their bare answer turned into an error, which the server's error routes answer with the page.
  * Routes of a host without pages come back unchanged (the same bytes as before pages existed).
  */
 export function withPageRefusals(routes: Route[], host: HostSnapshot, snapshot: ProxySnapshot): Route[] {
@@ -46,6 +47,15 @@ export function withPageRefusals(routes: Route[], host: HostSnapshot, snapshot: 
       if (h.handler === 'static_response' && h.status_code === 403 && _GATE_BODIES.has(body))
         // The gate's own reason ("Access denied: LAN only") goes on the page, through a variable the panel sets.
         return [...(body ? [{ handler: 'vars', [_REASON_VAR]: body.trim() }] : []), { handler: 'error', status_code: 403 }]
+      // Failing closed while the engine is unreachable: the 503 page, with the reason and the same
+      // Retry-After (set on the answer before the error; the error routes keep the headers, as the
+      // rate limiter's Retry-After shows).
+      if (h.handler === 'static_response' && h.status_code === 503 && body === ENGINE_DOWN_BODY)
+        return [
+          ...(h.headers ? [{ handler: 'headers', response: { set: h.headers } }] : []),
+          { handler: 'vars', [_REASON_VAR]: body.trim() },
+          { handler: 'error', status_code: 503 },
+        ]
       if (h.handler === 'subroute')
         return [{ ...h, routes: (h.routes as Route[]).map((r) => ({ ...r, handle: convert(r.handle as Json[]) })) }]
       return [h]
