@@ -97,7 +97,7 @@ describe('dashboards against seeded logs', () => {
 
   it('health: every part', async () => {
     const h = (await panel.request('/api/dashboard/health', { cookie })).json
-    expect(Object.keys(h).sort()).toEqual(['backups', 'client_addresses', 'geoip', 'problems', 'proxy', 'security_engine'])
+    expect(Object.keys(h).sort()).toEqual(['backups', 'client_addresses', 'geoip', 'problems', 'proxy', 'security_engine', 'suggestions'])
     // No country database in this panel: the one problem the list holds says so and where it is fixed.
     expect(h.problems.map((p: { kind: string; fix: { to: string } }) => [p.kind, p.fix.to])).toContainEqual([
       'geo_database_missing',

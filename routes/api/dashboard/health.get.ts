@@ -5,6 +5,7 @@ import { lastBackup } from '~/server/utils/ops/backups'
 import { readGeoStatus } from '~/server/utils/geo/refresh'
 import { readClientAddressHealth } from '~/server/utils/core/request'
 import { listHealthProblems } from '~/server/utils/ops/problems'
+import { listSuggestions } from '~/server/utils/ops/suggestions'
 
 export default defineEventHandler(async () => ({
   proxy: await readProxyHealth(),
@@ -13,4 +14,5 @@ export default defineEventHandler(async () => ({
   backups: lastBackup(),
   client_addresses: readClientAddressHealth(),
   problems: await listHealthProblems(),
+  suggestions: await listSuggestions(),
 }))

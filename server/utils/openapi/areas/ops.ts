@@ -97,6 +97,20 @@ export const healthProblemsSchema = z
   )
   .describe('what is wrong, errors first; empty when all is well')
 
+/** ops/suggestions.ts: what would make the proxy better; never a problem (the health stays OK). */
+export const healthSuggestionsSchema = z
+  .array(
+    z.strictObject({
+      kind: z.enum(['compression_off']).describe('compression_off: proxy.compression is off'),
+      text: z.string().describe('what to do and why, in words'),
+      fix: z.strictObject({
+        to: z.string().describe('the web UI path (with the field as #fragment) where it is done'),
+        text: z.string(),
+      }),
+    }),
+  )
+  .describe('what would make the proxy better; empty when there is nothing to suggest')
+
 export const pushSubscriptionSchema = z.strictObject({
   id: z.number().int(),
   endpoint_origin: z.string().describe('only the origin: the full endpoint is a capability URL'),
@@ -381,6 +395,7 @@ export const opsOperations = [
           backups: lastBackupSchema,
           client_addresses: clientAddressHealthSchema,
           problems: healthProblemsSchema,
+          suggestions: healthSuggestionsSchema,
         }),
       ),
     },
