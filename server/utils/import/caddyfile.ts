@@ -405,6 +405,7 @@ class _SiteMapper {
         redirect_status: redirectStatus as 302,
         respond_status: null,
         respond_body: null,
+        header_rules: [],
       }
       // Only a redirect host keeps the path; an absolute target for every path can become one.
       const kind = /^https?:\/\//i.test(url)
