@@ -250,6 +250,10 @@ export const rules = sqliteTable('rules', {
   redirectStatus: integer('redirect_status').$type<301 | 302 | 303 | 307 | 308>(),
   respondStatus: integer('respond_status'),
   respondBody: text('respond_body'),
+  /** Migration 0042: the rule's header rules, applied after the host's (docs/hosts.md, "Header rules"). */
+  headerRules: text('header_rules', { mode: 'json' })
+    .notNull()
+    .$type<{ direction: 'request' | 'response'; action: 'set' | 'add' | 'remove'; name: string; value: string | null }[]>(),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

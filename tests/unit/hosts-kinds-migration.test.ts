@@ -99,7 +99,13 @@ async function _seedBeforeKinds(client: Client) {
     await _insert(client, 'hosts', { ...before, created_at: TS, updated_at: TS })
     for (const name of [h.domain, ...h.aliases]) await _insert(client, 'host_names', { name, host_id: h.id })
   }
-  for (const r of rules) await _insert(client, 'rules', { ...r, created_at: TS, updated_at: TS })
+  const ruleColumns = new Set((await client.execute('PRAGMA table_info(rules)')).rows.map((c) => String(c.name)))
+  for (const r of rules)
+    await _insert(client, 'rules', {
+      ...Object.fromEntries(Object.entries(r).filter(([k]) => ruleColumns.has(k))),
+      created_at: TS,
+      updated_at: TS,
+    })
   await _insert(client, 'access_lists', {
     id: accessList.id,
     name: accessList.name,

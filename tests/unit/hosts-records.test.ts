@@ -87,6 +87,7 @@ describe('row <-> domain mappers', () => {
       redirect_status: 308 as const,
       respond_status: null,
       respond_body: null,
+      header_rules: [],
     }
     expect(ruleFromRow({ id: 2, hostId: 3, ...ruleToRow(rule), ..._stamps })).toEqual({ id: 2, host_id: 3, ...rule })
   })

@@ -23,6 +23,8 @@ function _columns(input: RuleInput) {
     redirect_status: input.action === 'redirect' ? (input.redirect_status ?? 302) : null,
     respond_status: input.action === 'respond' ? (input.respond_status ?? 200) : null,
     respond_body: input.action === 'respond' ? (input.respond_body ?? '') : null,
+    // An importer's rule carries none (the column is NOT NULL).
+    header_rules: input.header_rules ?? [],
   })
 }
 

@@ -3,7 +3,7 @@ import { errorPageMessageField } from './page-message'
 import { z } from 'zod'
 import { emailSchema, safeText, urlSchema } from '../core/validate'
 import { DNS_PROVIDER_CATALOGUE } from './dns-catalogue'
-import { headerFields } from './header-schemas'
+import { headerFields, headerRuleSchema } from './header-schemas'
 import { HOST_KIND_DEFAULTS, hostKindFields } from './kind-schemas'
 import {
   CONTENT_TYPE_PATTERN,
@@ -285,6 +285,8 @@ const _ruleFields = z.strictObject({
     .regex(/^[^{}]*$/, 'must not contain braces (proxy placeholders)')
     .nullable()
     .default(null),
+  // The host's rule shape and checks, applied only to the requests this rule matches, after the host's.
+  header_rules: z.array(headerRuleSchema).max(50, 'at most 50 header rules').default([]),
 })
 export const ruleBody = _ruleFields.superRefine((r, ctx) => {
   if (r.action === 'redirect' && !r.redirect_url)

@@ -365,7 +365,12 @@ class _SiteMapper {
       this.defaultGroup = group
       return
     }
-    this.ruleFor(m, source, { action: 'proxy', redirect_url: null, redirect_status: null, respond_status: null, respond_body: null }, group)
+    this.ruleFor(
+      m,
+      source,
+      { action: 'proxy', redirect_url: null, redirect_status: null, respond_status: null, respond_body: null, header_rules: [] },
+      group,
+    )
   }
 
   private respond(h: Json, m: _Match) {
@@ -400,6 +405,7 @@ class _SiteMapper {
         redirect_status: redirectStatus as 302,
         respond_status: null,
         respond_body: null,
+        header_rules: [],
       }
       // Only a redirect host keeps the path; an absolute target for every path can become one.
       const kind = /^https?:\/\//i.test(url)
@@ -414,7 +420,7 @@ class _SiteMapper {
     this.answerFor(
       m,
       source,
-      { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body },
+      { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body, header_rules: [] },
       status >= 200 ? { kind: 'static', static_status: status, static_content_type: contentType, static_body: body } : null,
       null,
     )

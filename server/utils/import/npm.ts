@@ -487,6 +487,7 @@ function _planLocation(plan: ImportPlan, loc: Row, i: number, domain: string, so
     redirect_status: null,
     respond_status: null,
     respond_body: null,
+    header_rules: [],
   }
   const refused = refusalOf('rule', { ...rule, target_group_id: null })
   if (refused) {

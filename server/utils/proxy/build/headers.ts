@@ -1,5 +1,5 @@
 import { buildEncodeHandler, hostCompresses } from './encode'
-import type { HostSnapshot, Json, ProxySnapshot, Route } from './types'
+import type { HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot } from './types'
 
 // Header rules of a host (docs/hosts.md, "Header rules"), as Caddy `headers` handlers.
 // The values were validated at the API (no braces, no control characters); the
@@ -52,14 +52,29 @@ export function hstsValue(hsts: NonNullable<HostSnapshot['hsts']>): string {
  * ignores it over plain HTTP, and the plain server of a TLS host only redirects.
  */
 export function buildResponseHeadersHandler(host: HostSnapshot): Json | null {
+  const response = responseHeaderOps(host)
+  return response ? { handler: 'headers', response: { ...response, deferred: true } } : null
+}
+
+type RuleOfHeaders = { direction: 'request' | 'response'; action: 'set' | 'add' | 'remove'; name: string; value: string | null }
+
+/** The host's response operations, then `extra` (a path rule's): a later `set` of the same name wins. */
+export function responseHeaderOps(host: HostSnapshot, extra: RuleOfHeaders[] = []): Json | null {
   const ops = _emptyOps()
   if (host.hsts && host.tls_mode !== 'none') _apply(ops, 'set', 'Strict-Transport-Security', hstsValue(host.hsts))
   if (host.security_headers) for (const [name, value] of Object.entries(SECURITY_HEADERS)) _apply(ops, 'set', name, value)
   if (host.csp)
     _apply(ops, 'set', host.csp.mode === 'enforce' ? 'Content-Security-Policy' : 'Content-Security-Policy-Report-Only', host.csp.policy)
-  for (const rule of host.header_rules ?? []) if (rule.direction === 'response') _apply(ops, rule.action, rule.name, rule.value)
-  const response = _opsJson(ops)
-  return response ? { handler: 'headers', response: { ...response, deferred: true } } : null
+  for (const rule of [...(host.header_rules ?? []), ...extra])
+    if (rule.direction === 'response') _apply(ops, rule.action, rule.name, rule.value)
+  return _opsJson(ops)
+}
+
+/** The request operations of a list of rules (a path rule's), or null. */
+export function requestHeaderOps(list: RuleOfHeaders[]): Json | null {
+  const ops = _emptyOps()
+  for (const rule of list) if (rule.direction === 'request') _apply(ops, rule.action, rule.name, rule.value)
+  return _opsJson(ops)
 }
 
 /**
@@ -98,5 +113,20 @@ export function buildWrappingRoutes(
   }
   if (host.hsts && host.tls_mode === 'none') warnings.push(`host ${host.domain}: HSTS is not sent, the host is served over plain HTTP only`)
   const response = buildResponseHeadersHandler(host)
-  return response ? [{ handle: [response] }] : []
+  return response ? [{ handle: [withRuleHeadersRequire(response, host, snapshot)] }] : []
+}
+
+/** Whether a host's response headers move into its rule routes (rule-headers.ts explains why). */
+export function hostHasRuleResponseHeaders(rules: RuleSnapshot[]): boolean {
+  return rules.some((rule) => (rule.header_rules ?? []).some((r) => r.direction === 'response'))
+}
+
+/**
+ * The host's deferred response handler, skipping the answers of its rules when they carry
+ * response headers (they apply the host's then their own); a null header in `require`
+ * matches only when the header (the rule tag) is absent.
+ */
+function withRuleHeadersRequire(handler: Json, host: HostSnapshot, snapshot: ProxySnapshot): Json {
+  if (!hostHasRuleResponseHeaders(snapshot.rules.filter((r) => r.host_id === host.id))) return handler
+  return { ...handler, response: { ...(handler.response as Json), require: { headers: { 'X-Panel-Rule-Id': null } } } }
 }

@@ -199,7 +199,7 @@ function _buildHostRoute(
           warnings.push(`host ${host.domain}: a ${host.kind} host does not use its ${rules.length} path rule(s)`)
         else
           for (const rule of sortRules(rules)) {
-            const route = buildRuleRoute(rule, host, groups, warnings)
+            const route = buildRuleRoute(rule, host, groups, warnings, rules)
             if (route) routes.push(route)
           }
         break

@@ -1,4 +1,5 @@
 import { buildUpstreamHandler } from './load-balancer'
+import { ruleHeaderHandlers } from './rule-headers'
 import type { HostSnapshot, Json, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 export const RULE_ID_HEADER = 'X-Panel-Rule-Id'
@@ -20,6 +21,7 @@ export function buildRuleRoute(
   host: HostSnapshot,
   groups: Map<number, TargetGroupSnapshot>,
   warnings: string[],
+  rulesOfHost: RuleSnapshot[] = [rule],
 ): Route | null {
   const matcher: Json = { path: [rule.path] }
   if (rule.methods.length) matcher.method = [...rule.methods].sort()
@@ -38,7 +40,7 @@ export function buildRuleRoute(
   } else {
     action = { handler: 'static_response', status_code: rule.respond_status ?? 200, body: rule.respond_body ?? '' }
   }
-  return { match: [matcher], handle: [tag, action], terminal: true }
+  return { match: [matcher], handle: [tag, ...ruleHeaderHandlers(rule, host, rulesOfHost), action], terminal: true }
 }
 
 /** The host's default route: no rule tag; the upstream's own copy of the tag is dropped. */
