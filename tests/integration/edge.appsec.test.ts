@@ -62,7 +62,10 @@ describe("the proxy asks the engine's AppSec component", () => {
   it('the pushed configuration sets appsec_url and runs appsec right after the bouncer', async () => {
     const config = (await stack.caddy.getConfig()) as any
     expect(config.apps.crowdsec).toMatchObject({ appsec_url: cs.appsecUrl, appsec_fail_open: true })
-    const chain = hostSubroutes(config, HOST)[0].handle.map((h: any) => h.handler)
+    // The chain that holds the bouncer, wherever it is nested (compression, on for a new panel, wraps what follows).
+    const chains = (routes: any[]): string[][] =>
+      routes.flatMap((r) => [r.handle.map((h: any) => h.handler), ...r.handle.flatMap((h: any) => (h.routes ? chains(h.routes) : []))])
+    const chain = chains(hostSubroutes(config, HOST)).find((c) => c.includes('crowdsec'))!
     expect(chain.slice(chain.indexOf('crowdsec'), chain.indexOf('crowdsec') + 2)).toEqual(['crowdsec', 'appsec'])
   })
 
