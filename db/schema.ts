@@ -532,3 +532,30 @@ export const proxyNodes = sqliteTable('proxy_nodes', {
   /** Migration 0025: the node's own bouncer key, sealed; null = LAPI_BOUNCER_KEY. */
   bouncerKey: text('bouncer_key'),
 })
+
+// Streams (migration 0043, docs/streams.md): TCP/UDP forwarding through the layer-4 app.
+export const streams = sqliteTable('streams', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  protocol: text('protocol', { enum: ['tcp', 'udp'] }).notNull(),
+  listenPort: integer('listen_port').notNull(),
+  /** Inclusive end of a port range; null: one port. */
+  listenPortEnd: integer('listen_port_end'),
+  rangeMapping: text('range_mapping', { enum: ['one_to_one', 'all_to_one'] })
+    .notNull()
+    .default('one_to_one'),
+  targetGroupId: integer('target_group_id').notNull(),
+  tlsSni: text('tls_sni', { mode: 'json' }).notNull().$type<string[]>(),
+  proxyProtocol: text('proxy_protocol', { enum: ['off', 'v1', 'v2'] })
+    .notNull()
+    .default('off'),
+  acceptProxyProtocol: integer('accept_proxy_protocol', { mode: 'boolean' }).notNull().default(false),
+  lanOnly: integer('lan_only', { mode: 'boolean' }).notNull().default(false),
+  accessListId: integer('access_list_id'),
+  bouncerEnabled: integer('bouncer_enabled', { mode: 'boolean' }).notNull().default(true),
+  engineDownRefuse: integer('engine_down_refuse', { mode: 'boolean' }).notNull().default(false),
+  udpProbeHex: text('udp_probe_hex'),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})

@@ -15,6 +15,14 @@ import (
 	_ "github.com/hslatman/caddy-crowdsec-bouncer/http"
 	_ "github.com/hslatman/caddy-crowdsec-bouncer/layer4"
 
+	// Streams (docs/streams.md): the layer-4 proxy, the TLS ClientHello matcher for SNI
+	// routing, PROXY protocol accepted from trusted sources, and sub-routes.
+	_ "github.com/edge-panel/edge-proxy/streamext"
+	_ "github.com/mholt/caddy-l4/modules/l4proxy"
+	_ "github.com/mholt/caddy-l4/modules/l4proxyprotocol"
+	_ "github.com/mholt/caddy-l4/modules/l4subroute"
+	_ "github.com/mholt/caddy-l4/modules/l4tls"
+
 	// WAF (Coraza with the OWASP Core Rule Set embedded).
 	_ "github.com/corazawaf/coraza-caddy/v2"
 

@@ -4,6 +4,7 @@ import type { DnsProviderCredentials } from '../../hosts/dns-credentials'
 import type { ManualCertPaths } from '../../hosts/manual-cert-files'
 import type { AccessListRecord } from '../../hosts/records'
 import type { Host, Rule, TargetGroup, WafExclusion } from '../../hosts/schemas'
+import type { Stream } from '../../streams/schemas'
 
 // The plain-data snapshot the builder turns into Caddy JSON. The reconciler
 // reads it from the database (secrets already decrypted); the builder never does I/O.
@@ -12,6 +13,7 @@ import type { Host, Rule, TargetGroup, WafExclusion } from '../../hosts/schemas'
 export type HostSnapshot = Host
 export type TargetGroupSnapshot = TargetGroup
 export type RuleSnapshot = Rule
+export type StreamSnapshot = Stream
 /** A WAF rule turned off for one host: everywhere, under a path, or for one argument. */
 export type WafExclusionSnapshot = Pick<WafExclusion, 'id' | 'host_id' | 'rule_id' | 'path' | 'argument'>
 
@@ -69,6 +71,8 @@ export interface ProxySnapshot {
   wafExclusions: WafExclusionSnapshot[]
   /** Absent (in hand-built test snapshots) means none. */
   accessLists?: AccessListSnapshot[]
+  /** TCP/UDP streams (docs/streams.md), enabled or not. Absent (in hand-built test snapshots) means none. */
+  streams?: StreamSnapshot[]
   /** Settings proxy.compression*: what a host with compression 'inherit' does. Absent: off. */
   compression?: CompressionSettings | null
   /** Setting proxy.error_pages: whether a host with error_pages 'inherit' answers pages of our own. Absent: off. */
