@@ -32,6 +32,7 @@ import { buildWafHandler } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
+import { buildStreamsApp } from './streams'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
@@ -300,6 +301,8 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(automation).length) tls.automation = automation
   if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
   if (Object.keys(tls).length) apps.tls = tls
+  const layer4 = buildStreamsApp(snapshot, warnings)
+  if (layer4) apps.layer4 = layer4
   if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
     apps.crowdsec = {
