@@ -112,7 +112,7 @@ export function buildStreamRoutes(
   if (accept) routes.push({ handle: [accept] })
   routes.push(...buildStreamGuardRoutes(stream, snapshot))
   const log = buildStreamConnectionLogHandler(stream)
-  routes.push({ handle: [...(log ? [log] : []), buildStreamProxyHandler(stream, group, portOffset, warnings)] })
+  routes.push({ handle: [...(log ? [log] : []), buildStreamProxyHandler(stream, group, warnings, portOffset)] })
   return routes
 }
 
@@ -123,7 +123,7 @@ export function buildStreamRoutes(
  * apply at layer 4). UDP has no connection to check: the panel probes UDP targets
  * itself (`udp_probe_hex`).
  */
-export function buildStreamProxyHandler(stream: StreamSnapshot, group: TargetGroupSnapshot, portOffset: number, warnings: string[]): Json {
+export function buildStreamProxyHandler(stream: StreamSnapshot, group: TargetGroupSnapshot, warnings: string[], portOffset = 0): Json {
   const weighted = group.lb_policy === 'weighted_round_robin'
   const upstreams = group.targets.map((t) => {
     const { host, port } = _splitAddress(t.address)
