@@ -369,6 +369,43 @@ describe('streams through the production Caddy, from a client on a public addres
     expect(await fromNamespace('tcp', listen, 'off\n')).toEqual({ out: '', error: 'ECONNREFUSED' })
   })
 
+  it("round_robin alternates targets and weighted_round_robin follows the group's weights", async () => {
+    const [a, b, c, d] = [
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+    ]
+    const [rr, wrr] = [await portRun(1), await portRun(1)]
+    await load(
+      [
+        buildStreamSnapshot({ id: 10, name: 'rr', listen_port: rr, target_group_id: 10 }),
+        buildStreamSnapshot({ id: 11, name: 'wrr', listen_port: wrr, target_group_id: 11 }),
+      ],
+      [
+        group(10, [`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`], { lb_policy: 'round_robin' }),
+        group(11, [], {
+          lb_policy: 'weighted_round_robin',
+          targets: [
+            { address: `127.0.0.1:${c.port}`, weight: 3 },
+            { address: `127.0.0.1:${d.port}`, weight: 1 },
+          ],
+        }),
+      ],
+    )
+    const answeredBy = async (port: number, n: number) => {
+      const counts: Record<string, number> = {}
+      for (let i = 0; i < n; i++) {
+        const { out } = await fromNamespace('tcp', port, `${i}\n`)
+        const by = out.split(':')[0]!
+        counts[by] = (counts[by] ?? 0) + 1
+      }
+      return counts
+    }
+    expect(await answeredBy(rr, 4)).toEqual({ [a.port]: 2, [b.port]: 2 })
+    expect(await answeredBy(wrr, 8)).toEqual({ [c.port]: 6, [d.port]: 2 })
+  })
+
   it('every balancing policy and a TCP health check load into the real Caddy', async () => {
     const listen = await portRun(6)
     const policies = ['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'] as const
