@@ -406,6 +406,21 @@ describe('streams through the production Caddy, from a client on a public addres
     expect(await answeredBy(wrr, 8)).toEqual({ [c.port]: 6, [d.port]: 2 })
   })
 
+  it('a TCP target that refuses connections is passed over for the live one', async () => {
+    const live = await tcpEcho(await portRun(1))
+    // A port nothing listens on: taken from the free ones and never bound.
+    const dead = await portRun(1)
+    const listen = await portRun(1)
+    await load(
+      [buildStreamSnapshot({ id: 12, name: 'failover', listen_port: listen, target_group_id: 12 })],
+      [
+        // No health check: the retry alone must carry each connection to the live target.
+        group(12, [`127.0.0.1:${dead}`, `127.0.0.1:${live.port}`], { lb_policy: 'round_robin' }),
+      ],
+    )
+    for (let i = 0; i < 4; i++) expect(await fromNamespace('tcp', listen, `try ${i}\n`)).toEqual({ out: `${live.port}:try ${i}\n` })
+  })
+
   it('every balancing policy and a TCP health check load into the real Caddy', async () => {
     const listen = await portRun(6)
     const policies = ['round_robin', 'least_conn', 'random', 'first', 'ip_hash', 'weighted_round_robin'] as const
