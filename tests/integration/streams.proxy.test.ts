@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import type { ProxySnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
 import type { Stream } from '../../server/utils/streams/schemas'
+import { freshRequest } from '../support/admin-http'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../support/factories'
 import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
 import { freePorts } from '../support/ports'
-import { makeTempDir } from '../support/processes'
+import { makeTempDir, waitFor } from '../support/processes'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { buildStreamSnapshot } from '../support/stream-snapshot'
 
@@ -419,6 +420,32 @@ describe('streams through the production Caddy, from a client on a public addres
       ],
     )
     for (let i = 0; i < 4; i++) expect(await fromNamespace('tcp', listen, `try ${i}\n`)).toEqual({ out: `${live.port}:try ${i}\n` })
+  })
+
+  it("the TCP health check connects to each target at the group's interval and marks the refusing one down", async () => {
+    const live = await tcpEcho(await portRun(1))
+    const dead = await portRun(1)
+    const listen = await portRun(1)
+    await load(
+      [buildStreamSnapshot({ id: 13, name: 'checked', listen_port: listen, target_group_id: 13 })],
+      [
+        group(13, [`127.0.0.1:${dead}`, `127.0.0.1:${live.port}`], {
+          health_check: { path: '/', interval_seconds: 1, expect_status: 200 },
+        }),
+      ],
+    )
+    // The proxy's own verdict, per upstream, on its admin API's metrics.
+    const gauge = (metrics: string, port: number) =>
+      new RegExp(`caddy_layer4_proxy_upstream_healthy\\{upstream="tcp/127\\.0\\.0\\.1:${port}"\\} (\\d)`).exec(metrics)?.[1]
+    let metrics = ''
+    await waitFor(
+      async () => {
+        metrics = (await freshRequest(`${caddy.adminUrl}/metrics`)).body
+        return gauge(metrics, dead) === '0' && gauge(metrics, live.port) === '1'
+      },
+      { timeoutMs: 30_000, what: 'the health check verdicts on /metrics', logFile: caddy.logFile },
+    )
+    expect([gauge(metrics, dead), gauge(metrics, live.port)]).toEqual(['0', '1'])
   })
 
   it('every balancing policy and a TCP health check load into the real Caddy', async () => {
