@@ -360,6 +360,9 @@ export const opsOperations = [
       200: ok(
         'counts',
         z.strictObject({
+          connections_24h: z
+            .strictObject({ total: z.number().int(), refused: z.number().int() })
+            .describe('stream connections (log source layer4) of the last 24 h, and those refused (a ban, the LAN gate, an access list)'),
           blocked_24h: z.number().int(),
           blocked_by: z.strictObject({
             bouncer: z.number().int(),
