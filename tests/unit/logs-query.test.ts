@@ -634,6 +634,11 @@ describe('the duration histogram bucket', () => {
       'node',
       'request_log_id',
       'request_id',
+      'stream_id',
+      'stream',
+      'upstream',
+      'bytes_in',
+      'bytes_out',
     ])
   })
 })
