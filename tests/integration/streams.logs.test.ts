@@ -165,13 +165,13 @@ describe('GET /api/streams/health', () => {
     return (res.json.streams as any[]).find((s) => s.stream_id === id)
   }
 
-  it('a TCP target down is unhealthy with the cause; back up, healthy again', async () => {
+  it("a TCP target down is unhealthy with the cause (the proxy's check and the panel's agree); back up, healthy again", async () => {
     let up = await startTcpEcho()
     const port = up.port
     const group = await createGroup(stack, {
       name: 'health-tcp',
       targets: [{ address: `127.0.0.1:${port}` }],
-      health_check: { path: '/', interval_seconds: 10, expect_status: 200 },
+      health_check: { path: '/', interval_seconds: 1, expect_status: 200 },
     })
     const stream = await createStream({ name: 'health tcp', protocol: 'tcp', listen_port: await freePort(), target_group_id: group.id })
     const first = await healthOf(stream.id)
@@ -179,16 +179,26 @@ describe('GET /api/streams/health', () => {
     expect(first.targets).toEqual([{ address: `127.0.0.1:${port}`, state: 'healthy', cause: null, since: expect.any(String) }])
 
     await up.close()
-    const down = await healthOf(stream.id)
-    expect(down.state).toBe('unhealthy')
+    // The proxy's active check runs every second: the answer turns at its next check.
+    const down = await eventually(
+      () => healthOf(stream.id),
+      (h) => h.state === 'unhealthy',
+      15_000,
+      200,
+    )
     expect(down.targets[0]).toMatchObject({ state: 'unhealthy', cause: 'connect: connection refused' })
-    const downSince = down.targets[0].since
     // Still down: the state began at the first answer that saw it.
-    expect((await healthOf(stream.id)).targets[0].since).toBe(downSince)
+    expect((await healthOf(stream.id)).targets[0].since).toBe(down.targets[0].since)
 
     up = await startTcpEcho(port)
     upstreams.push(up)
-    expect((await healthOf(stream.id)).targets[0]).toMatchObject({ state: 'healthy', cause: null })
+    const back = await eventually(
+      () => healthOf(stream.id),
+      (h) => h.state === 'healthy',
+      15_000,
+      200,
+    )
+    expect(back.targets[0]).toMatchObject({ state: 'healthy', cause: null })
   })
 
   it('UDP: healthy when the target answers the probe; without a probe, unknown with the reason', async () => {

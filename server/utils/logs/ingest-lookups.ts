@@ -68,16 +68,20 @@ export function refreshGeo(): void {
   }
 }
 
-// Stream id -> name, for layer4 rows (their lines carry the id only); re-read at most every 2 s,
-// and only when an id is unknown, so a renamed stream's new rows take the new name within 30 s.
-const _streams = { atMs: 0, byId: new Map<number, string>() }
+// Stream id -> name, for layer4 rows (their lines carry the id only): re-read every 30 s, and at
+// once for an id never looked up (a stream created a moment ago: a time throttle would leave its
+// first rows nameless for good). An id still missing after a read (a deleted stream) is not asked
+// for again until the next periodic read.
+const _streams = { atMs: 0, byId: new Map<number, string>(), absent: new Set<number>() }
 
-/** Re-reads stream names: every 30 s, or every 2 s when `force` (an id was unknown). */
-export async function refreshStreams(force: boolean): Promise<void> {
-  if (Date.now() - _streams.atMs < (force ? _HOST_REFRESH_MS : 30_000)) return
+/** Re-reads stream names when stale (30 s) or when `ids` names one neither known nor known absent. */
+export async function refreshStreams(ids: number[] = []): Promise<void> {
+  const unseen = ids.some((id) => !_streams.byId.has(id) && !_streams.absent.has(id))
+  if (!unseen && Date.now() - _streams.atMs < 30_000) return
   _streams.atMs = Date.now()
   const rows = await getDb().select({ id: streams.id, name: streams.name }).from(streams)
   _streams.byId = new Map(rows.map((r) => [r.id, r.name]))
+  _streams.absent = new Set(ids.filter((id) => !_streams.byId.has(id)))
 }
 
 export function streamNameOf(id: number): string | null {

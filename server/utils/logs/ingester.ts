@@ -61,12 +61,10 @@ async function _parse(source: LogSource, texts: string[]): Promise<LogRow[]> {
     }
   }
   if (source === 'layer4') {
-    await refreshStreams(false)
+    // The parser named the streams it knew; the others are looked up once more (ingest-lookups.ts).
     const unnamed = rows.filter((r) => r.streamId != null && r.streamName == null)
-    if (unnamed.length) {
-      await refreshStreams(true)
-      for (const r of unnamed) r.streamName = streamNameOf(r.streamId!)
-    }
+    await refreshStreams(unnamed.map((r) => r.streamId!))
+    for (const r of unnamed) r.streamName = streamNameOf(r.streamId!)
   }
   const missing = rows.filter((r) => r.hostId == null && r.hostDomain)
   if (missing.length) {

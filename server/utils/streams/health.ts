@@ -1,17 +1,21 @@
 import { createSocket } from 'node:dgram'
 import { connect } from 'node:net'
 import { streams, targetGroups } from '../../../db/schema'
+import { getConfig } from '../core/config'
 import { getDb } from '../core/db'
+import { readLayer4UpstreamHealth } from '../proxy/nodes/client'
+import { proxyReachable } from '../proxy/sync/state'
 
 // Live health of each stream's upstreams (GET /api/streams/health, docs/streams.md "Health").
 //
-// The panel probes the targets itself, when asked: a TCP target is healthy when a connection to it
-// opens (only when its target group has a health check, the stream's opt-in, like a web host's);
-// a UDP target when it answers the stream's probe datagram (`udp_probe_hex`) with any datagram.
-// Not caddy-l4's own active checker: it runs only where the builder turns it on, its verdict is
-// not in the admin API, and it does not check UDP; a probe of the panel gives one answer for both.
-// The panel must reach the targets the way the proxy does (same network); where it cannot, the
-// answer says "unhealthy" with the dial error, which names the cause.
+// TCP (when the target group has a health check, the stream's opt-in as for web hosts): the
+// proxy's own verdict first. The builder gives each TCP stream caddy-l4's active check, which
+// connects to each target at the group's interval from the proxy's network and sets the gauge
+// caddy_layer4_proxy_upstream_healthy on the admin API's /metrics at every check. The panel also
+// connects itself, for the cause in words ("connect: connection refused") and as the answer
+// while the proxy has no verdict yet (no check run, admin API down). UDP: caddy-l4 cannot check
+// it (a UDP "dial" always succeeds), so the panel sends the stream's probe datagram
+// (`udp_probe_hex`) and waits for any answer; the panel must reach the target for that.
 //
 // `since` is when this panel first saw the current state (memory of the process); concurrent
 // requests share one round of probes.
@@ -107,11 +111,27 @@ function _remember(key: string, p: { state: StreamTargetState; cause: string | n
   return { address, state: p.state, cause: p.cause, since: new Date(sinceMs).toISOString() }
 }
 
+/** The proxy's verdict and the panel's own probe, as one answer (see the top of this file). */
+async function _tcpHealth(host: string, port: number, proxy: Map<string, boolean> | null): Promise<_Probe> {
+  const own = await probeTcp(host, port)
+  const verdict = proxy?.get(`tcp/${host.includes(':') ? `[${host}]` : host}:${port}`)
+  if (verdict === undefined) return own
+  if (verdict) return { state: 'healthy', cause: null }
+  return {
+    state: 'unhealthy',
+    cause:
+      own.state === 'unhealthy'
+        ? own.cause
+        : "the proxy's health check cannot connect (the panel can: something between the proxy and the target?)",
+  }
+}
+
 async function _probeAll(): Promise<StreamHealth[]> {
   const db = getDb()
-  const [streamRows, groupRows] = await Promise.all([
+  const [streamRows, groupRows, proxy] = await Promise.all([
     db.select().from(streams).orderBy(streams.id),
     db.select({ id: targetGroups.id, targets: targetGroups.targets, healthCheck: targetGroups.healthCheck }).from(targetGroups),
+    proxyReachable() === false ? null : readLayer4UpstreamHealth(getConfig().proxy.adminUrl, { timeoutMs: 1_500 }),
   ])
   const groups = new Map(groupRows.map((g) => [g.id, g]))
   const nowMs = Date.now()
@@ -130,7 +150,7 @@ async function _probeAll(): Promise<StreamHealth[]> {
             return _remember(key, await probeUdp(hp.host, hp.port, Buffer.from(s.udpProbeHex, 'hex')), address, nowMs)
           }
           if (!group?.healthCheck) return unknown('the target group has no health check')
-          return _remember(key, await probeTcp(hp.host, hp.port), address, nowMs)
+          return _remember(key, await _tcpHealth(hp.host, hp.port, proxy), address, nowMs)
         }),
       )
       const checked = targets.filter((t) => t.state !== 'unknown')
