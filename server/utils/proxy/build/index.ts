@@ -218,6 +218,20 @@ function _buildHostRoute(
   return { match: [{ host: names }], handle: [{ handler: 'subroute', routes }], terminal: true }
 }
 
+/**
+ * `apps.crowdsec` when a built host or an enabled stream uses the bouncer (the layer-4
+ * matcher reads the same app), else null. AppSec fails closed only when every host
+ * asking it does; streams have no AppSec.
+ */
+function _buildCrowdsecAppFor(builtHosts: HostSnapshot[], snapshot: ProxySnapshot): Json | null {
+  if (!builtHosts.some((h) => hostUsesBouncer(snapshot, h)) && !streamsUseBouncer(snapshot)) return null
+  const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
+  return {
+    ...buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse)),
+    ...bouncerErrorOption(builtHosts, snapshot),
+  }
+}
+
 /** Pure and deterministic: snapshot -> the full Caddy configuration plus warnings for the operator. */
 export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warnings: string[] } {
   const warnings: string[] = []
@@ -304,13 +318,8 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(tls).length) apps.tls = tls
   const layer4 = buildStreamsApp(snapshot, warnings)
   if (layer4) apps.layer4 = layer4
-  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h)) || streamsUseBouncer(snapshot)) {
-    const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
-    apps.crowdsec = {
-      ...buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse)),
-      ...bouncerErrorOption(builtHosts, snapshot),
-    }
-  }
+  const crowdsec = _buildCrowdsecAppFor(builtHosts, snapshot)
+  if (crowdsec) apps.crowdsec = crowdsec
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },
