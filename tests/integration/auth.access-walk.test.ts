@@ -89,7 +89,7 @@ afterAll(async () => {
 
 // Path parameters only (the request never reaches a handler): any well-formed value will do.
 const ids = Object.fromEntries(
-  ['groupId', 'hostId', 'ruleId', 'userId', 'channelId', 'notificationRuleId', 'accessListId'].map((k) => [k, 1]),
+  ['groupId', 'hostId', 'ruleId', 'userId', 'channelId', 'notificationRuleId', 'accessListId', 'streamId'].map((k) => [k, 1]),
 ) as unknown as Fixtures
 const examples = exampleRequests({ ...ids, npmDatabase: Buffer.alloc(0) })
 const operations = documentedOperations()

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import type { ProxySnapshot, TargetGroupSnapshot } from '../../server/utils/proxy/build/types'
 import type { Stream } from '../../server/utils/streams/schemas'
+import { freshRequest } from '../support/admin-http'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../support/factories'
 import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
 import { freePorts } from '../support/ports'
-import { makeTempDir } from '../support/processes'
+import { makeTempDir, waitFor } from '../support/processes'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { buildStreamSnapshot } from '../support/stream-snapshot'
 
@@ -367,6 +368,84 @@ describe('streams through the production Caddy, from a client on a public addres
     expect(await fromNamespace('tcp', listen, 'on\n')).toEqual({ out: `${up.port}:on\n` })
     await load([{ ...stream, enabled: false }], groups)
     expect(await fromNamespace('tcp', listen, 'off\n')).toEqual({ out: '', error: 'ECONNREFUSED' })
+  })
+
+  it("round_robin alternates targets and weighted_round_robin follows the group's weights", async () => {
+    const [a, b, c, d] = [
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+      await tcpEcho(await portRun(1)),
+    ]
+    const [rr, wrr] = [await portRun(1), await portRun(1)]
+    await load(
+      [
+        buildStreamSnapshot({ id: 10, name: 'rr', listen_port: rr, target_group_id: 10 }),
+        buildStreamSnapshot({ id: 11, name: 'wrr', listen_port: wrr, target_group_id: 11 }),
+      ],
+      [
+        group(10, [`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`], { lb_policy: 'round_robin' }),
+        group(11, [], {
+          lb_policy: 'weighted_round_robin',
+          targets: [
+            { address: `127.0.0.1:${c.port}`, weight: 3 },
+            { address: `127.0.0.1:${d.port}`, weight: 1 },
+          ],
+        }),
+      ],
+    )
+    const answeredBy = async (port: number, n: number) => {
+      const counts: Record<string, number> = {}
+      for (let i = 0; i < n; i++) {
+        const { out } = await fromNamespace('tcp', port, `${i}\n`)
+        const by = out.split(':')[0]!
+        counts[by] = (counts[by] ?? 0) + 1
+      }
+      return counts
+    }
+    expect(await answeredBy(rr, 4)).toEqual({ [a.port]: 2, [b.port]: 2 })
+    expect(await answeredBy(wrr, 8)).toEqual({ [c.port]: 6, [d.port]: 2 })
+  })
+
+  it('a TCP target that refuses connections is passed over for the live one', async () => {
+    const live = await tcpEcho(await portRun(1))
+    // A port nothing listens on: taken from the free ones and never bound.
+    const dead = await portRun(1)
+    const listen = await portRun(1)
+    await load(
+      [buildStreamSnapshot({ id: 12, name: 'failover', listen_port: listen, target_group_id: 12 })],
+      [
+        // No health check: the retry alone must carry each connection to the live target.
+        group(12, [`127.0.0.1:${dead}`, `127.0.0.1:${live.port}`], { lb_policy: 'round_robin' }),
+      ],
+    )
+    for (let i = 0; i < 4; i++) expect(await fromNamespace('tcp', listen, `try ${i}\n`)).toEqual({ out: `${live.port}:try ${i}\n` })
+  })
+
+  it("the TCP health check connects to each target at the group's interval and marks the refusing one down", async () => {
+    const live = await tcpEcho(await portRun(1))
+    const dead = await portRun(1)
+    const listen = await portRun(1)
+    await load(
+      [buildStreamSnapshot({ id: 13, name: 'checked', listen_port: listen, target_group_id: 13 })],
+      [
+        group(13, [`127.0.0.1:${dead}`, `127.0.0.1:${live.port}`], {
+          health_check: { path: '/', interval_seconds: 1, expect_status: 200 },
+        }),
+      ],
+    )
+    // The proxy's own verdict, per upstream, on its admin API's metrics.
+    const gauge = (metrics: string, port: number) =>
+      new RegExp(`caddy_layer4_proxy_upstream_healthy\\{upstream="tcp/127\\.0\\.0\\.1:${port}"\\} (\\d)`).exec(metrics)?.[1]
+    let metrics = ''
+    await waitFor(
+      async () => {
+        metrics = (await freshRequest(`${caddy.adminUrl}/metrics`)).body
+        return gauge(metrics, dead) === '0' && gauge(metrics, live.port) === '1'
+      },
+      { timeoutMs: 30_000, what: 'the health check verdicts on /metrics', logFile: caddy.logFile },
+    )
+    expect([gauge(metrics, dead), gauge(metrics, live.port)]).toEqual(['0', '1'])
   })
 
   it('every balancing policy and a TCP health check load into the real Caddy', async () => {

@@ -81,6 +81,7 @@ export interface Fixtures {
   channelId: number
   notificationRuleId: number
   accessListId: number
+  streamId: number
   npmDatabase: Buffer
 }
 
@@ -106,9 +107,17 @@ export async function createFixtures(panel: PanelHandle, cookie: string): Promis
     channel_ids: [channelId],
   })
   const accessListId = await post('/api/access-lists', { name: 'walk-list', ip_rules: [{ action: 'allow', source: '192.0.2.0/24' }] })
+  // Disabled: it holds its port for the conflict checks and opens no listener.
+  const streamId = await post('/api/streams', {
+    name: 'walk-stream',
+    protocol: 'tcp',
+    listen_port: 9,
+    target_group_id: groupId,
+    enabled: false,
+  })
   // An nginx-proxy-manager database with its schema and no rows: the import's dry run reads it and finds nothing.
   const npmDatabase = readFileSync(await buildNpmDatabase({}))
-  return { groupId, hostId, ruleId, userId, channelId, notificationRuleId, accessListId, npmDatabase }
+  return { groupId, hostId, ruleId, userId, channelId, notificationRuleId, accessListId, streamId, npmDatabase }
 }
 
 export interface ExampleRequest {
@@ -291,6 +300,25 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
       body: { name: 'walk-list', ip_rules: [{ action: 'deny', source: '2001:db8::/32' }] },
     },
     'DELETE /api/access-lists/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/streams': {},
+    // A walk may send it more than once: the second finds its name and port taken.
+    'POST /api/streams': {
+      body: {
+        name: 'walk-example-stream',
+        protocol: 'udp',
+        listen_port: 5353,
+        target_group_id: f.groupId,
+        enabled: false,
+        udp_probe_hex: '00',
+      },
+      refusals: [409],
+    },
+    'GET /api/streams/{id}': { params: { id: String(f.streamId) } },
+    'PUT /api/streams/{id}': {
+      params: { id: String(f.streamId) },
+      body: { name: 'walk-stream', protocol: 'tcp', listen_port: 10, target_group_id: f.groupId },
+    },
+    'DELETE /api/streams/{id}': { params: { id: MISSING }, refusals: [404] },
     'GET /api/nodes': {},
     // Disabled: the walk's other pushes do not try a node where nothing listens.
     'POST /api/nodes': { body: { name: 'walk-node', admin_url: 'http://127.0.0.1:9', labels: ['walk'], enabled: false } },
@@ -451,6 +479,7 @@ const _SNAPSHOT_TABLES = [
   'notification_channels',
   'notification_rules',
   'push_subscriptions',
+  'streams',
 ]
 
 /** Every stored object (and the audit trail) as text: equal before and after means nothing changed. */
