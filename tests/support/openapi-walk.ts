@@ -319,6 +319,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
       body: { name: 'walk-stream', protocol: 'tcp', listen_port: 10, target_group_id: f.groupId },
     },
     'DELETE /api/streams/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/streams/health': {},
     'GET /api/nodes': {},
     // Disabled: the walk's other pushes do not try a node where nothing listens.
     'POST /api/nodes': { body: { name: 'walk-node', admin_url: 'http://127.0.0.1:9', labels: ['walk'], enabled: false } },

@@ -30,6 +30,8 @@ describe('buildStreamsApp — listeners', () => {
           routes: [
             {
               handle: [
+                // The connection log wraps the proxy (stream-logging.ts): one line per connection.
+                { handler: 'panel_conn_log', stream_id: 3 },
                 {
                   handler: 'proxy',
                   upstreams: [{ dial: ['tcp/10.0.0.5:25565'] }],

@@ -323,7 +323,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },
-    logging: buildLogging(snapshot.logDir),
+    logging: buildLogging(snapshot.logDir, Boolean(layer4)),
     apps,
   }
   if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }
