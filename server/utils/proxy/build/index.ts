@@ -33,6 +33,7 @@ import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
+import { buildSniListenerWrappers, buildSniServers, streamsWithoutSni, withSniServers } from './stream-sni'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
@@ -288,6 +289,11 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       ...buildServerErrorPages('https', builtHosts, snapshot),
+      ...buildSniListenerWrappers(
+        snapshot,
+        tlsHosts.flatMap((h) => [h.domain, ...h.aliases]),
+        warnings,
+      ),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
@@ -301,7 +307,11 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(automation).length) tls.automation = automation
   if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
   if (Object.keys(tls).length) apps.tls = tls
-  const layer4 = buildStreamsApp(snapshot, warnings)
+  // SNI streams are built apart (stream-sni.ts): on the HTTPS port they ride on the HTTP app's listener.
+  const layer4 = withSniServers(
+    buildStreamsApp({ ...snapshot, streams: streamsWithoutSni(snapshot.streams) }, warnings),
+    buildSniServers(snapshot, Boolean(servers.https), warnings),
+  )
   if (layer4) apps.layer4 = layer4
   if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
