@@ -46,7 +46,7 @@ describe('SNI streams on the HTTPS port beside a TLS web host', () => {
     const sub = wrapperRoutes(config)[0].handle[0]
     expect(sub.handler).toBe('subroute')
     const proxy = sub.routes.at(-1).handle.at(-1)
-    expect(proxy).toMatchObject({ handler: 'proxy', upstreams: [{ dial: ['10.0.0.9:8443'] }], proxy_protocol: 'v2' })
+    expect(proxy).toMatchObject({ handler: 'proxy', upstreams: [{ dial: ['tcp/10.0.0.9:8443'] }], proxy_protocol: 'v2' })
     expect(JSON.stringify(wrapperRoutes(config))).not.toContain('"handler":"tls"')
   })
 
@@ -102,6 +102,26 @@ describe('SNI streams with no https server, or on another port', () => {
     ])
     // No web host lives on this port: a wildcard spares nothing.
     expect(server.routes[2].match[0].not).toBeUndefined()
+  })
+
+  it('a port of its own reads a PROXY protocol header from trusted proxies before the ClientHello', () => {
+    const { config } = buildProxyConfig(
+      buildSnapshot({
+        hosts: [tlsHost],
+        targetGroups: [buildGroupSnapshot(), streamGroup],
+        clientIp: { trustedProxies: ['10.1.0.0/16'], headers: ['X-Forwarded-For'] },
+        streams: [sniStream({ listen_port: 8883, accept_proxy_protocol: true })],
+      }),
+    ) as { config: any }
+    const routes = config.apps.layer4.servers['sni-8883'].routes
+    expect(routes[0]).toEqual({ handle: [expect.objectContaining({ handler: 'proxy_protocol', allow: ['10.1.0.0/16'] })] })
+    expect(routes[1].match).toEqual([{ tls: { sni: ['git.example.test'] } }])
+  })
+
+  it('on the HTTPS port shared with web hosts, a PROXY protocol header is not read, and a warning says so', () => {
+    const { config, warnings } = build([sniStream({ accept_proxy_protocol: true })])
+    expect(JSON.stringify(config.apps.http.servers.https.listener_wrappers)).not.toContain('proxy_protocol')
+    expect(warnings.join('\n')).toContain('stream sni: a PROXY protocol header is not read on the HTTPS port')
   })
 
   it('warns and builds nothing for a stream whose target group is gone', () => {

@@ -33,7 +33,7 @@ import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
-import { buildSniListenerWrappers, buildSniServers, streamsWithoutSni, withSniServers } from './stream-sni'
+import { buildSniListenerWrappers, buildSniServers, withSniServers } from './stream-sni'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
@@ -218,6 +218,17 @@ function _buildHostRoute(
   return { match: [{ host: names }], handle: [{ handler: 'subroute', routes }], terminal: true }
 }
 
+/** The `tls` app: ACME policies, certificate maintenance and the manual hosts' files ({} when none applies). */
+function _buildTlsApp(snapshot: ProxySnapshot, tlsHosts: HostSnapshot[], loadFiles: Json[], warnings: string[]): Json {
+  const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
+  const tls: Json = {}
+  const automation = buildCertificateMaintenance(snapshot)
+  if (policies.length) automation.policies = policies
+  if (Object.keys(automation).length) tls.automation = automation
+  if (loadFiles.length) tls.certificates = { load_files: loadFiles }
+  return tls
+}
+
 /** Pure and deterministic: snapshot -> the full Caddy configuration plus warnings for the operator. */
 export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warnings: string[] } {
   const warnings: string[] = []
@@ -289,29 +300,16 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       ...buildServerErrorPages('https', builtHosts, snapshot),
-      ...buildSniListenerWrappers(
-        snapshot,
-        tlsHosts.flatMap((h) => [h.domain, ...h.aliases]),
-        warnings,
-      ),
+      ...buildSniListenerWrappers(snapshot, tlsHosts, warnings),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
   }
   const apps: Json = { http: { http_port: snapshot.httpPort, https_port: snapshot.httpsPort, servers } }
 
-  const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
-  const tls: Json = {}
-  const automation = buildCertificateMaintenance(snapshot)
-  if (policies.length) automation.policies = policies
-  if (Object.keys(automation).length) tls.automation = automation
-  if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
+  const tls = _buildTlsApp(snapshot, tlsHosts, manual.loadFiles, warnings)
   if (Object.keys(tls).length) apps.tls = tls
-  // SNI streams are built apart (stream-sni.ts): on the HTTPS port they ride on the HTTP app's listener.
-  const layer4 = withSniServers(
-    buildStreamsApp({ ...snapshot, streams: streamsWithoutSni(snapshot.streams) }, warnings),
-    buildSniServers(snapshot, Boolean(servers.https), warnings),
-  )
+  const layer4 = withSniServers(buildStreamsApp(snapshot, warnings), buildSniServers(snapshot, 'https' in servers, warnings))
   if (layer4) apps.layer4 = layer4
   if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))

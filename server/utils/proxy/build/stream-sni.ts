@@ -1,6 +1,7 @@
 import { buildStreamGuardRoutes } from './stream-guards'
 import { buildStreamConnectionLogHandler } from './stream-logging'
-import type { Json, ProxySnapshot, Route, StreamSnapshot, TargetGroupSnapshot } from './types'
+import { buildAcceptProxyProtocolHandler, buildStreamProxyHandler, streamListenHosts } from './streams'
+import type { HostSnapshot, Json, ProxySnapshot, Route, StreamSnapshot, TargetGroupSnapshot } from './types'
 
 // SNI routing (docs/streams.md, "SNI routing"): a TCP stream with `tls_sni` names is
 // chosen by the server name of the TLS ClientHello and passed through untouched (the
@@ -9,35 +10,9 @@ import type { Json, ProxySnapshot, Route, StreamSnapshot, TargetGroupSnapshot } 
 // claims falls through to the web hosts; on any other port they are a layer-4 server
 // of their own, where a name no stream claims is closed.
 
-/** The layer-4 proxy handler of a stream toward its target group (streams.ts builds the same for plain streams). */
-export type StreamProxyHandler = (stream: StreamSnapshot, group: TargetGroupSnapshot, warnings: string[]) => Json
-
 /** A stream routed by the ClientHello's server name: enabled, TCP, with names (a range is refused by the body schema). */
 export function isSniStream(stream: StreamSnapshot): boolean {
   return stream.enabled && stream.protocol === 'tcp' && stream.tls_sni.length > 0
-}
-
-/** The streams the plain layer-4 build (streams.ts) handles: every one SNI routing does not. */
-export function streamsWithoutSni(streams: StreamSnapshot[] | undefined): StreamSnapshot[] | undefined {
-  return streams?.filter((s) => !isSniStream(s))
-}
-
-/**
- * The plain layer-4 proxy handler, until the builder's own one is shared: the group's
- * targets in its order (the `first` policy relies on it), its policy, a 2 s retry on
- * another target (like a web host), and the PROXY protocol header if the stream asks for one.
- */
-export function defaultSniProxyHandler(stream: StreamSnapshot, group: TargetGroupSnapshot): Json {
-  const handler: Json = {
-    handler: 'proxy',
-    upstreams: group.targets.map((t) => ({
-      dial: [t.address],
-      ...(group.lb_policy === 'weighted_round_robin' ? { weight: t.weight } : {}),
-    })),
-    load_balancing: { selection: { policy: group.lb_policy }, try_duration: '2s' },
-  }
-  if (stream.proxy_protocol !== 'off') handler.proxy_protocol = stream.proxy_protocol
-  return handler
 }
 
 interface SniStreamEntry {
@@ -70,9 +45,10 @@ function _wildcardCovers(wildcard: string, name: string): boolean {
 }
 
 /** One stream's connection chain once its name matched: its guards, then the proxy (its log handler first). */
-function _streamHandle(entry: SniStreamEntry, snapshot: ProxySnapshot, proxyHandler: StreamProxyHandler, warnings: string[]): Json[] {
+function _streamHandle(entry: SniStreamEntry, snapshot: ProxySnapshot, warnings: string[]): Json[] {
   const logHandler = buildStreamConnectionLogHandler(entry.stream)
-  const proxyRoute: Route = { handle: [...(logHandler ? [logHandler] : []), proxyHandler(entry.stream, entry.group, warnings)] }
+  const proxy = buildStreamProxyHandler(entry.stream, entry.group, warnings)
+  const proxyRoute: Route = { handle: [...(logHandler ? [logHandler] : []), proxy] }
   return [{ handler: 'subroute', routes: [...buildStreamGuardRoutes(entry.stream, snapshot), proxyRoute] }]
 }
 
@@ -82,17 +58,11 @@ function _streamHandle(entry: SniStreamEntry, snapshot: ProxySnapshot, proxyHand
  * a wildcard never takes a name a web host on the same port serves (`webHostNames`),
  * which would otherwise lose its HTTPS to the stream.
  */
-function _sniRoutes(
-  entries: SniStreamEntry[],
-  snapshot: ProxySnapshot,
-  webHostNames: string[],
-  proxyHandler: StreamProxyHandler,
-  warnings: string[],
-): Route[] {
+function _sniRoutes(entries: SniStreamEntry[], snapshot: ProxySnapshot, webHostNames: string[], warnings: string[]): Route[] {
   const exact: Route[] = []
   const wildcard: Route[] = []
   for (const entry of entries) {
-    const handle = _streamHandle(entry, snapshot, proxyHandler, warnings)
+    const handle = _streamHandle(entry, snapshot, warnings)
     const names = entry.stream.tls_sni.filter((n) => !_isWildcard(n))
     const wildcards = entry.stream.tls_sni.filter(_isWildcard)
     if (names.length) exact.push({ match: [{ tls: { sni: names } }], handle })
@@ -106,10 +76,15 @@ function _sniRoutes(
   return [...exact, ...wildcard]
 }
 
-/** `tcp/<address>:<port>` for each address the HTTPS listener binds (a stream listens where the web hosts do). */
-function _listenOn(snapshot: ProxySnapshot, port: number): string[] {
-  const hosts = [...new Set(snapshot.httpsListen.map((a) => a.slice(0, a.lastIndexOf(':'))))]
-  return hosts.map((h) => `tcp/${h}:${port}`)
+/**
+ * A PROXY protocol header comes before the ClientHello, so reading it is the port's
+ * choice, not one stream's: the port reads it (from trusted proxies only) when any of
+ * its streams accepts it.
+ */
+function _acceptProxyProtocolRoutes(entries: SniStreamEntry[], snapshot: ProxySnapshot, warnings: string[]): Route[] {
+  const accepting = entries.find((e) => e.stream.accept_proxy_protocol)
+  const handler = accepting && buildAcceptProxyProtocolHandler(accepting.stream, snapshot.clientIp.trustedProxies, warnings)
+  return handler ? [{ handle: [handler] }] : []
 }
 
 /**
@@ -117,19 +92,19 @@ function _listenOn(snapshot: ProxySnapshot, port: number): string[] {
  * the layer-4 routes first (they read the ClientHello without consuming it), then
  * Caddy's `tls` wrapper, which terminates what no stream took. {} without such streams.
  */
-export function buildSniListenerWrappers(
-  snapshot: ProxySnapshot,
-  webHostNames: string[],
-  warnings: string[],
-  proxyHandler: StreamProxyHandler = defaultSniProxyHandler,
-): Json {
+export function buildSniListenerWrappers(snapshot: ProxySnapshot, tlsHosts: HostSnapshot[], warnings: string[]): Json {
   const entries = _sniStreamsByPort(snapshot, warnings).get(snapshot.httpsPort)
   if (!entries?.length) return {}
+  for (const { stream } of entries.filter((e) => e.stream.accept_proxy_protocol)) {
+    // Every web host's connection passes the same wrapper: a header read there would be
+    // read for them too, which their own trusted-proxies setting does not expect.
+    warnings.push(
+      `stream ${stream.name}: a PROXY protocol header is not read on the HTTPS port shared with the web hosts; give the stream a port of its own to accept one`,
+    )
+  }
+  const webHostNames = tlsHosts.flatMap((h) => [h.domain, ...h.aliases])
   return {
-    listener_wrappers: [
-      { wrapper: 'layer4', routes: _sniRoutes(entries, snapshot, webHostNames, proxyHandler, warnings) },
-      { wrapper: 'tls' },
-    ],
+    listener_wrappers: [{ wrapper: 'layer4', routes: _sniRoutes(entries, snapshot, webHostNames, warnings) }, { wrapper: 'tls' }],
   }
 }
 
@@ -138,16 +113,15 @@ export function buildSniListenerWrappers(
  * named `sni-<port>`; the HTTPS port only when the HTTP app has no https server
  * (no TLS web host), since two apps cannot bind one port.
  */
-export function buildSniServers(
-  snapshot: ProxySnapshot,
-  httpsServerExists: boolean,
-  warnings: string[],
-  proxyHandler: StreamProxyHandler = defaultSniProxyHandler,
-): Record<string, Json> {
+export function buildSniServers(snapshot: ProxySnapshot, httpsServerExists: boolean, warnings: string[]): Record<string, Json> {
   const servers: Record<string, Json> = {}
+  const hosts = streamListenHosts(snapshot)
   for (const [port, entries] of _sniStreamsByPort(snapshot, warnings)) {
     if (port === snapshot.httpsPort && httpsServerExists) continue
-    servers[`sni-${port}`] = { listen: _listenOn(snapshot, port), routes: _sniRoutes(entries, snapshot, [], proxyHandler, warnings) }
+    servers[`sni-${port}`] = {
+      listen: hosts.map((h) => `tcp/${h}:${port}`),
+      routes: [..._acceptProxyProtocolRoutes(entries, snapshot, warnings), ..._sniRoutes(entries, snapshot, [], warnings)],
+    }
   }
   return servers
 }
