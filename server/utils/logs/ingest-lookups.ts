@@ -1,5 +1,5 @@
 import { getDb } from '../core/db'
-import { hostNames } from '../../../db/schema'
+import { hostNames, streams } from '../../../db/schema'
 import { openGeoReader } from '../geo/readers'
 import { countryOfRecord } from '../geo/walker'
 import { isLanAddress } from '../geo/ip'
@@ -68,4 +68,20 @@ export function refreshGeo(): void {
   }
 }
 
-export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf }
+// Stream id -> name, for layer4 rows (their lines carry the id only); re-read at most every 2 s,
+// and only when an id is unknown, so a renamed stream's new rows take the new name within 30 s.
+const _streams = { atMs: 0, byId: new Map<number, string>() }
+
+/** Re-reads stream names: every 30 s, or every 2 s when `force` (an id was unknown). */
+export async function refreshStreams(force: boolean): Promise<void> {
+  if (Date.now() - _streams.atMs < (force ? _HOST_REFRESH_MS : 30_000)) return
+  _streams.atMs = Date.now()
+  const rows = await getDb().select({ id: streams.id, name: streams.name }).from(streams)
+  _streams.byId = new Map(rows.map((r) => [r.id, r.name]))
+}
+
+export function streamNameOf(id: number): string | null {
+  return _streams.byId.get(id) ?? null
+}
+
+export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf, streamNameOf }

@@ -33,7 +33,8 @@ import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
-import { buildSniListenerWrappers, buildSniServers, withSniServers } from './stream-sni'
+import { buildSniListenerWrappers, buildSniServers, hasSniStreams, withSniServers } from './stream-sni'
+import { streamsUseBouncer } from './stream-guards'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
@@ -311,7 +312,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(tls).length) apps.tls = tls
   const layer4 = withSniServers(buildStreamsApp(snapshot, warnings), buildSniServers(snapshot, 'https' in servers, warnings))
   if (layer4) apps.layer4 = layer4
-  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
+  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h)) || streamsUseBouncer(snapshot)) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
     apps.crowdsec = {
       ...buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse)),
@@ -321,7 +322,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },
-    logging: buildLogging(snapshot.logDir),
+    logging: buildLogging(snapshot.logDir, Boolean(layer4) || hasSniStreams(snapshot)),
     apps,
   }
   if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }

@@ -15,6 +15,11 @@ export function isSniStream(stream: StreamSnapshot): boolean {
   return stream.enabled && stream.protocol === 'tcp' && stream.tls_sni.length > 0
 }
 
+/** Whether any stream is routed by SNI: its connection rows need the layer-4 log even with no layer-4 app (the HTTPS port's wrapper). */
+export function hasSniStreams(snapshot: ProxySnapshot): boolean {
+  return (snapshot.streams ?? []).some(isSniStream)
+}
+
 interface SniStreamEntry {
   stream: StreamSnapshot
   group: TargetGroupSnapshot
