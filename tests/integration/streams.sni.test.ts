@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer, type Server, type TLSSocket } from 'node:tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,7 +10,7 @@ import { createTestPki } from '../support/certs'
 import { buildGroupSnapshot, buildHostSnapshot, buildSnapshot } from '../support/factories'
 import { createPublicClientNamespace } from '../support/netns'
 import { freePort } from '../support/ports'
-import { makeTempDir } from '../support/processes'
+import { makeTempDir, waitFor } from '../support/processes'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 
 // SNI routing through the production Caddy (docs/streams.md, "SNI routing"): two TLS
@@ -25,6 +26,7 @@ let web: TestUpstream
 let ns: Awaited<ReturnType<typeof createPublicClientNamespace>>
 let httpsPort: number
 let sniPort: number
+let logDir: string
 const tlsUpstreams: Server[] = []
 
 /** A TLS upstream with a self-signed certificate for `name` that greets each connection with its name and closes it. */
@@ -59,11 +61,12 @@ beforeAll(async () => {
   const httpPort = await freePort()
   httpsPort = await freePort()
   sniPort = await freePort()
+  logDir = makeTempDir('sni-logs-')
   const { config, warnings } = buildProxyConfig(
     buildSnapshot({
       adminListen: caddy.adminListen,
       storageRoot: caddy.storageDir,
-      logDir: makeTempDir('sni-logs-'),
+      logDir,
       httpListen: [`127.0.0.1:${httpPort}`, `${HOST_ADDR}:${httpPort}`],
       httpsListen: [`127.0.0.1:${httpsPort}`, `${HOST_ADDR}:${httpsPort}`],
       httpPort,
@@ -79,6 +82,7 @@ beforeAll(async () => {
         stream({ id: 1, name: 'alpha', listen_port: httpsPort, target_group_id: 2, tls_sni: ['alpha.example.test'] }),
         stream({ id: 2, name: 'beta', listen_port: httpsPort, target_group_id: 3, tls_sni: ['beta.example.test'] }),
         stream({ id: 3, name: 'wild', listen_port: sniPort, target_group_id: 3, tls_sni: ['*.wild.example.test'] }),
+        stream({ id: 4, name: 'lan', listen_port: httpsPort, target_group_id: 2, tls_sni: ['lan.example.test'], lan_only: true }),
       ],
     }),
   )
@@ -130,6 +134,46 @@ describe('two TLS upstreams behind the HTTPS port, chosen by SNI, beside an HTTP
     expect(web.requests.length).toBe(before + 1)
     expect(web.requests.at(-1)!.url).toBe('/through-http-app')
     expect(res.stderr).toMatch(/subject: CN\s*=\s*www\.example\.test/)
+  })
+})
+
+/** The layer-4 log's lines (connection rows and refusals) of one stream. */
+function layer4Lines(streamId: number): Array<Record<string, unknown>> {
+  const file = join(logDir, 'layer4.log')
+  if (!existsSync(file)) return []
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.stream_id === streamId)
+}
+
+describe("a stream's guards and connection log apply on its SNI route", () => {
+  it('a LAN-only SNI stream closes the public namespace client before the upstream, and logs why', async () => {
+    const r = await tlsFromNamespace(httpsPort, 'lan.example.test')
+    expect(r.greeting).toBeNull()
+    expect(r.subject).toBeNull()
+    await waitFor(async () => layer4Lines(4).some((l) => l.reason === 'lan_only'), { timeoutMs: 10_000, what: 'the lan_only refusal line' })
+  })
+
+  it('the same name from loopback (a LAN source) reaches its upstream', async () => {
+    const out = await new Promise<string>((resolve) => {
+      execFile(
+        'sh',
+        ['-c', `openssl s_client -connect 127.0.0.1:${httpsPort} -servername lan.example.test -ign_eof </dev/null`],
+        (_e, stdout) => resolve(stdout),
+      )
+    })
+    expect(out).toContain('upstream alpha saw lan.example.test')
+  })
+
+  it('a connection through an SNI route is a connection row with the bytes each way', async () => {
+    expect((await tlsFromNamespace(httpsPort, 'alpha.example.test')).greeting).toBe('upstream alpha saw alpha.example.test')
+    await waitFor(async () => layer4Lines(1).some((l) => Number(l.bytes_in) > 0 && Number(l.bytes_out) > 0), {
+      timeoutMs: 10_000,
+      what: 'the connection row of the alpha stream',
+    })
+    expect(String(layer4Lines(1).at(-1)!.remote)).toMatch(/^198\.51\.100\.10:/)
   })
 })
 

@@ -50,6 +50,12 @@ describe('SNI streams on the HTTPS port beside a TLS web host', () => {
     expect(JSON.stringify(wrapperRoutes(config))).not.toContain('"handler":"tls"')
   })
 
+  it('configures the layer-4 log for the connection rows, though no layer-4 app exists', () => {
+    const { config } = build([sniStream()])
+    expect(config.logging.logs.layer4).toBeDefined()
+    expect(build([]).config.logging.logs.layer4).toBeUndefined()
+  })
+
   it('lets every other name fall through to the web host: no catch-all route, the host route unchanged', () => {
     const { config } = build([sniStream()])
     expect(wrapperRoutes(config).every((r: any) => r.match?.[0]?.tls?.sni?.length)).toBe(true)
