@@ -1,44 +1,64 @@
-import { connect, createServer, type Server } from 'node:net'
+import { existsSync, readFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { buildProxyConfig } from '../server/utils/proxy/build/index'
 import { STREAM_DEFAULTS } from '../server/utils/streams/schemas'
 import { startCaddy, type CaddyHandle } from '../tests/support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../tests/support/factories'
 import { freePort } from '../tests/support/ports'
-import { makeTempDir } from '../tests/support/processes'
+import { makeTempDir, startProcess, waitFor, type ManagedProcess } from '../tests/support/processes'
 import { median, ratioOf, reportFigures } from './report'
 
 // TCP throughput through a stream (the production Caddy's layer-4 proxy, configured by
 // the panel's builder) against a direct connection to the same upstream, alternated in
-// the same run (docs/performance.md, goal >= 0.8x). The upstream sends BENCH_STREAM_MB
-// (default 256) MB and closes; the client, on loopback, reads to the end.
+// the same run (docs/performance.md, goal >= 0.8x). The upstream (its own process) sends
+// BENCH_STREAM_MB (default 256) MB and closes; the client, on loopback, reads to the end.
 
 const MB = 1024 * 1024
 const TOTAL_MB = Number(process.env.BENCH_STREAM_MB ?? 256)
 const PAIRS = 5
 
-let caddy: CaddyHandle
-let upstream: Server
-let upstreamPort: number
-let streamPort: number
-
-beforeAll(async () => {
-  const chunk = Buffer.alloc(MB, 0x5a)
-  upstream = createServer((socket) => {
+/**
+ * The upstream, in a process of its own: in the bench's process it would share one
+ * thread with the client, which holds the direct transfer back and not the stream's
+ * (where Caddy buffers between two connections on another core). After the client's
+ * first byte it sends TOTAL_MB MB as fast as the peer reads, then closes.
+ */
+const UPSTREAM_SCRIPT = `
+const net = require('node:net')
+const [port, totalMb] = process.argv.slice(1).map(Number)
+const chunk = Buffer.alloc(1024 * 1024, 0x5a)
+net.createServer((socket) => {
+  socket.on('error', () => socket.destroy())
+  socket.once('data', () => {
     let sent = 0
-    // Writes as fast as the peer reads: the kernel's send buffer is the only queue.
     const pump = () => {
-      while (sent < TOTAL_MB) {
+      while (sent < totalMb) {
         sent++
         if (!socket.write(chunk)) return void socket.once('drain', pump)
       }
       socket.end()
     }
-    socket.on('error', () => socket.destroy())
     pump()
   })
+}).listen(port, '127.0.0.1', () => console.log('ready'))
+`
+
+let caddy: CaddyHandle
+let upstream: ManagedProcess
+let upstreamPort: number
+let streamPort: number
+
+beforeAll(async () => {
   upstreamPort = await freePort()
-  await new Promise<void>((resolve) => upstream.listen(upstreamPort, '127.0.0.1', resolve))
+  const logFile = join(makeTempDir('bench-streams-upstream-'), 'upstream.log')
+  upstream = startProcess(process.execPath, ['-e', UPSTREAM_SCRIPT, String(upstreamPort), String(TOTAL_MB)], { logFile })
+  await waitFor(async () => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('ready'), {
+    timeoutMs: 30_000,
+    what: 'the bulk upstream',
+    process: upstream,
+  })
   caddy = await startCaddy()
   streamPort = await freePort()
   const httpPort = await freePort()
@@ -62,7 +82,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await caddy?.stop()
-  upstream?.close()
+  await upstream?.stop()
 })
 
 /** Reads one whole transfer from this port: MB/s (1 MB = 2^20 bytes), and checks every byte came. */
@@ -70,7 +90,7 @@ function transfer(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     let bytes = 0
     const t0 = performance.now()
-    const socket = connect(port, '127.0.0.1')
+    const socket = connect(port, '127.0.0.1', () => socket.write('g'))
     socket.on('data', (d) => {
       bytes += d.length
     })
