@@ -33,6 +33,7 @@ import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
+import { buildSniListenerWrappers, buildSniServers, hasSniStreams, withSniServers } from './stream-sni'
 import { streamsUseBouncer } from './stream-guards'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
@@ -232,6 +233,17 @@ function _buildCrowdsecAppFor(builtHosts: HostSnapshot[], snapshot: ProxySnapsho
   }
 }
 
+/** The `tls` app: ACME policies, certificate maintenance and the manual hosts' files ({} when none applies). */
+function _buildTlsApp(snapshot: ProxySnapshot, tlsHosts: HostSnapshot[], loadFiles: Json[], warnings: string[]): Json {
+  const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
+  const tls: Json = {}
+  const automation = buildCertificateMaintenance(snapshot)
+  if (policies.length) automation.policies = policies
+  if (Object.keys(automation).length) tls.automation = automation
+  if (loadFiles.length) tls.certificates = { load_files: loadFiles }
+  return tls
+}
+
 /** Pure and deterministic: snapshot -> the full Caddy configuration plus warnings for the operator. */
 export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warnings: string[] } {
   const warnings: string[] = []
@@ -303,27 +315,23 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
       logs: buildServerLogs(builtHosts),
       ...buildTrustedProxiesServerOptions(snapshot.clientIp),
       ...buildServerErrorPages('https', builtHosts, snapshot),
+      ...buildSniListenerWrappers(snapshot, tlsHosts, warnings),
       // Redirects stay on; only certificate management is skipped for manual hosts.
       ...(manual.skipNames.length ? { automatic_https: { skip_certificates: manual.skipNames } } : {}),
     }
   }
   const apps: Json = { http: { http_port: snapshot.httpPort, https_port: snapshot.httpsPort, servers } }
 
-  const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
-  const tls: Json = {}
-  const automation = buildCertificateMaintenance(snapshot)
-  if (policies.length) automation.policies = policies
-  if (Object.keys(automation).length) tls.automation = automation
-  if (manual.loadFiles.length) tls.certificates = { load_files: manual.loadFiles }
+  const tls = _buildTlsApp(snapshot, tlsHosts, manual.loadFiles, warnings)
   if (Object.keys(tls).length) apps.tls = tls
-  const layer4 = buildStreamsApp(snapshot, warnings)
+  const layer4 = withSniServers(buildStreamsApp(snapshot, warnings), buildSniServers(snapshot, 'https' in servers, warnings))
   if (layer4) apps.layer4 = layer4
   const crowdsec = _buildCrowdsecAppFor(builtHosts, snapshot)
   if (crowdsec) apps.crowdsec = crowdsec
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },
-    logging: buildLogging(snapshot.logDir, Boolean(layer4)),
+    logging: buildLogging(snapshot.logDir, Boolean(layer4) || hasSniStreams(snapshot)),
     apps,
   }
   if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }
