@@ -47,6 +47,10 @@ export const AUDIT_ACTIONS = {
   access_list_update: _config,
   access_list_delete: _configRemoval,
   host_access_list_set: _config,
+  // streams (docs/streams.md): TCP/UDP forwarding beside the web hosts
+  stream_create: _config,
+  stream_update: _config,
+  stream_delete: _configRemoval,
   // an import creates hosts (their names) and everything they need, in one transaction
   import_apply: _hostNames,
   waf_exclusion_create: _recordOnly,

@@ -7,6 +7,7 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { UNCHANGED } from '../core/settings'
 import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
 import { hostIdsByAccessList } from './records'
+import { streamUsingAccessList } from '../streams/records'
 import { BCRYPT_HASH, type AccessListInput } from './access-list-schemas'
 
 // Access lists: basic-auth users and IP rules shared by any number of hosts
@@ -156,6 +157,11 @@ export async function deleteAccessList(id: number, ctx: AuditContext): Promise<v
     if (used?.length)
       throw conflict(
         `access list ${id} is used by host ${used[0]}${used.length > 1 ? ` and ${used.length - 1} more` : ''}; detach it first (PUT /api/hosts/{id}/access-list)`,
+      )
+    const stream = await streamUsingAccessList(tx, id)
+    if (stream)
+      throw conflict(
+        `access list ${id} is used by stream ${stream.id} ("${stream.name}"); set that stream's access_list_id to null or another list first`,
       )
     await tx.delete(hostAccessLists).where(eq(hostAccessLists.accessListId, id))
     await tx.delete(accessLists).where(eq(accessLists.id, id))

@@ -16,6 +16,7 @@ import { logger } from '../core/log'
 import { presentHost } from './present'
 import { detachDeletedHost } from './access-lists'
 import { readTargetHealth } from '../ops/target-health'
+import { streamSniClash } from '../streams/conflicts'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -53,6 +54,9 @@ async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number):
       exceptHostId === undefined ? inArray(hostNames.name, names) : and(inArray(hostNames.name, names), ne(hostNames.hostId, exceptHostId)),
     )
   if (taken.length) throw conflict(`domain: ${taken[0]!.name} is already used by host ${taken[0]!.hostId}`)
+  // A stream routing one of these names by TLS server name would take the host's connections (docs/streams.md).
+  const stream = await streamSniClash(tx, names)
+  if (stream) throw conflict(stream)
 }
 
 async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: HostRow['tlsMode']): Promise<void> {

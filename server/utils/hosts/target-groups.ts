@@ -8,6 +8,7 @@ import type { TargetGroupInput } from './schemas'
 import { presentTargetGroup } from './present'
 import { targetGroupToRow } from './records'
 import { readTargetHealth } from '../ops/target-health'
+import { streamUsingTargetGroup } from '../streams/records'
 
 function _duplicateName(err: unknown, name: string): never {
   if (isUniqueViolation(err)) throw conflict(`name: a target group named "${name}" already exists`)
@@ -78,6 +79,9 @@ export async function deleteTargetGroup(id: number, ctx: AuditContext): Promise<
     if (host) throw conflict(`target group ${id} is used by host ${host.id} (${host.domain}); move that host first`)
     const rule = await tx.select({ id: rules.id, hostId: rules.hostId }).from(rules).where(eq(rules.targetGroupId, id)).get()
     if (rule) throw conflict(`target group ${id} is used by rule ${rule.id} of host ${rule.hostId}; change that rule first`)
+    const stream = await streamUsingTargetGroup(tx, id)
+    if (stream)
+      throw conflict(`target group ${id} is used by stream ${stream.id} ("${stream.name}"); point that stream at another group first`)
     await tx.delete(targetGroups).where(eq(targetGroups.id, id))
     await writeAudit(ctx, 'target_group_delete', { target_group_id: id, name: current.name }, tx)
     await reconcileInTransaction(tx, ctx, `target group ${current.name} deleted`)

@@ -5,6 +5,7 @@ import { getSetting } from '../core/settings'
 import { readAccessLists, readHosts, readRules, readTargetGroups, readWafExclusions } from '../hosts/records'
 import { readDnsProviderCredentials } from '../hosts/dns-credentials'
 import { readManualCertPaths } from '../hosts/manual-cert-files'
+import { readStreams } from '../streams/records'
 import { cookieDomainFor } from '../auth/cookie'
 import type { ProxySnapshot, UnknownHostAnswer } from './build/types'
 
@@ -26,7 +27,7 @@ function _panelCookieScope(panelDomain: string): ProxySnapshot['panelCookie'] {
 
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
   const cfg = getConfig()
-  const [hosts, targetGroups, rules, wafExclusions, accessLists, dnsProviders, manualCerts] = await Promise.all([
+  const [hosts, targetGroups, rules, wafExclusions, accessLists, dnsProviders, manualCerts, streams] = await Promise.all([
     readHosts(exec),
     readTargetGroups(exec),
     readRules(exec),
@@ -34,6 +35,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     readAccessLists(exec),
     readDnsProviderCredentials(exec),
     readManualCertPaths(exec),
+    readStreams(exec),
   ])
   return {
     adminListen: new URL(cfg.proxy.adminUrl).host,
@@ -83,5 +85,6 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     rules,
     wafExclusions,
     accessLists,
+    streams,
   }
 }

@@ -68,7 +68,7 @@ export const accessListOperations = [
     access: 'admin',
     summary: 'Delete an access list',
     params: idParam('access list'),
-    responses: { 204: noContent(), 404: ok('no such list'), 409: ok('a host still uses it'), 502: rejected },
+    responses: { 204: noContent(), 404: ok('no such list'), 409: ok('a host or a stream still uses it'), 502: rejected },
   }),
   operation({
     method: 'put',

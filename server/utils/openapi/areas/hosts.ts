@@ -172,7 +172,11 @@ export const hostsOperations = [
     access: 'admin',
     summary: 'Create a host (reconciles the proxy)',
     body: hostBody,
-    responses: { 201: ok('the host and the reconcile outcome', hostWithReconcile), 409: ok('a domain or alias is taken'), 502: rejected },
+    responses: {
+      201: ok('the host and the reconcile outcome', hostWithReconcile),
+      409: ok('a domain or alias is taken, by another host or by a stream routing it by TLS server name'),
+      502: rejected,
+    },
   }),
   operation({
     method: 'get',
@@ -194,7 +198,7 @@ export const hostsOperations = [
     responses: {
       200: ok('the host and the reconcile outcome', hostWithReconcile),
       404: ok('no such host'),
-      409: ok('a domain or alias is taken'),
+      409: ok('a domain or alias is taken, by another host or by a stream routing it by TLS server name'),
       502: rejected,
     },
   }),
@@ -408,6 +412,6 @@ export const hostsOperations = [
     access: 'admin',
     summary: 'Delete a target group',
     params: idParam('target group'),
-    responses: { 204: noContent(), 404: ok('no such group'), 409: ok('a host or rule still uses it') },
+    responses: { 204: noContent(), 404: ok('no such group'), 409: ok('a host, rule or stream still uses it') },
   }),
 ]

@@ -2,6 +2,7 @@ import type { OperationDoc } from '../registry'
 import { authOperations } from './auth'
 import { hostsOperations } from './hosts'
 import { accessListOperations } from './access-lists'
+import { streamsOperations } from './streams'
 import { importOperations } from './import'
 import { tlsOperations } from './tls'
 import { securityOperations } from './security'
@@ -17,6 +18,7 @@ export const API_AREAS: Array<{ tag: string; description: string; operations: Op
   { tag: 'auth', description: 'Sessions, first-run setup, ForwardAuth', operations: authOperations },
   { tag: 'hosts', description: 'Hosts, target groups, path rules', operations: hostsOperations },
   { tag: 'access-lists', description: 'Basic auth and IP allow/deny lists shared by hosts', operations: accessListOperations },
+  { tag: 'streams', description: 'TCP and UDP forwarding beside the web hosts', operations: streamsOperations },
   { tag: 'import', description: 'Importing a Caddyfile or an nginx-proxy-manager database', operations: importOperations },
   { tag: 'tls', description: 'DNS-01 providers, manual certificates', operations: tlsOperations },
   { tag: 'security', description: 'Decisions, whitelist, scenarios, drift, AppSec tuning', operations: securityOperations },

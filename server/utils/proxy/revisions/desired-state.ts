@@ -9,6 +9,7 @@ import {
   manualCerts,
   rules,
   settings,
+  streams,
   targetGroups,
   wafExclusions,
   type AccessListUser,
@@ -296,12 +297,33 @@ const _hostAccessListsPart: DesiredStatePart = {
   },
 }
 
-/** Dependency order: groups and lists before the hosts, rules, exclusions and attachments that point at them. */
+/**
+ * Streams point at a target group and maybe an access list (docs/streams.md). A revision recorded
+ * before streams existed holds no `streams` part: the current streams stay, so the groups and lists
+ * it restores must still hold what they point at (the database does not enforce the references).
+ */
+const _streamsPart = _tablePart('streams', streams, (_k, s) => String(s.name), {
+  unique: 'name',
+  async check(tx, state, revisionId) {
+    const kept = state.streams ? Object.values(state.streams) : await tx.select().from(streams).orderBy(streams.id)
+    for (const s of kept) {
+      const group = state.target_groups && !state.target_groups[String(s.targetGroupId)]
+      const list = s.accessListId != null && state.access_lists && !state.access_lists[String(s.accessListId)]
+      if (group || list)
+        throw conflict(
+          `revision ${revisionId} cannot be restored: stream ${String(s.name)} uses ${group ? `target group ${String(s.targetGroupId)}` : `access list ${String(s.accessListId)}`}, which the revision does not hold; point the stream elsewhere or delete it first, or revert to a later revision`,
+        )
+    }
+  },
+})
+
+/** Dependency order: groups and lists before the hosts, streams, rules, exclusions and attachments that point at them. */
 const _parts: readonly DesiredStatePart[] = [
   _groupsPart,
   _accessListsPart,
   _hostsPart,
   _hostAccessListsPart,
+  _streamsPart,
   _rulesPart,
   _wafExclusionsPart,
   _settingsPart,
