@@ -45,6 +45,8 @@ beforeAll(async () => {
   const custom = pki.leaf('custom.example.test')
   customKeyPem = custom.keyPem
   registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem)
+  // First: a stream of the file sits on the proxy's HTTP port, which the stack picks.
+  stack = await startProxyStack()
   dbFile = await buildNpmDatabase({
     user: [{ is_deleted: 0, email: 'admin@example.test', name: 'Admin', nickname: 'admin', avatar: '', roles: ['admin'] }],
     certificate: [
@@ -147,10 +149,25 @@ beforeAll(async () => {
       },
     ],
     dead_host: [{ ...live, domain_names: ['gone.example.test'] }],
-    stream: [{ ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 }],
+    stream: [
+      { ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 },
+      // Both protocols: two streams to one group; disabled stays disabled.
+      {
+        ...live,
+        incoming_port: 5353,
+        forwarding_host: 'dns.internal',
+        forwarding_port: 53,
+        tcp_forwarding: 1,
+        udp_forwarding: 1,
+        enabled: 0,
+      },
+      { ...live, incoming_port: 2223, forwarding_host: '10.0.0.9', forwarding_port: 22 },
+      { ...live, incoming_port: 8883, forwarding_host: '10.0.0.7', forwarding_port: 1883, tcp_forwarding: 1, certificate_id: 1 },
+      { ...live, incoming_port: stack.httpPort, forwarding_host: '10.0.0.9', forwarding_port: 80, tcp_forwarding: 1 },
+      { ...live, is_deleted: 1, incoming_port: 2224, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 },
+    ],
     setting: [{ id: 'default-site', name: 'Default Site', description: '', value: 'congratulations', meta: {} }],
   })
-  stack = await startProxyStack()
   expect(
     (
       await stack.panel.request('/api/settings', {
@@ -187,7 +204,30 @@ describe('nginx-proxy-manager import', () => {
     // A list no host uses is imported too.
     expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
+    // One stream per protocol forwarded, each to a group of its upstream; the deleted one is not read.
+    expect(made(r, 'stream')).toEqual([
+      'stream 1: stream 2222/tcp',
+      'stream 2: stream 5353/tcp',
+      'stream 2: stream 5353/udp',
+      'stream 4: stream 8883/tcp',
+    ])
+    expect(made(r, 'target_group')).toEqual(
+      expect.arrayContaining(['stream 1: stream 2222', 'stream 2: stream 5353', 'stream 4: stream 8883']),
+    )
+    // The group of a stream that is not imported is not made either.
+    expect(made(r, 'target_group').filter((g: string) => g.startsWith('stream 5:') || g.startsWith('stream 3:'))).toEqual([])
     const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
+    expect(why(r.imperfect)).toContain(
+      'stream 4: stream 8883/tcp: nginx-proxy-manager ended TLS with its certificate 1; the stream passes the bytes through untouched, so the upstream must speak TLS itself',
+    )
+    const streamNotes = r.not_importable.filter((n: any) => n.kind === 'stream')
+    expect(streamNotes.map((n: any) => [n.source, n.name])).toEqual([
+      ['stream 3', 'port 2223 to 10.0.0.9:22'],
+      ['stream 5', `stream ${stack.httpPort}/tcp`],
+    ])
+    expect(streamNotes[0].why).toBe('it forwards neither TCP nor UDP (both switched off in nginx-proxy-manager)')
+    // The port conflict is the API's 409 text: it names who holds the port.
+    expect(streamNotes[1].why).toMatch(new RegExp(`${stack.httpPort}.*HTTP`, 'i'))
     expect(why(r.imperfect)).toEqual(
       expect.arrayContaining([
         "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
@@ -199,7 +239,6 @@ describe('nginx-proxy-manager import', () => {
     expect(why(r.imperfect).filter((w: string) => w.startsWith('redirection_host'))).toEqual([])
     expect(why(r.not_importable)).toEqual(
       expect.arrayContaining([
-        'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
         'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
         'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
         'access_list 2: Unused: not an IP address or CIDR range',
@@ -229,7 +268,19 @@ describe('nginx-proxy-manager import', () => {
       access_lists: 2,
       certificates: 1,
       rules: 1,
+      streams: 4,
     })
+    const streams = (await stack.panel.request('/api/streams', { cookie: stack.admin })).json
+    const stream = (n: string) => streams.find((x: any) => x.name === n)
+    expect(streams.map((x: any) => x.name).sort()).toEqual(['stream 2222/tcp', 'stream 5353/tcp', 'stream 5353/udp', 'stream 8883/tcp'])
+    const groups = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json
+    const group = (id: number) => groups.find((g: any) => g.id === id)
+    expect(stream('stream 2222/tcp')).toMatchObject({ protocol: 'tcp', listen_port: 2222, listen_port_end: null, enabled: true })
+    expect(group(stream('stream 2222/tcp').target_group_id).targets).toEqual([{ address: '10.0.0.9:22', weight: 1 }])
+    expect(stream('stream 5353/udp')).toMatchObject({ protocol: 'udp', listen_port: 5353, enabled: false })
+    expect(stream('stream 5353/tcp')).toMatchObject({ enabled: false, target_group_id: stream('stream 5353/udp').target_group_id })
+    expect(group(stream('stream 5353/udp').target_group_id).targets).toEqual([{ address: 'dns.internal:53', weight: 1 }])
+    for (const item of res.json.items.filter((i: any) => i.kind === 'stream')) expect(item.id).toBe(stream(item.name).id)
 
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
     const host = (d: string) => hosts.find((h: any) => h.domain === d)
@@ -299,12 +350,14 @@ describe('nginx-proxy-manager import', () => {
   })
 
   it('re-importing the same file creates nothing', async () => {
-    const counts = await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))
+    const tables = ['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs', 'streams']
+    const counts = await Promise.all(tables.map(countRows))
     const res = await upload(readFileSync(dbFile), true)
     expect(res.status).toBe(200)
     expect(res.json.items.filter((i: any) => i.outcome === 'create')).toEqual([])
+    expect(res.json.items.filter((i: any) => i.kind === 'stream' && i.outcome === 'exists')).toHaveLength(4)
     expect(res.json.reconcile).toBeUndefined()
-    expect(await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))).toEqual(counts)
+    expect(await Promise.all(tables.map(countRows))).toEqual(counts)
   })
 
   it('no password, DNS credential or private key of the file is in an audit row or the panel output', async () => {
