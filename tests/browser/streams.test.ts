@@ -1,3 +1,4 @@
+import { connect, createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { freePort } from '../support/ports'
@@ -12,12 +13,19 @@ let stack: ProxyStack
 let chrome: { browser: BrowserContext; close(): Promise<void> }
 let page: Page
 let port: number
+let echo: Server
+let groupLabel: string
 const consoleErrors: string[] = []
 
 beforeAll(async () => {
-  stack = await startProxyStack()
+  stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   port = await freePort()
-  await createGroup(stack, { name: 'ssh servers', targets: [{ address: '127.0.0.1:22' }] })
+  // The upstream: a TCP echo server (not the thing under test).
+  echo = createServer((socket) => socket.pipe(socket))
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+  const echoPort = (echo.address() as { port: number }).port
+  groupLabel = `ssh servers (127.0.0.1:${echoPort})`
+  await createGroup(stack, { name: 'ssh servers', targets: [{ address: `127.0.0.1:${echoPort}` }] })
   await stack.panel.request('/api/access-lists', {
     method: 'POST',
     cookie: stack.admin,
@@ -31,10 +39,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await chrome?.close()
   await stack?.stop()
+  await new Promise((resolve) => echo?.close(resolve))
 })
 
 const expectVisible = (l: Locator) => l.waitFor({ state: 'visible' })
 const row = (name: string) => page.locator('tbody tr').filter({ has: page.locator('td', { hasText: new RegExp(`^${name}$`) }) })
+/** Sends a line through the stream's port on loopback and resolves with what came back. */
+const echoThrough = (p: number, text: string) =>
+  new Promise<string>((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port: p }, () => socket.end(text))
+    let got = ''
+    socket.on('data', (d) => {
+      got += d
+    })
+    socket.on('end', () => resolve(got))
+    socket.on('error', reject)
+  })
 const streamsInApi = async () => (await stack.panel.request('/api/streams', { cookie: stack.admin })).json as any[]
 
 describe('the Streams screen', () => {
@@ -44,9 +64,9 @@ describe('the Streams screen', () => {
     await expectVisible(page.getByText('No streams yet.'))
     await page.getByRole('button', { name: 'Add stream' }).click()
     await page.getByLabel('Stream name').fill('ssh')
-    await page.getByLabel('Protocol', { exact: true }).selectOption({ label: 'TCP' })
+    await page.getByLabel(/^Protocol/).selectOption({ label: 'TCP' })
     await page.getByLabel('Listen port').fill(String(port))
-    await page.getByLabel('Target group').selectOption({ label: 'ssh servers (127.0.0.1:22)' })
+    await page.getByLabel('Target group').selectOption({ label: groupLabel })
     expect(await axeProblemsInBothThemesAndWidths(page, 'stream form, new')).toEqual([])
     await page.getByRole('button', { name: 'Save stream' }).click()
     await expectVisible(page.getByText(/^Stream ssh saved\./))
@@ -56,6 +76,8 @@ describe('the Streams screen', () => {
     await expectVisible(row('ssh').getByRole('link', { name: 'ssh servers' }))
     await expectVisible(row('ssh').getByText('bans refused'))
     await expectVisible(page.getByTestId('ports-to-publish-help'))
+    // The proxy took the stream: bytes sent to its port come back from the echo upstream.
+    expect(await echoThrough(port, 'hello through the stream')).toBe('hello through the stream')
     expect(await axeProblemsInBothThemesAndWidths(page, 'streams list')).toEqual([])
   })
 
@@ -85,7 +107,7 @@ describe('the Streams screen', () => {
     await page.getByRole('button', { name: 'Add stream' }).click()
     await page.getByLabel('Stream name').fill('clash')
     await page.getByLabel('Listen port').fill(String(stack.httpsPort))
-    await page.getByLabel('Target group').selectOption({ label: 'ssh servers (127.0.0.1:22)' })
+    await page.getByLabel('Target group').selectOption({ label: groupLabel })
     await page.getByRole('button', { name: 'Save stream' }).click()
     const port443 = page.getByLabel('Listen port')
     await expect.poll(() => port443.getAttribute('aria-invalid')).toBe('true')
