@@ -1,10 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs'
+import { connect, createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestPki } from '../support/certs'
 import { httpRequest, presentedCertificate } from '../support/http'
 import { buildNpmDatabase } from '../support/npm-db'
 import { registerTestSecret } from '../support/panel'
+import { freePorts } from '../support/ports'
 import { makeTempDir } from '../support/processes'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
@@ -20,6 +22,11 @@ let upB: Awaited<ReturnType<typeof startTestUpstream>>
 let dbFile: string
 let customKeyPem: string
 let rootPem: string
+// The imported TCP stream's upstream (an echo server) and the two ports the file's enabled streams listen on.
+let echo: Server
+let echoPort: number
+let P1: number
+let P4: number
 
 const upload = (bytes: Buffer, apply = false) => {
   const form = new FormData()
@@ -47,6 +54,10 @@ beforeAll(async () => {
   registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem)
   // First: a stream of the file sits on the proxy's HTTP port, which the stack picks.
   stack = await startProxyStack()
+  echo = createServer((socket) => socket.pipe(socket))
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+  echoPort = (echo.address() as { port: number }).port
+  ;[P1, P4] = await freePorts(2)
   dbFile = await buildNpmDatabase({
     user: [{ is_deleted: 0, email: 'admin@example.test', name: 'Admin', nickname: 'admin', avatar: '', roles: ['admin'] }],
     certificate: [
@@ -150,7 +161,7 @@ beforeAll(async () => {
     ],
     dead_host: [{ ...live, domain_names: ['gone.example.test'] }],
     stream: [
-      { ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 },
+      { ...live, incoming_port: P1, forwarding_host: '127.0.0.1', forwarding_port: echoPort, tcp_forwarding: 1 },
       // Both protocols: two streams to one group; disabled stays disabled.
       {
         ...live,
@@ -162,7 +173,7 @@ beforeAll(async () => {
         enabled: 0,
       },
       { ...live, incoming_port: 2223, forwarding_host: '10.0.0.9', forwarding_port: 22 },
-      { ...live, incoming_port: 8883, forwarding_host: '10.0.0.7', forwarding_port: 1883, tcp_forwarding: 1, certificate_id: 1 },
+      { ...live, incoming_port: P4, forwarding_host: '10.0.0.7', forwarding_port: 1883, tcp_forwarding: 1, certificate_id: 1 },
       { ...live, incoming_port: stack.httpPort, forwarding_host: '10.0.0.9', forwarding_port: 80, tcp_forwarding: 1 },
       { ...live, is_deleted: 1, incoming_port: 2224, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 },
     ],
@@ -182,6 +193,7 @@ afterAll(async () => {
   await stack?.stop()
   await upA?.stop()
   await upB?.stop()
+  await new Promise((resolve) => echo?.close(resolve))
 })
 
 describe('nginx-proxy-manager import', () => {
@@ -206,19 +218,19 @@ describe('nginx-proxy-manager import', () => {
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
     // One stream per protocol forwarded, each to a group of its upstream; the deleted one is not read.
     expect(made(r, 'stream')).toEqual([
-      'stream 1: stream 2222/tcp',
+      `stream 1: stream ${P1}/tcp`,
       'stream 2: stream 5353/tcp',
       'stream 2: stream 5353/udp',
-      'stream 4: stream 8883/tcp',
+      `stream 4: stream ${P4}/tcp`,
     ])
     expect(made(r, 'target_group')).toEqual(
-      expect.arrayContaining(['stream 1: stream 2222', 'stream 2: stream 5353', 'stream 4: stream 8883']),
+      expect.arrayContaining([`stream 1: stream ${P1}`, 'stream 2: stream 5353', `stream 4: stream ${P4}`]),
     )
     // The group of a stream that is not imported is not made either.
     expect(made(r, 'target_group').filter((g: string) => g.startsWith('stream 5:') || g.startsWith('stream 3:'))).toEqual([])
     const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
     expect(why(r.imperfect)).toContain(
-      'stream 4: stream 8883/tcp: nginx-proxy-manager ended TLS with its certificate 1; the stream passes the bytes through untouched, so the upstream must speak TLS itself',
+      `stream 4: stream ${P4}/tcp: nginx-proxy-manager ended TLS with its certificate 1; the stream passes the bytes through untouched, so the upstream must speak TLS itself`,
     )
     const streamNotes = r.not_importable.filter((n: any) => n.kind === 'stream')
     expect(streamNotes.map((n: any) => [n.source, n.name])).toEqual([
@@ -272,11 +284,13 @@ describe('nginx-proxy-manager import', () => {
     })
     const streams = (await stack.panel.request('/api/streams', { cookie: stack.admin })).json
     const stream = (n: string) => streams.find((x: any) => x.name === n)
-    expect(streams.map((x: any) => x.name).sort()).toEqual(['stream 2222/tcp', 'stream 5353/tcp', 'stream 5353/udp', 'stream 8883/tcp'])
+    expect(streams.map((x: any) => x.name).sort()).toEqual(
+      [`stream ${P1}/tcp`, 'stream 5353/tcp', 'stream 5353/udp', `stream ${P4}/tcp`].sort(),
+    )
     const groups = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json
     const group = (id: number) => groups.find((g: any) => g.id === id)
-    expect(stream('stream 2222/tcp')).toMatchObject({ protocol: 'tcp', listen_port: 2222, listen_port_end: null, enabled: true })
-    expect(group(stream('stream 2222/tcp').target_group_id).targets).toEqual([{ address: '10.0.0.9:22', weight: 1 }])
+    expect(stream(`stream ${P1}/tcp`)).toMatchObject({ protocol: 'tcp', listen_port: P1, listen_port_end: null, enabled: true })
+    expect(group(stream(`stream ${P1}/tcp`).target_group_id).targets).toEqual([{ address: `127.0.0.1:${echoPort}`, weight: 1 }])
     expect(stream('stream 5353/udp')).toMatchObject({ protocol: 'udp', listen_port: 5353, enabled: false })
     expect(stream('stream 5353/tcp')).toMatchObject({ enabled: false, target_group_id: stream('stream 5353/udp').target_group_id })
     expect(group(stream('stream 5353/udp').target_group_id).targets).toEqual([{ address: 'dns.internal:53', weight: 1 }])
@@ -332,7 +346,7 @@ describe('nginx-proxy-manager import', () => {
     })
   })
 
-  it('the production Caddy serves what was imported: access list, location, redirect, 404 host', async () => {
+  it('the production Caddy serves what was imported: access list, location, redirect, 404 host, TCP stream', async () => {
     expect((await through('app.example.test')).status).toBe(401)
     const auth = { authorization: `Basic ${Buffer.from(`ann:${STAFF_PASSWORD}`).toString('base64')}` }
     expect((await through('app.example.test', '/home', auth)).status).toBe(200)
@@ -347,6 +361,17 @@ describe('nginx-proxy-manager import', () => {
     const presented = await presentedCertificate(stack.httpsPort, 'custom.example.test', rootPem)
     expect(presented?.subject).toContain('custom.example.test')
     expect(presented?.issuer).toContain('Panel Test Intermediate')
+    // The imported TCP stream forwards bytes to its upstream.
+    const back = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port: P1 }, () => socket.end('through the imported stream'))
+      let got = ''
+      socket.on('data', (d) => {
+        got += d
+      })
+      socket.on('end', () => resolve(got))
+      socket.on('error', reject)
+    })
+    expect(back).toBe('through the imported stream')
   })
 
   it('re-importing the same file creates nothing', async () => {
