@@ -103,6 +103,17 @@ describe('the Streams screen', () => {
     )
   })
 
+  it('the revisions list names the change in words: the stream by name, its fields by the form words', async () => {
+    await page.getByRole('navigation').getByRole('link', { name: 'Revisions' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Revisions' }).waitFor()
+    const newest = page.locator('tbody tr').filter({ hasText: 'stream ssh updated' }).first()
+    await expectVisible(newest.getByText(/Stream ssh changed: .*Last port of the range/))
+    expect(await newest.textContent()).toContain('LAN only')
+    expect(await newest.textContent()).not.toMatch(/listen_port|lan_only/)
+    await page.getByRole('navigation').getByRole('link', { name: 'Streams' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Streams' }).waitFor()
+  })
+
   it("a port the proxy's HTTPS listener holds (no server names) is refused at the Listen port field; nothing is made", async () => {
     await page.getByRole('button', { name: 'Add stream' }).click()
     await page.getByLabel('Stream name').fill('clash')
