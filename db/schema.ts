@@ -111,7 +111,7 @@ export const totpRecoveryCodes = sqliteTable('totp_recovery_codes', {
 export const logs = sqliteTable('logs', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   tsMs: integer('ts_ms').notNull(),
-  source: text('source', { enum: ['caddy_access', 'caddy_error', 'audit', 'waf_audit'] }).notNull(),
+  source: text('source', { enum: ['caddy_access', 'caddy_error', 'audit', 'waf_audit', 'layer4'] }).notNull(),
   hostId: integer('host_id'),
   hostDomain: text('host_domain'),
   ruleId: integer('rule_id'),
@@ -137,6 +137,13 @@ export const logs = sqliteTable('logs', {
   requestLogId: integer('request_log_id'),
   // Caddy's id of the request (its access line's `uuid`), shown on the refusal pages (migration 0041).
   requestId: text('request_id'),
+  // A stream's connection (source layer4, migration 0044): the stream, its name when ingested (as
+  // host_domain beside host_id), the upstream when known, the bytes client->upstream and back.
+  streamId: integer('stream_id'),
+  streamName: text('stream_name'),
+  upstream: text('upstream'),
+  bytesIn: integer('bytes_in'),
+  bytesOut: integer('bytes_out'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {

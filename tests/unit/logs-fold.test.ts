@@ -65,7 +65,7 @@ async function ingest(source: LogSource, lines: string[]): Promise<void> {
   await runWrite(() => getClient().batch([...insertStatements(rows, false), ...fold.statements], 'write'))
 }
 
-const ORDERS: LogSource[][] = [
+const ORDERS: Array<Array<Exclude<LogSource, 'layer4'>>> = [
   ['caddy_access', 'caddy_error', 'waf_audit'],
   ['waf_audit', 'caddy_error', 'caddy_access'],
   ['caddy_error', 'caddy_access', 'waf_audit'],

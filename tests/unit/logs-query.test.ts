@@ -140,6 +140,11 @@ async function allRows(): Promise<LogRecord[]> {
     nodeName: row.node_name as string | null,
     requestLogId: row.request_log_id as number | null,
     requestId: row.request_id as string | null,
+    streamId: row.stream_id as number | null,
+    streamName: row.stream_name as string | null,
+    upstream: row.upstream as string | null,
+    bytesIn: row.bytes_in as number | null,
+    bytesOut: row.bytes_out as number | null,
   }))
 }
 
@@ -629,6 +634,11 @@ describe('the duration histogram bucket', () => {
       'node',
       'request_log_id',
       'request_id',
+      'stream_id',
+      'stream',
+      'upstream',
+      'bytes_in',
+      'bytes_out',
     ])
   })
 })

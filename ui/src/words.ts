@@ -52,6 +52,7 @@ export const LOG_SOURCE_WORDS: Record<string, string> = {
   caddy_error: 'Proxy error',
   audit: 'Audit',
   waf_audit: 'WAF',
+  layer4: 'Stream connection',
 }
 
 /** Log levels: Caddy's own and the audit rows' (docs/logs.md "Audit levels"). */

@@ -12,7 +12,7 @@ import { REQUEST_ID_PATTERN } from './parse'
 // Those two are narrowed in SQL first (a literal the regex requires, the text
 // prefix of the network) so that JS sees few rows.
 
-export const SOURCES = ['caddy_access', 'caddy_error', 'audit', 'waf_audit'] as const
+export const SOURCES = ['caddy_access', 'caddy_error', 'audit', 'waf_audit', 'layer4'] as const
 export type Dim =
   | 'source'
   | 'host'

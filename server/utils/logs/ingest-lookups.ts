@@ -1,5 +1,5 @@
 import { getDb } from '../core/db'
-import { hostNames } from '../../../db/schema'
+import { hostNames, streams } from '../../../db/schema'
 import { openGeoReader } from '../geo/readers'
 import { countryOfRecord } from '../geo/walker'
 import { isLanAddress } from '../geo/ip'
@@ -68,4 +68,24 @@ export function refreshGeo(): void {
   }
 }
 
-export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf }
+// Stream id -> name, for layer4 rows (their lines carry the id only): re-read every 30 s, and at
+// once for an id never looked up (a stream created a moment ago: a time throttle would leave its
+// first rows nameless for good). An id still missing after a read (a deleted stream) is not asked
+// for again until the next periodic read.
+const _streams = { atMs: 0, byId: new Map<number, string>(), absent: new Set<number>() }
+
+/** Re-reads stream names when stale (30 s) or when `ids` names one neither known nor known absent. */
+export async function refreshStreams(ids: number[] = []): Promise<void> {
+  const unseen = ids.some((id) => !_streams.byId.has(id) && !_streams.absent.has(id))
+  if (!unseen && Date.now() - _streams.atMs < 30_000) return
+  _streams.atMs = Date.now()
+  const rows = await getDb().select({ id: streams.id, name: streams.name }).from(streams)
+  _streams.byId = new Map(rows.map((r) => [r.id, r.name]))
+  _streams.absent = new Set(ids.filter((id) => !_streams.byId.has(id)))
+}
+
+export function streamNameOf(id: number): string | null {
+  return _streams.byId.get(id) ?? null
+}
+
+export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf, streamNameOf }

@@ -20,7 +20,7 @@ import { headFor, planRead, readLines, type Position, type ReadPlan } from './ta
 import { insertStatements } from './writer'
 import { logMarks } from './rollup'
 import { LOOPS } from '../core/job-names'
-import { hostIdOf, parseContext, refreshGeo, refreshHosts } from './ingest-lookups'
+import { hostIdOf, parseContext, refreshGeo, refreshHosts, refreshStreams, streamNameOf } from './ingest-lookups'
 import { readPosition, savePosition } from './ingest-positions'
 import { collapseIngestedPrefix } from './waf-audit-bound'
 import { keepRollups, keepTextIndex } from './ingest-derived'
@@ -59,6 +59,12 @@ async function _parse(source: LogSource, texts: string[]): Promise<LogRow[]> {
       if (r.raw) r.raw = redact(r.raw)
       if (r.message) r.message = redact(r.message)
     }
+  }
+  if (source === 'layer4') {
+    // The parser named the streams it knew; the others are looked up once more (ingest-lookups.ts).
+    const unnamed = rows.filter((r) => r.streamId != null && r.streamName == null)
+    await refreshStreams(unnamed.map((r) => r.streamId!))
+    for (const r of unnamed) r.streamName = streamNameOf(r.streamId!)
   }
   const missing = rows.filter((r) => r.hostId == null && r.hostDomain)
   if (missing.length) {
@@ -111,6 +117,11 @@ async function _commit(path: string, pos: Position, rows: LogRow[], fold: Fold):
       nodeName: null,
       requestLogId: null,
       requestId: null,
+      streamId: null,
+      streamName: null,
+      upstream: null,
+      bytesIn: null,
+      bytesOut: null,
       ...r,
     })),
   ]

@@ -7,10 +7,12 @@ import { SESSION_COOKIE } from '../auth/session-cookie'
 // that no line, however odd, can make the insert fail and stall ingestion.
 
 export type LogRow = typeof logs.$inferInsert
-export type LogSource = 'caddy_access' | 'caddy_error' | 'waf_audit'
+export type LogSource = 'caddy_access' | 'caddy_error' | 'waf_audit' | 'layer4'
 export interface ParseContext {
   hostIdOf(domain: string): number | null
   countryOf(ip: string): string | null
+  /** A stream's name by id (layer4 rows); absent or null: the row keeps the id only. */
+  streamNameOf?(id: number): string | null
 }
 
 /** `raw` keeps at most this many characters of a line. */
@@ -311,10 +313,53 @@ export function parseWafLine(line: string, ctx: ParseContext, nowMs = Date.now()
   }
 }
 
+/** The client's address of "ip:port" or "[v6]:port" (the layer-4 handlers log addresses with their port). */
+function _hostOfAddr(addr: string | null): string | null {
+  if (!addr) return null
+  const m = /^\[([^\]]+)\]:\d+$/.exec(addr) ?? /^([^:]+):\d+$/.exec(addr)
+  return _str(m ? m[1] : addr, FIELD_LIMITS.ip)
+}
+const _bytes = (v: unknown) => _int(v, 0, Number.MAX_SAFE_INTEGER)
+
+/**
+ * A stream's line (docs/streams.md "Connection rows"): "connection closed" of the connection log
+ * handler (streamext/connlog.go: bytes each way, duration, the close reason as the message) or
+ * "connection refused" of the refusal handler (streamext/refuse.go: the reason; level warn).
+ */
+export function parseLayer4Line(line: string, ctx: ParseContext, nowMs = Date.now()): LogRow {
+  const e = _parseJson(line)
+  if (typeof e === 'string') return _unparsed('layer4', line, nowMs, e)
+  const streamId = _int(e.stream_id, 1, 2 ** 31)
+  const remoteIp = _hostOfAddr(_str(e.remote, 300))
+  const refused = e.msg === 'connection refused'
+  const reason = _str(e.reason, FIELD_LIMITS.message)
+  return {
+    tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs),
+    source: 'layer4',
+    streamId,
+    streamName: streamId !== null ? (ctx.streamNameOf?.(streamId) ?? null) : null,
+    remoteIp,
+    country: remoteIp ? ctx.countryOf(remoteIp) : null,
+    upstream: _str(e.upstream, 300),
+    bytesIn: _bytes(e.bytes_in),
+    bytesOut: _bytes(e.bytes_out),
+    durationMs: _durationMs(e.duration),
+    // A refusal is the operator's business (a ban, the LAN gate); a closed connection is traffic.
+    level: refused ? 'warn' : _level(e.level, 'info'),
+    message: refused
+      ? `refused: ${reason ?? 'no reason given'}`
+      : e.msg === 'connection closed'
+        ? (reason ?? 'closed')
+        : _str(e.msg, FIELD_LIMITS.message),
+    raw: truncateRaw(line),
+  }
+}
+
 export const PARSERS: Record<LogSource, (line: string, ctx: ParseContext, nowMs?: number) => LogRow> = {
   caddy_access: parseAccessLine,
   caddy_error: parseErrorLine,
   waf_audit: parseWafLine,
+  layer4: parseLayer4Line,
 }
 
 /** The files the generated proxy configuration writes into PROXY_LOG_DIR, and what each holds. */
@@ -322,4 +367,6 @@ export const LOG_FILES: ReadonlyArray<{ file: string; source: LogSource }> = [
   { file: 'access.log', source: 'caddy_access' },
   { file: 'error.log', source: 'caddy_error' },
   { file: 'waf-audit.log', source: 'waf_audit' },
+  // Written only when streams exist (proxy/build/logging.ts); a missing file is read as empty.
+  { file: 'layer4.log', source: 'layer4' },
 ]

@@ -32,6 +32,12 @@ export function presentLog(r: LogRecord) {
     node: r.nodeName,
     request_log_id: r.requestLogId,
     request_id: r.requestId,
+    // A stream's connection (source layer4): the stream's id and its name when ingested.
+    stream_id: r.streamId,
+    stream: r.streamName,
+    upstream: r.upstream,
+    bytes_in: r.bytesIn,
+    bytes_out: r.bytesOut,
   }
 }
 
@@ -77,5 +83,10 @@ export function recordOf(r: Row): LogRecord {
     nodeName: _text(r.node_name),
     requestLogId: _num(r.request_log_id),
     requestId: _text(r.request_id),
+    streamId: _num(r.stream_id),
+    streamName: _text(r.stream_name),
+    upstream: _text(r.upstream),
+    bytesIn: _num(r.bytes_in),
+    bytesOut: _num(r.bytes_out),
   }
 }

@@ -32,6 +32,11 @@ const _COLUMNS = [
   ['node_name', 'nodeName'],
   ['request_log_id', 'requestLogId'],
   ['request_id', 'requestId'],
+  ['stream_id', 'streamId'],
+  ['stream_name', 'streamName'],
+  ['upstream', 'upstream'],
+  ['bytes_in', 'bytesIn'],
+  ['bytes_out', 'bytesOut'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()

@@ -70,7 +70,20 @@ export async function securityLast24h(nowMs = Date.now()) {
       WHERE country NOT IN ('', 'LAN') GROUP BY 1 HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT 50`)
     const ips = await run(sql`SELECT remote_ip, sum(n) AS n FROM (${blocked(['remote_ip'], ["coalesce(remote_ip, '') AS remote_ip"])})
       WHERE remote_ip <> '' GROUP BY 1 HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT 10`)
+    // Stream connections (source layer4, docs/streams.md "Connection rows"): all, and those refused
+    // (a ban, the LAN gate, an access list: the rows at level warn). Not part of blocked_24h, which
+    // counts HTTP requests as the spec names it.
+    const streamFilter = compileLogFilter({ source: 'layer4', from: String(nowMs - 24 * HOUR) })
+    const connections = await run(
+      sql`SELECT level, sum(n) AS n FROM (${rollupUnion(streamFilter, state, true, {
+        rollup: (w) => sql`SELECT level, sum(n) AS n FROM logs_hourly WHERE ${w} GROUP BY 1`,
+        raw: (from, w, sign) => sql`SELECT coalesce(level, '') AS level, ${sign} * count(*) AS n FROM ${from} WHERE ${w} GROUP BY 1`,
+      })}) GROUP BY 1`,
+    )
+    const connectionsOf = (refusedOnly: boolean) =>
+      connections.filter((r) => !refusedOnly || r.level === 'warn').reduce((n, r) => n + Number(r.n), 0)
     return {
+      connections_24h: { total: connectionsOf(false), refused: connectionsOf(true) },
       blocked_24h: blockedBy.rate_limit + blockedBy.lan_only + blockedBy.waf + blockedBy.bouncer,
       blocked_by: blockedBy,
       attackers_by_country: countries.map((c) => ({ country: String(c.country), count: Number(c.n) })),

@@ -49,6 +49,11 @@ export const logRowSchema = z.strictObject({
   request_id: nullable(z.string()).describe(
     "on an access row: the proxy's id of the request, the one its refusal page shows (null when no page used it)",
   ),
+  stream_id: nullable(z.number().int()).describe('on a layer4 row: the stream of the connection (docs/streams.md "Connection rows")'),
+  stream: nullable(z.string()).describe("that stream's name when the row was ingested"),
+  upstream: nullable(z.string()).describe('on a layer4 row: the dialled upstream, when the proxy says it'),
+  bytes_in: nullable(z.number().int()).describe('on a layer4 row: bytes read from the client (toward the upstream)'),
+  bytes_out: nullable(z.number().int()).describe('on a layer4 row: bytes written to the client'),
 })
 
 /** One row; an access row also lists the rows folded into it. */

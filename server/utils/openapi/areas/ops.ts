@@ -360,6 +360,9 @@ export const opsOperations = [
       200: ok(
         'counts',
         z.strictObject({
+          connections_24h: z
+            .strictObject({ total: z.number().int(), refused: z.number().int() })
+            .describe('stream connections (log source layer4) of the last 24 h, and those refused (a ban, the LAN gate, an access list)'),
           blocked_24h: z.number().int(),
           blocked_by: z.strictObject({
             bouncer: z.number().int(),
@@ -396,6 +399,35 @@ export const opsOperations = [
           client_addresses: clientAddressHealthSchema,
           problems: healthProblemsSchema,
           suggestions: healthSuggestionsSchema,
+        }),
+      ),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/streams/health',
+    access: 'session',
+    summary: 'Live health of each stream\'s upstreams, probed by the panel now (docs/streams.md "Health")',
+    responses: {
+      200: ok(
+        'per stream, per target',
+        z.strictObject({
+          streams: z.array(
+            z.strictObject({
+              stream_id: z.number().int(),
+              name: z.string(),
+              protocol: z.enum(['tcp', 'udp']),
+              state: z.enum(['healthy', 'degraded', 'unhealthy', 'unknown']).describe('degraded: some checked targets are down'),
+              targets: z.array(
+                z.strictObject({
+                  address: z.string(),
+                  state: z.enum(['healthy', 'unhealthy', 'unknown']),
+                  cause: nullable(z.string()).describe('the dial or probe error, or why nothing is checked (unknown)'),
+                  since: nullableTimestamp().describe('when this panel first saw the current state'),
+                }),
+              ),
+            }),
+          ),
         }),
       ),
     },

@@ -33,6 +33,7 @@ import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
+import { streamsUseBouncer } from './stream-guards'
 import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
@@ -303,7 +304,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   if (Object.keys(tls).length) apps.tls = tls
   const layer4 = buildStreamsApp(snapshot, warnings)
   if (layer4) apps.layer4 = layer4
-  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h))) {
+  if (builtHosts.some((h) => hostUsesBouncer(snapshot, h)) || streamsUseBouncer(snapshot)) {
     const appsecHosts = builtHosts.filter((h) => hostUsesAppsec(snapshot, h))
     apps.crowdsec = {
       ...buildCrowdsecApp(snapshot.security, !appsecHosts.length || !appsecHosts.every((h) => h.engine_down_refuse)),
@@ -313,7 +314,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
 
   const config: Json = {
     admin: { listen: snapshot.adminListen, config: { persist: false } },
-    logging: buildLogging(snapshot.logDir),
+    logging: buildLogging(snapshot.logDir, Boolean(layer4)),
     apps,
   }
   if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }

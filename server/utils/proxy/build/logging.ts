@@ -1,4 +1,5 @@
 import { FORWARD_AUTH_PROBE_HOST } from './forward-auth'
+import { STREAM_CONN_LOGGER, STREAM_LOG_FILE, STREAM_REFUSE_LOGGER } from './stream-logging'
 import type { HostSnapshot, Json } from './types'
 
 export const ACCESS_LOGGER = 'http.log.access'
@@ -14,23 +15,33 @@ export const ERROR_LOGGER = 'http.log.error'
  */
 export const PROXY_EVENT_LOGGERS = ['tls.obtain', 'tls.renew', 'http.handlers.reverse_proxy.health_checker']
 
-/** Access, error and default logs; the WAF writes its own audit file (see waf.ts). */
-export function buildLogging(logDir: string): Json {
-  return {
-    logs: {
-      // Everything else (Caddy's own messages, WAF rule matches) goes to stderr.
-      default: { exclude: [ACCESS_LOGGER, ERROR_LOGGER, ...PROXY_EVENT_LOGGERS] },
-      // `include` matches a logger and its children: http.log.access.host_<id> lands here too.
-      access: { writer: { output: 'file', filename: `${logDir}/access.log` }, encoder: { format: 'json' }, include: [ACCESS_LOGGER] },
-      // DEBUG: Caddy logs 4xx handler errors (WAF 403, rate-limit 429) at debug level (A7).
-      error: {
-        writer: { output: 'file', filename: `${logDir}/error.log` },
-        encoder: { format: 'json' },
-        level: 'DEBUG',
-        include: [ERROR_LOGGER, ...PROXY_EVENT_LOGGERS],
-      },
+/**
+ * Access, error and default logs; the WAF writes its own audit file (see waf.ts). With streams
+ * (`streams`: the configuration has a layer-4 app), the connection and refusal lines of the
+ * stream handlers get their own file; without, the logging section keeps its bytes.
+ */
+export function buildLogging(logDir: string, streams = false): Json {
+  const streamLoggers = streams ? [STREAM_CONN_LOGGER, STREAM_REFUSE_LOGGER] : []
+  const logs: Json = {
+    // Everything else (Caddy's own messages, WAF rule matches) goes to stderr.
+    default: { exclude: [ACCESS_LOGGER, ERROR_LOGGER, ...PROXY_EVENT_LOGGERS, ...streamLoggers] },
+    // `include` matches a logger and its children: http.log.access.host_<id> lands here too.
+    access: { writer: { output: 'file', filename: `${logDir}/access.log` }, encoder: { format: 'json' }, include: [ACCESS_LOGGER] },
+    // DEBUG: Caddy logs 4xx handler errors (WAF 403, rate-limit 429) at debug level (A7).
+    error: {
+      writer: { output: 'file', filename: `${logDir}/error.log` },
+      encoder: { format: 'json' },
+      level: 'DEBUG',
+      include: [ERROR_LOGGER, ...PROXY_EVENT_LOGGERS],
     },
   }
+  if (streams)
+    logs.layer4 = {
+      writer: { output: 'file', filename: `${logDir}/${STREAM_LOG_FILE}` },
+      encoder: { format: 'json' },
+      include: streamLoggers,
+    }
+  return { logs }
 }
 
 /** The logger suffix of a host: its lines come from `http.log.access.host_<id>` / `http.log.error.host_<id>`. */

@@ -161,3 +161,24 @@ export async function readProxyUpstreams(
     return null
   }
 }
+
+/**
+ * The proxy's verdict on each layer-4 upstream: caddy-l4's active health check sets the gauge
+ * `caddy_layer4_proxy_upstream_healthy{upstream="tcp/host:port"}` at every check (admin API
+ * `/metrics`). Keyed by that label; null when the admin API does not answer.
+ */
+export async function readLayer4UpstreamHealth(
+  admin: string | AdminTarget,
+  opts: { timeoutMs?: number } = {},
+): Promise<Map<string, boolean> | null> {
+  try {
+    const answer = await _call(_target(admin), 'GET', '/metrics', undefined, {}, opts.timeoutMs ?? 2_000)
+    if (answer.status !== 200) return null
+    const out = new Map<string, boolean>()
+    for (const m of answer.body.matchAll(/^caddy_layer4_proxy_upstream_healthy\{upstream="([^"]*)"\} (\S+)$/gm))
+      out.set(m[1]!, Number(m[2]) === 1)
+    return out
+  } catch {
+    return null
+  }
+}

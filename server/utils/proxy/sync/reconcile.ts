@@ -9,6 +9,7 @@ import { fetchBannedSources, probeEngine } from '../../security/lapi'
 import { KNOWN_BANS_MAX_SOURCES, lastKnownBannedSources, rememberBannedSources } from '../../security/known-bans'
 import { mirrorBannedSources, mirrorEnabled, syncMirrorNow } from '../../security/mirror'
 import { hostUsesBouncer } from '../build/crowdsec'
+import { streamFailsClosed } from '../build/stream-guards'
 import type { Json, ProxySnapshot } from '../build/types'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from '../build/index'
 import { readHeldConfig, type HeldConfig } from '../nodes/held-hash'
@@ -223,7 +224,9 @@ export async function reconcileInTransaction(
     previous: await readReconcileState(tx),
     warnings,
     hosts: snapshot.hosts.length,
-    failClosed: snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h)),
+    failClosed:
+      snapshot.hosts.some((h) => h.enabled && h.engine_down_refuse && hostUsesBouncer(snapshot, h)) ||
+      (snapshot.streams ?? []).some((s) => streamFailsClosed(snapshot, s)),
     force: !!opts.force,
     // Through the transaction: a credential being saved is only visible there.
     redact: (text: string) => redactSecrets(text, { exec: tx, extra: [snapshot.security.bouncerKey] }),
