@@ -15,6 +15,7 @@ let page: Page
 let port: number
 let echo: Server
 let groupLabel: string
+let echoPort: number
 const consoleErrors: string[] = []
 
 beforeAll(async () => {
@@ -23,9 +24,14 @@ beforeAll(async () => {
   // The upstream: a TCP echo server (not the thing under test).
   echo = createServer((socket) => socket.pipe(socket))
   await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
-  const echoPort = (echo.address() as { port: number }).port
+  echoPort = (echo.address() as { port: number }).port
   groupLabel = `ssh servers (127.0.0.1:${echoPort})`
-  await createGroup(stack, { name: 'ssh servers', targets: [{ address: `127.0.0.1:${echoPort}` }] })
+  // A health check on the group: the stream's opt-in to live target health (docs/streams.md).
+  await createGroup(stack, {
+    name: 'ssh servers',
+    targets: [{ address: `127.0.0.1:${echoPort}` }],
+    health_check: { path: '/healthz', interval_seconds: 10, expect_status: 200 },
+  })
   await stack.panel.request('/api/access-lists', {
     method: 'POST',
     cookie: stack.admin,
@@ -75,6 +81,8 @@ describe('the Streams screen', () => {
     await expectVisible(row('ssh').getByTestId('ports-to-publish').getByText(`${port}/tcp`))
     await expectVisible(row('ssh').getByRole('link', { name: 'ssh servers' }))
     await expectVisible(row('ssh').getByText('bans refused'))
+    // Live health of the target (GET /api/streams/health): the echo upstream accepts connections.
+    await expectVisible(row('ssh').locator(`[data-target="127.0.0.1:${echoPort}"]`).getByText('Healthy'))
     await expectVisible(page.getByTestId('ports-to-publish-help'))
     // The proxy took the stream: bytes sent to its port come back from the echo upstream.
     expect(await echoThrough(port, 'hello through the stream')).toBe('hello through the stream')
