@@ -97,6 +97,12 @@ describe('the Streams screen', () => {
     await page.getByLabel('Access list').selectOption({ label: 'office' })
     // A range has no server names: the SNI part is not offered.
     expect(await page.getByRole('group', { name: 'Server names (TLS SNI)' }).count()).toBe(0)
+    // The preview (a dry run) lists the change in words and saves nothing.
+    await page.getByRole('button', { name: 'Preview changes' }).click()
+    await expectVisible(page.getByText('Preview: saving would change the proxy configuration as listed below. Nothing was saved.'))
+    const changes = page.getByRole('region', { name: 'Changes the save would make' })
+    await expectVisible(changes.locator('tr').filter({ hasText: 'Last port of the range' }).getByText('Stream ssh'))
+    expect((await streamsInApi())[0].listen_port_end).toBeNull()
     expect(await axeProblemsInBothThemesAndWidths(page, 'stream form, range')).toEqual([])
     await page.getByRole('button', { name: 'Save stream' }).click()
     await expectVisible(page.getByText(/^Stream ssh saved\./))
