@@ -52,6 +52,15 @@ beforeAll(async () => {
     expect(res.status).toBe(201)
     hostIds[domain] = res.json.id
   }
+  // A stream, so the Streams screen has a row (its target, ports and protection) to fit in 390 px.
+  expect(
+    (
+      await api('/api/streams', {
+        method: 'POST',
+        body: { name: 'game server', protocol: 'tcp', listen_port: await freePort(), target_group_id: group.id, lan_only: true },
+      })
+    ).status,
+  ).toBe(201)
   // Two uploaded certificates with different lifetimes, so the certificates screen has rows to sort.
   const pki = createTestPki()
   for (const [domain, days] of [
@@ -101,6 +110,7 @@ const SCREENS: Array<{ path: () => string; heading: string | RegExp; shot?: stri
   { path: () => '/hosts/new', heading: 'New host' },
   { path: () => '/target-groups', heading: 'Target groups' },
   { path: () => '/access-lists', heading: 'Access lists' },
+  { path: () => '/streams', heading: 'Streams' },
   { path: () => '/certificates', heading: 'Certificates' },
   { path: () => '/dns-providers', heading: 'DNS providers' },
   { path: () => '/security', heading: 'Security', shot: 'security' },

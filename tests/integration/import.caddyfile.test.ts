@@ -340,6 +340,37 @@ describe('Caddyfile import — TLS it cannot carry over', () => {
   })
 })
 
+describe('Caddyfile import — layer4 (raw TCP/UDP)', () => {
+  it('each layer4 server and a layer4 listener wrapper are reported in words with their line; the web site beside them is imported', async () => {
+    const res = await post(fixture('layer4.Caddyfile'))
+    expect(res.status).toBe(200)
+    expect(created(res.json, 'host')).toEqual(['l4site.example.test'])
+    const l4 = res.json.not_importable.filter((n: any) => n.kind === 'layer4')
+    expect(l4).toEqual([
+      {
+        kind: 'layer4',
+        name: ':2222',
+        source: 'Caddyfile line 5',
+        why: 'raw TCP/UDP routing (the layer4 option) is not imported (it does: proxy to 10.0.0.9:22): create it as a stream on the Streams screen (a listen port or range, TCP or UDP, and a target group of its upstreams)',
+      },
+      {
+        kind: 'layer4',
+        name: 'udp/:5353',
+        source: 'Caddyfile line 10',
+        why: 'raw TCP/UDP routing (the layer4 option) is not imported (it does: proxy to udp/10.0.0.53:53): create it as a stream on the Streams screen (a listen port or range, TCP or UDP, and a target group of its upstreams)',
+      },
+      {
+        kind: 'layer4',
+        name: 'listener wrapper of :443',
+        source: 'Caddyfile line 2',
+        why: 'raw TCP routing in front of the web server (a layer4 listener wrapper) is not imported (it does: when tls matches: proxy to 10.0.0.10:443; the rest goes on unchanged): a stream with server names (TLS SNI) on the HTTPS port shares it with the web hosts',
+      },
+    ])
+    // The layer4 option is reported server by server, not again as a generic global option.
+    expect(res.json.not_importable.filter((n: any) => n.kind === 'global option').map((n: any) => n.name)).toEqual(['servers'])
+  })
+})
+
 describe('Caddyfile import — refusals change nothing', () => {
   it("a Caddyfile that does not adapt is a 400 with its line and a generic cause, none of caddy's own words", async () => {
     const counts = await Promise.all(['hosts', 'target_groups', 'rules'].map(countRows))

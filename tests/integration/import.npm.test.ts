@@ -1,10 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs'
+import { connect, createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestPki } from '../support/certs'
 import { httpRequest, presentedCertificate } from '../support/http'
 import { buildNpmDatabase } from '../support/npm-db'
 import { registerTestSecret } from '../support/panel'
+import { freePorts } from '../support/ports'
 import { makeTempDir } from '../support/processes'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream } from '../support/upstream'
@@ -20,6 +22,11 @@ let upB: Awaited<ReturnType<typeof startTestUpstream>>
 let dbFile: string
 let customKeyPem: string
 let rootPem: string
+// The imported TCP stream's upstream (an echo server) and the two ports the file's enabled streams listen on.
+let echo: Server
+let echoPort: number
+let P1: number
+let P4: number
 
 const upload = (bytes: Buffer, apply = false) => {
   const form = new FormData()
@@ -45,6 +52,12 @@ beforeAll(async () => {
   const custom = pki.leaf('custom.example.test')
   customKeyPem = custom.keyPem
   registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem)
+  // First: a stream of the file sits on the proxy's HTTP port, which the stack picks.
+  stack = await startProxyStack()
+  echo = createServer((socket) => socket.pipe(socket))
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))
+  echoPort = (echo.address() as { port: number }).port
+  ;[P1, P4] = await freePorts(2)
   dbFile = await buildNpmDatabase({
     user: [{ is_deleted: 0, email: 'admin@example.test', name: 'Admin', nickname: 'admin', avatar: '', roles: ['admin'] }],
     certificate: [
@@ -147,10 +160,25 @@ beforeAll(async () => {
       },
     ],
     dead_host: [{ ...live, domain_names: ['gone.example.test'] }],
-    stream: [{ ...live, incoming_port: 2222, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 }],
+    stream: [
+      { ...live, incoming_port: P1, forwarding_host: '127.0.0.1', forwarding_port: echoPort, tcp_forwarding: 1 },
+      // Both protocols: two streams to one group; disabled stays disabled.
+      {
+        ...live,
+        incoming_port: 5353,
+        forwarding_host: 'dns.internal',
+        forwarding_port: 53,
+        tcp_forwarding: 1,
+        udp_forwarding: 1,
+        enabled: 0,
+      },
+      { ...live, incoming_port: 2223, forwarding_host: '10.0.0.9', forwarding_port: 22 },
+      { ...live, incoming_port: P4, forwarding_host: '10.0.0.7', forwarding_port: 1883, tcp_forwarding: 1, certificate_id: 1 },
+      { ...live, incoming_port: stack.httpPort, forwarding_host: '10.0.0.9', forwarding_port: 80, tcp_forwarding: 1 },
+      { ...live, is_deleted: 1, incoming_port: 2224, forwarding_host: '10.0.0.9', forwarding_port: 22, tcp_forwarding: 1 },
+    ],
     setting: [{ id: 'default-site', name: 'Default Site', description: '', value: 'congratulations', meta: {} }],
   })
-  stack = await startProxyStack()
   expect(
     (
       await stack.panel.request('/api/settings', {
@@ -165,6 +193,7 @@ afterAll(async () => {
   await stack?.stop()
   await upA?.stop()
   await upB?.stop()
+  await new Promise((resolve) => echo?.close(resolve))
 })
 
 describe('nginx-proxy-manager import', () => {
@@ -187,7 +216,30 @@ describe('nginx-proxy-manager import', () => {
     // A list no host uses is imported too.
     expect(made(r, 'access_list')).toEqual(['access_list 1: Staff', 'access_list 2: Unused'])
     expect(made(r, 'certificate')).toEqual(['certificate 2: Custom cert for custom.example.test'])
+    // One stream per protocol forwarded, each to a group of its upstream; the deleted one is not read.
+    expect(made(r, 'stream')).toEqual([
+      `stream 1: stream ${P1}/tcp`,
+      'stream 2: stream 5353/tcp',
+      'stream 2: stream 5353/udp',
+      `stream 4: stream ${P4}/tcp`,
+    ])
+    expect(made(r, 'target_group')).toEqual(
+      expect.arrayContaining([`stream 1: stream ${P1}`, 'stream 2: stream 5353', `stream 4: stream ${P4}`]),
+    )
+    // The group of a stream that is not imported is not made either.
+    expect(made(r, 'target_group').filter((g: string) => g.startsWith('stream 5:') || g.startsWith('stream 3:'))).toEqual([])
     const why = (list: any[]) => list.map((n: any) => `${n.source}: ${n.why}`)
+    expect(why(r.imperfect)).toContain(
+      `stream 4: stream ${P4}/tcp: nginx-proxy-manager ended TLS with its certificate 1; the stream passes the bytes through untouched, so the upstream must speak TLS itself`,
+    )
+    const streamNotes = r.not_importable.filter((n: any) => n.kind === 'stream')
+    expect(streamNotes.map((n: any) => [n.source, n.name])).toEqual([
+      ['stream 3', 'port 2223 to 10.0.0.9:22'],
+      ['stream 5', `stream ${stack.httpPort}/tcp`],
+    ])
+    expect(streamNotes[0].why).toBe('it forwards neither TCP nor UDP (both switched off in nginx-proxy-manager)')
+    // The port conflict is the API's 409 text: it names who holds the port.
+    expect(streamNotes[1].why).toMatch(new RegExp(`${stack.httpPort}.*HTTP`, 'i'))
     expect(why(r.imperfect)).toEqual(
       expect.arrayContaining([
         "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
@@ -199,7 +251,6 @@ describe('nginx-proxy-manager import', () => {
     expect(why(r.imperfect).filter((w: string) => w.startsWith('redirection_host'))).toEqual([])
     expect(why(r.not_importable)).toEqual(
       expect.arrayContaining([
-        'stream 1: TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
         'proxy_host 6: *.wild.example.test is a wildcard: its certificate needs a DNS provider; create this host by hand with tls_challenge "dns"',
         'proxy_host 1 location 2: only prefix locations (/path) map to rules; regular-expression locations do not',
         'access_list 2: Unused: not an IP address or CIDR range',
@@ -229,7 +280,21 @@ describe('nginx-proxy-manager import', () => {
       access_lists: 2,
       certificates: 1,
       rules: 1,
+      streams: 4,
     })
+    const streams = (await stack.panel.request('/api/streams', { cookie: stack.admin })).json
+    const stream = (n: string) => streams.find((x: any) => x.name === n)
+    expect(streams.map((x: any) => x.name).sort()).toEqual(
+      [`stream ${P1}/tcp`, 'stream 5353/tcp', 'stream 5353/udp', `stream ${P4}/tcp`].sort(),
+    )
+    const groups = (await stack.panel.request('/api/target-groups', { cookie: stack.admin })).json
+    const group = (id: number) => groups.find((g: any) => g.id === id)
+    expect(stream(`stream ${P1}/tcp`)).toMatchObject({ protocol: 'tcp', listen_port: P1, listen_port_end: null, enabled: true })
+    expect(group(stream(`stream ${P1}/tcp`).target_group_id).targets).toEqual([{ address: `127.0.0.1:${echoPort}`, weight: 1 }])
+    expect(stream('stream 5353/udp')).toMatchObject({ protocol: 'udp', listen_port: 5353, enabled: false })
+    expect(stream('stream 5353/tcp')).toMatchObject({ enabled: false, target_group_id: stream('stream 5353/udp').target_group_id })
+    expect(group(stream('stream 5353/udp').target_group_id).targets).toEqual([{ address: 'dns.internal:53', weight: 1 }])
+    for (const item of res.json.items.filter((i: any) => i.kind === 'stream')) expect(item.id).toBe(stream(item.name).id)
 
     const hosts = (await stack.panel.request('/api/hosts', { cookie: stack.admin })).json
     const host = (d: string) => hosts.find((h: any) => h.domain === d)
@@ -281,7 +346,7 @@ describe('nginx-proxy-manager import', () => {
     })
   })
 
-  it('the production Caddy serves what was imported: access list, location, redirect, 404 host', async () => {
+  it('the production Caddy serves what was imported: access list, location, redirect, 404 host, TCP stream', async () => {
     expect((await through('app.example.test')).status).toBe(401)
     const auth = { authorization: `Basic ${Buffer.from(`ann:${STAFF_PASSWORD}`).toString('base64')}` }
     expect((await through('app.example.test', '/home', auth)).status).toBe(200)
@@ -296,15 +361,28 @@ describe('nginx-proxy-manager import', () => {
     const presented = await presentedCertificate(stack.httpsPort, 'custom.example.test', rootPem)
     expect(presented?.subject).toContain('custom.example.test')
     expect(presented?.issuer).toContain('Panel Test Intermediate')
+    // The imported TCP stream forwards bytes to its upstream.
+    const back = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port: P1 }, () => socket.end('through the imported stream'))
+      let got = ''
+      socket.on('data', (d) => {
+        got += d
+      })
+      socket.on('end', () => resolve(got))
+      socket.on('error', reject)
+    })
+    expect(back).toBe('through the imported stream')
   })
 
   it('re-importing the same file creates nothing', async () => {
-    const counts = await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))
+    const tables = ['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs', 'streams']
+    const counts = await Promise.all(tables.map(countRows))
     const res = await upload(readFileSync(dbFile), true)
     expect(res.status).toBe(200)
     expect(res.json.items.filter((i: any) => i.outcome === 'create')).toEqual([])
+    expect(res.json.items.filter((i: any) => i.kind === 'stream' && i.outcome === 'exists')).toHaveLength(4)
     expect(res.json.reconcile).toBeUndefined()
-    expect(await Promise.all(['hosts', 'target_groups', 'rules', 'access_lists', 'manual_certs'].map(countRows))).toEqual(counts)
+    expect(await Promise.all(tables.map(countRows))).toEqual(counts)
   })
 
   it('no password, DNS credential or private key of the file is in an audit row or the panel output', async () => {

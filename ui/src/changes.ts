@@ -21,6 +21,9 @@ const _ACRONYMS: Record<string, string> = {
   api: 'API',
   cidr: 'CIDR',
   hsts: 'HSTS',
+  sni: 'SNI',
+  udp: 'UDP',
+  tcp: 'TCP',
 }
 
 /** Fields whose generic wording would read badly. */
@@ -34,6 +37,10 @@ const _FIELD_WORDS: Record<string, string> = {
   tls_dns_provider: 'DNS provider',
   tls_acme_ca_url: 'ACME directory URL',
   custom_handlers_at: 'Where custom handlers run',
+  // Streams: the Streams form's words.
+  listen_port_end: 'Last port of the range',
+  udp_probe_hex: 'UDP health probe',
+  engine_down_refuse: 'Refuse every connection while the security engine is down',
 }
 
 /** A field or setting name in words: `waf_mode` → "WAF mode", `acme.ca_url` → its Settings label. */
@@ -66,6 +73,7 @@ const _PART_WORDS: Record<string, string> = {
   hosts: 'Host',
   target_groups: 'Target group',
   access_lists: 'Access list',
+  streams: 'Stream',
   settings: 'Setting',
 }
 

@@ -65,6 +65,7 @@ export const router = createRouter({
       component: () => import('./views/AccessListsView.vue'),
       meta: { title: 'Access lists' },
     },
+    { path: '/streams', name: 'streams', component: () => import('./views/StreamsView.vue'), meta: { title: 'Streams' } },
     { path: '/import', name: 'import', component: () => import('./views/ImportView.vue'), meta: { title: 'Import' } },
     {
       path: '/certificates',

@@ -523,13 +523,69 @@ function _checkedText(submitted: string): string {
 
 function _planGlobalOptions(plan: ImportPlan, scan: ScannedCaddyfile): void {
   for (const d of scan.global?.directives ?? []) {
-    if (d.name !== 'email')
+    // layer4 is reported server by server (_planLayer4), in words a stream can be made from.
+    if (d.name !== 'email' && d.name !== 'layer4')
       plan.notImportable.push({
         kind: 'global option',
         name: d.name,
         source: `Caddyfile line ${d.line}`,
         why: 'global options are not imported: the panel has its own settings (acme.email is taken from `email`)',
       })
+  }
+}
+
+/** A layer-4 route's handlers in words: "proxy to 10.0.0.9:22", "tls, echo"; the matchers named too. */
+function _layer4RouteWords(route: Json): string {
+  const handlers = (route.handle ?? []).map((h: Json) => {
+    if (h.handler !== 'proxy') return String(h.handler)
+    const dials = (h.upstreams ?? []).flatMap((u: Json) => u.dial ?? [])
+    return dials.length ? `proxy to ${dials.join(', ')}` : 'proxy'
+  })
+  const matchers = (route.match ?? []).flatMap((m: Json) => Object.keys(m))
+  // A route without handlers ends the chain: in a listener wrapper, the connection goes on to the web server.
+  return `${matchers.length ? `when ${matchers.join(' and ')} matches: ` : ''}${handlers.join(', ') || 'the rest goes on unchanged'}`
+}
+
+/**
+ * The `layer4` global option (caddy-l4's app) and a `layer4` listener wrapper: raw TCP/UDP
+ * routing this importer does not map. Each server is reported with its line, its listeners
+ * and what its routes do, in words, so the operator can make streams of it (docs/streams.md).
+ */
+function _planLayer4(plan: ImportPlan, json: Json, scan: ScannedCaddyfile): void {
+  const blocks = (scan.global?.directives ?? []).filter((d) => d.name === 'layer4')
+  const servers = blocks.flatMap((b) => b.children)
+  const adapted: Json[] = Object.values(json.apps?.layer4?.servers ?? {})
+  servers.forEach((child, i) => {
+    const server = adapted[i] ?? {}
+    const listen: string[] = server.listen ?? [child.name, ...child.args]
+    const routes = (server.routes ?? []).map(_layer4RouteWords)
+    plan.notImportable.push({
+      kind: 'layer4',
+      name: listen.join(' '),
+      source: `Caddyfile line ${child.line}`,
+      why: `raw TCP/UDP routing (the layer4 option) is not imported${routes.length ? ` (it does: ${routes.join('; ')})` : ''}: create it as a stream on the Streams screen (a listen port or range, TCP or UDP, and a target group of its upstreams)`,
+    })
+  })
+  // An empty layer4 block, or servers the scan could not tell apart: the block itself.
+  if (blocks.length && !servers.length)
+    for (const b of blocks)
+      plan.notImportable.push({
+        kind: 'layer4',
+        name: 'layer4',
+        source: `Caddyfile line ${b.line}`,
+        why: 'raw TCP/UDP routing (the layer4 option) is not imported: create it as a stream on the Streams screen',
+      })
+  for (const [name, server] of Object.entries<Json>(json.apps?.http?.servers ?? {})) {
+    const wrappers = (server.listener_wrappers ?? []).filter((w: Json) => w.wrapper === 'layer4')
+    for (const w of wrappers) {
+      const routes = (w.routes ?? []).map(_layer4RouteWords)
+      plan.notImportable.push({
+        kind: 'layer4',
+        name: `listener wrapper of ${(server.listen ?? [name]).join(' ')}`,
+        source: scan.global ? `Caddyfile line ${scan.global.line}` : 'Caddyfile',
+        why: `raw TCP routing in front of the web server (a layer4 listener wrapper) is not imported${routes.length ? ` (it does: ${routes.join('; ')})` : ''}: a stream with server names (TLS SNI) on the HTTPS port shares it with the web hosts`,
+      })
+    }
   }
 }
 
@@ -658,6 +714,7 @@ export async function planCaddyfileImport(submitted: string): Promise<ImportPlan
   const json = await adaptCaddyfile(text)
   const plan = emptyPlan()
   _planGlobalOptions(plan, scan)
+  _planLayer4(plan, json, scan)
   const servers: Record<string, Json> = json.apps?.http?.servers ?? {}
   for (const server of Object.values(servers)) for (const route of server.routes ?? []) _planRoute(plan, json, scan, server, route)
   return plan

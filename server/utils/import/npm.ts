@@ -14,6 +14,7 @@ import { isValidHostname, type HostInput, type TargetGroupInput } from '../hosts
 import {
   addPlannedGroup,
   addPlannedHost,
+  addPlannedStream,
   applyImportPlan,
   dryRunImportPlan,
   emptyPlan,
@@ -109,7 +110,10 @@ const _COLUMNS: Record<(typeof _TABLES)[number], { required: string[]; optional:
     required: ['id', 'is_deleted', 'domain_names'],
     optional: ['certificate_id', 'advanced_config', 'block_exploits', 'caching_enabled', 'enabled', 'hsts_enabled', 'hsts_subdomains'],
   },
-  stream: { required: ['id', 'is_deleted'], optional: ['incoming_port', 'forwarding_host', 'forwarding_port'] },
+  stream: {
+    required: ['id', 'is_deleted'],
+    optional: ['incoming_port', 'forwarding_host', 'forwarding_port', 'tcp_forwarding', 'udp_forwarding', 'enabled', 'certificate_id'],
+  },
   access_list: { required: ['id', 'is_deleted'], optional: ['name', 'satisfy_any', 'pass_auth'] },
   access_list_auth: { required: ['id', 'access_list_id'], optional: ['username', 'password'] },
   access_list_client: { required: ['id', 'access_list_id'], optional: ['address', 'directive'] },
@@ -566,14 +570,49 @@ function _planDeadHost(plan: ImportPlan, row: Row, certs: Map<number, Row>): voi
   })
 }
 
-/** stream: TCP/UDP forwarding, which the panel has no equivalent of. */
+/**
+ * stream: one panel stream per protocol it forwards (docs/streams.md), named after its port
+ * and protocol (the natural key of a re-import), each to a target group of its one upstream.
+ */
 function _planStream(plan: ImportPlan, row: Row): void {
-  plan.notImportable.push({
-    kind: 'stream',
-    name: `port ${row.incoming_port} -> ${_address(row.forwarding_host, row.forwarding_port)}`,
-    source: `stream ${row.id}`,
-    why: 'TCP/UDP streams have no equivalent: the panel proxies HTTP hosts',
+  const source = `stream ${row.id}`
+  const port = Number(row.incoming_port)
+  const upstream = _address(row.forwarding_host, row.forwarding_port)
+  const protocols = (['tcp', 'udp'] as const).filter((p) => _flag(row[`${p}_forwarding`]))
+  if (!protocols.length) {
+    plan.notImportable.push({
+      kind: 'stream',
+      name: `port ${port} to ${upstream}`,
+      source,
+      why: 'it forwards neither TCP nor UDP (both switched off in nginx-proxy-manager)',
+    })
+    return
+  }
+  // The group's scheme and health check are the web hosts'; a stream uses only its targets and balancing.
+  const group = addPlannedGroup(plan, {
+    name: `stream ${port}`,
+    source,
+    input: {
+      name: `stream ${port}`,
+      targets: [{ address: upstream, weight: 1 }],
+      scheme: 'http',
+      lb_policy: 'round_robin',
+      health_check: null,
+      tls_skip_verify: false,
+    },
   })
+  if (!group) return
+  for (const protocol of protocols) {
+    const name = `stream ${port}/${protocol}`
+    if (Number(row.certificate_id) && protocol === 'tcp')
+      plan.imperfect.push({
+        kind: 'stream',
+        name,
+        source,
+        why: `${name}: nginx-proxy-manager ended TLS with its certificate ${Number(row.certificate_id)}; the stream passes the bytes through untouched, so the upstream must speak TLS itself`,
+      })
+    addPlannedStream(plan, { name, group, source, input: { name, protocol, listen_port: port, enabled: _flag(row.enabled ?? 1) } })
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { inArray } from 'drizzle-orm'
-import { accessLists, hostNames, targetGroups } from '../../../db/schema'
+import { accessLists, hostNames, streams, targetGroups } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { getSetting } from '../core/settings'
 import { writeAudit, type AuditContext } from '../core/audit'
@@ -20,6 +20,11 @@ import {
   type TargetGroupInput,
 } from '../hosts/schemas'
 import { assertHostKindFields } from '../hosts/kinds'
+import { STREAM_DEFAULTS, streamBody, type Stream, type StreamInput } from '../streams/schemas'
+import { insertStream } from '../streams/streams'
+import { proxyPortConflict, proxyPortsOf, streamConflict } from '../streams/conflicts'
+import { readStreams } from '../streams/records'
+import { getConfig } from '../core/config'
 
 // What every importer produces (Caddyfile, nginx-proxy-manager): a plan of
 // objects keyed by name, and notes on what maps imperfectly or not at all. The
@@ -59,6 +64,13 @@ export interface PlannedHost {
   /** What `after` creates, for the report. */
   extraItems?: Array<{ kind: 'certificate'; name: string; source: ImportSource }>
 }
+/** A stream (docs/streams.md) to a planned group; its name is its natural key on a re-import. */
+export interface PlannedStream {
+  name: string
+  input: Omit<StreamInput, 'target_group_id'>
+  group: string
+  source: ImportSource
+}
 export interface ImportNote {
   kind: string
   name: string
@@ -70,6 +82,7 @@ export interface ImportPlan {
   groups: PlannedGroup[]
   accessLists: PlannedAccessList[]
   hosts: PlannedHost[]
+  streams: PlannedStream[]
   imperfect: ImportNote[]
   notImportable: ImportNote[]
 }
@@ -84,7 +97,7 @@ export interface ImportHostTls {
 export interface ImportReport {
   applied: boolean
   items: Array<{
-    kind: 'target_group' | 'access_list' | 'host' | 'rule' | 'certificate'
+    kind: 'target_group' | 'access_list' | 'host' | 'rule' | 'certificate' | 'stream'
     name: string
     source: ImportSource
     outcome: ImportOutcome
@@ -112,12 +125,12 @@ export const PLACEHOLDER_GROUP = {
 }
 
 export function emptyPlan(): ImportPlan {
-  return { groups: [], accessLists: [], hosts: [], imperfect: [], notImportable: [] }
+  return { groups: [], accessLists: [], hosts: [], streams: [], imperfect: [], notImportable: [] }
 }
 
 /** The zod message of a planned object that the API would refuse, or null when it would pass. */
-export function refusalOf(kind: 'host' | 'target_group' | 'rule', value: unknown): string | null {
-  const schema = kind === 'host' ? hostBody : kind === 'rule' ? ruleBody : targetGroupBody
+export function refusalOf(kind: 'host' | 'target_group' | 'rule' | 'stream', value: unknown): string | null {
+  const schema = kind === 'host' ? hostBody : kind === 'rule' ? ruleBody : kind === 'stream' ? streamBody : targetGroupBody
   try {
     parseWith(schema as never, value)
     return null
@@ -157,6 +170,23 @@ function _kindRefusal(host: PlannedHost): string | null {
   } catch (err) {
     return (err as Error).message
   }
+}
+
+/** Adds a stream the API would accept on its own (cross-row conflicts are checked when it is applied). */
+export function addPlannedStream(plan: ImportPlan, stream: PlannedStream): boolean {
+  const refused = refusalOf('stream', { ...stream.input, target_group_id: 1 })
+  const twin = plan.streams.find((s) => s.name === stream.name)
+  if (refused || twin) {
+    plan.notImportable.push({
+      kind: 'stream',
+      name: stream.name,
+      source: stream.source,
+      why: refused ?? `its port and protocol repeat ${twin!.source}`,
+    })
+    return false
+  }
+  plan.streams.push(stream)
+  return true
 }
 
 /** A group of this name once, whoever asks for it first. */
@@ -237,8 +267,12 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
     }
     hostsToCreate.push(host)
   }
-  // Only what the new hosts use; an existing name is reused as it is.
-  const groupNames = new Set(hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group)].filter((g): g is string => !!g)))
+  const streamsToCreate = await _streamsToCreate(exec, plan, items, notImportable)
+  // Only what the new hosts and streams use; an existing name is reused as it is.
+  const groupNames = new Set([
+    ...hostsToCreate.flatMap((h) => [h.group, ...h.rules.map((r) => r.group)].filter((g): g is string => !!g)),
+    ...streamsToCreate.map((s) => s.group),
+  ])
   const listNames = new Set([
     ...hostsToCreate.map((h) => h.accessList).filter((l): l is string => !!l),
     ...plan.accessLists.filter((l) => l.standalone).map((l) => l.name),
@@ -278,7 +312,44 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
       if (done) undo.push(done.undo)
     }
   }
+  for (const st of streamsToCreate) {
+    const item: ImportReport['items'][number] = { kind: 'stream', name: st.name, source: st.source, outcome: 'create' }
+    items.push(item)
+    if (tx) item.id = (await insertStream(tx, { ...st.input, target_group_id: groupIds.get(st.group)! }, ctx)).id
+  }
   return { applied: !!tx, items, imperfect: plan.imperfect, not_importable: notImportable }
+}
+
+/** The API's 409 text (streams/conflicts.ts) when the proxy's own listeners or a stored stream hold the port. */
+function _portHeld(fields: Parameters<typeof proxyPortConflict>[0], ports: ReturnType<typeof proxyPortsOf>, others: Stream[]) {
+  return proxyPortConflict(fields, ports) ?? others.map((o) => streamConflict(fields, o)).find((m) => m) ?? null
+}
+
+/**
+ * The planned streams to create: one whose name exists is left as it is; one whose port
+ * another listener or stream holds is reported (the API's 409 text), not fatal to the rest.
+ */
+async function _streamsToCreate(exec: Executor, plan: ImportPlan, items: ImportReport['items'], notImportable: ImportNote[]) {
+  const names = plan.streams.map((s) => s.name)
+  const existing = new Set(
+    names.length ? (await exec.select({ name: streams.name }).from(streams).where(inArray(streams.name, names))).map((r) => r.name) : [],
+  )
+  const out: PlannedStream[] = []
+  const ports = proxyPortsOf(getConfig().proxy)
+  const others = plan.streams.length ? await readStreams(exec) : []
+  for (const st of plan.streams) {
+    if (existing.has(st.name)) {
+      items.push({ kind: 'stream', name: st.name, source: st.source, outcome: 'exists' })
+      continue
+    }
+    const held = _portHeld({ ...STREAM_DEFAULTS, ...st.input, tls_sni: [] }, ports, others)
+    if (held) {
+      notImportable.push({ kind: 'stream', name: st.name, source: st.source, why: held })
+      continue
+    }
+    out.push(st)
+  }
+  return out
 }
 
 /** What applying would do, reading the database only. */
@@ -303,6 +374,7 @@ export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: strin
         rules: count('rule'),
         access_lists: count('access_list'),
         certificates: count('certificate'),
+        streams: count('stream'),
         existing: report.items.length - created.length,
         imperfect: report.imperfect.length,
         not_importable: report.not_importable.length,

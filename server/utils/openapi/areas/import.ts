@@ -14,7 +14,7 @@ export const importReportSchema = z.strictObject({
   applied: z.boolean().describe('false: a dry run, nothing was written'),
   items: z.array(
     z.strictObject({
-      kind: z.enum(['target_group', 'access_list', 'host', 'rule', 'certificate']),
+      kind: z.enum(['target_group', 'access_list', 'host', 'rule', 'certificate', 'stream']),
       name: z.string(),
       source: z.string(),
       outcome: z
@@ -28,7 +28,7 @@ export const importReportSchema = z.strictObject({
         })
         .optional()
         .describe('hosts to be created: the TLS each gets'),
-      id: z.number().int().optional().describe('an applied import: the id of the host created'),
+      id: z.number().int().optional().describe('an applied import: the id of the host or stream created'),
     }),
   ),
   imperfect: z.array(noteSchema).describe('imported, but not exactly as the source had it, and why'),
