@@ -29,8 +29,10 @@ require (
 	github.com/corazawaf/coraza/v3 v3.3.3
 	github.com/corazawaf/libinjection-go v0.3.2
 	github.com/hslatman/caddy-crowdsec-bouncer v0.13.1
+	github.com/libdns/libdns v1.1.1
 	github.com/mholt/caddy-l4 v0.1.2
 	github.com/mholt/caddy-ratelimit v0.1.0
+	github.com/miekg/dns v1.1.73
 	github.com/tidwall/gjson v1.18.0
 	github.com/wasilibs/go-re2 v1.10.0
 	rsc.io/binaryregexp v0.2.0
@@ -172,7 +174,6 @@ require (
 	github.com/libdns/googleclouddns v1.2.0 // indirect
 	github.com/libdns/hetzner v1.0.0 // indirect
 	github.com/libdns/ionos v1.2.0 // indirect
-	github.com/libdns/libdns v1.1.1 // indirect
 	github.com/libdns/linode v0.5.0 // indirect
 	github.com/libdns/namecheap v1.0.0 // indirect
 	github.com/libdns/netcup v1.0.0 // indirect
@@ -188,7 +189,6 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mgutz/ansi v0.0.0-20200706080929-d51e80ef957d // indirect
 	github.com/mholt/acmez/v3 v3.1.7 // indirect
-	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/go-ps v1.0.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect

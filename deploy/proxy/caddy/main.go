@@ -32,6 +32,9 @@ import (
 	// Per-host rate limit.
 	_ "github.com/mholt/caddy-ratelimit"
 
+	// The DNS credentials check the panel asks for (admin API POST /panel/dns-check).
+	_ "github.com/edge-panel/edge-proxy/dnscheck"
+
 	// DNS-01 providers (docs/dns-providers-build.md: each module's id, version and JSON fields).
 	_ "github.com/caddy-dns/acmedns"
 	_ "github.com/caddy-dns/alidns"
