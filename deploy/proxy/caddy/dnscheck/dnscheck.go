@@ -204,7 +204,7 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 	if err != nil {
 		kind := classify(err)
 		if kind == kindAuth {
-			add("authenticate", false, fmt.Sprintf("authentication refused: %s did not accept the credentials (%v)", providerName, err))
+			add("authenticate", false, fmt.Sprintf("authentication refused: %s did not accept the credentials (%v)%s", providerName, err, authHint(err, zone)))
 			return done()
 		}
 		add("authenticate", true, fmt.Sprintf("the %s module loaded the credentials", providerName))
@@ -231,6 +231,17 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 		add("remove", true, fmt.Sprintf("TXT record %s removed", fqdn))
 	}
 	return done()
+}
+
+// authHint adds what an ambiguous refusal can mean. miekg/dns turns every NOTAUTH
+// answer into "bad authentication", and a DNS server answers NOTAUTH both to a TSIG
+// key it does not accept (RFC 8945) and to an update for a zone it does not serve
+// (RFC 2136).
+func authHint(err error, zone string) string {
+	if strings.Contains(err.Error(), "bad authentication") {
+		return fmt.Sprintf("; the server answered NOTAUTH: the TSIG key name, algorithm or secret is not one it knows, or it is not the primary server of the zone %s", zone)
+	}
+	return ""
 }
 
 func writeFailure(kind errKind, provider, zone, fqdn string, err error) string {
