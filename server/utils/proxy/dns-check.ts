@@ -20,7 +20,7 @@ import { openDnsCredentials, readDnsProviderCredentials } from '../hosts/dns-cre
 import { dnsChallengeOf } from './build/tls-acme'
 import { runProxyDnsCheck } from './nodes/client'
 
-// The DNS credentials check (docs/tls.md "Testing a provider"): the panel builds
+// The DNS credentials check (docs/dns-check.md): the panel builds
 // the provider object the ACME policies would hold (build/tls-acme.ts) from the
 // stored credentials and asks node 1's proxy to write a TXT record with it, look
 // for it at the zone's authoritative servers and remove it (the proxy's dnscheck

@@ -1,5 +1,5 @@
-// Package dnscheck is the proxy's DNS credentials check (docs/tls.md, "Testing a
-// provider"): an admin API route that writes a TXT record through a DNS provider
+// Package dnscheck is the proxy's DNS credentials check (docs/dns-check.md): an
+// admin API route that writes a TXT record through a DNS provider
 // module, waits until the zone's authoritative servers answer it, and removes it,
 // reporting each step in words.
 //
