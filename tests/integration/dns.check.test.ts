@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateTsigKey, startBind, type BindHandle } from '../support/bind'
 import { registerTestSecret } from '../support/panel'
@@ -15,7 +16,9 @@ const ZONE = 'example.test'
 const LOCKED = 'locked.test'
 const KEY = generateTsigKey('acme-key')
 const WRONG = generateTsigKey('acme-key') // same name, a secret BIND does not know
-registerTestSecret(KEY.secret, WRONG.secret)
+// Malformed for caddy-dns/cloudflare, whose provision error quotes the token it refuses.
+const BAD_CLOUDFLARE_TOKEN = 'not-a-cloudflare-token SECRET-7f3a9c'
+registerTestSecret(KEY.secret, WRONG.secret, BAD_CLOUDFLARE_TOKEN)
 
 let bind: BindHandle
 let stack: ProxyStack
@@ -30,6 +33,25 @@ const auditRows = async () =>
   (
     await stack.panel.db().execute("SELECT message, raw FROM logs WHERE source = 'audit' AND message = 'dns_provider_test' ORDER BY id")
   ).rows.map((r) => JSON.parse(String(r.raw)))
+
+/** POST to the proxy's admin API with node:http (no Sec-Fetch-Mode, which Caddy 2.11 would refuse without an Origin). */
+function proxyDnsCheck(body: unknown): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${stack.caddy.adminUrl}/panel/dns-check`,
+      { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = ''
+        res.on('data', (c) => {
+          text += c
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+      },
+    )
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
+}
 
 beforeAll(async () => {
   bind = await startBind({
@@ -131,5 +153,27 @@ describe('POST /api/dns-providers/{name}/test through the production Caddy and B
     expect(unset.json.error).toMatch(/^credentials: provider_b has none stored/)
     expect((await api('/api/dns-providers/nope/test', 'POST', { zone: ZONE })).status).toBe(404)
     expect((await auditRows()).length).toBe(before)
+  })
+
+  it('the proxy module redacts what a provider module quotes when it refuses the credentials', async () => {
+    const res = await proxyDnsCheck({
+      provider: { name: 'cloudflare', api_token: BAD_CLOUDFLARE_TOKEN },
+      zone: `${ZONE}.`,
+      resolvers: [bind.address],
+    })
+    expect(res.status).toBe(200)
+    const answer = JSON.parse(res.text)
+    expect(answer).toEqual({
+      ok: false,
+      steps: [
+        {
+          step: 'authenticate',
+          ok: false,
+          detail: expect.stringMatching(/^the proxy's cloudflare module refused the credentials: .*\[redacted\]/),
+        },
+      ],
+    })
+    expect(res.text).not.toContain('SECRET-7f3a9c')
+    expect(readFileSync(stack.caddy.logFile, 'utf8')).not.toContain('SECRET-7f3a9c')
   })
 })

@@ -105,6 +105,10 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
   }
   // The proxy redacts every non-public value already; the panel does it again, as for all proxy text.
   const secrets = secretCredentialValues(def, found.credentials)
+  // provider_a's legacy credentials are a placeholder the proxy expands from its environment,
+  // and the cloudflare module quotes the expanded token when it refuses it.
+  const legacyToken = getConfig().providerAApiToken
+  if (def.name === 'provider_a' && legacyToken) secrets.push(legacyToken)
   const clean = (text: string) => redactText(text, secrets)
   const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _CHECK_WAIT_MS)
   const problem = _proxyProblem(answer, clean)
