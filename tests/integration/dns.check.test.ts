@@ -14,6 +14,8 @@ import { sessionApi } from '../support/api-client'
 
 const ZONE = 'example.test'
 const LOCKED = 'locked.test'
+// The zone of the hosts when the challenge is delegated: its _acme-challenge names are CNAMEs into ZONE.
+const HOSTS = 'hosts.test'
 const KEY = generateTsigKey('acme-key')
 const WRONG = generateTsigKey('acme-key') // same name, a secret BIND does not know
 // Malformed for caddy-dns/cloudflare, whose provision error quotes the token it refuses.
@@ -58,6 +60,7 @@ beforeAll(async () => {
     zones: [
       { name: ZONE, policy: ['grant acme-key zonesub TXT'] },
       { name: LOCKED, policy: [`grant acme-key name nothing.${LOCKED}. TXT`] },
+      { name: HOSTS, policy: ['grant acme-key zonesub CNAME'] },
     ],
     keys: [KEY],
   })
@@ -175,5 +178,41 @@ describe('POST /api/dns-providers/{name}/test through the production Caddy and B
     })
     expect(res.text).not.toContain('SECRET-7f3a9c')
     expect(readFileSync(stack.caddy.logFile, 'utf8')).not.toContain('SECRET-7f3a9c')
+  })
+
+  it('the proxy module checks a challenge delegation: the CNAME from the host zone into the zone the provider writes', async () => {
+    const from = `_acme-challenge.www.${HOSTS}.`
+    const target = `_panel-check.${ZONE}.`
+    const provider = { name: 'rfc2136', server: bind.address, key_name: KEY.name, key_alg: KEY.algorithm, key: KEY.secret }
+    const ask = async () =>
+      JSON.parse(
+        (
+          await proxyDnsCheck({
+            provider,
+            zone: `${ZONE}.`,
+            resolvers: [bind.address],
+            delegated_from: from,
+            public_fields: ['server', 'key_name', 'key_alg'],
+          })
+        ).text,
+      )
+    // Not delegated yet: the words name the record to create; the written record is still removed.
+    const missing = await ask()
+    expect(missing.steps.map((s: any) => [s.step, s.ok])).toEqual([
+      ['authenticate', true],
+      ['write', true],
+      ['visible', true],
+      ['delegation', false],
+      ['remove', true],
+    ])
+    expect(missing.steps[3].detail).toBe(
+      `delegation not in place: ${bind.address}: no CNAME at ${from} (the name does not exist); create the record ${from} CNAME ${target} in the zone that holds www.${HOSTS}.`,
+    )
+    expect(bind.nsupdate(KEY, HOSTS, [`update add ${from} 60 CNAME ${target}`]).code).toBe(0)
+    const delegated = await ask()
+    expect(delegated.ok).toBe(true)
+    expect(delegated.steps[3]).toEqual({ step: 'delegation', ok: true, detail: `${from} is a CNAME to ${target} at ${bind.address}` })
+    expect(await bind.txt(target.slice(0, -1))).toEqual([])
+    expect(JSON.stringify([missing, delegated]) + readFileSync(stack.caddy.logFile, 'utf8')).not.toContain(KEY.secret)
   })
 })

@@ -73,6 +73,11 @@ type Request struct {
 	// The servers to ask (host:port), taken as authoritative for the zone; when empty,
 	// the zone's NS records are looked up and each server is asked on port 53.
 	Resolvers []string `json:"resolvers,omitempty"`
+	// Challenge delegation: a name (such as _acme-challenge.www.example.com.) that must
+	// be a CNAME to the record the check writes, as the ACME issuer's
+	// dns_challenge_override_domain needs. Checked as the step "delegation" at the
+	// resolvers when they answer for its zone, else at its zone's NS.
+	DelegatedFrom string `json:"delegated_from,omitempty"`
 	// Fields of the provider object that are not secret and may appear in the words
 	// (an rfc2136 server's address, say); every other value is redacted.
 	PublicFields []string `json:"public_fields,omitempty"`
@@ -133,6 +138,9 @@ func (req *Request) problem() string {
 	}
 	if req.PropagationTimeout < 0 || time.Duration(req.PropagationTimeout) > maxPropagation {
 		return fmt.Sprintf("propagation_timeout: must be between 1s and %s", maxPropagation)
+	}
+	if req.DelegatedFrom != "" && !dnsName.MatchString(strings.TrimSuffix(req.DelegatedFrom, ".")) {
+		return "delegated_from: must be a DNS name such as _acme-challenge.www.example.com."
 	}
 	for _, s := range req.Resolvers {
 		if _, _, err := net.SplitHostPort(s); err != nil {
@@ -220,6 +228,10 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 
 	visible := waitVisible(ctx, zone, fqdn, value, req.Resolvers, wait)
 	add("visible", visible.ok, visible.detail)
+	if req.DelegatedFrom != "" {
+		d := checkDelegation(ctx, dns.Fqdn(strings.ToLower(req.DelegatedFrom)), fqdn, req.Resolvers)
+		add("delegation", d.ok, d.detail)
+	}
 
 	// The record goes even when the panel has gone: a context of its own.
 	rmCtx, rmCancel := context.WithTimeout(context.Background(), providerCallLimit)
