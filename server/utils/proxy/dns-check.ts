@@ -47,7 +47,7 @@ export const dnsCheckBody = z.strictObject({
 })
 
 const stepSchema = z.strictObject({
-  step: z.enum(['authenticate', 'write', 'visible', 'remove']),
+  step: z.enum(['authenticate', 'write', 'visible', 'delegation', 'remove']),
   ok: z.boolean(),
   detail: z.string(),
 })
