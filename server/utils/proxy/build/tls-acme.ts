@@ -1,3 +1,4 @@
+import { dnsChallengeConfig, findDnsProvider } from '../../hosts/dns-catalogue'
 import type { HostSnapshot, Json, ProxySnapshot } from './types'
 
 function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Json | null {
@@ -16,22 +17,11 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
     )
     return null
   }
+  // The snapshot holds catalogue names only (hosts/dns-credentials.ts).
+  const def = findDnsProvider(host.tls_dns_provider!)!
   // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.
-  return { dns: _dnsChallenge(provider.module, provider.credentials), http: { disabled: true }, 'tls-alpn': { disabled: true } }
-}
-
-function _dnsChallenge(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
-  if (module === 'rfc2136') {
-    // `zone` is the panel's own (checked at host save); the module takes the other four.
-    const { zone: _zone, ...credentials } = stored
-    // The zone (SOA) lookup and the propagation check ask the server that takes the
-    // updates: it is authoritative, so it answers for private, split-horizon and
-    // undelegated zones alike, and sees the record at once.
-    return { provider: { name: module, ...credentials }, resolvers: [credentials.server] }
-  }
-  const credentials = { ...stored }
-  if (module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
-  return { provider: { name: module, ...credentials } }
+  // The module's JSON comes from the provider's declaration (hosts/dns-catalogue.ts).
+  return { dns: dnsChallengeConfig(def, provider.credentials), http: { disabled: true }, 'tls-alpn': { disabled: true } }
 }
 
 /**
