@@ -19,6 +19,13 @@ CROWDSEC_MODULE_SUM='h1:FId0vZfYuVDmuSWOBiLEzfxywiIfMaYpSPLPx9liAVo='
 # The build tags of CrowdSec's own Makefile (no re2_cgo: no libre2 needed).
 CROWDSEC_TAGS='netgo,osusergo,expr_debug,nomsgpack,sqlite_omit_load_extension'
 
+# The DNS-01 providers of deploy/proxy/caddy/main.go besides the three above
+# (docs/dns-providers-build.md); a build without one of them is refused.
+DNS_PROVIDER_MODULES='dns.providers.acmedns dns.providers.alidns dns.providers.azure dns.providers.bunny
+  dns.providers.digitalocean dns.providers.duckdns dns.providers.gandi dns.providers.godaddy
+  dns.providers.googleclouddns dns.providers.hetzner dns.providers.ionos dns.providers.linode
+  dns.providers.namecheap dns.providers.netcup dns.providers.porkbun dns.providers.powerdns'
+
 cache=${PANEL_EDGE_CACHE:-$HOME/.cache/edge-panel}
 go_version=$(go env GOVERSION)
 
@@ -55,7 +62,8 @@ build_caddy() {
   "$tmp/caddy" list-modules > "$tmp/modules.txt"
   for m in crowdsec http.handlers.crowdsec http.handlers.appsec http.handlers.waf http.handlers.rate_limit \
            dns.providers.cloudflare dns.providers.route53 dns.providers.rfc2136 layer4.matchers.crowdsec \
-           layer4.handlers.proxy layer4.matchers.tls layer4.handlers.proxy_protocol layer4.handlers.subroute; do
+           layer4.handlers.proxy layer4.matchers.tls layer4.handlers.proxy_protocol layer4.handlers.subroute \
+           admin.api.panel_dns_check $DNS_PROVIDER_MODULES; do
     grep -qx "$m" "$tmp/modules.txt" || { log "module $m is missing from the build"; exit 1; }
   done
   rm -rf "$caddy_dir"; mv "$tmp" "$caddy_dir"

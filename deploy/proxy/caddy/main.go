@@ -32,8 +32,27 @@ import (
 	// Per-host rate limit.
 	_ "github.com/mholt/caddy-ratelimit"
 
-	// DNS-01 providers.
+	// The DNS credentials check the panel asks for (admin API POST /panel/dns-check).
+	_ "github.com/edge-panel/edge-proxy/dnscheck"
+
+	// DNS-01 providers (docs/dns-providers-build.md: each module's id, version and JSON fields).
+	_ "github.com/caddy-dns/acmedns"
+	_ "github.com/caddy-dns/alidns"
+	_ "github.com/caddy-dns/azure"
+	_ "github.com/caddy-dns/bunny"
 	_ "github.com/caddy-dns/cloudflare"
+	_ "github.com/caddy-dns/digitalocean"
+	_ "github.com/caddy-dns/duckdns"
+	_ "github.com/caddy-dns/gandi"
+	_ "github.com/caddy-dns/godaddy"
+	_ "github.com/caddy-dns/googleclouddns"
+	_ "github.com/caddy-dns/hetzner"
+	_ "github.com/caddy-dns/ionos"
+	_ "github.com/caddy-dns/linode"
+	_ "github.com/caddy-dns/namecheap"
+	_ "github.com/caddy-dns/netcup"
+	_ "github.com/caddy-dns/porkbun"
+	_ "github.com/caddy-dns/powerdns"
 	_ "github.com/caddy-dns/rfc2136"
 	_ "github.com/caddy-dns/route53"
 )
