@@ -5,7 +5,8 @@
 CREATE TABLE dns_providers_new (
   name TEXT PRIMARY KEY CHECK (name IN ('provider_a', 'provider_b', 'provider_c',
     'hetzner', 'digitalocean', 'gandi', 'porkbun', 'powerdns', 'namecheap', 'azure',
-    'googleclouddns', 'linode', 'netcup', 'ionos', 'bunny', 'alidns', 'acmedns')),
+    'googleclouddns', 'linode', 'netcup', 'ionos', 'bunny', 'alidns', 'duckdns', 'godaddy',
+    'acmedns')),
   enabled INTEGER NOT NULL DEFAULT 1,
   credentials TEXT,            -- sealed JSON object of field values
   updated_at TEXT NOT NULL

@@ -35,6 +35,8 @@ export const DNS_SAMPLES: Record<string, Record<string, string>> = {
   ionos: { auth_api_token: `${'f'.repeat(32)}.${pad('SECRETionos_', 86, 'i')}` },
   bunny: { access_key: pad('SECRET-bunny-', 72, 'b') },
   alidns: { access_key_id: pad('LTAI', 24, 'A'), access_key_secret: pad('SECRETali', 30, 'a'), region_id: 'cn-hangzhou' },
+  duckdns: { api_token: uuid(6), override_domain: 'panel-test.duckdns.org' },
+  godaddy: { api_token: `${pad('gdKEY', 30, 'k')}:${pad('SECRETgd', 22, 's')}` },
   acmedns: { server_url: 'https://auth.example.test', username: uuid(4), password: pad('SECRETacmedns_-', 40, 'p'), subdomain: uuid(5) },
 }
 

@@ -631,7 +631,7 @@ const _DECLARATIONS: DnsProviderDeclaration[] = [
       },
     ],
   },
-  // caddy-dns/alidns v1.0.23 → libdns/alidns v1.0.2-x2 (region cn-hangzhou by default).
+  // caddy-dns/alidns v1.0.26 → libdns/alidns v1.0.4-libdns.v1.beta1 (region cn-hangzhou by default).
   {
     name: 'alidns',
     display_name: 'Alibaba Cloud DNS',
@@ -663,6 +663,56 @@ const _DECLARATIONS: DnsProviderDeclaration[] = [
         public: true,
         where: 'any Alibaba Cloud region id; cn-hangzhou when left empty',
         format: _re(/^[a-z]{2}-[a-z0-9-]{2,30}$/, 'must be an Alibaba Cloud region id such as cn-hangzhou or ap-southeast-1'),
+      },
+    ],
+  },
+  // caddy-dns/duckdns v0.5.0 → libdns/duckdns v0.3.0 (the account token; one TXT per duckdns.org name).
+  {
+    name: 'duckdns',
+    display_name: 'Duck DNS',
+    module: 'duckdns',
+    docs_url: 'https://www.duckdns.org/spec.jsp',
+    npm_ids: ['duckdns'],
+    fields: [
+      {
+        key: 'api_token',
+        label: 'Account token',
+        required: true,
+        placeholder: '00000000-0000-0000-0000-000000000000',
+        secret: true,
+        where: 'duckdns.org after signing in: the "token" shown at the top of the page',
+        format: _uuid('a Duck DNS token'),
+      },
+      {
+        key: 'override_domain',
+        label: 'Duck DNS name to write instead (for a CNAME from your own domain)',
+        required: false,
+        placeholder: 'myname.duckdns.org',
+        public: true,
+        where: 'one of your duckdns.org names, when _acme-challenge of your own domain is a CNAME to it',
+        format: _re(/^[a-z0-9-]{1,63}\.duckdns\.org$/i, 'must be one of your Duck DNS names such as myname.duckdns.org'),
+      },
+    ],
+  },
+  // caddy-dns/godaddy v1.1.1 → libdns/godaddy v1.1.0: key and secret joined as KEY:SECRET.
+  {
+    name: 'godaddy',
+    display_name: 'GoDaddy',
+    module: 'godaddy',
+    docs_url: 'https://developer.godaddy.com/keys',
+    npm_ids: ['godaddy'],
+    fields: [
+      {
+        key: 'api_token',
+        label: 'API key and secret (KEY:SECRET)',
+        required: true,
+        placeholder: 'key:secret',
+        secret: true,
+        where: 'developer.godaddy.com → API Keys → Create New API Key (Production), then join the key and the secret with a colon',
+        format: _re(
+          /^[A-Za-z0-9_]{8,64}:[A-Za-z0-9_]{8,64}$/,
+          'must be a GoDaddy production key and its secret joined by a colon (KEY:SECRET), each 8 to 64 letters, digits or _',
+        ),
       },
     ],
   },
