@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSecretsBox } from '../../server/utils/core/secrets'
+import { DNS_PROVIDER_CATALOGUE } from '../../server/utils/hosts/dns-catalogue'
 import { registerTestSecret, startPanel, TEST_MASTER_KEY, type PanelHandle } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
@@ -44,7 +45,10 @@ describe('DNS providers: catalogue and PUT rules', () => {
 
   it('lists exactly the catalogue, unconfigured at first', async () => {
     const res = await call(stack.panel, stack.admin, '/api/dns-providers')
-    expect(res.json.map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
+    // The spec's three first, then the vendor providers (issue 39), none configured.
+    expect(res.json.map((p: any) => p.name)).toEqual(DNS_PROVIDER_CATALOGUE.map((p) => p.name))
+    expect(res.json.slice(0, 3).map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
+    expect(res.json.filter((p: any) => p.configured || p.enabled)).toEqual([])
     const [a, b, c] = res.json
     expect(a).toMatchObject({
       enabled: false,
