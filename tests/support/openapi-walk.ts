@@ -196,6 +196,8 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/dns-providers': {},
     'GET /api/dns-providers/{name}': { params: { name: 'provider_c' } },
     'PUT /api/dns-providers/{name}': { params: { name: 'provider_a' }, body: { enabled: false } },
+    // No credentials stored for provider_b in the walk: the documented 400 (the check itself: dns.check.test.ts).
+    'POST /api/dns-providers/{name}/test': { params: { name: 'provider_b' }, body: { zone: 'example.test' }, refusals: [400] },
     'GET /api/manual-certs': {},
     'GET /api/manual-certs/{host_id}': { params: { host_id: MISSING }, refusals: [404] },
     'POST /api/manual-certs/{host_id}': {

@@ -1,4 +1,5 @@
 import { defineEventHandler } from 'h3'
 import { listDnsProviders } from '~/server/utils/hosts/dns-providers'
+import { withLastDnsCheck } from '~/server/utils/proxy/dns-check'
 
-export default defineEventHandler(() => listDnsProviders())
+export default defineEventHandler(async () => Promise.all((await listDnsProviders()).map(withLastDnsCheck)))

@@ -55,6 +55,8 @@ export const AUDIT_ACTIONS = {
   manual_cert_delete: _configRemoval,
   dns_provider_update: _config,
   dns_provider_import: _config,
+  // The credentials check (writes and removes a TXT record, changes no configuration).
+  dns_provider_test: _recordOnly,
   // settings, users, notifications
   settings_update: _config,
   user_create: _config,

@@ -1,5 +1,5 @@
-// Package dnscheck is the proxy's DNS credentials check (docs/tls.md, "Testing a
-// provider"): an admin API route that writes a TXT record through a DNS provider
+// Package dnscheck is the proxy's DNS credentials check (docs/dns-check.md): an
+// admin API route that writes a TXT record through a DNS provider
 // module, waits until the zone's authoritative servers answer it, and removes it,
 // reporting each step in words.
 //
@@ -73,6 +73,11 @@ type Request struct {
 	// The servers to ask (host:port), taken as authoritative for the zone; when empty,
 	// the zone's NS records are looked up and each server is asked on port 53.
 	Resolvers []string `json:"resolvers,omitempty"`
+	// Challenge delegation: a name (such as _acme-challenge.www.example.com.) that must
+	// be a CNAME to the record the check writes, as the ACME issuer's
+	// dns_challenge_override_domain needs. Checked as the step "delegation" at the
+	// resolvers when they answer for its zone, else at its zone's NS.
+	DelegatedFrom string `json:"delegated_from,omitempty"`
 	// Fields of the provider object that are not secret and may appear in the words
 	// (an rfc2136 server's address, say); every other value is redacted.
 	PublicFields []string `json:"public_fields,omitempty"`
@@ -133,6 +138,9 @@ func (req *Request) problem() string {
 	}
 	if req.PropagationTimeout < 0 || time.Duration(req.PropagationTimeout) > maxPropagation {
 		return fmt.Sprintf("propagation_timeout: must be between 1s and %s", maxPropagation)
+	}
+	if req.DelegatedFrom != "" && !dnsName.MatchString(strings.TrimSuffix(req.DelegatedFrom, ".")) {
+		return "delegated_from: must be a DNS name such as _acme-challenge.www.example.com."
 	}
 	for _, s := range req.Resolvers {
 		if _, _, err := net.SplitHostPort(s); err != nil {
@@ -204,7 +212,7 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 	if err != nil {
 		kind := classify(err)
 		if kind == kindAuth {
-			add("authenticate", false, fmt.Sprintf("authentication refused: %s did not accept the credentials (%v)", providerName, err))
+			add("authenticate", false, fmt.Sprintf("authentication refused: %s did not accept the credentials (%v)%s", providerName, err, authHint(err, zone)))
 			return done()
 		}
 		add("authenticate", true, fmt.Sprintf("the %s module loaded the credentials", providerName))
@@ -220,6 +228,10 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 
 	visible := waitVisible(ctx, zone, fqdn, value, req.Resolvers, wait)
 	add("visible", visible.ok, visible.detail)
+	if req.DelegatedFrom != "" {
+		d := checkDelegation(ctx, dns.Fqdn(strings.ToLower(req.DelegatedFrom)), fqdn, req.Resolvers)
+		add("delegation", d.ok, d.detail)
+	}
 
 	// The record goes even when the panel has gone: a context of its own.
 	rmCtx, rmCancel := context.WithTimeout(context.Background(), providerCallLimit)
@@ -231,6 +243,17 @@ func Run(ctx context.Context, req Request, load Loader) Result {
 		add("remove", true, fmt.Sprintf("TXT record %s removed", fqdn))
 	}
 	return done()
+}
+
+// authHint adds what an ambiguous refusal can mean. miekg/dns turns every NOTAUTH
+// answer into "bad authentication", and a DNS server answers NOTAUTH both to a TSIG
+// key it does not accept (RFC 8945) and to an update for a zone it does not serve
+// (RFC 2136).
+func authHint(err error, zone string) string {
+	if strings.Contains(err.Error(), "bad authentication") {
+		return fmt.Sprintf("; the server answered NOTAUTH: the TSIG key name, algorithm or secret is not one it knows, or it is not the primary server of the zone %s", zone)
+	}
+	return ""
 }
 
 func writeFailure(kind errKind, provider, zone, fqdn string, err error) string {

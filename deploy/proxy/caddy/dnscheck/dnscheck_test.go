@@ -41,8 +41,9 @@ func (p *fakeProvider) Provision(caddy.Context) error {
 }
 
 var (
-	zoneMu  sync.Mutex
-	zoneTXT = map[string]string{}
+	zoneMu    sync.Mutex
+	zoneTXT   = map[string]string{}
+	zoneCNAME = map[string]string{}
 )
 
 func (p *fakeProvider) AppendRecords(_ context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
@@ -89,8 +90,11 @@ func startDNS(t *testing.T) string {
 		m.Authoritative = true
 		zoneMu.Lock()
 		v, ok := zoneTXT[q.Question[0].Name]
+		target, isAlias := zoneCNAME[q.Question[0].Name]
 		zoneMu.Unlock()
-		if ok {
+		if isAlias {
+			m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 60}, Target: target})
+		} else if ok {
 			m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: []string{v}})
 		}
 		_ = w.WriteMsg(m)
@@ -102,17 +106,21 @@ func startDNS(t *testing.T) string {
 
 const token = "s3cr3t-token-VALUE-0123456789"
 
-func check(t *testing.T, provider map[string]any, timeout string, server string) (int, Result, string) {
+func check(t *testing.T, provider map[string]any, timeout string, server string, extra ...string) (int, Result, string) {
 	t.Helper()
 	provider["name"] = "panel_test_fake"
 	provider["token"] = token
-	body, _ := json.Marshal(map[string]any{
+	req := map[string]any{
 		"provider":            provider,
 		"zone":                "example.test.",
 		"name":                "_panel-check",
 		"propagation_timeout": timeout,
 		"resolvers":           []string{server},
-	})
+	}
+	if len(extra) == 1 {
+		req["delegated_from"] = extra[0]
+	}
+	body, _ := json.Marshal(req)
 	rec := httptest.NewRecorder()
 	err := (&Check{}).serve(rec, httptest.NewRequest(http.MethodPost, "/panel/dns-check", strings.NewReader(string(body))))
 	if err != nil {
@@ -222,6 +230,7 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		{`{"provider":{"name":"panel_test_fake"},"zone":"example.test.","resolvers":["nope"]}`, "resolvers:"},
 		{`{"provider":{"name":"panel_test_fake"},"zone":"example.test.","propagation_timeout":"1h"}`, "propagation_timeout:"},
 		{`{"provider":{"name":"panel_test_fake"},"zone":"example.test.","extra":1}`, "extra"},
+		{`{"provider":{"name":"panel_test_fake"},"zone":"example.test.","delegated_from":"a b"}`, "delegated_from:"},
 	} {
 		err := (&Check{}).serve(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/panel/dns-check", strings.NewReader(c.body)))
 		var apiErr caddy.APIError
@@ -259,5 +268,29 @@ func TestClassify(t *testing.T) {
 		if got := classify(errors.New(msg)); got != want {
 			t.Errorf("%q: %d, want %d", msg, got, want)
 		}
+	}
+}
+
+func TestDelegation(t *testing.T) {
+	server := startDNS(t)
+	zoneMu.Lock()
+	zoneCNAME["_acme-challenge.www.host.test."] = "_panel-check.example.test."
+	zoneMu.Unlock()
+	t.Cleanup(func() { zoneMu.Lock(); clear(zoneCNAME); zoneMu.Unlock() })
+	_, res, raw := check(t, map[string]any{}, "5s", server, "_acme-challenge.www.host.test.")
+	if !res.OK || stepNames(res) != "authenticate:ok write:ok visible:ok delegation:ok remove:ok" {
+		t.Fatalf("steps: %s", raw)
+	}
+	if res.Steps[3].Detail != "_acme-challenge.www.host.test. is a CNAME to _panel-check.example.test. at "+server {
+		t.Errorf("detail: %q", res.Steps[3].Detail)
+	}
+	// No CNAME there: the words say which record to create.
+	_, res, raw = check(t, map[string]any{}, "5s", server, "_acme-challenge.other.host.test.")
+	if res.OK || stepNames(res) != "authenticate:ok write:ok visible:ok delegation:FAIL remove:ok" {
+		t.Fatalf("steps: %s", raw)
+	}
+	want := "create the record _acme-challenge.other.host.test. CNAME _panel-check.example.test. in the zone that holds other.host.test."
+	if !strings.HasPrefix(res.Steps[3].Detail, "delegation not in place: "+server+": no CNAME at _acme-challenge.other.host.test.") || !strings.HasSuffix(res.Steps[3].Detail, want) {
+		t.Errorf("detail: %q", res.Steps[3].Detail)
 	}
 }

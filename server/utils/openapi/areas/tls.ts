@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { dnsProviderBody } from '../../hosts/dns-providers'
 import { manualCertDeleteQuery } from '../../hosts/manual-certs'
 import { dnsProviderNameParam, dnsProviderNameSchema } from '../../hosts/schemas'
+import { dnsCheckBody, dnsCheckSchema } from '../../proxy/dns-check'
 import { idText, noContent, ok, operation, reconcileSchema, timestamp } from '../registry'
 
 // Area: DNS-01 provider catalogue and credentials, manual certificates.
@@ -39,6 +40,9 @@ export const manualCertSchema = z.strictObject({
   uploaded_by: z.string(),
 })
 
+/** The GET answers add the last credentials check (null: none, or the credentials changed since). */
+const dnsProviderWithCheckSchema = dnsProviderSchema.extend({ last_check: dnsCheckSchema.nullable() })
+
 const nameParam = { name: { schema: dnsProviderNameParam, description: 'catalogue name' } }
 const hostIdParam = { host_id: { schema: idText(), description: 'host id' } }
 const rejected = ok('the proxy rejected the configuration; its text is in the message')
@@ -49,7 +53,7 @@ export const tlsOperations = [
     path: '/api/dns-providers',
     access: 'session',
     summary: 'The DNS provider catalogue with stored state (never credentials)',
-    responses: { 200: ok('catalogue entries', z.array(dnsProviderSchema)) },
+    responses: { 200: ok('catalogue entries', z.array(dnsProviderWithCheckSchema)) },
   }),
   operation({
     method: 'get',
@@ -57,7 +61,26 @@ export const tlsOperations = [
     access: 'session',
     summary: 'One catalogue entry',
     params: nameParam,
-    responses: { 200: ok('the entry', dnsProviderSchema), 404: ok('no such name in the catalogue (GET /api/dns-providers lists it)') },
+    responses: {
+      200: ok('the entry', dnsProviderWithCheckSchema),
+      404: ok('no such name in the catalogue (GET /api/dns-providers lists it)'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/dns-providers/{name}/test',
+    access: 'admin',
+    summary: 'Check the stored credentials: write, look for and remove a TXT record in a zone',
+    params: nameParam,
+    description:
+      "Node 1's proxy loads the provider with the stored credentials exactly as an ACME order would, writes the TXT record `_panel-check.<zone>`, waits up to 60 s until the zone's authoritative servers answer it (for RFC 2136: the update server), and removes it. Each step (`authenticate`, `write`, `visible`, `remove`) is reported in words; no credential appears in the answer or the audit row (`dns_provider_test`). The result is kept and shown as `last_check` by the GET answers until the credentials change. Works on a disabled provider, so credentials can be proved before hosts depend on them.",
+    body: dnsCheckBody,
+    responses: {
+      200: ok('the check (ok false: a step failed, said in its detail)', dnsCheckSchema),
+      400: ok("no credentials stored, or a zone that is malformed or outside the provider's zone"),
+      404: ok('no such name in the catalogue (GET /api/dns-providers lists it)'),
+      502: ok("node 1's proxy is unreachable or has no DNS check"),
+    },
   }),
   operation({
     method: 'put',

@@ -59,3 +59,11 @@ export function buildAcmePolicies(snapshot: ProxySnapshot, hosts: HostSnapshot[]
 export function buildCertificateMaintenance(snapshot: ProxySnapshot): Json {
   return snapshot.renewIntervalSeconds === null ? {} : { renew_interval: `${snapshot.renewIntervalSeconds}s` }
 }
+
+/**
+ * The dns challenge's provider object (and resolvers) for stored credentials, as the
+ * ACME policies above hold it: the credentials check sends the proxy exactly this.
+ */
+export function dnsChallengeOf(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
+  return _dnsChallenge(module, stored)
+}

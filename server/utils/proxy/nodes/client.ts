@@ -161,3 +161,21 @@ export async function readProxyUpstreams(
     return null
   }
 }
+
+/**
+ * POST /panel/dns-check (the proxy's dnscheck module, docs/tls.md): the node writes,
+ * looks for and removes a TXT record through its own provider module. `waitMs`
+ * covers the whole check (the node's propagation wait and two provider calls).
+ */
+export async function runProxyDnsCheck(
+  admin: string | AdminTarget,
+  body: unknown,
+  waitMs: number,
+): Promise<{ outcome: 'answered'; status: number; body: string } | { outcome: 'unreachable'; error: string }> {
+  try {
+    const answer = await _call(_target(admin), 'POST', '/panel/dns-check', JSON.stringify(body), {}, waitMs)
+    return { outcome: 'answered', status: answer.status, body: answer.body }
+  } catch (err) {
+    return { outcome: 'unreachable', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+}
