@@ -18,6 +18,7 @@ describe('every declaration', () => {
   it("the spec's three first with their names, every name unique, nineteen in all", () => {
     expect(names.slice(0, 3)).toEqual(['provider_a', 'provider_b', 'provider_c'])
     expect(new Set(names).size).toBe(names.length)
+    expect(new Set(DNS_PROVIDER_CATALOGUE.map((p) => p.module)).size).toBe(names.length)
     expect(names.length).toBeGreaterThanOrEqual(19)
   })
 

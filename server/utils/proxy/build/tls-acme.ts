@@ -1,4 +1,4 @@
-import { dnsChallengeConfig, findDnsProvider } from '../../hosts/dns-catalogue'
+import { DNS_PROVIDER_CATALOGUE, dnsChallengeConfig, findDnsProvider } from '../../hosts/dns-catalogue'
 import type { HostSnapshot, Json, ProxySnapshot } from './types'
 
 function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Json | null {
@@ -65,5 +65,6 @@ export function buildCertificateMaintenance(snapshot: ProxySnapshot): Json {
  * ACME policies above hold it: the credentials check sends the proxy exactly this.
  */
 export function dnsChallengeOf(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
-  return _dnsChallenge(module, stored)
+  // Each catalogue entry has a module of its own (tests/unit/dns-catalogue.test.ts).
+  return dnsChallengeConfig(DNS_PROVIDER_CATALOGUE.find((p) => p.module === module)!, stored)
 }
