@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { DNS_PROVIDER_CATALOGUE } from '../../server/utils/hosts/dns-catalogue'
 import { registerTestSecret } from '../support/panel'
-import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { freePort } from '../support/ports'
+import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
 // The DNS providers screen with the vendor providers (issue 39): one card per
@@ -61,5 +62,48 @@ describe('DNS providers screen', () => {
     expect(await page.content()).not.toContain(TOKEN)
     await screenshot(page, 'dns-providers-vendors')
     expect(consoleErrors.filter((e) => !e.includes('400'))).toEqual([])
+  })
+
+  it("a host whose provider delegates: the host screen shows the CNAME to create and the lookup's answer", async () => {
+    // RFC 2136 at a loopback port where nothing listens: the lookup goes there (the provider's
+    // own server) and fails at once, so nothing leaves the machine.
+    const server = `127.0.0.1:${await freePort()}`
+    const key = Buffer.from('SECRETbrowserTsigKey0123456789ab').toString('base64')
+    registerTestSecret(key)
+    const put = await stack.panel.request('/api/dns-providers/provider_c', {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: {
+        enabled: true,
+        credentials: {
+          server,
+          key_name: 'acme',
+          key_alg: 'hmac-sha256',
+          key,
+          zone: 'example.net',
+          challenge_delegation: 'acme.example.net',
+        },
+      },
+    })
+    expect(put.status).toBe(200)
+    const group = await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })
+    const host = await createHost(stack, {
+      domain: 'shop.example.test',
+      target_group_id: group.id,
+      tls_mode: 'auto',
+      tls_challenge: 'dns',
+      tls_dns_provider: 'provider_c',
+      tls_acme_ca_url: `https://127.0.0.1:${await freePort()}/dir`,
+    })
+    expect(host.status).toBe(201)
+    await page.goto(`${stack.panel.url}/hosts/${host.json.id}`)
+    const panel = page.getByRole('region', { name: 'Challenge delegation' })
+    await panel.getByText('_acme-challenge.shop.example.test. CNAME shop.example.test.acme.example.net.').waitFor()
+    await panel.getByText('not in place').waitFor()
+    await panel.getByText('the lookup failed').waitFor()
+    expect(await axeProblemsInBothThemesAndWidths(page, 'Host with a delegated DNS challenge')).toEqual([])
+    await panel.getByRole('button', { name: 'Check the records again' }).click()
+    await panel.getByText('not in place').waitFor()
+    expect(await page.content()).not.toContain(key)
   })
 })

@@ -56,12 +56,17 @@ describe('DNS providers: catalogue and PUT rules', () => {
       proxy_module: 'dns.providers.cloudflare',
       docs_url: expect.stringMatching(/^https:\/\//),
     })
-    expect(a.fields).toEqual([expect.objectContaining({ key: 'api_token', required: true, secret: true })])
+    // Every provider but acme-dns ends with the optional delegation zone (docs/tls.md, "Challenge delegation").
+    expect(a.fields).toEqual([
+      expect.objectContaining({ key: 'api_token', required: true, secret: true }),
+      expect.objectContaining({ key: 'challenge_delegation', required: false }),
+    ])
     expect(b.proxy_module).toBe('dns.providers.route53')
     expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
       ['access_key_id', true, false],
       ['secret_access_key', true, true],
       ['region', false, false],
+      ['challenge_delegation', false, false],
     ])
     expect(c).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.rfc2136' })
     expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
@@ -70,6 +75,7 @@ describe('DNS providers: catalogue and PUT rules', () => {
       ['key_alg', true, false],
       ['key', true, true],
       ['zone', false, false],
+      ['challenge_delegation', false, false],
     ])
     expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual([
       'hmac-sha256',

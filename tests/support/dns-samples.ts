@@ -6,7 +6,7 @@ const pad = (prefix: string, length: number, fill = '0') => prefix + fill.repeat
 const uuid = (n: number) =>
   `${String(n).repeat(8)}-${String(n).repeat(4)}-4${String(n).repeat(3)}-a${String(n).repeat(3)}-${String(n).repeat(12)}`
 
-export const DNS_SAMPLES: Record<string, Record<string, string>> = {
+const _SAMPLES: Record<string, Record<string, string>> = {
   provider_a: { api_token: pad('SECRETcf', 40, 'c') },
   provider_b: { access_key_id: 'AKIAIOSFODNN7SAMPLE1', secret_access_key: pad('SECRET/aws+', 40, 'k'), region: 'eu-west-3' },
   provider_c: {
@@ -39,6 +39,14 @@ export const DNS_SAMPLES: Record<string, Record<string, string>> = {
   godaddy: { api_token: `${pad('gdKEY', 30, 'k')}:${pad('SECRETgd', 22, 's')}` },
   acmedns: { server_url: 'https://auth.example.test', username: uuid(4), password: pad('SECRETacmedns_-', 40, 'p'), subdomain: uuid(5) },
 }
+
+/** Every provider but acme-dns also takes a delegation zone (provider_c's inside its own zone). */
+export const DNS_SAMPLES: Record<string, Record<string, string>> = Object.fromEntries(
+  Object.entries(_SAMPLES).map(([name, sample]) => [
+    name,
+    name === 'acmedns' ? sample : { ...sample, challenge_delegation: name === 'provider_c' ? 'acme.example.test' : 'acme.example.net' },
+  ]),
+)
 
 /**
  * Malformed forms of a well-formed value, refused by every field's format: a

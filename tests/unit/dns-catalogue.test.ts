@@ -1,7 +1,13 @@
 import { readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { DNS_PROVIDER_CATALOGUE, dnsChallengeConfig, findDnsProvider, secretCredentialValues } from '../../server/utils/hosts/dns-catalogue'
+import {
+  DNS_PROVIDER_CATALOGUE,
+  delegationRecords,
+  dnsChallengeConfig,
+  findDnsProvider,
+  secretCredentialValues,
+} from '../../server/utils/hosts/dns-catalogue'
 import { dnsProvidersDoc, DNS_DOC_END, DNS_DOC_START } from '../../server/utils/hosts/dns-docs'
 import { mergeCredentials } from '../../server/utils/hosts/dns-providers'
 import { DNS_SAMPLES, malformedForms } from '../support/dns-samples'
@@ -85,6 +91,12 @@ describe('the samples and their malformed forms, provider by provider', () => {
   )
 })
 
+/** A sample without the panel's own delegation field (never sent to the module). */
+const moduleFields = (name: string) => {
+  const { challenge_delegation: _d, ...rest } = DNS_SAMPLES[name]!
+  return rest
+}
+
 describe("the proxy module's JSON", () => {
   it('vendor fields go under their module keys with the module name; nothing else', () => {
     expect(dnsChallengeConfig(findDnsProvider('hetzner')!, DNS_SAMPLES.hetzner!)).toEqual({
@@ -94,14 +106,14 @@ describe("the proxy module's JSON", () => {
       provider: { name: 'acmedns', ...DNS_SAMPLES.acmedns },
     })
     // An optional field left out is not sent (the module's own default applies).
-    const { client_ip: _ip, ...noIp } = DNS_SAMPLES.namecheap!
+    const { client_ip: _ip, ...noIp } = moduleFields('namecheap')
     expect(dnsChallengeConfig(findDnsProvider('namecheap')!, noIp)).toEqual({ provider: { name: 'namecheap', ...noIp } })
   })
 
   it('route53 gets its default region; rfc2136 keeps its zone to the panel and asks its own server', () => {
-    const { region: _r, ...b } = DNS_SAMPLES.provider_b!
+    const { region: _r, ...b } = moduleFields('provider_b')
     expect(dnsChallengeConfig(findDnsProvider('provider_b')!, b)).toEqual({ provider: { name: 'route53', ...b, region: 'us-east-1' } })
-    const { zone: _z, ...c } = DNS_SAMPLES.provider_c!
+    const { zone: _z, ...c } = moduleFields('provider_c')
     expect(dnsChallengeConfig(findDnsProvider('provider_c')!, DNS_SAMPLES.provider_c!)).toEqual({
       provider: { name: 'rfc2136', ...c },
       resolvers: ['127.0.0.1:53'],
@@ -139,5 +151,33 @@ describe('the places that must name every provider', () => {
     const section = doc.slice(doc.indexOf(DNS_DOC_START), doc.indexOf(DNS_DOC_END) + DNS_DOC_END.length)
     // To refresh the page: replace the section with the output of dnsProvidersDoc().
     expect(section).toBe(dnsProvidersDoc())
+  })
+})
+
+describe('challenge delegation', () => {
+  it('every provider but acme-dns takes a delegation zone, public and never sent to the module', () => {
+    for (const p of DNS_PROVIDER_CATALOGUE) {
+      const f = p.declared.find((d) => d.key === 'challenge_delegation')
+      if (p.name === 'acmedns') expect(f).toBeUndefined()
+      else expect(f).toMatchObject({ required: false, public: true, panel_only: true })
+    }
+  })
+
+  it('the records to create: one CNAME per challenge name (a wildcard shares its base), all to the same target', () => {
+    expect(delegationRecords('*.Shop.example.com', ['shop.example.com', 'www.example.com'], 'acme.example.net.')).toEqual([
+      { name: '_acme-challenge.shop.example.com', type: 'CNAME', value: 'shop.example.com.acme.example.net' },
+      { name: '_acme-challenge.www.example.com', type: 'CNAME', value: 'shop.example.com.acme.example.net' },
+    ])
+  })
+
+  it('a provider limited to a zone takes a delegation zone only inside it', () => {
+    const c = findDnsProvider('provider_c')!
+    expect(mergeCredentials(c, null, { ...DNS_SAMPLES.provider_c!, challenge_delegation: 'acme.example.test' })).toBeTruthy()
+    expect(() => mergeCredentials(c, null, { ...DNS_SAMPLES.provider_c!, challenge_delegation: 'acme.example.net' })).toThrow(
+      'credentials.challenge_delegation: must lie inside the zone example.test that provider_c may update',
+    )
+    expect(() => mergeCredentials(c, null, { ...DNS_SAMPLES.provider_c!, challenge_delegation: 'net' })).toThrow(
+      /^credentials\.challenge_delegation: must be a DNS zone name with at least two labels/,
+    )
   })
 })

@@ -54,6 +54,8 @@ export interface DnsProviderDeclaration {
   resolvers?: (credentials: Record<string, string>) => string[]
   /** Nginx Proxy Manager's dns_provider ids that mean this provider (for its import). */
   npm_ids?: string[]
+  /** false: no challenge delegation field (acme-dns is a delegation of its own). */
+  delegation?: false
 }
 export interface DnsProviderDefinition extends Omit<DnsProviderDeclaration, 'fields'> {
   proxy_module: string
@@ -65,7 +67,28 @@ export interface DnsProviderDefinition extends Omit<DnsProviderDeclaration, 'fie
   public_fields: string[]
 }
 
-function _define(d: DnsProviderDeclaration): DnsProviderDefinition {
+/**
+ * Challenge delegation, offered by every provider but acme-dns: the hosts' zones
+ * stay where they are, and each `_acme-challenge.<name>` is a CNAME into this
+ * zone, which the provider can write (the ACME issuer's override_domain).
+ */
+export const CHALLENGE_DELEGATION = 'challenge_delegation'
+const _DELEGATION_FIELD: DnsFieldDeclaration = {
+  key: CHALLENGE_DELEGATION,
+  label: "Delegation zone (optional): every host's _acme-challenge name is then a CNAME into it",
+  required: false,
+  placeholder: 'acme.example.net',
+  public: true,
+  panel_only: true,
+  where: 'a zone this provider can write; each host then shows the CNAME record to create in its own zone',
+  format: {
+    test: (v) => _DNS_NAME.test(v) && v.replace(/\.$/, '').includes('.'),
+    rule: 'must be a DNS zone name with at least two labels, such as acme.example.net (a zone this provider can write)',
+  },
+}
+
+function _define(declared: DnsProviderDeclaration): DnsProviderDefinition {
+  const d = declared.delegation === false ? declared : { ...declared, fields: [...declared.fields, _DELEGATION_FIELD] }
   return {
     ...d,
     proxy_module: `dns.providers.${d.module}`,
@@ -724,6 +747,7 @@ const _DECLARATIONS: DnsProviderDeclaration[] = [
     module: 'acmedns',
     docs_url: 'https://github.com/joohoi/acme-dns#register-endpoint',
     npm_ids: ['acmedns'],
+    delegation: false,
     fields: [
       {
         key: 'server_url',
@@ -776,7 +800,23 @@ export function credentialRuleViolation(def: DnsProviderDefinition, credentials:
     const value = credentials[r.field]
     if (value !== undefined && !r.test(value)) return `credentials.${r.field}: ${r.rule}`
   }
+  // A provider limited to a zone writes the delegated records there, so the delegation zone lies inside it.
+  const delegation = credentials[CHALLENGE_DELEGATION]
+  if (delegation && credentials.zone && !nameInZone(delegation, credentials.zone))
+    return `credentials.${CHALLENGE_DELEGATION}: must lie inside the zone ${credentials.zone} that ${def.name} may update`
   return null
+}
+
+/** The name the TXT record goes to for a host whose challenge is delegated into `zone`. */
+export function delegationTarget(domain: string, zone: string): string {
+  return `${domain.toLowerCase().replace(/^\*\./, '')}.${zone.toLowerCase().replace(/\.$/, '')}`
+}
+
+/** The CNAME records to create for a host's names (a wildcard and its base share one). */
+export function delegationRecords(domain: string, aliases: string[], zone: string): Array<{ name: string; type: 'CNAME'; value: string }> {
+  const value = delegationTarget(domain, zone)
+  const names = [...new Set([domain, ...aliases].map((n) => `_acme-challenge.${n.toLowerCase().replace(/^\*\./, '')}`))]
+  return names.map((name) => ({ name, type: 'CNAME' as const, value }))
 }
 
 /**

@@ -1,4 +1,10 @@
-import { DNS_PROVIDER_CATALOGUE, dnsChallengeConfig, findDnsProvider } from '../../hosts/dns-catalogue'
+import {
+  CHALLENGE_DELEGATION,
+  DNS_PROVIDER_CATALOGUE,
+  delegationTarget,
+  dnsChallengeConfig,
+  findDnsProvider,
+} from '../../hosts/dns-catalogue'
 import type { HostSnapshot, Json, ProxySnapshot } from './types'
 
 function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Json | null {
@@ -21,7 +27,12 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
   const def = findDnsProvider(host.tls_dns_provider!)!
   // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.
   // The module's JSON comes from the provider's declaration (hosts/dns-catalogue.ts).
-  return { dns: dnsChallengeConfig(def, provider.credentials), http: { disabled: true }, 'tls-alpn': { disabled: true } }
+  const dns: Json = dnsChallengeConfig(def, provider.credentials)
+  // Delegated: the TXT goes to the host's name inside the delegation zone, where its
+  // _acme-challenge CNAMEs point (one name for all the host's names: they share one order).
+  const delegation = provider.credentials[CHALLENGE_DELEGATION]
+  if (delegation) dns.override_domain = delegationTarget(host.domain, delegation)
+  return { dns, http: { disabled: true }, 'tls-alpn': { disabled: true } }
 }
 
 /**
