@@ -15,6 +15,8 @@ import { startTestUpstream } from '../support/upstream'
 // (tests/support/npm-db.ts), uploaded to the panel, served by the production Caddy.
 const STAFF_PASSWORD = 'npm-staff-password-1'
 const DNS_TOKEN = 'dns_cloudflare_api_token = npm-secret-cf-token-123'
+// The panel's own Hetzner token (configured before the import: NPM's is never read).
+const HETZNER_TOKEN = 'SECRETpanelHetzner0123456789abcd'
 
 let stack: ProxyStack
 let upA: Awaited<ReturnType<typeof startTestUpstream>>
@@ -51,7 +53,7 @@ beforeAll(async () => {
   rootPem = pki.rootPem
   const custom = pki.leaf('custom.example.test')
   customKeyPem = custom.keyPem
-  registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem)
+  registerTestSecret(STAFF_PASSWORD, 'npm-secret-cf-token-123', customKeyPem, HETZNER_TOKEN, 'npm-secret-hz-token-456')
   // First: a stream of the file sits on the proxy's HTTP port, which the stack picks.
   stack = await startProxyStack()
   echo = createServer((socket) => socket.pipe(socket))
@@ -89,6 +91,28 @@ beforeAll(async () => {
           dns_provider: 'cloudflare',
           dns_provider_credentials: DNS_TOKEN,
         },
+      },
+      // NPM ids of providers the panel has: hetzner configured here before the import, ovh not offered.
+      {
+        ...live,
+        provider: 'letsencrypt',
+        nice_name: 'hz',
+        domain_names: ['hz.example.test'],
+        expires_on: '2027-01-01 00:00:00',
+        meta: {
+          letsencrypt_email: 'ops@example.test',
+          dns_challenge: true,
+          dns_provider: 'hetzner',
+          dns_provider_credentials: 'dns_hetzner_api_token = npm-secret-hz-token-456',
+        },
+      },
+      {
+        ...live,
+        provider: 'letsencrypt',
+        nice_name: 'ovh',
+        domain_names: ['ovh.example.test'],
+        expires_on: '2027-01-01 00:00:00',
+        meta: { letsencrypt_email: 'ops@example.test', dns_challenge: true, dns_provider: 'ovh' },
       },
     ],
     access_list: [
@@ -148,6 +172,8 @@ beforeAll(async () => {
       },
       { ...live, is_deleted: 1, domain_names: ['deleted.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
       { ...live, domain_names: ['*.wild.example.test'], forward_host: '127.0.0.1', forward_port: upA.port },
+      { ...live, domain_names: ['hz.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 4 },
+      { ...live, domain_names: ['ovh.example.test'], forward_host: '127.0.0.1', forward_port: upA.port, certificate_id: 5 },
     ],
     redirection_host: [
       {
@@ -179,6 +205,12 @@ beforeAll(async () => {
     ],
     setting: [{ id: 'default-site', name: 'Default Site', description: '', value: 'congratulations', meta: {} }],
   })
+  const hetzner = await stack.panel.request('/api/dns-providers/hetzner', {
+    method: 'PUT',
+    cookie: stack.admin,
+    body: { enabled: true, credentials: { auth_api_token: HETZNER_TOKEN } },
+  })
+  expect(hetzner.status).toBe(200)
   expect(
     (
       await stack.panel.request('/api/settings', {
@@ -208,6 +240,8 @@ describe('nginx-proxy-manager import', () => {
       'proxy_host 2: le.example.test',
       'proxy_host 3: custom.example.test',
       'proxy_host 4: dns.example.test',
+      'proxy_host 7: hz.example.test',
+      'proxy_host 8: ovh.example.test',
       'redirection_host 1: old.example.test',
     ])
     // Redirection and 404 hosts are hosts of their own kind: no rule, no placeholder group.
@@ -242,7 +276,8 @@ describe('nginx-proxy-manager import', () => {
     expect(streamNotes[1].why).toMatch(new RegExp(`${stack.httpPort}.*HTTP`, 'i'))
     expect(why(r.imperfect)).toEqual(
       expect.arrayContaining([
-        "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01: set up a DNS provider to switch",
+        "proxy_host 4: dns.example.test: its Let's Encrypt certificate used a DNS challenge (cloudflare); the host uses HTTP-01 until Cloudflare is configured: its credentials cannot be imported, so enter them under DNS providers (provider_a), then switch the host to DNS-01",
+        "proxy_host 8: ovh.example.test: its Let's Encrypt certificate used a DNS challenge (ovh), which none of the panel's DNS providers offers; the host uses HTTP-01",
         'proxy_host 4: dns.example.test: its custom nginx configuration is not carried over',
         'proxy_host 4: dns.example.test: "block common exploits" is not carried over; enable the host\'s WAF instead',
       ]),
@@ -262,6 +297,8 @@ describe('nginx-proxy-manager import', () => {
         'access_list 2: Unused: the upstream now receives the Authorization header (nginx-proxy-manager removed it)',
       ]),
     )
+    // A provider configured here keeps DNS-01 (and is not reported as imperfect).
+    expect(why(r.imperfect).some((w: string) => w.startsWith('proxy_host 7'))).toBe(false)
     expect(res.text).not.toContain('deleted.example.test')
     expect(await countRows('hosts')).toBe(0)
   })
@@ -271,12 +308,12 @@ describe('nginx-proxy-manager import', () => {
     const res = await upload(readFileSync(dbFile), true)
     expect(res.status).toBe(200)
     expect(res.json.reconcile.status).toBe('applied')
-    expect(await countRows('hosts')).toBe(6)
+    expect(await countRows('hosts')).toBe(8)
     expect(await countRows("logs WHERE source = 'audit' AND message = 'proxy_reconcile'")).toBe(pushes + 1)
     const audit = (await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'import_apply'")).rows
     expect(JSON.parse(String(audit[0]!.raw))).toMatchObject({
       source: 'nginx-proxy-manager',
-      hosts: 6,
+      hosts: 8,
       access_lists: 2,
       certificates: 1,
       rules: 1,
@@ -301,6 +338,10 @@ describe('nginx-proxy-manager import', () => {
     expect(host('app.example.test')).toMatchObject({ tls_mode: 'none', aliases: ['www.app.example.test'] })
     expect(host('le.example.test')).toMatchObject({ tls_mode: 'auto', tls_email: 'ops@example.test' })
     expect(host('custom.example.test')).toMatchObject({ tls_mode: 'manual' })
+    // DNS-01 kept where the panel has the provider configured; HTTP-01 where it has not, or has no such provider.
+    expect(host('hz.example.test')).toMatchObject({ tls_mode: 'auto', tls_challenge: 'dns', tls_dns_provider: 'hetzner' })
+    expect(host('dns.example.test')).toMatchObject({ tls_mode: 'auto', tls_challenge: 'http', tls_dns_provider: null })
+    expect(host('ovh.example.test')).toMatchObject({ tls_mode: 'auto', tls_challenge: 'http', tls_dns_provider: null })
     // HSTS switches: nginx-proxy-manager's two years; preload only where subdomains are included.
     expect(host('le.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: true, preload: true })
     expect(host('custom.example.test').hsts).toEqual({ max_age: 63_072_000, include_subdomains: false, preload: false })

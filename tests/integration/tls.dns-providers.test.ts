@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSecretsBox } from '../../server/utils/core/secrets'
+import { DNS_PROVIDER_CATALOGUE } from '../../server/utils/hosts/dns-catalogue'
 import { registerTestSecret, startPanel, TEST_MASTER_KEY, type PanelHandle } from '../support/panel'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
@@ -44,7 +45,10 @@ describe('DNS providers: catalogue and PUT rules', () => {
 
   it('lists exactly the catalogue, unconfigured at first', async () => {
     const res = await call(stack.panel, stack.admin, '/api/dns-providers')
-    expect(res.json.map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
+    // The spec's three first, then the vendor providers (issue 39), none configured.
+    expect(res.json.map((p: any) => p.name)).toEqual(DNS_PROVIDER_CATALOGUE.map((p) => p.name))
+    expect(res.json.slice(0, 3).map((p: any) => p.name)).toEqual(['provider_a', 'provider_b', 'provider_c'])
+    expect(res.json.filter((p: any) => p.configured || p.enabled)).toEqual([])
     const [a, b, c] = res.json
     expect(a).toMatchObject({
       enabled: false,
@@ -52,12 +56,17 @@ describe('DNS providers: catalogue and PUT rules', () => {
       proxy_module: 'dns.providers.cloudflare',
       docs_url: expect.stringMatching(/^https:\/\//),
     })
-    expect(a.fields).toEqual([expect.objectContaining({ key: 'api_token', required: true, secret: true })])
+    // Every provider but acme-dns ends with the optional delegation zone (docs/tls.md, "Challenge delegation").
+    expect(a.fields).toEqual([
+      expect.objectContaining({ key: 'api_token', required: true, secret: true }),
+      expect.objectContaining({ key: 'challenge_delegation', required: false }),
+    ])
     expect(b.proxy_module).toBe('dns.providers.route53')
     expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
       ['access_key_id', true, false],
       ['secret_access_key', true, true],
       ['region', false, false],
+      ['challenge_delegation', false, false],
     ])
     expect(c).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.rfc2136' })
     expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
@@ -66,6 +75,7 @@ describe('DNS providers: catalogue and PUT rules', () => {
       ['key_alg', true, false],
       ['key', true, true],
       ['zone', false, false],
+      ['challenge_delegation', false, false],
     ])
     expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual([
       'hmac-sha256',

@@ -58,13 +58,20 @@ function _keysConf(keys: TsigKey[]): string {
   return keys.map((k) => `key "${k.name}" {\n  algorithm ${k.algorithm};\n  secret "${k.secret}";\n};\n`).join('')
 }
 
-export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): Promise<BindHandle> {
+/**
+ * `recursive`: answer recursive queries too, so a CNAME from one zone into another
+ * is followed (a CA's resolver does that; an authoritative-only server answers the
+ * CNAME alone). The root hints point at loopback: a name outside the zones fails
+ * there and no query leaves the machine.
+ */
+export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[]; recursive?: boolean }): Promise<BindHandle> {
   requireBinary(NAMED_BIN, 'named (Debian package bind9)')
   requireBinary(NSUPDATE_BIN, 'nsupdate (Debian package bind9-dnsutils)')
   const dir = makeTempDir('bind-')
   const port = await freePort()
   const address = `127.0.0.1:${port}`
   writeFileSync(join(dir, 'keys.conf'), _keysConf(opts.keys))
+  if (opts.recursive) writeFileSync(join(dir, 'root.hints'), '. 3600000 NS root.loopback.\nroot.loopback. 3600000 A 127.0.0.1\n')
   for (const z of opts.zones) {
     // A short negative TTL: a lookup that missed the challenge record is not cached for long.
     writeFileSync(
@@ -82,13 +89,14 @@ export async function startBind(opts: { zones: BindZone[]; keys: TsigKey[] }): P
       `  managed-keys-directory "${dir}";`,
       `  listen-on port ${port} { 127.0.0.1; };`,
       '  listen-on-v6 { none; };',
-      '  recursion no;',
+      ...(opts.recursive ? ['  recursion yes;', '  allow-recursion { 127.0.0.1; };'] : ['  recursion no;']),
       '  dnssec-validation no;',
       '  notify no;',
       '};',
       // No rndc channel: the harness reloads with SIGHUP to this PID.
       'controls { };',
       `include "${join(dir, 'keys.conf')}";`,
+      ...(opts.recursive ? [`zone "." { type hint; file "${join(dir, 'root.hints')}"; };`] : []),
       ...opts.zones.map(
         (z) =>
           `zone "${z.name}" { type primary; file "${join(dir, `${z.name}.zone`)}"; update-policy { ${z.policy.map((p) => `${p};`).join(' ')} }; };`,

@@ -175,6 +175,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'DELETE /api/hosts/{id}': { params: { id: MISSING }, refusals: [404] },
     'POST /api/hosts/{id}/toggle': { params: { id: MISSING }, refusals: [404] },
     'GET /api/hosts/{id}/rules': { params: { id: String(f.hostId) } },
+    'GET /api/hosts/{id}/dns-delegation': { params: { id: String(f.hostId) }, refusals: [400] },
     'POST /api/hosts/{id}/rules': { params: { id: String(f.hostId) }, body: rule },
     'PUT /api/rules/{id}': {
       params: { id: String(f.ruleId) },

@@ -45,3 +45,29 @@ it('migration 0016 accepts provider_c, keeps provider_a/provider_b rows, and its
   await expect(insert('provider_c')).rejects.toThrow(/CHECK constraint failed/)
   client.close()
 })
+
+// Migration 0045 widens it again for the vendor providers (issue 39): their rows
+// are accepted only above it, and its down step drops them and keeps the rest.
+it('migration 0045 accepts the vendor providers, keeps the earlier rows, and its down step drops the vendors only', async () => {
+  const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
+  const before45 = MIGRATIONS.filter((m) => m.version < 45).at(-1)!.version
+  await migrateUp(client, MIGRATIONS, before45)
+  const insert = (name: string) =>
+    client.execute({
+      sql: 'INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES (?, 1, ?, ?)',
+      args: [name, `sealed-${name}`, '2026-01-01T00:00:00Z'],
+    })
+  await insert('provider_c')
+  await expect(insert('hetzner')).rejects.toThrow(/CHECK constraint failed/)
+
+  await migrateUp(client, MIGRATIONS, 45)
+  for (const name of ['hetzner', 'acmedns', 'powerdns']) await insert(name)
+  await expect(insert('provider_z')).rejects.toThrow(/CHECK constraint failed/)
+  const rows = async () => (await client.execute('SELECT name FROM dns_providers ORDER BY name')).rows.map((r) => r.name)
+  expect(await rows()).toEqual(['acmedns', 'hetzner', 'powerdns', 'provider_c'])
+
+  await migrateDown(client, MIGRATIONS, before45)
+  expect(await rows()).toEqual(['provider_c'])
+  await expect(insert('hetzner')).rejects.toThrow(/CHECK constraint failed/)
+  client.close()
+})

@@ -196,3 +196,34 @@ describe('certificate maintenance (PROXY_RENEW_INTERVAL_SECONDS)', () => {
     })
   })
 })
+
+describe('buildAcmePolicies — DNS-01 delegated into another zone', () => {
+  it("sets override_domain to the host's name inside the delegation zone; the field itself never reaches the module", () => {
+    const [p] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [
+          autoHost({ domain: '*.shop.example.test', aliases: ['shop.example.test'], tls_challenge: 'dns', tls_dns_provider: 'hetzner' }),
+        ],
+        dnsProviders: {
+          hetzner: { module: 'hetzner', credentials: { auth_api_token: 'x'.repeat(32), challenge_delegation: 'acme.example.net.' } },
+        },
+      }),
+    )
+    expect(p.issuers[0].challenges.dns).toEqual({
+      provider: { name: 'hetzner', auth_api_token: 'x'.repeat(32) },
+      override_domain: 'shop.example.test.acme.example.net',
+    })
+  })
+
+  it('without a delegation zone there is no override_domain', () => {
+    const [p] = policiesOf(
+      buildSnapshot({
+        modules: ['dns'],
+        hosts: [autoHost({ tls_challenge: 'dns', tls_dns_provider: 'hetzner' })],
+        dnsProviders: { hetzner: { module: 'hetzner', credentials: { auth_api_token: 'x'.repeat(32) } } },
+      }),
+    )
+    expect(p.issuers[0].challenges.dns).toEqual({ provider: { name: 'hetzner', auth_api_token: 'x'.repeat(32) } })
+  })
+})

@@ -2,7 +2,7 @@ import { dnsProviders } from '../../../db/schema'
 import type { Executor } from '../core/db'
 import { getConfig } from '../core/config'
 import { getSecretsBox } from '../core/secrets'
-import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, type DnsModuleName } from './dns-catalogue'
+import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER } from './dns-catalogue'
 
 // Sealing of DNS credentials, and what the proxy snapshot reads of them.
 // Imports nothing from proxy/: the snapshot depends on hosts/, never the reverse.
@@ -10,7 +10,7 @@ import { DNS_PROVIDER_CATALOGUE, PROVIDER_A_ENV_PLACEHOLDER, type DnsModuleName 
 type DnsProviderRow = typeof dnsProviders.$inferSelect
 
 /** The enabled providers' credentials, by catalogue name, as the proxy configuration needs them. */
-export type DnsProviderCredentials = Record<string, { module: DnsModuleName; credentials: Record<string, string> }>
+export type DnsProviderCredentials = Record<string, { module: string; credentials: Record<string, string> }>
 
 /** The secrets box binds each sealed value to its owner, so a value moved to another row does not open. */
 export const dnsCredentialsOwner = (name: string) => `dns_providers/${name}/credentials`

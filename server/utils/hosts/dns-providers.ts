@@ -10,6 +10,7 @@ import { writeAudit, systemActor, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
 import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
 import {
+  CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
   credentialRuleViolation,
   findDnsProvider,
@@ -121,7 +122,8 @@ export async function updateDnsProvider(name: string, body: z.infer<typeof dnsPr
     if (storedViolation) throw badRequest(`${storedViolation}; the stored value does not, so send a new one`)
     // Untouched credentials keep their stored ciphertext; only new values are sealed.
     const sealed = body.credentials === undefined ? (row?.credentials ?? null) : credentials ? sealDnsCredentials(name, credentials) : null
-    if (body.enabled && credentials?.zone) await _assertHostsInZone(tx, name, credentials.zone)
+    // Delegated, the hosts' names stay in their own zones: only the delegation zone must lie in `zone` (a format rule).
+    if (body.enabled && credentials?.zone && !credentials[CHALLENGE_DELEGATION]) await _assertHostsInZone(tx, name, credentials.zone)
     const now = new Date().toISOString()
     await tx
       .insert(dnsProviders)
@@ -155,7 +157,8 @@ export async function assertDnsProviderUsable(exec: Executor, name: string | nul
     throw badRequest(`tls_dns_provider: "${name}" is not in the catalogue; use ${DNS_PROVIDER_CATALOGUE.map((p) => p.name).join(', ')}`)
   const row = await exec.select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
   if (row?.enabled && row.credentials) {
-    const zone = openDnsCredentials(row)?.zone
+    const stored = openDnsCredentials(row)
+    const zone = stored?.[CHALLENGE_DELEGATION] ? undefined : stored?.zone
     const outside = zone ? hostNames.find((n) => !nameInZone(n, zone)) : undefined
     if (outside)
       throw badRequest(

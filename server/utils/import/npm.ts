@@ -11,6 +11,11 @@ import { BCRYPT_COST } from '../hosts/access-lists'
 import { validateCertificateUpload } from '../hosts/cert-validation'
 import { installManualCertInTransaction } from '../hosts/manual-certs'
 import { isValidHostname, type HostInput, type TargetGroupInput } from '../hosts/schemas'
+import { DNS_PROVIDER_CATALOGUE, nameInZone } from '../hosts/dns-catalogue'
+import { assertDnsProviderUsable } from '../hosts/dns-providers'
+import { openDnsCredentials } from '../hosts/dns-credentials'
+import { dnsProviders } from '../../../db/schema'
+import { getDb } from '../core/db'
 import {
   addPlannedGroup,
   addPlannedHost,
@@ -290,7 +295,7 @@ async function _planAccessLists(plan: ImportPlan, db: Record<string, Row[]>): Pr
 }
 
 interface _Tls {
-  input: Pick<PlannedHost['input'], 'tls_mode' | 'tls_email'>
+  input: Pick<PlannedHost['input'], 'tls_mode' | 'tls_email'> & Partial<Pick<PlannedHost['input'], 'tls_challenge' | 'tls_dns_provider'>>
   after?: PlannedHost['after']
   extraItems?: PlannedHost['extraItems']
 }
@@ -310,20 +315,28 @@ function _tlsOf(plan: ImportPlan, row: Row, certs: Map<number, Row>, names: stri
   }
   const meta = _json<Row>(cert.meta, {})
   if (cert.provider === 'letsencrypt') {
-    // The DNS provider's credentials are secrets of the other panel: never copied, never named.
-    if (_flag(meta.dns_challenge) || meta.dns_challenge === true)
-      plan.imperfect.push({
-        kind: 'host',
-        name: domain,
-        source,
-        why: `${domain}: its Let's Encrypt certificate used a DNS challenge (${String(meta.dns_provider ?? 'provider').slice(0, 40)}); the host uses HTTP-01: set up a DNS provider to switch`,
-      })
-    return {
-      input: {
-        tls_mode: 'auto',
-        tls_email: typeof meta.letsencrypt_email === 'string' && meta.letsencrypt_email ? meta.letsencrypt_email.toLowerCase() : null,
-      },
+    const acme = {
+      tls_mode: 'auto' as const,
+      tls_email: typeof meta.letsencrypt_email === 'string' && meta.letsencrypt_email ? meta.letsencrypt_email.toLowerCase() : null,
     }
+    if (!(_flag(meta.dns_challenge) || meta.dns_challenge === true)) return { input: acme }
+    // The DNS provider's credentials are secrets of the other panel: never copied, never named.
+    const npmId = String(meta.dns_provider ?? 'provider').slice(0, 40)
+    const panel = _PANEL_DNS.get(plan)?.get(npmId)
+    const outside = panel?.zone ? names.find((n) => !nameInZone(n, panel.zone!)) : undefined
+    // Configured here: the host keeps DNS-01 with the panel's own credentials for that provider.
+    if (panel?.usable && !outside) return { input: { ...acme, tls_challenge: 'dns', tls_dns_provider: panel.name } }
+    plan.imperfect.push({
+      kind: 'host',
+      name: domain,
+      source,
+      why: !panel
+        ? `${domain}: its Let's Encrypt certificate used a DNS challenge (${npmId}), which none of the panel's DNS providers offers; the host uses HTTP-01`
+        : outside
+          ? `${domain}: its Let's Encrypt certificate used a DNS challenge (${npmId}); ${outside} is outside the zone ${panel.zone} that ${panel.name} may update, so the host uses HTTP-01`
+          : `${domain}: its Let's Encrypt certificate used a DNS challenge (${npmId}); the host uses HTTP-01 until ${panel.display_name} is configured: its credentials cannot be imported, so enter them under DNS providers (${panel.name}), then switch the host to DNS-01`,
+    })
+    return { input: acme }
   }
   const certName = String(cert.nice_name || `certificate ${id}`).slice(0, 100)
   try {
@@ -619,10 +632,38 @@ function _planStream(plan: ImportPlan, row: Row): void {
  * Reads an nginx-proxy-manager database into an import plan; 400 for a file that is not one.
  * One planner per source table, in this order: access lists and certificates first (hosts refer to them).
  */
+/** A panel DNS provider an NPM dns_provider id maps to, and whether a host may use it now. */
+interface _PanelDns {
+  name: string
+  display_name: string
+  usable: boolean
+  zone: string | null
+}
+/** Per plan (the planners are synchronous): NPM's dns_provider id → the panel's provider. */
+const _PANEL_DNS = new WeakMap<ImportPlan, Map<string, _PanelDns>>()
+
+async function _panelDnsProviders(): Promise<Map<string, _PanelDns>> {
+  const rows = new Map((await getDb().select().from(dnsProviders)).map((r) => [r.name, r]))
+  const out = new Map<string, _PanelDns>()
+  for (const def of DNS_PROVIDER_CATALOGUE) {
+    // The host save's own rule (enabled with credentials, or provider_a's legacy variable).
+    const usable = await assertDnsProviderUsable(getDb(), def.name).then(
+      () => true,
+      () => false,
+    )
+    const row = rows.get(def.name)
+    const zone = usable && row?.credentials ? (openDnsCredentials(row)?.zone ?? null) : null
+    for (const id of def.npm_ids ?? []) out.set(id, { name: def.name, display_name: def.display_name, usable, zone })
+  }
+  return out
+}
+
 export async function planNpmImport(bytes: Buffer): Promise<ImportPlan> {
+  const panelDns = await _panelDnsProviders()
   return _withDatabase(bytes, async (client) => {
     const db = await _readAll(client)
     const plan = emptyPlan()
+    _PANEL_DNS.set(plan, panelDns)
     const lists = await _planAccessLists(plan, db)
     const certs = new Map(db.certificate.map((c) => [Number(c.id), c]))
     for (const row of db.proxy_host) _planProxyHost(plan, row, certs, lists)

@@ -187,6 +187,39 @@ export const hostsOperations = [
     responses: { 200: ok('the host', hostSchema), 404: ok('no such host') },
   }),
   operation({
+    method: 'get',
+    path: '/api/hosts/{id}/dns-delegation',
+    access: 'session',
+    summary: 'The CNAME records a delegated DNS challenge needs, each looked up',
+    params: idParam('host'),
+    description:
+      "For a DNS-01 host whose provider has a delegation zone (`challenge_delegation`): each `_acme-challenge.<name>` of the host must be a CNAME to `<domain>.<delegation zone>`, where the proxy writes the TXT record (the ACME issuer's override_domain). Each record is looked up from the panel (through the provider's own resolvers when it declares some, RFC 2136's server; else the system resolver) and said to resolve or not, in words. Nothing is written.",
+    responses: {
+      200: ok(
+        'the records and whether each resolves',
+        z.strictObject({
+          host_id: z.number().int(),
+          provider: z.string(),
+          zone: z.string(),
+          asked: z.array(z.string()),
+          ok: z.boolean(),
+          records: z.array(
+            z.strictObject({
+              name: z.string(),
+              type: z.literal('CNAME'),
+              value: z.string(),
+              resolves: z.boolean(),
+              found: z.array(z.string()),
+              detail: z.string(),
+            }),
+          ),
+        }),
+      ),
+      400: ok('the host does not delegate its DNS challenge'),
+      404: ok('no such host'),
+    },
+  }),
+  operation({
     method: 'put',
     path: '/api/hosts/{id}',
     access: 'admin',

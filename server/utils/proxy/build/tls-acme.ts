@@ -1,3 +1,10 @@
+import {
+  CHALLENGE_DELEGATION,
+  DNS_PROVIDER_CATALOGUE,
+  delegationTarget,
+  dnsChallengeConfig,
+  findDnsProvider,
+} from '../../hosts/dns-catalogue'
 import type { HostSnapshot, Json, ProxySnapshot } from './types'
 
 function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Json | null {
@@ -16,22 +23,16 @@ function _challenges(host: HostSnapshot, snapshot: ProxySnapshot, warnings: stri
     )
     return null
   }
+  // The snapshot holds catalogue names only (hosts/dns-credentials.ts).
+  const def = findDnsProvider(host.tls_dns_provider!)!
   // DNS-01 alone: the other two are switched off explicitly, not left to certmagic's preference.
-  return { dns: _dnsChallenge(provider.module, provider.credentials), http: { disabled: true }, 'tls-alpn': { disabled: true } }
-}
-
-function _dnsChallenge(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
-  if (module === 'rfc2136') {
-    // `zone` is the panel's own (checked at host save); the module takes the other four.
-    const { zone: _zone, ...credentials } = stored
-    // The zone (SOA) lookup and the propagation check ask the server that takes the
-    // updates: it is authoritative, so it answers for private, split-horizon and
-    // undelegated zones alike, and sees the record at once.
-    return { provider: { name: module, ...credentials }, resolvers: [credentials.server] }
-  }
-  const credentials = { ...stored }
-  if (module === 'route53' && !credentials.region) credentials.region = 'us-east-1'
-  return { provider: { name: module, ...credentials } }
+  // The module's JSON comes from the provider's declaration (hosts/dns-catalogue.ts).
+  const dns: Json = dnsChallengeConfig(def, provider.credentials)
+  // Delegated: the TXT goes to the host's name inside the delegation zone, where its
+  // _acme-challenge CNAMEs point (one name for all the host's names: they share one order).
+  const delegation = provider.credentials[CHALLENGE_DELEGATION]
+  if (delegation) dns.override_domain = delegationTarget(host.domain, delegation)
+  return { dns, http: { disabled: true }, 'tls-alpn': { disabled: true } }
 }
 
 /**
@@ -75,5 +76,6 @@ export function buildCertificateMaintenance(snapshot: ProxySnapshot): Json {
  * ACME policies above hold it: the credentials check sends the proxy exactly this.
  */
 export function dnsChallengeOf(module: ProxySnapshot['dnsProviders'][string]['module'], stored: Record<string, string>): Json {
-  return _dnsChallenge(module, stored)
+  // Each catalogue entry has a module of its own (tests/unit/dns-catalogue.test.ts).
+  return dnsChallengeConfig(DNS_PROVIDER_CATALOGUE.find((p) => p.module === module)!, stored)
 }
