@@ -19,19 +19,12 @@ CROWDSEC_MODULE_SUM='h1:FId0vZfYuVDmuSWOBiLEzfxywiIfMaYpSPLPx9liAVo='
 # The build tags of CrowdSec's own Makefile (no re2_cgo: no libre2 needed).
 CROWDSEC_TAGS='netgo,osusergo,expr_debug,nomsgpack,sqlite_omit_load_extension'
 
-# The DNS-01 providers of deploy/proxy/caddy/main.go besides the three above
-# (docs/dns-providers-build.md); a build without one of them is refused.
-DNS_PROVIDER_MODULES='dns.providers.acmedns dns.providers.alidns dns.providers.azure dns.providers.bunny
-  dns.providers.digitalocean dns.providers.duckdns dns.providers.gandi dns.providers.godaddy
-  dns.providers.googleclouddns dns.providers.hetzner dns.providers.ionos dns.providers.linode
-  dns.providers.namecheap dns.providers.netcup dns.providers.porkbun dns.providers.powerdns'
-
 cache=${PANEL_EDGE_CACHE:-$HOME/.cache/edge-panel}
 go_version=$(go env GOVERSION)
 
 # The key covers every source file of the module, its build script and the RE2 it links statically.
 re2_version=$(dpkg-query -W -f '${Version}' libre2-dev 2>/dev/null || echo none)
-caddy_key=$(cat deploy/proxy/caddy/go.mod deploy/proxy/caddy/go.sum deploy/proxy/caddy/build.sh \
+caddy_key=$(cat deploy/proxy/caddy/go.mod deploy/proxy/caddy/go.sum deploy/proxy/caddy/build.sh deploy/proxy/caddy/required-modules.txt \
   $(find deploy/proxy/caddy -name '*.go' | LC_ALL=C sort) <(echo "$go_version $re2_version") | sha256sum | cut -c1-16)
 caddy_dir="$cache/caddy-$caddy_key"
 crowdsec_key=$(echo "$CROWDSEC_VERSION $CROWDSEC_MODULE_SUM $CROWDSEC_TAGS $go_version" | sha256sum | cut -c1-16)
@@ -60,11 +53,8 @@ build_caddy() {
   # The image's build command (flags, tests of wafext, static link): one definition.
   sh deploy/proxy/caddy/build.sh "$tmp/caddy"
   "$tmp/caddy" list-modules > "$tmp/modules.txt"
-  for m in crowdsec http.handlers.crowdsec http.handlers.appsec http.handlers.waf http.handlers.rate_limit \
-           dns.providers.cloudflare dns.providers.route53 dns.providers.rfc2136 layer4.matchers.crowdsec \
-           layer4.handlers.proxy layer4.matchers.tls layer4.handlers.proxy_protocol layer4.handlers.subroute \
-           layer4.handlers.panel_refuse layer4.handlers.panel_conn_log \
-           admin.api.panel_dns_check $DNS_PROVIDER_MODULES; do
+  # One list of the modules a build must have, read by the image build too.
+  for m in $(grep -v '^#' deploy/proxy/caddy/required-modules.txt); do
     grep -qx "$m" "$tmp/modules.txt" || { log "module $m is missing from the build"; exit 1; }
   done
   rm -rf "$caddy_dir"; mv "$tmp" "$caddy_dir"

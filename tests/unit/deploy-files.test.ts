@@ -177,7 +177,9 @@ describe('deploy/proxy/Dockerfile', () => {
     const copies = all(build, 'COPY')
       .map((c) => c.args)
       .join(' ')
-    for (const f of ['caddy/go.mod', 'caddy/go.sum', 'caddy/main.go', 'caddy/build.sh', 'caddy/wafext']) expect(copies).toContain(f)
+    for (const f of ['caddy/go.mod', 'caddy/go.sum']) expect(copies).toContain(f)
+    // The whole folder after the module download: every package of the project's own is in the image.
+    expect(copies).toMatch(/(^|\s)caddy\/ \.\/($|\s)/)
     // RE2 for the WAF's regex engine, linked statically by build.sh.
     expect(
       all(build, 'RUN')
@@ -209,7 +211,11 @@ describe('deploy/proxy/Dockerfile', () => {
         expect(mainGo, `${mod} is not imported by main.go`).toContain(`"${mod}`)
       }
     expect(required.get('github.com/caddyserver/caddy/v2')).toMatch(/^v2\.\d+\.\d+$/)
+    // The image and the test build refuse a binary without a module of the one list.
     const check = all(build, 'RUN').find((r) => r.args.includes('list-modules'))!.args
+    expect(check).toContain('required-modules.txt')
+    expect(readFileSync(join(REPO_ROOT, 'scripts/build-edge.sh'), 'utf8')).toContain('deploy/proxy/caddy/required-modules.txt')
+    const requiredList = read('proxy/caddy/required-modules.txt')
     for (const id of [
       'crowdsec',
       'http.handlers.crowdsec',
@@ -219,8 +225,11 @@ describe('deploy/proxy/Dockerfile', () => {
       'dns.providers.cloudflare',
       'dns.providers.route53',
       'dns.providers.rfc2136',
+      'layer4.handlers.proxy',
+      'layer4.handlers.panel_refuse',
+      'admin.api.panel_dns_check',
     ])
-      expect(check).toContain(id)
+      expect(requiredList.split('\n')).toContain(id)
   })
 
   it('runs unprivileged on the bootstrap config, whose admin API is for the internal network only', () => {

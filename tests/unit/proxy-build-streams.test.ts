@@ -35,7 +35,10 @@ describe('buildStreamsApp — listeners', () => {
                 {
                   handler: 'proxy',
                   upstreams: [{ dial: ['tcp/10.0.0.5:25565'] }],
-                  load_balancing: { selection: { policy: 'round_robin' }, try_duration: '2s' },
+                  load_balancing: {
+                    selection: { policy: 'panel_record_upstream', selection: { policy: 'round_robin' } },
+                    try_duration: '2s',
+                  },
                 },
               ],
             },
@@ -54,7 +57,7 @@ describe('buildStreamsApp — listeners', () => {
     expect(proxyOf(app.servers['stream-4'])).toEqual({
       handler: 'proxy',
       upstreams: [{ dial: ['udp/10.0.0.53:53'] }],
-      load_balancing: { selection: { policy: 'round_robin' } },
+      load_balancing: { selection: { policy: 'panel_record_upstream', selection: { policy: 'round_robin' } } },
     })
   })
 
@@ -164,7 +167,7 @@ describe('buildStreamsApp — balancing and health', () => {
     (policy) => {
       const { app } = build({ streams: [buildStreamSnapshot({ target_group_id: 7 })], targetGroups: [group({ lb_policy: policy })] })
       const proxy = proxyOf(app.servers['stream-1'])
-      expect(proxy.load_balancing.selection).toEqual({ policy })
+      expect(proxy.load_balancing.selection).toEqual({ policy: 'panel_record_upstream', selection: { policy } })
       expect(proxy.upstreams.every((u: any) => u.weight === undefined)).toBe(true)
     },
   )
@@ -184,7 +187,7 @@ describe('buildStreamsApp — balancing and health', () => {
     })
     expect(warnings).toEqual([])
     const proxy = proxyOf(app.servers['stream-1'])
-    expect(proxy.load_balancing.selection).toEqual({ policy: 'weighted_round_robin' })
+    expect(proxy.load_balancing.selection).toEqual({ policy: 'panel_record_upstream', selection: { policy: 'weighted_round_robin' } })
     expect(proxy.upstreams).toEqual([
       { dial: ['tcp/10.0.0.1:22'], weight: 3 },
       { dial: ['tcp/10.0.0.2:22'], weight: 1 },

@@ -17,7 +17,8 @@ func init() {
 // ConnLog logs one line per stream connection when it ends (docs/streams.md,
 // "Connection rows"): the panel ingests it as a `layer4` log row. It is placed
 // first in the proxy route of a stream, so it sees the client address after a
-// PROXY protocol header from a trusted proxy, and wraps the proxy handler.
+// PROXY protocol header from a trusted proxy, and wraps the proxy handler. The line names
+// the upstream when the proxy's selection policy is RecordUpstream (upstream.go).
 type ConnLog struct {
 	// The stream's id in the panel: the ingester names the stream by it.
 	StreamID int `json:"stream_id,omitempty"`
@@ -56,6 +57,11 @@ func (h *ConnLog) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	}
 	if in, out, ok := byteCounts(cx); ok {
 		fields = append(fields, zap.Uint64("bytes_in", in), zap.Uint64("bytes_out", out))
+	}
+	// The upstream the proxy chose last (upstream.go): the one that carried the connection,
+	// or the last one tried when none answered. None when no upstream was available at all.
+	if up := recordedUpstream(cx); up != "" {
+		fields = append(fields, zap.String("upstream", up))
 	}
 	fields = append(fields, zap.Float64("duration", time.Since(start).Seconds()), zap.String("reason", reason))
 	h.logger.Info("connection closed", fields...)

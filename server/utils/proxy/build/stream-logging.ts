@@ -6,6 +6,11 @@ import type { Json, StreamSnapshot } from './types'
 export const STREAM_CONN_LOGGER = 'layer4.handlers.panel_conn_log'
 /** The logger of the project's refusal handler (streamext/refuse.go): "connection refused" lines. */
 export const STREAM_REFUSE_LOGGER = 'layer4.handlers.panel_refuse'
+/**
+ * The selection policy wrapped around each stream proxy's own (streamext/upstream.go): it notes the
+ * upstream chosen on the connection, and the connection log handler's line names it (`upstream`).
+ */
+export const STREAM_UPSTREAM_POLICY = 'panel_record_upstream'
 /** Both go to this file in PROXY_LOG_DIR, which the log ingester reads as the `layer4` source. */
 export const STREAM_LOG_FILE = 'layer4.log'
 

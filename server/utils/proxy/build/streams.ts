@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import { buildStreamGuardRoutes } from './stream-guards'
-import { buildStreamConnectionLogHandler } from './stream-logging'
+import { buildStreamConnectionLogHandler, STREAM_UPSTREAM_POLICY } from './stream-logging'
 import type { Json, ProxySnapshot, Route, StreamSnapshot, TargetGroupSnapshot } from './types'
 
 // The `layer4` app of the proxy configuration: one server per stream listener
@@ -133,7 +133,10 @@ export function buildStreamProxyHandler(stream: StreamSnapshot, group: TargetGro
     handler: 'proxy',
     upstreams,
     load_balancing: {
-      selection: { policy: group.lb_policy },
+      // The group's policy chooses; the project's wrapper notes its choice on the connection
+      // so the connection's log line names the upstream (streamext/upstream.go; caddy-l4
+      // names it only in a debug line).
+      selection: { policy: STREAM_UPSTREAM_POLICY, selection: { policy: group.lb_policy } },
       // A target that refuses the connection is tried again on another for up to 2 s
       // (as the web hosts' upstreams are), so a target going down costs clients little
       // before its health check notices.
