@@ -78,6 +78,21 @@ describe('stream connections on the screens', () => {
     await expect(rows.first().textContent()).resolves.toContain('Stream connection')
     await page.getByRole('group', { name: 'Sources' }).getByLabel('Stream connection', { exact: true }).waitFor({ state: 'visible' })
     expect(await axeProblemsInBothThemesAndWidths(page, 'Logs of stream connections')).toEqual([])
+
+    // The row's detail names the stream, the upstream and the bytes each way in words.
+    await rows.first().click()
+    const drawer = page.getByRole('dialog')
+    await drawer.getByText('Bytes from the client').waitFor({ state: 'visible' })
+    const list = drawer.locator('dl').first()
+    const names = await list.locator('dt').allTextContents()
+    const values = await list.locator('dd').allTextContents()
+    const details = Object.fromEntries(names.map((n, i) => [n, values[i]]))
+    expect(details).toMatchObject({
+      Stream: 'game server',
+      Upstream: `127.0.0.1:${(echo.address() as { port: number }).port}`,
+      'Bytes from the client': '5 B',
+      'Bytes to the client': '5 B',
+    })
     expect(consoleErrors).toEqual([])
   })
 })
