@@ -56,7 +56,7 @@ build_caddy() {
   for m in crowdsec http.handlers.crowdsec http.handlers.appsec http.handlers.waf http.handlers.rate_limit \
            dns.providers.cloudflare dns.providers.route53 dns.providers.rfc2136 layer4.matchers.crowdsec \
            layer4.handlers.proxy layer4.matchers.tls layer4.handlers.proxy_protocol layer4.handlers.subroute \
-           layer4.handlers.panel_refuse layer4.handlers.panel_conn_log; do
+           layer4.handlers.panel_refuse layer4.handlers.panel_conn_log layer4.matchers.panel_before; do
     grep -qx "$m" "$tmp/modules.txt" || { log "module $m is missing from the build"; exit 1; }
   done
   rm -rf "$caddy_dir"; mv "$tmp" "$caddy_dir"

@@ -1,3 +1,4 @@
 // Package streamext holds the project's layer-4 handlers for streams
-// (docs/streams.md): refusals that say why, and one log line per connection.
+// (docs/streams.md): refusals that say why, one log line per connection, and the
+// time bound of the bouncer warm-up route.
 package streamext
