@@ -221,6 +221,8 @@ describe('a source banned in the engine, on a stream, across pushes', () => {
     expect(passed(await eventually(() => from(SENTINEL), passed, 20_000, 250))).toBe(true)
     // The window (15 s from the push) is long enough to be inside it still; if not, the test cannot say anything.
     expect(Date.now()).toBeLessThan(held!.until)
+    // No push since (the route is out of the configuration's hash, so the loop finds the proxy in sync).
+    expect(await heldConfigText()).toBe(config)
     const before = { connections: up.connections, received: up.received }
     const refused = await from(BANNED, PROBE_LINE)
     expect(Date.now()).toBeLessThan(held!.until)
