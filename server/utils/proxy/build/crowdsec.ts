@@ -128,16 +128,82 @@ export function buildBouncerWarmupRoute(
   }
 }
 
+/**
+ * The layer-4 matcher that bounds a stream's warm-up route (stream-guards.ts): caddy-l4
+ * has no expression matcher, so the project's `layer4.matchers.panel_before`
+ * (deploy/proxy/caddy/streamext/before.go) plays the part of the time test. It is also
+ * how the stripping below knows those routes: a stream's guards are repeated on every
+ * port of a one_to_one range, so an `@id` (unique in a configuration) cannot name them.
+ */
+export const STREAM_WARMUP_MATCHER = 'panel_before'
+
+type _Servers = Record<string, { routes?: Json[]; listener_wrappers?: Json[] }>
+
+const _isStreamWarmup = (r: Json) => Array.isArray(r.match) && (r.match as Json[]).some((m) => !!m && STREAM_WARMUP_MATCHER in m)
+
+/** Layer-4 routes without the streams' warm-up routes, subroutes included (SNI streams run their guards in one); the same array when there is none. */
+function _stripLayer4Routes(routes: Json[]): Json[] {
+  let changed = false
+  const out: Json[] = []
+  for (const route of routes) {
+    if (_isStreamWarmup(route)) {
+      changed = true
+      continue
+    }
+    const handle = route.handle as Json[] | undefined
+    const stripped = handle?.map((h) => {
+      if (h.handler !== 'subroute' || !Array.isArray(h.routes)) return h
+      const sub = _stripLayer4Routes(h.routes as Json[])
+      return sub === h.routes ? h : { ...h, routes: sub }
+    })
+    if (handle && stripped!.some((h, i) => h !== handle[i])) {
+      changed = true
+      out.push({ ...route, handle: stripped })
+    } else out.push(route)
+  }
+  return changed ? out : routes
+}
+
+/** Each server's routes by `strip`, plus the layer-4 routes of its listener wrappers (SNI beside the web hosts); the same object when nothing changed. */
+function _stripServers(servers: _Servers | undefined, strip: (routes: Json[]) => Json[]): _Servers | undefined {
+  if (!servers) return servers
+  let changed = false
+  const out: _Servers = {}
+  for (const [name, server] of Object.entries(servers)) {
+    const routes = server.routes ? strip(server.routes) : server.routes
+    const wrappers = server.listener_wrappers?.map((w) => {
+      if (!Array.isArray(w.routes)) return w
+      const sub = _stripLayer4Routes(w.routes as Json[])
+      return sub === w.routes ? w : { ...w, routes: sub }
+    })
+    const wrappersChanged = !!wrappers && wrappers.some((w, i) => w !== server.listener_wrappers![i])
+    if (routes === server.routes && !wrappersChanged) out[name] = server
+    else {
+      changed = true
+      out[name] = { ...server, ...(routes ? { routes } : {}), ...(wrappersChanged ? { listener_wrappers: wrappers } : {}) }
+    }
+  }
+  return changed ? out : servers
+}
+
 /** The configuration without its warm-up routes: what the database says, the same from push to push. */
 export function stripBouncerWarmup(config: unknown): unknown {
-  type Servers = Record<string, { routes?: Json[] }>
-  const c = config as { apps?: { http?: { servers?: Servers } } } | null
-  const servers = c?.apps?.http?.servers
+  type Apps = { http?: { servers?: _Servers }; layer4?: { servers?: _Servers } }
+  const c = config as { apps?: Apps } | null
+  const apps = c?.apps
+  if (!apps) return config
   const isWarmup = (r: Json) => String(r['@id'] ?? '').startsWith(BOUNCER_WARMUP_ID)
-  if (!servers || !Object.values(servers).some((s) => s.routes?.some(isWarmup))) return config
   // Copies along the path to the routes only (a whole-config structuredClone cost 150-240 ms at 10,000 hosts); key order is kept.
-  const stripped: Servers = {}
-  for (const [name, server] of Object.entries(servers))
-    stripped[name] = server.routes ? { ...server, routes: server.routes.filter((r) => !isWarmup(r)) } : server
-  return { ...c, apps: { ...c!.apps, http: { ...c!.apps!.http, servers: stripped } } }
+  // The web hosts' warm-up routes are first-level routes of the HTTP servers: their thousands of routes are not walked into.
+  const http = _stripServers(apps.http?.servers, (routes) => (routes.some(isWarmup) ? routes.filter((r) => !isWarmup(r)) : routes))
+  const layer4 = _stripServers(apps.layer4?.servers, _stripLayer4Routes)
+  if (http === apps.http?.servers && layer4 === apps.layer4?.servers) return config
+  return {
+    ...c,
+    apps: {
+      ...apps,
+      ...(http !== apps.http?.servers ? { http: { ...apps.http, servers: http } } : {}),
+      ...(layer4 !== apps.layer4?.servers ? { layer4: { ...apps.layer4, servers: layer4 } } : {}),
+    },
+  }
 }

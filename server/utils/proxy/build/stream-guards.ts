@@ -1,9 +1,11 @@
 import { buildAccessListIpRoutes } from './access-list'
+import { STREAM_WARMUP_MATCHER } from './crowdsec'
 import { LAN_RANGES } from './lan-gate'
 import type { Json, ProxySnapshot, Route, StreamSnapshot } from './types'
 
 // The guards of a stream's connections, before the proxy route, in the chain order
-// of docs/streams.md: whitelist, LAN-only, access-list IP rules, engine down, CrowdSec.
+// of docs/streams.md: whitelist, LAN-only, access-list IP rules, engine down, the
+// bouncer's warm-up after a push, CrowdSec.
 //
 // Each guard is a layer-4 route whose matcher picks the connections to refuse and
 // whose one handler, `panel_refuse` (deploy/proxy/caddy/streamext/refuse.go), logs
@@ -70,6 +72,30 @@ function _engineDownRoutes(stream: StreamSnapshot, snapshot: ProxySnapshot): Rou
 }
 
 /**
+ * The bouncer warm-up, as for the web hosts (buildBouncerWarmupRoute): every push
+ * restarts the bouncer with an empty store, filled by its first pull from the engine,
+ * so the sources banned at push time (snapshot.bouncerWarmup, set by the reconciler)
+ * are refused by the configuration until `untilMs`, whitelisted sources excepted.
+ * The time test is the outer match (`panel_before`, the project's layer-4 matcher:
+ * caddy-l4 has no expression matcher) and the list is in a subroute, because the
+ * matchers of one set run in no fixed order: once the window is past, a connection
+ * costs one comparison and the list is never read again. A source the subroute does
+ * not refuse goes on to the next route.
+ */
+function _warmupRoute(stream: StreamSnapshot, snapshot: ProxySnapshot): Route[] {
+  const warmup = snapshot.bouncerWarmup
+  if (!warmup?.sources.length || !streamUsesBouncer(snapshot, stream)) return []
+  const wl = snapshot.whitelist
+  const banned = { ..._remoteIp(warmup.sources), ...(wl.length ? { not: [_remoteIp(wl)] } : {}) }
+  return [
+    {
+      match: [{ [STREAM_WARMUP_MATCHER]: { until_unix_ms: Math.floor(warmup.untilMs) } }],
+      handle: [{ handler: 'subroute', routes: [_refuse(stream, 'banned', banned)] }],
+    },
+  ]
+}
+
+/**
  * The bouncer's layer-4 matcher matches a source it allows, so a banned one is its
  * negation. A whitelisted source is never judged: `not` over two matcher sets is
  * "neither whitelisted nor allowed", and its sets are tried in order, so a
@@ -88,6 +114,8 @@ export function buildStreamGuardRoutes(stream: StreamSnapshot, snapshot: ProxySn
     ...(stream.lan_only ? [_refuse(stream, 'lan_only', { not: [_remoteIp(LAN_RANGES)] })] : []),
     ..._accessListRoutes(stream, snapshot),
     ..._engineDownRoutes(stream, snapshot),
+    // The bans at push time, while the new bouncer loads them (the reconciler sets this only with the engine up).
+    ..._warmupRoute(stream, snapshot),
     ..._crowdsecRoute(stream, snapshot),
   ]
 }
