@@ -9,7 +9,7 @@ import { loadStrictSessions } from '../utils/auth/strict-mode'
 import { bootstrapAdminFromEnv } from '../utils/auth/login'
 import { startRuntimeMonitors } from '../utils/ops/runtime-metrics'
 import { importLegacyProviderAToken } from '../utils/hosts/dns-providers'
-import { syncManualCertFiles } from '../utils/hosts/manual-certs'
+import { removeLegacyManualCertFiles } from '../utils/hosts/manual-certs'
 
 async function _loadBundledMigrations() {
   const storage = useStorage('assets:migrations')
@@ -46,7 +46,7 @@ export default defineNitroPlugin((nitroApp) => {
     await loadStrictSessions()
     await bootstrapAdminFromEnv(config.adminEmail, config.adminPassword)
     await importLegacyProviderAToken()
-    await syncManualCertFiles()
+    removeLegacyManualCertFiles()
   }
   boot().then(markBootReady, (err: Error) => {
     logger.error(`boot failed: ${err.message}`)

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createServer, type Server, type TLSSocket } from 'node:tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -49,10 +49,7 @@ function stream(overrides: Partial<Stream>): Stream {
 
 beforeAll(async () => {
   const pki = createTestPki()
-  const certDir = makeTempDir('sni-certs-')
   const webCert = pki.leaf('www.example.test', { signer: 'self' })
-  writeFileSync(join(certDir, 'www.crt'), webCert.certPem)
-  writeFileSync(join(certDir, 'www.key'), webCert.keyPem)
   const alphaPort = await startTlsUpstream('alpha', pki.leaf('alpha.example.test', { signer: 'self' }))
   const betaPort = await startTlsUpstream('beta', pki.leaf('beta.example.test', { signer: 'self' }))
   web = await startTestUpstream()
@@ -72,7 +69,7 @@ beforeAll(async () => {
       httpPort,
       httpsPort,
       hosts: [buildHostSnapshot({ id: 1, domain: 'www.example.test', tls_mode: 'manual', target_group_id: 1, bouncer_enabled: false })],
-      manualCerts: [{ hostId: 1, certFile: join(certDir, 'www.crt'), keyFile: join(certDir, 'www.key') }],
+      manualCerts: [{ hostId: 1, certificatePem: webCert.certPem, keyPem: webCert.keyPem }],
       targetGroups: [
         buildGroupSnapshot({ id: 1, name: 'web', targets: [{ address: `127.0.0.1:${web.port}`, weight: 1 }] }),
         buildGroupSnapshot({ id: 2, name: 'alpha', targets: [{ address: `127.0.0.1:${alphaPort}`, weight: 1 }] }),

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto'
-import { readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../support/ports'
@@ -8,6 +8,8 @@ import { startTestUpstream } from '../support/upstream'
 import { eventually, presentedCertificate } from '../support/http'
 import { createTestPki, type TestPki } from '../support/certs'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
+import { registerTestSecret } from '../support/panel'
+import { makeTempDir } from '../support/processes'
 
 let stack: ProxyStack
 let pebble: Awaited<ReturnType<typeof startPebble>>
@@ -22,7 +24,10 @@ async function upload(id: number, parts: Record<string, string>) {
   const res = await stack.panel.request(`/api/manual-certs/${id}`, { method: 'POST', cookie: stack.admin, form })
   return { status: res.status, json: res.json }
 }
-const certsDir = () => join(stack.panel.dataDir, 'certs')
+// PANEL_CERTS_DIR holds only what an earlier version left there (the boot removes its
+// certificate files); PROXY_CERTS_DIR names no folder at all: the proxy shares none with the panel.
+let legacyCertsDir: string
+const certsDir = () => legacyCertsDir
 const filesOnDisk = () => {
   try {
     return readdirSync(certsDir()).sort()
@@ -35,7 +40,19 @@ beforeAll(async () => {
   const [httpPort, httpsPort] = [await freePort(), await freePort()]
   up = await startTestUpstream()
   pebble = await startPebble({ httpPort, tlsPort: httpsPort })
-  stack = await startProxyStack({ httpPort, httpsPort, env: { PROXY_ACME_TRUSTED_ROOTS: pebble.caPemFile } })
+  legacyCertsDir = makeTempDir('legacy-certs-')
+  writeFileSync(join(legacyCertsDir, 'host-7.key'), 'a key an earlier version wrote')
+  writeFileSync(join(legacyCertsDir, 'host-7.crt'), 'its certificate')
+  writeFileSync(join(legacyCertsDir, 'notes.txt'), 'not the panel\u2019s')
+  stack = await startProxyStack({
+    httpPort,
+    httpsPort,
+    env: {
+      PROXY_ACME_TRUSTED_ROOTS: pebble.caPemFile,
+      PANEL_CERTS_DIR: legacyCertsDir,
+      PROXY_CERTS_DIR: join(legacyCertsDir, 'does-not-exist'),
+    },
+  })
   pki = createTestPki()
   const group = await createGroup(stack, { name: 'app', targets: [{ address: `127.0.0.1:${up.port}` }] })
   const host = await createHost(stack, {
@@ -80,9 +97,21 @@ function pemParts(p: { certPem: string; keyPem: string }) {
   return { cert_pem: p.certPem, key_pem: p.keyPem }
 }
 
+/** The forms a key could take in a text: raw, JSON-escaped, and one line of its base64 body (a partial quote). */
+function registerKey(keyPem: string) {
+  const line = keyPem.split('\n').find((l) => l.length > 40 && !l.startsWith('-----'))!
+  registerTestSecret(keyPem, JSON.stringify(keyPem).slice(1, -1), line)
+  return line
+}
+
 describe('an uploaded certificate, served by the real Caddy', () => {
+  it('the boot removed the files an earlier version wrote for the proxy, and only those', () => {
+    expect(filesOnDisk()).toEqual(['notes.txt'])
+  })
+
   it('is presented for its SNI, its key is sealed, download has no key, and DELETE falls back to ACME from Pebble', async () => {
     const leaf = pki.leaf(DOMAIN)
+    const keyLine = registerKey(leaf.keyPem)
     const res = await upload(hostId, { cert_pem: leaf.certPem, key_pem: leaf.keyPem, chain_pem: pki.intermediatePem })
     expect(res.status).toBe(201)
     const fingerprint = new X509Certificate(leaf.certPem).fingerprint256.replace(/:/g, '').toLowerCase()
@@ -122,11 +151,34 @@ describe('an uploaded certificate, served by the real Caddy', () => {
     const row = await stack.panel.db().execute('SELECT key_sealed, cert_pem FROM manual_certs')
     expect(String(row.rows[0]!.key_sealed)).toMatch(/^v1\./)
     expect(String(row.rows[0]!.key_sealed)).not.toContain('PRIVATE')
-    expect(statSync(join(certsDir(), `host-${hostId}.key`)).mode & 0o777).toBe(0o600)
+    // No file for the proxy: the certificate and key reached it in the configuration (load_pem).
+    expect(filesOnDisk()).toEqual(['notes.txt'])
+    expect(existsSync(join(certsDir(), 'does-not-exist'))).toBe(false)
+
+    // What stores or shows the pushed configuration carries the certificate and never the key.
+    const revisions = await stack.panel.request('/api/revisions', { cookie: stack.admin })
+    const revision = await stack.panel.request(`/api/revisions/${revisions.json[0].id}`, { cookie: stack.admin })
+    expect(revision.json.config.apps.tls.certificates.load_pem).toEqual([
+      { certificate: leaf.certPem + pki.intermediatePem, key: '[redacted]', tags: [`panel-host-${hostId}`] },
+    ])
+    expect(revision.json.config.apps.tls.certificates.load_files).toBeUndefined()
+    const diff = await stack.panel.request(`/api/revisions/diff?from=${revisions.json[1].id}&to=${revisions.json[0].id}`, {
+      cookie: stack.admin,
+    })
+    expect(diff.status).toBe(200)
+    expect(JSON.stringify(diff.json.config_diff)).toContain('[redacted]')
+    const dry = await stack.panel.request(`/api/hosts/${hostId}?dry_run=1`, { method: 'DELETE', cookie: stack.admin })
+    expect(dry.json).toMatchObject({ dry_run: true, would_push: true })
+    // Deleting the host takes its certificate out of the configuration: the diff shows it, key masked.
+    const removed = JSON.stringify(dry.json.config_diff)
+    expect(removed).toContain('[redacted]')
+    expect(removed).toContain(leaf.certPem.split('\n')[1])
+    for (const path of ['/api/nodes', '/api/system/health', '/api/logs', '/api/logs?source=caddy_error'])
+      expect((await stack.panel.request(path, { cookie: stack.admin })).text).not.toContain(keyLine)
 
     const del = await stack.panel.request(`/api/manual-certs/${hostId}?revert=auto`, { method: 'DELETE', cookie: stack.admin })
     expect(del.status).toBe(204)
-    expect(filesOnDisk()).toEqual([])
+    expect(filesOnDisk()).toEqual(['notes.txt'])
     expect((await stack.panel.request(`/api/manual-certs/${hostId}`, { cookie: stack.admin })).status).toBe(404)
     expect((await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.tls_mode).toBe('auto')
     const issued = await eventually(

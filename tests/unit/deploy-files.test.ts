@@ -372,12 +372,14 @@ describe('deploy/compose.yaml', () => {
     const panelMounts = mounts(panel),
       proxyMounts = mounts(services.proxy),
       engineMounts = mounts(services.crowdsec)
-    for (const k of ['PROXY_LOG_DIR', 'PROXY_DATA_DIR', 'PROXY_CERTS_DIR']) {
+    for (const k of ['PROXY_LOG_DIR', 'PROXY_DATA_DIR']) {
       const path = env[k]!
       expect(proxyMounts.get(path), `${k}=${path} in the proxy`).toBeDefined()
       expect(panelMounts.get(path), `${k}=${path} in the panel`).toBe(proxyMounts.get(path))
     }
-    expect(panelMounts.get(env.PANEL_CERTS_DIR!)).toBe(proxyMounts.get(env.PROXY_CERTS_DIR!))
+    // Uploaded certificates travel in the pushed configuration (load_pem): the proxy mounts no certificates folder.
+    expect(env.PROXY_CERTS_DIR).toBeUndefined()
+    expect(proxyMounts.get(env.PANEL_CERTS_DIR!)).toBeUndefined()
     for (const k of ['CROWDSEC_CONFIG_DIR', 'CROWDSEC_DATA_DIR']) expect(panelMounts.get(env[k]!)).toBe(engineMounts.get(env[k]!))
     expect(env.CROWDSEC_HUB_DIR!.startsWith(`${env.CROWDSEC_CONFIG_DIR!}/`)).toBe(true)
     // The proxy's own storage is only read by the panel.

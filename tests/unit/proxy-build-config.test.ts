@@ -142,8 +142,8 @@ describe('buildProxyConfig — determinism', () => {
       buildRuleSnapshot({ id: 3, host_id: 3, action: 'proxy', target_group_id: 1 }),
     ]
     const manualCerts = [
-      { hostId: 2, certFile: '/c/2.crt', keyFile: '/c/2.key' },
-      { hostId: 5, certFile: '/c/5.crt', keyFile: '/c/5.key' },
+      { hostId: 2, certificatePem: 'CERT 2', keyPem: 'KEY 2' },
+      { hostId: 5, certificatePem: 'CERT 5', keyPem: 'KEY 5' },
     ]
     const providers: ProxySnapshot['dnsProviders'] = {}
     for (const [k, v] of order([
@@ -304,7 +304,7 @@ describe('buildProxyConfig — the document', () => {
           buildHostSnapshot({ enabled: false, tls_mode: 'auto' }),
           buildHostSnapshot({ id: 2, enabled: false, tls_mode: 'manual', domain: 'm.example.test' }),
         ],
-        manualCerts: [{ hostId: 2, certFile: '/c', keyFile: '/k' }],
+        manualCerts: [{ hostId: 2, certificatePem: 'CERT', keyPem: 'KEY' }],
         rules: [buildRuleSnapshot()],
       }),
     ) as any

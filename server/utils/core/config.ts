@@ -49,14 +49,13 @@ export interface PanelConfig {
     httpsPort: number
     /** PEM file (as the proxy sees it) trusted for the ACME CA's own HTTPS endpoint. */
     acmeTrustedRootsPemFile?: string
-    /** PANEL_CERTS_DIR as the proxy sees it (the same folder on a shared volume). */
-    certsDir: string
     /**
      * Caddy's certificate maintenance interval (tls automation `renew_interval`) in
      * seconds; unset = Caddy's own default (10 min), and nothing is emitted.
      */
     renewIntervalSeconds?: number
   }
+  /** Where earlier versions wrote uploaded certificates for the proxy: read only to remove those files at boot. */
   certsDir: string
   /** appsecUrl: the engine's AppSec listener as the proxy reaches it (the bouncer's appsec_url); unset = no AppSec. */
   /**
@@ -291,7 +290,6 @@ function _readProxy(env: Env, errors: string[], dataDir: string): PanelConfig['p
     httpPort: http.port ?? 80,
     httpsPort: https.port ?? 443,
     acmeTrustedRootsPemFile: _opt(env, 'PROXY_ACME_TRUSTED_ROOTS'),
-    certsDir: _opt(env, 'PROXY_CERTS_DIR') ?? resolve(_opt(env, 'PANEL_CERTS_DIR') ?? resolve(dataDir, 'certs')),
     renewIntervalSeconds,
   }
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { hosts, manualCerts } from '../../../db/schema'
@@ -8,14 +8,13 @@ import { getConfig } from '../core/config'
 import { getSecretsBox } from '../core/secrets'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { logger } from '../core/log'
-import { writeFileAtomically } from '../core/files'
 import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
-import { manualCertFileNames } from './manual-cert-files'
+import { manualCertKeyOwner } from './manual-cert-pems'
 import { validateCertificateUpload, type ValidatedUpload } from './cert-validation'
 import { z } from 'zod'
 
 type Row = typeof manualCerts.$inferSelect
-const _keyOwner = (hostId: number) => `manual_certs/${hostId}/key`
+const _keyOwner = manualCertKeyOwner
 
 export function presentManualCert(row: Row, domain: string) {
   return {
@@ -37,20 +36,6 @@ export function presentManualCert(row: Row, domain: string) {
 export async function manualCertKeySecrets(exec: Executor): Promise<string[]> {
   const rows = await exec.select({ hostId: manualCerts.hostId, keySealed: manualCerts.keySealed }).from(manualCerts)
   return rows.map((r) => getSecretsBox().open(r.keySealed, _keyOwner(r.hostId)))
-}
-
-/** Writes leaf+chain and key where the proxy loads them (temp file + rename, key 0600). */
-function _writeFiles(row: Pick<Row, 'hostId' | 'certPem' | 'chainPem' | 'keySealed'>): void {
-  const dir = getConfig().certsDir
-  mkdirSync(dir, { recursive: true, mode: 0o700 })
-  const names = manualCertFileNames(row.hostId)
-  writeFileAtomically(join(dir, names.cert), row.certPem + (row.chainPem ?? ''), 0o644)
-  writeFileAtomically(join(dir, names.key), getSecretsBox().open(row.keySealed, _keyOwner(row.hostId)), 0o600)
-}
-
-function _removeFiles(hostId: number): void {
-  const names = manualCertFileNames(hostId)
-  for (const n of [names.cert, names.key]) rmSync(join(getConfig().certsDir, n), { force: true })
 }
 
 async function _hostOf(exec: Executor, hostId: number) {
@@ -85,18 +70,17 @@ export async function readManualCertPem(hostId: number): Promise<{ domain: strin
 
 /**
  * Inside the caller's transaction: stores a validated certificate for the host,
- * sets tls_mode manual, audits, and writes the files the proxy loads (before
- * the push, which reads them). Returns the row and what puts the previous files
- * back should the transaction roll back.
+ * sets tls_mode manual and audits. The push that follows reads the certificate
+ * and key from the transaction into the configuration (load_pem), so a refusal
+ * rolls back everything with the rows.
  */
 export async function installManualCertInTransaction(
   tx: Tx,
   host: { id: number; domain: string },
   valid: ValidatedUpload,
   ctx: AuditContext,
-): Promise<{ row: Row; undoFiles: () => void }> {
+): Promise<{ row: Row }> {
   const hostId = host.id
-  const previous = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
   const now = new Date().toISOString()
   const row: Row = {
     hostId,
@@ -120,14 +104,7 @@ export async function installManualCertInTransaction(
     { host_id: hostId, domain: host.domain, fingerprint_sha256: row.fingerprintSha256, not_after: row.notAfter },
     tx,
   )
-  _writeFiles(row)
-  return {
-    row,
-    undoFiles: () => {
-      if (previous) _writeFiles(previous)
-      else _removeFiles(hostId)
-    },
-  }
+  return { row }
 }
 
 export async function uploadManualCert(
@@ -138,21 +115,14 @@ export async function uploadManualCert(
   const host = await _hostOf(getDb(), hostId)
   const valid = validateCertificateUpload(parts, [host.domain, ...host.aliases])
   return writeTransaction(async (tx) => {
-    // The proxy reads the files during /load, so they are in place first; a
-    // rejection puts the previous files back along with the rolled-back rows.
-    const { row, undoFiles } = await installManualCertInTransaction(tx, host, valid, ctx)
-    try {
-      const outcome = await reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} uploaded`, { force: true })
-      return { ...presentManualCert(row, host.domain), reconcile: presentReconcile(outcome) }
-    } catch (err) {
-      undoFiles()
-      throw err
-    }
+    const { row } = await installManualCertInTransaction(tx, host, valid, ctx)
+    const outcome = await reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} uploaded`)
+    return { ...presentManualCert(row, host.domain), reconcile: presentReconcile(outcome) }
   })
 }
 
 export async function deleteManualCert(hostId: number, revert: 'auto' | 'none', ctx: AuditContext) {
-  const outcome = await writeTransaction(async (tx) => {
+  return writeTransaction(async (tx) => {
     const host = await _hostOf(tx, hostId)
     const row = await tx.select().from(manualCerts).where(eq(manualCerts.hostId, hostId)).get()
     if (!row) throw notFound('manual certificate for host', hostId)
@@ -161,18 +131,30 @@ export async function deleteManualCert(hostId: number, revert: 'auto' | 'none', 
     await writeAudit(ctx, 'manual_cert_delete', { host_id: hostId, domain: host.domain, revert }, tx)
     return reconcileInTransaction(tx, ctx, `manual certificate for ${host.domain} removed`)
   })
-  _removeFiles(hostId) // the proxy no longer references them
-  return outcome
 }
 
-/** At boot the files are re-derived from the database (a fresh shared volume, a restore). */
-export async function syncManualCertFiles(): Promise<void> {
-  for (const row of await getDb().select().from(manualCerts)) {
-    const certPath = join(getConfig().certsDir, manualCertFileNames(row.hostId).cert)
-    if (existsSync(certPath) && readFileSync(certPath, 'utf8') === row.certPem + (row.chainPem ?? '')) continue
-    _writeFiles(row)
-    logger.info(`rewrote the certificate files of host ${row.hostId} from the database`)
+/** The names earlier versions wrote in PANEL_CERTS_DIR for the proxy: host-<id>.crt and host-<id>.key. */
+const _LEGACY_FILE = /^host-\d+\.(crt|key)$/
+
+/**
+ * At boot: removes the certificate and key files earlier versions wrote to
+ * PANEL_CERTS_DIR for the proxy to load. The configuration carries them now
+ * (load_pem), and a private key left on a shared volume is one more copy to
+ * protect. Only the panel's own file names are touched; a folder that does not
+ * exist is nothing to do.
+ */
+export function removeLegacyManualCertFiles(): void {
+  const dir = getConfig().certsDir
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return
   }
+  const removed = names.filter((n) => _LEGACY_FILE.test(n))
+  for (const n of removed) rmSync(join(dir, n), { force: true })
+  if (removed.length)
+    logger.info(`removed ${removed.length} uploaded-certificate files from ${dir}: the proxy configuration carries them now`)
 }
 
 /** DELETE /api/manual-certs/{host_id}: the TLS mode the host takes afterwards. */

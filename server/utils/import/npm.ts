@@ -351,7 +351,9 @@ function _tlsOf(plan: ImportPlan, row: Row, certs: Map<number, Row>, names: stri
     return {
       // Uploaded after the host exists (tls_mode becomes manual then); until then ACME would be asked.
       input: { tls_mode: 'none', tls_email: null },
-      after: async (tx, host, ctx) => ({ undo: (await installManualCertInTransaction(tx, host, valid, ctx)).undoFiles }),
+      after: async (tx, host, ctx) => {
+        await installManualCertInTransaction(tx, host, valid, ctx)
+      },
       extraItems: [{ kind: 'certificate', name: `${certName} for ${domain}`, source: `certificate ${id}` }],
     }
   } catch (err) {

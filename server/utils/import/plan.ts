@@ -60,7 +60,7 @@ export interface PlannedHost {
   accessList: string | null
   source: ImportSource
   /** Extra work once the host exists (an uploaded certificate), inside the same transaction. */
-  after?: (tx: Tx, host: { id: number; domain: string }, ctx: AuditContext) => Promise<{ undo: () => void } | void>
+  after?: (tx: Tx, host: { id: number; domain: string }, ctx: AuditContext) => Promise<void>
   /** What `after` creates, for the report. */
   extraItems?: Array<{ kind: 'certificate'; name: string; source: ImportSource }>
 }
@@ -239,10 +239,7 @@ export function describeImportTls(host: PlannedHost, defaultCa: string): ImportH
   return { mode: 'auto', text, warning }
 }
 
-/** Side effects outside the database (certificate files) to take back when the transaction rolls back. */
-type _Undo = Array<() => void>
-
-async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx | null, undo: _Undo = []): Promise<ImportReport> {
+async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx | null): Promise<ImportReport> {
   const items: ImportReport['items'] = []
   const notImportable = [...plan.notImportable]
   const allNames = plan.hosts.flatMap((h) => [h.input.domain, ...h.input.aliases])
@@ -307,10 +304,7 @@ async function _run(exec: Executor, plan: ImportPlan, ctx: AuditContext, tx: Tx 
     item.id = row.id
     for (const r of h.rules) await insertRule(tx, row.id, { ...r.input, target_group_id: r.group ? groupIds.get(r.group)! : null }, ctx)
     if (h.accessList) await setHostAccessListInTransaction(tx, row.id, listIds.get(h.accessList)!, ctx)
-    if (h.after) {
-      const done = await h.after(tx, row, ctx)
-      if (done) undo.push(done.undo)
-    }
+    if (h.after) await h.after(tx, row, ctx)
   }
   for (const st of streamsToCreate) {
     const item: ImportReport['items'][number] = { kind: 'stream', name: st.name, source: st.source, outcome: 'create' }
@@ -359,9 +353,8 @@ export function dryRunImportPlan(plan: ImportPlan): Promise<ImportReport> {
 
 /** Everything in one transaction, one audit row for the import, one reconcile; a proxy rejection rolls all of it back. */
 export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: string): Promise<ImportReport> {
-  const undo: _Undo = []
   return writeTransaction(async (tx) => {
-    const report = await _run(tx, plan, ctx, tx, undo)
+    const report = await _run(tx, plan, ctx, tx)
     const created = report.items.filter((i) => i.outcome === 'create')
     const count = (kind: string) => created.filter((i) => i.kind === kind).length
     await writeAudit(
@@ -382,13 +375,7 @@ export function applyImportPlan(plan: ImportPlan, ctx: AuditContext, what: strin
       tx,
     )
     if (!created.length) return report
-    // force: certificate files were written, which the configuration's JSON alone does not show.
-    return {
-      ...report,
-      reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`, { force: undo.length > 0 })),
-    }
-  }).catch((err) => {
-    for (const u of undo) u()
-    throw err
+    // An imported certificate is in the configuration itself (load_pem): no forced reload.
+    return { ...report, reconcile: presentReconcile(await reconcileInTransaction(tx, ctx, `import from ${what}`)) }
   })
 }

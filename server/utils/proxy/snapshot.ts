@@ -4,7 +4,7 @@ import type { Executor } from '../core/db'
 import { getSetting } from '../core/settings'
 import { readAccessLists, readHosts, readRules, readTargetGroups, readWafExclusions } from '../hosts/records'
 import { readDnsProviderCredentials } from '../hosts/dns-credentials'
-import { readManualCertPaths } from '../hosts/manual-cert-files'
+import { readManualCertPems } from '../hosts/manual-cert-pems'
 import { readStreams } from '../streams/records'
 import { cookieDomainFor } from '../auth/cookie'
 import type { ProxySnapshot, UnknownHostAnswer } from './build/types'
@@ -34,7 +34,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     readWafExclusions(exec),
     readAccessLists(exec),
     readDnsProviderCredentials(exec),
-    readManualCertPaths(exec),
+    readManualCertPems(exec),
     readStreams(exec),
   ])
   return {

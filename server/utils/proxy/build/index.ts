@@ -233,14 +233,14 @@ function _buildCrowdsecAppFor(builtHosts: HostSnapshot[], snapshot: ProxySnapsho
   }
 }
 
-/** The `tls` app: ACME policies, certificate maintenance and the manual hosts' files ({} when none applies). */
-function _buildTlsApp(snapshot: ProxySnapshot, tlsHosts: HostSnapshot[], loadFiles: Json[], warnings: string[]): Json {
+/** The `tls` app: ACME policies, certificate maintenance and the manual hosts' certificates ({} when none applies). */
+function _buildTlsApp(snapshot: ProxySnapshot, tlsHosts: HostSnapshot[], loadPem: Json[], warnings: string[]): Json {
   const policies = buildAcmePolicies(snapshot, tlsHosts, warnings)
   const tls: Json = {}
   const automation = buildCertificateMaintenance(snapshot)
   if (policies.length) automation.policies = policies
   if (Object.keys(automation).length) tls.automation = automation
-  if (loadFiles.length) tls.certificates = { load_files: loadFiles }
+  if (loadPem.length) tls.certificates = { load_pem: loadPem }
   return tls
 }
 
@@ -322,7 +322,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
   }
   const apps: Json = { http: { http_port: snapshot.httpPort, https_port: snapshot.httpsPort, servers } }
 
-  const tls = _buildTlsApp(snapshot, tlsHosts, manual.loadFiles, warnings)
+  const tls = _buildTlsApp(snapshot, tlsHosts, manual.loadPem, warnings)
   if (Object.keys(tls).length) apps.tls = tls
   const layer4 = withSniServers(buildStreamsApp(snapshot, warnings), buildSniServers(snapshot, 'https' in servers, warnings))
   if (layer4) apps.layer4 = layer4

@@ -1,7 +1,7 @@
 import type { ProxyModuleName } from '../../core/config'
 import type { CompressionSettings } from './encode'
 import type { DnsProviderCredentials } from '../../hosts/dns-credentials'
-import type { ManualCertPaths } from '../../hosts/manual-cert-files'
+import type { ManualCertPem } from '../../hosts/manual-cert-pems'
 import type { AccessListRecord } from '../../hosts/records'
 import type { Host, Rule, TargetGroup, WafExclusion } from '../../hosts/schemas'
 import type { Stream } from '../../streams/schemas'
@@ -52,7 +52,7 @@ export interface ProxySnapshot {
   /** Proxies in front of Caddy whose client-address headers are believed (empty: none). */
   clientIp: { trustedProxies: string[]; headers: string[] }
   dnsProviders: DnsProviderCredentials
-  manualCerts: ManualCertPaths[]
+  manualCerts: ManualCertPem[]
   hosts: HostSnapshot[]
   targetGroups: TargetGroupSnapshot[]
   rules: RuleSnapshot[]
