@@ -44,7 +44,9 @@ afterAll(async () => {
 })
 
 // Eight values, the injection in the last one.
-const injectedLast = JSON.stringify(Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`f${i}`, i === 7 ? "1' OR '1'='1" : `value ${i}`])))
+const injectedLast = JSON.stringify(
+  Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`f${i}`, i === 7 ? "1' OR '1'='1" : `value ${i}`])),
+)
 const statusThroughProxy = async () =>
   (await httpRequest({ port: stack.httpPort, host: HOST, path: '/api/orders', method: 'POST', body: injectedLast })).status
 const storedLimit = async () => (await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.waf_body_max_args
@@ -62,9 +64,7 @@ describe('the argument limit on the host form', () => {
 
   it('a limit set on screen is warned about before and after saving, and lets the late injection through the proxy', async () => {
     await page.getByLabel('Arguments at most').fill('5')
-    await limitWarning()
-      .filter({ hasText: 'Only the first 5 values of a request body are inspected' })
-      .waitFor({ state: 'visible' })
+    await limitWarning().filter({ hasText: 'Only the first 5 values of a request body are inspected' }).waitFor({ state: 'visible' })
     await page.getByRole('button', { name: 'Save host' }).click()
     await page
       .getByRole('status')
@@ -77,9 +77,7 @@ describe('the argument limit on the host form', () => {
     expect(await axeProblemsInBothThemesAndWidths(page, 'host page, WAF argument limit warning')).toEqual([])
 
     await page.getByLabel('Past a body limit').selectOption('pass')
-    await limitWarning()
-      .filter({ hasText: 'A request body with more than 5 values is not inspected at all' })
-      .waitFor({ state: 'visible' })
+    await limitWarning().filter({ hasText: 'A request body with more than 5 values is not inspected at all' }).waitFor({ state: 'visible' })
     // Refused past the limit: nothing goes uninspected, nothing to warn about.
     await page.getByLabel('Past a body limit').selectOption('refuse')
     await limitWarning().waitFor({ state: 'detached' })
