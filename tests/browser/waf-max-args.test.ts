@@ -50,7 +50,8 @@ const injectedLast = JSON.stringify(
 const statusThroughProxy = async () =>
   (await httpRequest({ port: stack.httpPort, host: HOST, path: '/api/orders', method: 'POST', body: injectedLast })).status
 const storedLimit = async () => (await stack.panel.request(`/api/hosts/${hostId}`, { cookie: stack.admin })).json.waf_body_max_args
-const limitWarning = () => page.locator('.notice.warn').filter({ hasText: 'harmless values gets through' })
+// The form's own warning, under the limits (the save's message below the form says it too).
+const limitWarning = () => page.locator('.waf-settings .notice.warn').filter({ hasText: 'harmless values gets through' })
 
 describe('the argument limit on the host form', () => {
   it('by default every value is inspected and nothing warns', async () => {
