@@ -236,6 +236,31 @@ describe('request body limits', () => {
     expect(await send(host, '/api?t=partial-size-late', CLIENT.limits, { body: padded(false) })).toBe(200)
   })
 
+  it('fast profile defaults: every value of a 16 KB JSON body is inspected, the last one too', async () => {
+    // An API's order list: 150 objects of 8 values (1,200 values and the array's length), under 16 KiB.
+    const order = (note: (i: number) => string) =>
+      json({
+        items: Array.from({ length: 150 }, (_, i) => ({
+          id: i,
+          name: `item-${i}`,
+          sku: `SKU-${String(i).padStart(4, '0')}`,
+          price: 12.5 + i,
+          qty: i % 7,
+          color: 'red',
+          active: true,
+          note: note(i),
+        })),
+      })
+    const injected = order((i) => (i === 149 ? "1' OR '1'='1" : 'ok'))
+    expect(injected.length).toBeGreaterThan(15_000)
+    expect(injected.length).toBeLessThanOrEqual(16 * 1024)
+    const host = 'fast.example.test'
+    expect(await send(host, '/api?t=fast16k-clean', CLIENT.limits, { body: order(() => 'ok') })).toBe(200)
+    expect(await send(host, '/api?t=fast16k-last', CLIENT.limits, { body: injected })).toBe(403)
+    const rows = await eventually(wafRows, (r) => !!rowFor(r, 'fast16k-last'), 15_000, 200)
+    expect(rowFor(rows, 'fast16k-last')).toMatchObject({ host_id: hostIds[host], waf_rule_id: 942100, status: 403 })
+  })
+
   it('pass: a body over the limit is not inspected at all; within it, it is', async () => {
     const host = 'pass.example.test'
     expect(await send(host, '/api?t=pass-over', CLIENT.limits, { body: values(6, 0) })).toBe(200)
@@ -250,12 +275,38 @@ describe('host settings', () => {
     expect(res.json.profiles).toContainEqual({
       id: 'fast',
       body_limit_kb: 16,
-      body_max_args: 256,
+      body_max_args: null,
       json_max_depth: 16,
       body_limit_action: 'partial',
     })
     expect(res.json.families.map((f: any) => f.id)).toEqual(['sqli', 'xss', 'lfi', 'rce', 'php', 'java', 'protocol'])
     expect(res.json.crs_default_content_types).not.toContain('text/plain')
+  })
+
+  it("a host's own argument limit is kept, and every push's answer warns about what it leaves uninspected", async () => {
+    const id = hostIds['partial.example.test']!
+    const current = (await stack.panel.request(`/api/hosts/${id}`, { cookie: stack.admin })).json
+    expect(current.waf_body_max_args).toBe(5)
+    // What the host's answer adds beside its fields (read-only) is left out of the PUT.
+    const { id: _, created_at: _c, updated_at: _u, certificate: _cert, custom_handler_count: _n, health: _h, ...body } = current
+    const res = await stack.panel.request(`/api/hosts/${id}`, {
+      method: 'PUT',
+      cookie: stack.admin,
+      body: { ...body, waf_body_max_args: 300 },
+    })
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.waf_body_max_args).toBe(300)
+    expect(res.json.reconcile.status).toBe('applied')
+    const warnings: string[] = res.json.reconcile.warnings ?? []
+    expect(warnings).toContain(
+      'host partial.example.test: its WAF argument limit is 300 values of a request body: the values after the first 300 are not inspected, so an attack placed after 300 harmless values gets through. Clear the limit to inspect every value, or refuse a body over it',
+    )
+    expect(warnings.find((w) => w.startsWith('host pass.example.test:'))).toMatch(/a body with more is not inspected at all/)
+    // Hosts on the defaults, or refusing past their limit, leave nothing uninspected.
+    for (const other of ['fast.example.test', 'full.example.test', 'refuse.example.test'])
+      expect(warnings.filter((w) => w.startsWith(`host ${other}:`))).toEqual([])
+    const back = await stack.panel.request(`/api/hosts/${id}`, { method: 'PUT', cookie: stack.admin, body })
+    expect(back.status, back.text).toBe(200)
   })
 
   it('deleting a host deletes its exclusions', async () => {

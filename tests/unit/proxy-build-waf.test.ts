@@ -132,13 +132,14 @@ describe('buildWafHandler — fast profile', () => {
     expect(linesOf({ waf_profile: 'fast', waf_families: all })).toEqual(linesOf({ waf_profile: 'fast', waf_families: [...all].reverse() }))
   })
 
-  it("bounds the body by default: 16 KiB inspected in part, 256 arguments, depth 16, handed to the proxy's body processors", () => {
+  it("bounds the body by default by size and depth only: 16 KiB inspected in part, every value, depth 16, handed to the proxy's body processors", () => {
     const lines = linesOf({ waf_profile: 'fast' })
     expect(lines).toContain('SecRequestBodyLimit 16384')
     expect(lines).toContain('SecRequestBodyInMemoryLimit 16384')
     expect(lines).toContain('SecRequestBodyLimitAction ProcessPartial')
+    // 0: the body processors collect every value (deploy/proxy/caddy/wafext/bodies.go).
     expect(lines).toContain(
-      `SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=256,setvar:tx.edge_json_max_depth=16,setvar:tx.edge_body_limit_action=partial"`,
+      `SecAction "id:${WAF_BODY_LIMITS_RULE_ID},phase:1,pass,nolog,setvar:tx.edge_body_max_args=0,setvar:tx.edge_json_max_depth=16,setvar:tx.edge_body_limit_action=partial"`,
     )
     expect(lines.join('\n')).not.toContain(String(WAF_BODY_REFUSE_RULE_ID))
   })
@@ -166,7 +167,9 @@ describe('resolveEffectiveWaf — profile defaults and host overrides', () => {
         contentTypes: null,
       },
     },
-    { o: { waf_profile: 'fast' }, want: { bodyLimitBytes: 16 * 1024, maxArgs: 256, jsonMaxDepth: 16, limitAction: 'partial' } },
+    { o: { waf_profile: 'fast' }, want: { bodyLimitBytes: 16 * 1024, maxArgs: 0, jsonMaxDepth: 16, limitAction: 'partial' } },
+    // A host that chose a limit keeps it (a stored number is never replaced by the default).
+    { o: { waf_profile: 'fast', waf_body_max_args: 256 }, want: { maxArgs: 256, limitAction: 'partial' } },
     {
       o: { waf_profile: 'fast', waf_body_limit_kb: 64, waf_body_max_args: 1000, waf_json_max_depth: 4, waf_body_limit_action: 'refuse' },
       want: { bodyLimitBytes: 65536, maxArgs: 1000, jsonMaxDepth: 4, limitAction: 'refuse' },
@@ -291,5 +294,36 @@ describe('buildWafHandler — the directives the proxy engine benchmark runs', (
     const directives = `${buildWafHandler(host({ waf_profile: profile }), { ...settings, logDir: '/var/log/panel' }).directives}\n`
     if (process.env.UPDATE_WAF_TESTDATA === '1') writeFileSync(file, directives)
     expect(directives).toBe(readFileSync(file, 'utf8'))
+  })
+})
+
+describe('the argument limit is an operator choice that the push warns about', () => {
+  // The bouncer off: a proxy without the crowdsec module would warn about it.
+  const warningsOf = (...hosts: HostSnapshot[]) =>
+    buildProxyConfig(buildSnapshot({ modules: ['waf'], hosts: hosts.map((h) => ({ ...h, bouncer_enabled: false })) })).warnings
+  const fastHost = (o: Partial<HostSnapshot>) => host({ waf_profile: 'fast', ...o })
+
+  it('no profile has an argument limit by default, so no host on the defaults is warned about', () => {
+    expect(WAF_PROFILE_DEFAULTS.fast.maxArgs).toBe(0)
+    expect(WAF_PROFILE_DEFAULTS.full.maxArgs).toBe(0)
+    expect(warningsOf(fastHost({}), host({ id: 2, waf_profile: 'full' }))).toEqual([])
+  })
+
+  it('a host that sets one is named, with the count, what goes uninspected and the fix', () => {
+    expect(warningsOf(fastHost({ waf_body_max_args: 300 }), host({ id: 2, waf_profile: 'fast' }))).toEqual([
+      'host host1.example.test: its WAF argument limit is 300 values of a request body: the values after the first 300 are not inspected, so an attack placed after 300 harmless values gets through. Clear the limit to inspect every value, or refuse a body over it',
+    ])
+    expect(warningsOf(host({ waf_body_max_args: 10, waf_body_limit_action: 'pass' }))[0]).toMatch(
+      /^host host1\.example\.test: its WAF argument limit is 10 values of a request body: a body with more is not inspected at all,/,
+    )
+    // Detection mode logs less past the limit, too.
+    expect(warningsOf(fastHost({ waf_mode: 'detection', waf_body_max_args: 300 }))).toHaveLength(1)
+  })
+
+  it('no warning where nothing goes uninspected: refused past the limit, or the WAF off', () => {
+    expect(warningsOf(fastHost({ waf_body_max_args: 300, waf_body_limit_action: 'refuse' }))).toEqual([])
+    // The full profile refuses past a limit by default.
+    expect(warningsOf(host({ waf_body_max_args: 300 }))).toEqual([])
+    expect(warningsOf(fastHost({ waf_enabled: false, waf_body_max_args: 300 }))).toEqual([])
   })
 })

@@ -28,7 +28,7 @@ import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
 import { buildRateLimitHandler } from './rate-limit'
 import { buildAcmePolicies, buildCertificateMaintenance } from './tls-acme'
 import { buildManualCertificates } from './tls-manual'
-import { buildWafHandler } from './waf'
+import { buildWafHandler, wafBodyMaxArgsWarning } from './waf'
 import { buildUnknownHostRoute } from './unknown-host'
 import { customHandlersAt } from './custom-handlers'
 import { buildKindTerminalRoutes } from './host-kind'
@@ -183,8 +183,11 @@ function _buildHostRoute(
       }
       case 'waf':
         if (host.waf_enabled) {
-          if (snapshot.modules.includes('waf')) chain.push(buildWafHandler(host, snapshot, snapshot.wafExclusions))
-          else warnings.push(`host ${host.domain}: the proxy has no waf module; WAF not applied`)
+          if (snapshot.modules.includes('waf')) {
+            chain.push(buildWafHandler(host, snapshot, snapshot.wafExclusions))
+            const uninspected = wafBodyMaxArgsWarning(host)
+            if (uninspected) warnings.push(uninspected)
+          } else warnings.push(`host ${host.domain}: the proxy has no waf module; WAF not applied`)
         }
         break
       case 'forward_auth':

@@ -12,7 +12,9 @@ export type WafLimitAction = (typeof WAF_LIMIT_ACTIONS)[number]
 /**
  * What a profile does with a setting the host leaves empty (null). `full` keeps what the
  * WAF did before profiles existed (Coraza's recommended 12.5 MiB body limit, refused past
- * it, no argument or depth limit); `fast` bounds the work a body can cost.
+ * it, no argument or depth limit); `fast` bounds the work a body can cost by its size and
+ * depth only. It has no argument limit: a count past which values go uninspected let an
+ * injection through behind padding, and every value of 16 KiB costs little (docs/waf.md).
  * 0 = no limit.
  */
 export const WAF_PROFILE_DEFAULTS: Record<
@@ -20,7 +22,7 @@ export const WAF_PROFILE_DEFAULTS: Record<
   { bodyLimitKb: number; maxArgs: number; jsonMaxDepth: number; limitAction: WafLimitAction }
 > = {
   full: { bodyLimitKb: 12_800, maxArgs: 0, jsonMaxDepth: 0, limitAction: 'refuse' },
-  fast: { bodyLimitKb: 16, maxArgs: 256, jsonMaxDepth: 16, limitAction: 'partial' },
+  fast: { bodyLimitKb: 16, maxArgs: 0, jsonMaxDepth: 16, limitAction: 'partial' },
 }
 
 /** Bounds the API accepts for the limits (KiB, count, levels). */

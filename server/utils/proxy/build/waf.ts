@@ -67,6 +67,22 @@ export function resolveEffectiveWaf(host: WafHost): EffectiveWaf {
   }
 }
 
+/**
+ * The operator's own argument limit, when it leaves values uninspected (`partial` or
+ * `pass`; `refuse` refuses such a body instead): padding a body with that many harmless
+ * values carries an injection past the WAF. Said on every push that builds the host, so
+ * that the host form and the API answer both show it (docs/waf.md).
+ */
+export function wafBodyMaxArgsWarning(host: WafHost & Pick<HostSnapshot, 'domain'>): string | null {
+  const n = host.waf_body_max_args
+  if (n === null) return null
+  const action = resolveEffectiveWaf(host).limitAction
+  if (action === 'refuse') return null
+  const past = action === 'pass' ? 'a body with more is not inspected at all' : `the values after the first ${n} are not inspected`
+  // Words for the host form's save message too: no field names.
+  return `host ${host.domain}: its WAF argument limit is ${n} values of a request body: ${past}, so an attack placed after ${n} harmless values gets through. Clear the limit to inspect every value, or refuse a body over it`
+}
+
 /** A path placed in SecLang text: a space, quote or line break would end or inject a directive. */
 function _assertSafeDirectivePath(path: string): void {
   if (!path || /[\s"'\\\u0000-\u001f\u007f]/.test(path)) throw new Error(`unsafe path refused in WAF directives: ${JSON.stringify(path)}`)
