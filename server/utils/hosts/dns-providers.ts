@@ -29,8 +29,14 @@ function _definition(name: string): DnsProviderDefinition {
   return def
 }
 
-/** A catalogue entry joined with its stored state; never a credential. */
+/**
+ * A catalogue entry joined with its stored state; never a credential. The
+ * delegation zone is not one (a zone name the hosts' CNAMEs point to, shown on
+ * every host that uses it): it is returned so that the form can show it and a
+ * save of the form keeps it (an optional field left empty is removed).
+ */
 export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefined) {
+  const delegation = def.delegation === false ? undefined : openDnsCredentials(row)?.[CHALLENGE_DELEGATION]
   return {
     name: def.name,
     display_name: def.display_name,
@@ -39,6 +45,7 @@ export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefi
     fields: def.fields.map((f) => ({ ...f })),
     proxy_module: def.proxy_module,
     docs_url: def.docs_url,
+    challenge_delegation: delegation ?? null,
   }
 }
 

@@ -24,6 +24,10 @@ export const dnsProviderSchema = z.strictObject({
   ),
   proxy_module: z.string(),
   docs_url: z.string(),
+  challenge_delegation: z
+    .string()
+    .nullable()
+    .describe('the stored delegation zone (not a secret; null: none, or acmedns); the form shows it so a save keeps it'),
 })
 
 export const manualCertSchema = z.strictObject({
