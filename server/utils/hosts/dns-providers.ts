@@ -12,6 +12,8 @@ import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
 import {
   CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
+  PROPAGATION_RESOLVERS,
+  PROPAGATION_TIMEOUT,
   credentialRuleViolation,
   findDnsProvider,
   nameInZone,
@@ -36,7 +38,9 @@ function _definition(name: string): DnsProviderDefinition {
  * save of the form keeps it (an optional field left empty is removed).
  */
 export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefined) {
-  const delegation = def.delegation === false ? undefined : openDnsCredentials(row)?.[CHALLENGE_DELEGATION]
+  const stored = openDnsCredentials(row)
+  const delegation = def.delegation === false ? undefined : stored?.[CHALLENGE_DELEGATION]
+  const timeout = stored?.[PROPAGATION_TIMEOUT]
   return {
     name: def.name,
     display_name: def.display_name,
@@ -46,6 +50,9 @@ export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefi
     proxy_module: def.proxy_module,
     docs_url: def.docs_url,
     challenge_delegation: delegation ?? null,
+    // The propagation settings are not secrets either, and are shown back for the same reason.
+    propagation_timeout: timeout ? Number(timeout) : null,
+    propagation_resolvers: stored?.[PROPAGATION_RESOLVERS] ?? null,
   }
 }
 

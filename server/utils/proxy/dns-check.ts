@@ -11,6 +11,7 @@ import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
 import {
   CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
+  PROPAGATION_TIMEOUT,
   delegationTarget,
   findDnsProvider,
   isDnsName,
@@ -33,10 +34,10 @@ type Row = typeof dnsProviders.$inferSelect
 
 /** The record the check writes, relative to the zone. */
 export const DNS_CHECK_RECORD = '_panel-check'
-/** How long the proxy looks for the record at the authoritative servers. */
+/** How long the proxy looks for the record at the authoritative servers, unless the provider sets its propagation wait. */
 const _PROPAGATION_SECONDS = 60
 /** The whole check: the wait plus the provider's write and removal (60 s each at most in the proxy). */
-const _CHECK_WAIT_MS = (_PROPAGATION_SECONDS + 2 * 60 + 10) * 1000
+const _checkWaitMs = (propagationSeconds: number) => (propagationSeconds + 2 * 60 + 10) * 1000
 
 export const dnsCheckBody = z.strictObject({
   zone: z
@@ -107,13 +108,15 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
     throw badRequest(`zone: ${zone} is outside the zone ${found.credentials.zone} that ${name} may update; test a zone inside it`)
   const target = _delegatedTarget(name, found.credentials, zone, body.host)
   const challenge = dnsChallengeOf(def.module, found.credentials) as { provider: Record<string, string>; resolvers?: string[] }
+  // The order's own wait when the provider sets one: the check then proves what an order would see.
+  const wait = Number(found.credentials[PROPAGATION_TIMEOUT] ?? _PROPAGATION_SECONDS)
   const request = {
     provider: challenge.provider,
     zone: `${zone}.`,
     name: target ? target.name : DNS_CHECK_RECORD,
     // Delegated: the proxy also proves that _acme-challenge.<host> is a CNAME to the record it wrote.
     ...(target ? { delegated_from: target.from } : {}),
-    propagation_timeout: `${_PROPAGATION_SECONDS}s`,
+    propagation_timeout: `${wait}s`,
     ...(challenge.resolvers ? { resolvers: challenge.resolvers } : {}),
     public_fields: def.public_fields,
   }
@@ -124,7 +127,7 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
   const legacyToken = getConfig().providerAApiToken
   if (def.name === 'provider_a' && legacyToken) secrets.push(legacyToken)
   const clean = (text: string) => redactText(text, secrets)
-  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _CHECK_WAIT_MS)
+  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _checkWaitMs(wait))
   const problem = _proxyProblem(answer, clean)
   const at = new Date().toISOString()
   const host = target ? body.host!.replace(/\.$/, '').replace(/^\*\./, '') : null
