@@ -106,4 +106,36 @@ describe('DNS providers screen', () => {
     await panel.getByText('not in place').waitFor()
     expect(await page.content()).not.toContain(key)
   })
+
+  it('the form shows the stored delegation zone so a save keeps it; "Test" runs the check through the proxy and shows its steps in words', async () => {
+    const name = 'RFC 2136 dynamic update (BIND, Knot, PowerDNS)'
+    await page.goto(`${stack.panel.url}/dns-providers`)
+    const card = page.getByRole('region', { name, exact: true })
+    await card.getByRole('button', { name: `Configure ${name}` }).click()
+    const delegation = card.getByLabel(/^Delegation zone/)
+    expect(await delegation.inputValue()).toBe('acme.example.net')
+    await card.getByRole('button', { name: `Save ${name}` }).click()
+    await page.getByText(`${name} saved.`).waitFor()
+    expect((await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json).toMatchObject({
+      configured: true,
+      challenge_delegation: 'acme.example.net',
+    })
+
+    // The provider's server is a loopback port where nothing listens: the real proxy's check fails in words, at once.
+    const last = card.getByRole('group', { name: `Last test of ${name}` })
+    await last.getByText('Not tested since its credentials were saved.').waitFor()
+    await last.getByRole('button', { name: `Test ${name}` }).click()
+    await last.getByLabel('Zone the provider manages').fill('example.net')
+    await last.getByLabel(/^Host whose challenge is delegated/).fill('shop.example.test')
+    await last.getByRole('button', { name: `Run the test of ${name}` }).click()
+    await page.getByText(`${name}: the test failed; its steps say where.`).waitFor()
+    await last.getByText('test failed', { exact: true }).waitFor()
+    await last.getByText('record shop.example.test.acme.example.net for shop.example.test', { exact: false }).waitFor()
+    const check = (await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json.last_check
+    expect(check).toMatchObject({ ok: false, zone: 'example.net', host: 'shop.example.test' })
+    const failed = check.steps.find((s: any) => !s.ok)
+    await last.getByText(failed.detail).waitFor()
+    expect(await axeProblemsInBothThemesAndWidths(page, 'DNS providers, a failed test with its steps')).toEqual([])
+    await screenshot(page, 'dns-providers-test')
+  })
 })

@@ -96,11 +96,60 @@ describe('DNS-01 delegated into a zone the provider writes (BIND, Pebble, the pr
       400,
       `credentials.challenge_delegation: must lie inside the zone ${ZONE} that provider_c may update`,
     ])
+    expect((await api('/api/dns-providers/provider_c')).json.challenge_delegation).toBeNull()
     const ok = await api('/api/dns-providers/provider_c', 'PUT', {
       enabled: true,
       credentials: credentials({ challenge_delegation: ZONE }),
     })
     expect(ok.status).toBe(200)
+    // Not a secret: the answers carry the delegation zone, so a form can show it and a save keep it.
+    expect(ok.json.challenge_delegation).toBe(ZONE)
+    expect((await api('/api/dns-providers/provider_c')).json.challenge_delegation).toBe(ZONE)
+    const listed = (await api('/api/dns-providers')).json
+    expect(listed.find((p: any) => p.name === 'provider_c').challenge_delegation).toBe(ZONE)
+    expect(listed.find((p: any) => p.name === 'acmedns').challenge_delegation).toBeNull()
+    expect(JSON.stringify(listed)).not.toContain(KEY.secret)
+  })
+
+  it('"Test" with a host name proves the delegation: the TXT at the delegated name and the CNAME to it, against BIND', async () => {
+    const target = `${HOSTS}.${ZONE}`
+    const from = `_acme-challenge.${HOSTS}.`
+    const test = (body: Record<string, string>) => api('/api/dns-providers/provider_c/test', 'POST', body)
+    // No CNAME yet: the check writes where an order would write, and says which record to create.
+    const missing = await test({ zone: ZONE, host: `*.${HOSTS}` })
+    expect(missing.status).toBe(200)
+    expect(missing.json).toMatchObject({ zone: ZONE, host: HOSTS, record: target, ok: false })
+    expect(missing.json.steps.map((s: any) => [s.step, s.ok])).toEqual([
+      ['authenticate', true],
+      ['write', true],
+      ['visible', true],
+      ['delegation', false],
+      ['remove', true],
+    ])
+    expect(missing.json.steps[3].detail).toContain(`create the record ${from} CNAME ${target}.`)
+    expect(readFileSync(bind.logFile, 'utf8')).toContain(`updating zone '${ZONE}/IN': adding an RR at '${target}' TXT`)
+    expect(await bind.txt(target)).toEqual([])
+
+    expect(bind.nsupdate(KEY, HOSTS, [`update add ${from} 60 CNAME ${target}.`]).code).toBe(0)
+    const inPlace = await test({ zone: ZONE, host: HOSTS })
+    expect(inPlace.json).toMatchObject({ host: HOSTS, record: target, ok: true })
+    expect(inPlace.json.steps[3]).toEqual({ step: 'delegation', ok: true, detail: `${from} is a CNAME to ${target}. at ${bind.address}` })
+    expect((await api('/api/dns-providers/provider_c')).json.last_check).toEqual(inPlace.json)
+    const audit = (
+      await stack.panel.db().execute("SELECT raw FROM logs WHERE source = 'audit' AND message = 'dns_provider_test' ORDER BY id")
+    ).rows.map((r) => JSON.parse(String(r.raw)))
+    expect(audit.at(-1)).toMatchObject({ name: 'provider_c', zone: ZONE, host: HOSTS, ok: true, failed_step: null })
+    expect(JSON.stringify([missing.json, inPlace.json, audit])).not.toContain(KEY.secret)
+
+    // Bad input is a 400 naming the field, and nothing is asked of the proxy.
+    const bad = await test({ zone: ZONE, host: 'not a host' })
+    expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^host: must be a host name/)])
+    const outside = await test({ zone: HOSTS, host: HOSTS })
+    expect(outside.status).toBe(400)
+    expect(audit.length).toBe(
+      (await stack.panel.db().execute("SELECT count(*) AS n FROM logs WHERE source = 'audit' AND message = 'dns_provider_test'")).rows[0]!
+        .n,
+    )
   })
 
   it('a host whose CNAME is not there yet: the panel shows the record to create and says it is missing', async () => {

@@ -60,6 +60,8 @@ describe('DNS providers: catalogue and PUT rules', () => {
     expect(a.fields).toEqual([
       expect.objectContaining({ key: 'api_token', required: true, secret: true }),
       expect.objectContaining({ key: 'challenge_delegation', required: false }),
+      expect.objectContaining({ key: 'propagation_timeout', required: false }),
+      expect.objectContaining({ key: 'propagation_resolvers', required: false }),
     ])
     expect(b.proxy_module).toBe('dns.providers.route53')
     expect(b.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
@@ -67,6 +69,8 @@ describe('DNS providers: catalogue and PUT rules', () => {
       ['secret_access_key', true, true],
       ['region', false, false],
       ['challenge_delegation', false, false],
+      ['propagation_timeout', false, false],
+      ['propagation_resolvers', false, false],
     ])
     expect(c).toMatchObject({ enabled: false, configured: false, proxy_module: 'dns.providers.rfc2136' })
     expect(c.fields.map((f: any) => [f.key, f.required, !!f.secret])).toEqual([
@@ -76,6 +80,8 @@ describe('DNS providers: catalogue and PUT rules', () => {
       ['key', true, true],
       ['zone', false, false],
       ['challenge_delegation', false, false],
+      ['propagation_timeout', false, false],
+      ['propagation_resolvers', false, false],
     ])
     expect(c.fields.find((f: any) => f.key === 'key_alg').options).toEqual([
       'hmac-sha256',

@@ -40,11 +40,16 @@ const _SAMPLES: Record<string, Record<string, string>> = {
   acmedns: { server_url: 'https://auth.example.test', username: uuid(4), password: pad('SECRETacmedns_-', 40, 'p'), subdomain: uuid(5) },
 }
 
-/** Every provider but acme-dns also takes a delegation zone (provider_c's inside its own zone). */
+/** The propagation settings every provider takes (a loopback port where nothing answers: no test traffic leaves the machine). */
+export const PROPAGATION_SAMPLE = { propagation_timeout: '90', propagation_resolvers: '127.0.0.1:5399' }
+
+/** Every provider but acme-dns also takes a delegation zone (provider_c's inside its own zone); every one the propagation settings. */
 export const DNS_SAMPLES: Record<string, Record<string, string>> = Object.fromEntries(
   Object.entries(_SAMPLES).map(([name, sample]) => [
     name,
-    name === 'acmedns' ? sample : { ...sample, challenge_delegation: name === 'provider_c' ? 'acme.example.test' : 'acme.example.net' },
+    name === 'acmedns'
+      ? { ...sample, ...PROPAGATION_SAMPLE }
+      : { ...sample, challenge_delegation: name === 'provider_c' ? 'acme.example.test' : 'acme.example.net', ...PROPAGATION_SAMPLE },
   ]),
 )
 

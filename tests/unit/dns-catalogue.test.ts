@@ -91,19 +91,19 @@ describe('the samples and their malformed forms, provider by provider', () => {
   )
 })
 
-/** A sample without the panel's own delegation field (never sent to the module). */
+/** A sample without the panel's own fields (delegation and propagation: never sent to the module). */
 const moduleFields = (name: string) => {
-  const { challenge_delegation: _d, ...rest } = DNS_SAMPLES[name]!
+  const { challenge_delegation: _d, propagation_timeout: _t, propagation_resolvers: _r, ...rest } = DNS_SAMPLES[name]!
   return rest
 }
 
 describe("the proxy module's JSON", () => {
   it('vendor fields go under their module keys with the module name; nothing else', () => {
-    expect(dnsChallengeConfig(findDnsProvider('hetzner')!, DNS_SAMPLES.hetzner!)).toEqual({
+    expect(dnsChallengeConfig(findDnsProvider('hetzner')!, moduleFields('hetzner'))).toEqual({
       provider: { name: 'hetzner', auth_api_token: DNS_SAMPLES.hetzner!.auth_api_token },
     })
-    expect(dnsChallengeConfig(findDnsProvider('acmedns')!, DNS_SAMPLES.acmedns!)).toEqual({
-      provider: { name: 'acmedns', ...DNS_SAMPLES.acmedns },
+    expect(dnsChallengeConfig(findDnsProvider('acmedns')!, moduleFields('acmedns'))).toEqual({
+      provider: { name: 'acmedns', ...moduleFields('acmedns') },
     })
     // An optional field left out is not sent (the module's own default applies).
     const { client_ip: _ip, ...noIp } = moduleFields('namecheap')
@@ -114,10 +114,35 @@ describe("the proxy module's JSON", () => {
     const { region: _r, ...b } = moduleFields('provider_b')
     expect(dnsChallengeConfig(findDnsProvider('provider_b')!, b)).toEqual({ provider: { name: 'route53', ...b, region: 'us-east-1' } })
     const { zone: _z, ...c } = moduleFields('provider_c')
-    expect(dnsChallengeConfig(findDnsProvider('provider_c')!, DNS_SAMPLES.provider_c!)).toEqual({
+    expect(dnsChallengeConfig(findDnsProvider('provider_c')!, moduleFields('provider_c'))).toEqual({
       provider: { name: 'rfc2136', ...c },
       resolvers: ['127.0.0.1:53'],
     })
+  })
+
+  it("the propagation settings go beside the provider, as the ACME issuer's dns challenge options; empty, Caddy's defaults stay", () => {
+    const hetzner = findDnsProvider('hetzner')!
+    const { provider } = dnsChallengeConfig(hetzner, moduleFields('hetzner'))
+    expect(dnsChallengeConfig(hetzner, DNS_SAMPLES.hetzner!)).toEqual({
+      provider,
+      propagation_timeout: '90s',
+      resolvers: ['127.0.0.1:5399'],
+    })
+    // The operator's servers replace RFC 2136's own server; several are kept in order.
+    const c = findDnsProvider('provider_c')!
+    const many = { ...moduleFields('provider_c'), propagation_resolvers: '127.0.0.1:5301, [::1]:5302' }
+    expect(dnsChallengeConfig(c, many).resolvers).toEqual(['127.0.0.1:5301', '[::1]:5302'])
+    expect(dnsChallengeConfig(c, moduleFields('provider_c'))).not.toHaveProperty('propagation_timeout')
+    for (const [value, field] of [
+      ['9', 'propagation_timeout'],
+      ['601', 'propagation_timeout'],
+      ['1.5', 'propagation_timeout'],
+      ['localhost', 'propagation_resolvers'],
+      ['127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5', 'propagation_resolvers'],
+    ])
+      expect(() => mergeCredentials(hetzner, null, { ...moduleFields('hetzner'), [field!]: value! })).toThrow(
+        new RegExp(`^credentials\\.${field}: must be`),
+      )
   })
 })
 

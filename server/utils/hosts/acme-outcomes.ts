@@ -106,7 +106,9 @@ export function explainAcmeFailure(error: string): { kind: AcmeFailureKind; caus
   if (/timed out waiting for record to fully propagate/.test(e))
     return {
       kind: 'dns_propagation_timeout',
-      cause: 'the challenge TXT record was added but never appeared on the DNS server within the propagation timeout',
+      // certmagic says this when its wait (the provider's propagation_timeout) ran out before any CA was asked.
+      cause:
+        "the DNS provider took the challenge TXT record but it never appeared on the DNS servers checked within the propagation wait, so the CA was not asked to check it: the provider is slow to publish (raise its propagation wait under DNS providers) or those servers do not serve what it writes (the provider's propagation servers, else the zone's authoritative ones)",
     }
   if (/urn:ietf:params:acme:error:(?:unauthorized|dns)\b/.test(e) && /TXT/.test(e))
     return {

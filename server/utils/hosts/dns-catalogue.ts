@@ -87,8 +87,59 @@ const _DELEGATION_FIELD: DnsFieldDeclaration = {
   },
 }
 
+/**
+ * Propagation, offered by every provider: before the CA is asked, the proxy's
+ * ACME issuer waits until the challenge TXT answers at the DNS servers (the
+ * zone's authoritative ones found through NS, or the resolvers given), for at
+ * most the timeout; a slow provider then fails as "timed out waiting for record
+ * to fully propagate" (dns_propagation_timeout), not as a CA refusal.
+ */
+export const PROPAGATION_TIMEOUT = 'propagation_timeout'
+export const PROPAGATION_RESOLVERS = 'propagation_resolvers'
+/** Caddy's own default (certmagic's defaultDNSPropagationTimeout) when the field is empty. */
+export const DEFAULT_PROPAGATION_SECONDS = 120
+const _PROPAGATION_MIN_SECONDS = 10
+const _PROPAGATION_MAX_SECONDS = 600
+const _MAX_RESOLVERS = 4
+const _splitResolvers = (v: string) => v.split(/\s*,\s*/).filter(Boolean)
+const _PROPAGATION_FIELDS: DnsFieldDeclaration[] = [
+  {
+    key: PROPAGATION_TIMEOUT,
+    label: `Propagation wait in seconds (optional, ${DEFAULT_PROPAGATION_SECONDS} when empty): how long the proxy waits for the challenge record to show at the DNS servers before asking the CA`,
+    required: false,
+    placeholder: String(DEFAULT_PROPAGATION_SECONDS),
+    public: true,
+    panel_only: true,
+    where:
+      "how long this provider takes to publish a change on all its DNS servers (its documentation's TTL or propagation time); raise it for a slow provider",
+    format: {
+      test: (v) => /^\d{1,4}$/.test(v) && Number(v) >= _PROPAGATION_MIN_SECONDS && Number(v) <= _PROPAGATION_MAX_SECONDS,
+      rule: `must be a whole number of seconds from ${_PROPAGATION_MIN_SECONDS} to ${_PROPAGATION_MAX_SECONDS}`,
+    },
+  },
+  {
+    key: PROPAGATION_RESOLVERS,
+    label:
+      "DNS servers to look for the challenge record at (optional, host:port, comma-separated; empty: the zone's authoritative servers)",
+    required: false,
+    placeholder: '192.0.2.53:53',
+    public: true,
+    panel_only: true,
+    where:
+      "the servers the CA's view depends on, when the zone's NS records do not lead to them from the proxy (a hidden primary, split-horizon DNS)",
+    format: {
+      test: (v) => {
+        const list = _splitResolvers(v)
+        return list.length >= 1 && list.length <= _MAX_RESOLVERS && list.every(isDnsServerAddress)
+      },
+      rule: `must be 1 to ${_MAX_RESOLVERS} DNS servers as host:port separated by commas, such as 192.0.2.53:53, [2001:db8::53]:53`,
+    },
+  },
+]
+
 function _define(declared: DnsProviderDeclaration): DnsProviderDefinition {
-  const d = declared.delegation === false ? declared : { ...declared, fields: [...declared.fields, _DELEGATION_FIELD] }
+  const own = declared.delegation === false ? declared.fields : [...declared.fields, _DELEGATION_FIELD]
+  const d = { ...declared, fields: [...own, ..._PROPAGATION_FIELDS] }
   return {
     ...d,
     proxy_module: `dns.providers.${d.module}`,
@@ -832,8 +883,17 @@ export function dnsChallengeConfig(def: DnsProviderDefinition, stored: Record<st
     if (f.panel_only || value === undefined || value === '') continue
     provider[f.json ?? f.key] = value
   }
-  const resolvers = def.resolvers?.(stored) ?? []
-  return resolvers.length ? { provider, resolvers } : { provider }
+  const resolvers = challengeResolvers(def, stored)
+  const challenge: Record<string, unknown> = resolvers.length ? { provider, resolvers } : { provider }
+  // Empty: Caddy's default wait (DEFAULT_PROPAGATION_SECONDS), so existing configurations stay as they were.
+  if (stored[PROPAGATION_TIMEOUT]) challenge.propagation_timeout = `${Number(stored[PROPAGATION_TIMEOUT])}s`
+  return challenge
+}
+
+/** The servers the propagation is checked at: the operator's, else the provider's own (RFC 2136: its server), else none (the zone's NS). */
+export function challengeResolvers(def: DnsProviderDefinition, stored: Record<string, string>): string[] {
+  const given = stored[PROPAGATION_RESOLVERS]
+  return given ? _splitResolvers(given) : (def.resolvers?.(stored) ?? [])
 }
 
 /** The values of a provider's credentials that must never be shown (for redaction). */

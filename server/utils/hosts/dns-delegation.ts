@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import { dnsProviders, hosts } from '../../../db/schema'
 import { getDb } from '../core/db'
 import { badRequest, notFound } from '../core/errors'
-import { CHALLENGE_DELEGATION, delegationRecords, findDnsProvider } from './dns-catalogue'
+import { CHALLENGE_DELEGATION, challengeResolvers, delegationRecords, findDnsProvider } from './dns-catalogue'
 import { openDnsCredentials } from './dns-credentials'
 
 // Challenge delegation of a host (docs/tls.md, "Challenge delegation"): the CNAME
@@ -36,8 +36,9 @@ async function _lookup(resolver: Resolver, name: string): Promise<{ found: strin
 
 /**
  * The records to create for a host whose DNS provider delegates its challenges,
- * each looked up: through the provider's own resolvers when it declares some
- * (RFC 2136: its authoritative server, which serves private zones too), else
+ * each looked up: through the provider's resolvers when it has some (the
+ * operator's propagation servers, or RFC 2136's authoritative server, which
+ * serves private zones too), else
  * the panel's system resolver.
  */
 export async function checkHostDelegation(id: number) {
@@ -53,7 +54,7 @@ export async function checkHostDelegation(id: number) {
       `host ${id} does not delegate its DNS challenge: give it DNS-01 with a provider that has a delegation zone (${CHALLENGE_DELEGATION} under DNS providers)`,
     )
   const resolver = new Resolver({ timeout: _LOOKUP_TIMEOUT_MS, tries: 1 })
-  const servers = def.resolvers?.(credentials) ?? []
+  const servers = challengeResolvers(def, credentials)
   if (servers.length) resolver.setServers(servers)
   const records: DelegationRecordCheck[] = []
   for (const r of delegationRecords(host.domain, host.aliases, zone)) {

@@ -12,6 +12,8 @@ import { openDnsCredentials, sealDnsCredentials } from './dns-credentials'
 import {
   CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
+  PROPAGATION_RESOLVERS,
+  PROPAGATION_TIMEOUT,
   credentialRuleViolation,
   findDnsProvider,
   nameInZone,
@@ -29,8 +31,16 @@ function _definition(name: string): DnsProviderDefinition {
   return def
 }
 
-/** A catalogue entry joined with its stored state; never a credential. */
+/**
+ * A catalogue entry joined with its stored state; never a credential. The
+ * delegation zone is not one (a zone name the hosts' CNAMEs point to, shown on
+ * every host that uses it): it is returned so that the form can show it and a
+ * save of the form keeps it (an optional field left empty is removed).
+ */
 export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefined) {
+  const stored = openDnsCredentials(row)
+  const delegation = def.delegation === false ? undefined : stored?.[CHALLENGE_DELEGATION]
+  const timeout = stored?.[PROPAGATION_TIMEOUT]
   return {
     name: def.name,
     display_name: def.display_name,
@@ -39,6 +49,10 @@ export function presentDnsProvider(def: DnsProviderDefinition, row: Row | undefi
     fields: def.fields.map((f) => ({ ...f })),
     proxy_module: def.proxy_module,
     docs_url: def.docs_url,
+    challenge_delegation: delegation ?? null,
+    // The propagation settings are not secrets either, and are shown back for the same reason.
+    propagation_timeout: timeout ? Number(timeout) : null,
+    propagation_resolvers: stored?.[PROPAGATION_RESOLVERS] ?? null,
   }
 }
 

@@ -9,7 +9,10 @@ import { writeAudit, type AuditContext } from '../core/audit'
 import { redactText } from '../core/redact'
 import { readRuntimeState, writeRuntimeState } from '../core/runtime-state'
 import {
+  CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
+  PROPAGATION_TIMEOUT,
+  delegationTarget,
   findDnsProvider,
   isDnsName,
   nameInZone,
@@ -31,10 +34,10 @@ type Row = typeof dnsProviders.$inferSelect
 
 /** The record the check writes, relative to the zone. */
 export const DNS_CHECK_RECORD = '_panel-check'
-/** How long the proxy looks for the record at the authoritative servers. */
+/** How long the proxy looks for the record at the authoritative servers, unless the provider sets its propagation wait. */
 const _PROPAGATION_SECONDS = 60
 /** The whole check: the wait plus the provider's write and removal (60 s each at most in the proxy). */
-const _CHECK_WAIT_MS = (_PROPAGATION_SECONDS + 2 * 60 + 10) * 1000
+const _checkWaitMs = (propagationSeconds: number) => (propagationSeconds + 2 * 60 + 10) * 1000
 
 export const dnsCheckBody = z.strictObject({
   zone: z
@@ -44,6 +47,14 @@ export const dnsCheckBody = z.strictObject({
     .refine((v) => isDnsName(v) && v.replace(/\.$/, '').includes('.'), {
       message: 'must be a DNS zone name such as example.com (the zone the provider manages)',
     }),
+  host: z
+    .string({ message: 'must be a host name such as www.example.com' })
+    .trim()
+    .toLowerCase()
+    .refine((v) => isDnsName(v.replace(/^\*\./, '')) && v.replace(/\.$/, '').includes('.'), {
+      message: 'must be a host name such as www.example.com (a name whose _acme-challenge is a CNAME into the delegation zone)',
+    })
+    .optional(),
 })
 
 const stepSchema = z.strictObject({
@@ -56,6 +67,7 @@ const _proxyAnswer = z.object({ ok: z.boolean(), steps: z.array(stepSchema) })
 export const dnsCheckSchema = z.strictObject({
   at: z.string().describe('RFC 3339 timestamp, UTC'),
   zone: z.string(),
+  host: z.string().nullable().describe('the delegated host name checked (its _acme-challenge CNAME); null: a plain check'),
   record: z.string().describe('the TXT record written and removed'),
   ok: z.boolean(),
   steps: z.array(stepSchema),
@@ -94,12 +106,17 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
   // A provider limited to a zone (rfc2136's `zone`) would be refused outside it: say so before asking.
   if (found.credentials.zone && !nameInZone(zone, found.credentials.zone))
     throw badRequest(`zone: ${zone} is outside the zone ${found.credentials.zone} that ${name} may update; test a zone inside it`)
+  const target = _delegatedTarget(name, found.credentials, zone, body.host)
   const challenge = dnsChallengeOf(def.module, found.credentials) as { provider: Record<string, string>; resolvers?: string[] }
+  // The order's own wait when the provider sets one: the check then proves what an order would see.
+  const wait = Number(found.credentials[PROPAGATION_TIMEOUT] ?? _PROPAGATION_SECONDS)
   const request = {
     provider: challenge.provider,
     zone: `${zone}.`,
-    name: DNS_CHECK_RECORD,
-    propagation_timeout: `${_PROPAGATION_SECONDS}s`,
+    name: target ? target.name : DNS_CHECK_RECORD,
+    // Delegated: the proxy also proves that _acme-challenge.<host> is a CNAME to the record it wrote.
+    ...(target ? { delegated_from: target.from } : {}),
+    propagation_timeout: `${wait}s`,
     ...(challenge.resolvers ? { resolvers: challenge.resolvers } : {}),
     public_fields: def.public_fields,
   }
@@ -110,26 +127,58 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
   const legacyToken = getConfig().providerAApiToken
   if (def.name === 'provider_a' && legacyToken) secrets.push(legacyToken)
   const clean = (text: string) => redactText(text, secrets)
-  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _CHECK_WAIT_MS)
+  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _checkWaitMs(wait))
   const problem = _proxyProblem(answer, clean)
   const at = new Date().toISOString()
+  const host = target ? body.host!.replace(/\.$/, '').replace(/^\*\./, '') : null
   if (problem) {
-    await writeAudit(ctx, 'dns_provider_test', { name, zone, ok: false, outcome: 'proxy_unavailable' })
+    await writeAudit(ctx, 'dns_provider_test', { name, zone, host, ok: false, outcome: 'proxy_unavailable' })
     throw upstreamFailed(problem)
   }
   const parsed = _proxyAnswer.parse(JSON.parse((answer as { body: string }).body))
   const check: DnsCheck = {
     at,
     zone,
-    record: `${DNS_CHECK_RECORD}.${zone}`,
+    host,
+    record: target ? target.record : `${DNS_CHECK_RECORD}.${zone}`,
     ok: parsed.ok,
     steps: parsed.steps.map((s) => ({ ...s, detail: clean(s.detail) })),
   }
   await writeTransaction(async (tx) => {
     await writeRuntimeState(tx, _stateKey(name), { ...check, credentials_fingerprint: found.fingerprint })
-    await writeAudit(ctx, 'dns_provider_test', { name, zone, ok: check.ok, failed_step: check.steps.find((s) => !s.ok)?.step ?? null }, tx)
+    await writeAudit(
+      ctx,
+      'dns_provider_test',
+      { name, zone, host, ok: check.ok, failed_step: check.steps.find((s) => !s.ok)?.step ?? null },
+      tx,
+    )
   })
   return check
+}
+
+/**
+ * For a check of a delegated host: the record an order would write (the host's
+ * name inside the delegation zone, as the ACME policy's override_domain), its
+ * name relative to the checked zone, and the _acme-challenge name that must be a
+ * CNAME to it. Null for a plain check. Throws 400 naming what to fix.
+ */
+function _delegatedTarget(
+  provider: string,
+  credentials: Record<string, string>,
+  zone: string,
+  host: string | undefined,
+): { name: string; record: string; from: string } | null {
+  if (host === undefined) return null
+  const delegation = credentials[CHALLENGE_DELEGATION]
+  if (!delegation)
+    throw badRequest(
+      `host: ${provider} has no delegation zone, so no host's challenge is delegated; save one (${CHALLENGE_DELEGATION}) or test without a host`,
+    )
+  const bare = host.replace(/\.$/, '').replace(/^\*\./, '')
+  const record = delegationTarget(bare, delegation)
+  if (!nameInZone(record, zone) || record === zone)
+    throw badRequest(`zone: the delegated record ${record} is outside ${zone}; test the zone that holds the delegation zone ${delegation}`)
+  return { name: record.slice(0, -(zone.length + 1)), record, from: `_acme-challenge.${bare}.` }
 }
 
 /** Why the proxy gave no check result, in words (null: it did). */
@@ -162,7 +211,8 @@ export async function lastDnsCheck(name: string): Promise<DnsCheck | null> {
   const current = findDnsProvider(name) ? await _credentials(findDnsProvider(name)!, row) : null
   if (!current || current.fingerprint !== saved.credentials_fingerprint) return null
   const { credentials_fingerprint: _f, ...check } = saved
-  return check
+  // Checks kept before delegated checks existed have no host.
+  return { ...check, host: check.host ?? null }
 }
 
 /** A provider's presentation with its last check (GET answers). */

@@ -24,6 +24,21 @@ export const dnsProviderSchema = z.strictObject({
   ),
   proxy_module: z.string(),
   docs_url: z.string(),
+  challenge_delegation: z
+    .string()
+    .nullable()
+    .describe('the stored delegation zone (not a secret; null: none, or acmedns); the form shows it so a save keeps it'),
+  propagation_timeout: z
+    .number()
+    .int()
+    .nullable()
+    .describe("seconds the proxy waits for the challenge record at the DNS servers before asking the CA (null: Caddy's 120)"),
+  propagation_resolvers: z
+    .string()
+    .nullable()
+    .describe(
+      "host:port servers, comma-separated, the record is looked for at (null: the zone's authoritative servers, RFC 2136: its server)",
+    ),
 })
 
 export const manualCertSchema = z.strictObject({
