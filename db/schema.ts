@@ -266,7 +266,7 @@ export const rules = sqliteTable('rules', {
 })
 
 export const dnsProviders = sqliteTable('dns_providers', {
-  // CHECK: one of the catalogue's names (server/utils/hosts/dns-catalogue.ts; widened by 0016 and 0045).
+  // CHECK: one of the catalogue's names (server/utils/hosts/dns-catalogue.ts; widened by 0016, 0045 and 0047).
   name: text('name').primaryKey(),
   enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
   credentials: text('credentials'),

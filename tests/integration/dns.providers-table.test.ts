@@ -118,3 +118,30 @@ describe('no credential value that is not public anywhere', () => {
       for (const s of SECRETS) expect(text.includes(s), `${where} holds a value of a credential`).toBe(false)
   })
 })
+
+// After the audit count above (this adds a save). ClouDNS takes its API user's ID or
+// its sub-user's (caddy-dns/cloudns sends sub-auth-id when set, else auth-id).
+describe('ClouDNS: the API user ID or the sub-user ID', () => {
+  it('neither is a 400 naming auth_id, nothing stored; the sub-user alone is saved, pushed and provisioned', async () => {
+    const { auth_id: _a, sub_auth_id: _s, ...neither } = DNS_SAMPLES.cloudns!
+    const before = await sealed('cloudns')
+    const refused = await put('cloudns', neither)
+    expect([refused.status, refused.json.error]).toEqual([
+      400,
+      'credentials.auth_id: is required for cloudns unless credentials.sub_auth_id is given',
+    ])
+    expect(await sealed('cloudns')).toBe(before)
+
+    const { auth_id: _u, ...subOnly } = DNS_SAMPLES.cloudns!
+    const saved = await put('cloudns', subOnly)
+    // The table's cloudns host is pushed again with the new credentials: 'applied' means the module provisioned.
+    expect([saved.status, saved.json.reconcile?.status, saved.json.reconcile?.error ?? null]).toEqual([200, 'applied', null])
+    const policies = ((await stack.caddy.getConfig()) as any).apps.tls.automation.policies
+    const policy = policies.find((p: any) => p.subjects.includes(domainOf('cloudns')))
+    expect(policy.issuers[0].challenges.dns.provider).toEqual({
+      name: 'cloudns',
+      sub_auth_id: subOnly.sub_auth_id,
+      auth_password: subOnly.auth_password,
+    })
+  })
+})

@@ -38,6 +38,10 @@ const _SAMPLES: Record<string, Record<string, string>> = {
   duckdns: { api_token: uuid(6), override_domain: 'panel-test.duckdns.org' },
   godaddy: { api_token: `${pad('gdKEY', 30, 'k')}:${pad('SECRETgd', 22, 's')}` },
   acmedns: { server_url: 'https://auth.example.test', username: uuid(4), password: pad('SECRETacmedns_-', 40, 'p'), subdomain: uuid(5) },
+  cloudns: { auth_id: '1234', sub_auth_id: '5678', auth_password: 'SECRET-cloudns!pw' },
+  loopia: { username: 'panel-test@loopiaapi', password: 'SECRET-loopia#pw', customer: 'C12345' },
+  huaweicloud: { access_key_id: pad('HWAKSECRET', 20, 'Q'), secret_access_key: pad('SECREThuawei', 40, 'k'), region_id: 'ap-southeast-1' },
+  luadns: { email: 'ops@example.test', api_key: pad('SECRETlua', 32, 'f') },
 }
 
 /** The propagation settings every provider takes (a loopback port where nothing answers: no test traffic leaves the machine). */

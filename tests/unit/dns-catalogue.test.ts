@@ -21,11 +21,11 @@ const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.met
 const names = DNS_PROVIDER_CATALOGUE.map((p) => p.name)
 
 describe('every declaration', () => {
-  it("the spec's three first with their names, every name unique, nineteen in all", () => {
+  it("the spec's three first with their names, every name unique, twenty-three in all (twenty vendors)", () => {
     expect(names.slice(0, 3)).toEqual(['provider_a', 'provider_b', 'provider_c'])
     expect(new Set(names).size).toBe(names.length)
     expect(new Set(DNS_PROVIDER_CATALOGUE.map((p) => p.module)).size).toBe(names.length)
-    expect(names.length).toBeGreaterThanOrEqual(19)
+    expect(names.length).toBeGreaterThanOrEqual(23)
   })
 
   it.each(DNS_PROVIDER_CATALOGUE.map((p) => [p.name, p] as const))(
@@ -143,6 +143,31 @@ describe("the proxy module's JSON", () => {
       expect(() => mergeCredentials(hetzner, null, { ...moduleFields('hetzner'), [field!]: value! })).toThrow(
         new RegExp(`^credentials\\.${field}: must be`),
       )
+  })
+})
+
+describe('ClouDNS: an API user or a sub-user', () => {
+  const cloudns = findDnsProvider('cloudns')!
+  const { auth_id: _a, sub_auth_id: _s, ...neither } = DNS_SAMPLES.cloudns!
+
+  it('either ID alone is enough, and only the one given is sent to the module', () => {
+    const { sub_auth_id: _x, ...userOnly } = DNS_SAMPLES.cloudns!
+    const { auth_id: _y, ...subOnly } = DNS_SAMPLES.cloudns!
+    expect(mergeCredentials(cloudns, null, userOnly)).toEqual(userOnly)
+    expect(mergeCredentials(cloudns, null, subOnly)).toEqual(subOnly)
+    const { challenge_delegation: _d, ...subModule } = subOnly
+    expect(dnsChallengeConfig(cloudns, subModule)).toEqual({ provider: { name: 'cloudns', ...subModule } })
+  })
+
+  it('neither ID is a 400 naming both, never quoting the password', () => {
+    let message = ''
+    try {
+      mergeCredentials(cloudns, null, neither)
+    } catch (e) {
+      message = (e as Error).message
+    }
+    expect(message).toBe('credentials.auth_id: is required for cloudns unless credentials.sub_auth_id is given')
+    expect(message).not.toContain(DNS_SAMPLES.cloudns!.auth_password)
   })
 })
 

@@ -71,3 +71,39 @@ it('migration 0045 accepts the vendor providers, keeps the earlier rows, and its
   await expect(insert('hetzner')).rejects.toThrow(/CHECK constraint failed/)
   client.close()
 })
+
+// Migration 0047 widens it for four more vendors (ClouDNS, Loopia, Huawei Cloud DNS,
+// LuaDNS): accepted only above it; its down step drops their rows and keeps 0045's.
+it('migration 0047 accepts cloudns, loopia, huaweicloud and luadns, and its down step drops only them', async () => {
+  const client = createClient({ url: `file:${join(mkdtempSync(join(tmpdir(), 'mig-')), 'db.sqlite')}` })
+  const before47 = MIGRATIONS.filter((m) => m.version < 47).at(-1)!.version
+  expect(before47).toBeGreaterThanOrEqual(45)
+  await migrateUp(client, MIGRATIONS, before47)
+  const insert = (name: string) =>
+    client.execute({
+      sql: 'INSERT INTO dns_providers (name, enabled, credentials, updated_at) VALUES (?, 1, ?, ?)',
+      args: [name, `sealed-${name}`, '2026-01-01T00:00:00Z'],
+    })
+  await insert('provider_a')
+  await insert('acmedns')
+  for (const name of ['cloudns', 'loopia', 'huaweicloud', 'luadns']) await expect(insert(name)).rejects.toThrow(/CHECK constraint failed/)
+
+  await migrateUp(client, MIGRATIONS, 47)
+  for (const name of ['cloudns', 'loopia', 'huaweicloud', 'luadns']) await insert(name)
+  await expect(insert('provider_z')).rejects.toThrow(/CHECK constraint failed/)
+  const rows = async () =>
+    (await client.execute('SELECT name, credentials FROM dns_providers ORDER BY name')).rows.map((r) => `${r.name}:${r.credentials}`)
+  expect(await rows()).toEqual([
+    'acmedns:sealed-acmedns',
+    'cloudns:sealed-cloudns',
+    'huaweicloud:sealed-huaweicloud',
+    'loopia:sealed-loopia',
+    'luadns:sealed-luadns',
+    'provider_a:sealed-provider_a',
+  ])
+
+  await migrateDown(client, MIGRATIONS, before47)
+  expect(await rows()).toEqual(['acmedns:sealed-acmedns', 'provider_a:sealed-provider_a'])
+  await expect(insert('luadns')).rejects.toThrow(/CHECK constraint failed/)
+  client.close()
+})

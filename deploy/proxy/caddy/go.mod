@@ -8,14 +8,18 @@ require (
 	github.com/caddy-dns/azure v0.6.0
 	github.com/caddy-dns/bunny v1.2.0
 	github.com/caddy-dns/cloudflare v0.2.4
+	github.com/caddy-dns/cloudns v1.1.0
 	github.com/caddy-dns/digitalocean v0.0.0-20250606074528-04bde2867106
 	github.com/caddy-dns/duckdns v0.5.0
 	github.com/caddy-dns/gandi v1.1.0
 	github.com/caddy-dns/godaddy v1.1.1
 	github.com/caddy-dns/googleclouddns v1.1.0
 	github.com/caddy-dns/hetzner v1.0.0
+	github.com/caddy-dns/huaweicloud v1.0.0
 	github.com/caddy-dns/ionos v1.2.0
 	github.com/caddy-dns/linode v0.8.0
+	github.com/caddy-dns/loopia v1.0.0
+	github.com/caddy-dns/luadns v0.1.0
 	github.com/caddy-dns/namecheap v1.0.0
 	github.com/caddy-dns/netcup v1.0.0
 	github.com/caddy-dns/porkbun v0.3.1
@@ -35,6 +39,7 @@ require (
 	github.com/miekg/dns v1.1.73
 	github.com/tidwall/gjson v1.18.0
 	github.com/wasilibs/go-re2 v1.10.0
+	go.uber.org/zap v1.28.0
 	rsc.io/binaryregexp v0.2.0
 )
 
@@ -161,20 +166,25 @@ require (
 	github.com/jcchavezs/mergefs v0.1.0 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/kolo/xmlrpc v0.0.0-20220921171641-a4b6fa1dd06b // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/libdns/acmedns v0.5.0 // indirect
 	github.com/libdns/alidns v1.0.4-libdns.v1.beta1 // indirect
 	github.com/libdns/azure v0.5.0 // indirect
 	github.com/libdns/bunny v1.4.0 // indirect
 	github.com/libdns/cloudflare v0.2.2 // indirect
+	github.com/libdns/cloudns v1.1.0 // indirect
 	github.com/libdns/digitalocean v0.0.0-20250606071607-dfa7af5c2e31 // indirect
 	github.com/libdns/duckdns v0.3.0 // indirect
 	github.com/libdns/gandi v1.1.0 // indirect
 	github.com/libdns/godaddy v1.1.0 // indirect
 	github.com/libdns/googleclouddns v1.2.0 // indirect
 	github.com/libdns/hetzner v1.0.0 // indirect
+	github.com/libdns/huaweicloud v1.0.0 // indirect
 	github.com/libdns/ionos v1.2.0 // indirect
 	github.com/libdns/linode v0.5.0 // indirect
+	github.com/libdns/loopia v1.0.0 // indirect
+	github.com/libdns/luadns v0.2.0 // indirect
 	github.com/libdns/namecheap v1.0.0 // indirect
 	github.com/libdns/netcup v1.0.0 // indirect
 	github.com/libdns/porkbun v1.0.1 // indirect
@@ -182,6 +192,7 @@ require (
 	github.com/libdns/rfc2136 v1.0.0 // indirect
 	github.com/libdns/route53 v1.6.2 // indirect
 	github.com/linode/linodego v1.56.0 // indirect
+	github.com/luadns/luadns-go v0.3.0 // indirect
 	github.com/lufia/plan9stats v0.0.0-20211012122336-39d0f177ccd0 // indirect
 	github.com/magefile/mage v1.15.1-0.20241126214340-bdc92f694516 // indirect
 	github.com/manifoldco/promptui v0.9.0 // indirect
@@ -277,7 +288,6 @@ require (
 	go.step.sm/crypto v0.91.0 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
 	go.uber.org/zap/exp v0.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect

@@ -56,6 +56,8 @@ export interface DnsProviderDeclaration {
   npm_ids?: string[]
   /** false: no challenge delegation field (acme-dns is a delegation of its own). */
   delegation?: false
+  /** Optional fields of which at least one must be set (ClouDNS: its API user ID or its sub-user ID). */
+  one_of_required?: string[]
 }
 export interface DnsProviderDefinition extends Omit<DnsProviderDeclaration, 'fields'> {
   proxy_module: string
@@ -834,6 +836,150 @@ const _DECLARATIONS: DnsProviderDeclaration[] = [
       },
     ],
   },
+  // caddy-dns/cloudns v1.1.0 → libdns/cloudns v1.1.0: an API user (auth-id) or sub-user (sub-auth-id) and its
+  // password, sent as query parameters; the sub-user ID wins when both are set (its addAuthParams).
+  {
+    name: 'cloudns',
+    display_name: 'ClouDNS',
+    module: 'cloudns',
+    docs_url: 'https://www.cloudns.net/wiki/article/42/',
+    npm_ids: ['cloudns'],
+    one_of_required: ['auth_id', 'sub_auth_id'],
+    fields: [
+      {
+        key: 'auth_id',
+        label: 'API user ID (or give the sub-user ID instead)',
+        required: false,
+        placeholder: '1234',
+        public: true,
+        where: 'ClouDNS → API & Resellers → API users → Add new user; the ID appears in the users table (a paid plan has the API)',
+        format: _re(/^\d{1,10}$/, 'must be a ClouDNS API user ID (auth-id): 1 to 10 digits'),
+      },
+      {
+        key: 'sub_auth_id',
+        label: 'API sub-user ID (used instead of the user ID when given)',
+        required: false,
+        placeholder: '5678',
+        public: true,
+        where:
+          'ClouDNS → API & Resellers → API sub-users → Add new sub-user (limited to the zones you give it); the ID appears in the sub-users table',
+        format: _re(/^\d{1,10}$/, 'must be a ClouDNS API sub-user ID (sub-auth-id): 1 to 10 digits'),
+      },
+      {
+        key: 'auth_password',
+        label: 'API password (of that user or sub-user)',
+        required: true,
+        secret: true,
+        where: 'the auth-password set when the API user or sub-user was created',
+        format: _safe(6, 256, "the API user's or sub-user's password"),
+      },
+    ],
+  },
+  // caddy-dns/loopia v1.0.0 → libdns/loopia v1.0.0 (the XML-RPC API; Loopia may take up to 15 minutes to publish a change).
+  {
+    name: 'loopia',
+    display_name: 'Loopia',
+    module: 'loopia',
+    docs_url: 'https://www.loopia.se/api/authentication/',
+    npm_ids: ['loopia'],
+    fields: [
+      {
+        key: 'username',
+        label: 'API user name (ends in @loopiaapi)',
+        required: true,
+        placeholder: 'user@loopiaapi',
+        public: true,
+        where:
+          'Loopia Customer Zone → Account settings → LoopiaAPI → Create API user (not your login), allowed getSubdomains, addSubdomain, removeSubdomain, getZoneRecords, addZoneRecord, removeZoneRecord',
+        format: _re(/^[A-Za-z0-9._-]{1,64}@loopiaapi$/, 'must be a LoopiaAPI user name such as user@loopiaapi'),
+      },
+      {
+        key: 'password',
+        label: 'API user password',
+        required: true,
+        secret: true,
+        where: 'the password set when the API user was created',
+        format: _safe(6, 256, "the LoopiaAPI user's password"),
+      },
+      {
+        key: 'customer',
+        label: 'Customer number (resellers only: the customer whose domains these are)',
+        required: false,
+        public: true,
+        where: "Loopia Reseller Zone → the customer's number; leave empty for your own domains",
+        format: _re(/^[A-Za-z0-9-]{1,32}$/, 'must be a Loopia customer number: 1 to 32 letters, digits or -'),
+      },
+    ],
+  },
+  // caddy-dns/huaweicloud v1.0.0 → libdns/huaweicloud v1.0.0 (an AK/SK pair; the API at dns.<region>.myhuaweicloud.com).
+  {
+    name: 'huaweicloud',
+    display_name: 'Huawei Cloud DNS',
+    module: 'huaweicloud',
+    docs_url: 'https://support.huaweicloud.com/intl/en-us/usermanual-ca/ca_01_0003.html',
+    fields: [
+      {
+        key: 'access_key_id',
+        label: 'Access key ID (AK)',
+        required: true,
+        where: 'Huawei Cloud console → My Credentials → Access Keys → Create Access Key, for a user with the DNS FullAccess policy',
+        format: _re(
+          /^[A-Za-z0-9]{16,64}$/,
+          'must be a Huawei Cloud access key ID (AK): 16 to 64 letters and digits (20 as Huawei Cloud issues them)',
+        ),
+      },
+      {
+        key: 'secret_access_key',
+        label: 'Secret access key (SK)',
+        required: true,
+        secret: true,
+        where: 'the credentials.csv downloaded when the access key is created (it cannot be downloaded again)',
+        format: _re(
+          /^[A-Za-z0-9]{20,128}$/,
+          'must be a Huawei Cloud secret access key (SK): 20 to 128 letters and digits (40 as Huawei Cloud issues them)',
+        ),
+      },
+      {
+        key: 'region_id',
+        label: 'Region of the DNS API',
+        required: false,
+        placeholder: 'cn-south-1',
+        public: true,
+        where: 'a Huawei Cloud region id such as ap-southeast-1 or eu-west-101; cn-south-1 when left empty',
+        format: _re(/^[a-z]{2}-[a-z]+-\d{1,3}$/, 'must be a Huawei Cloud region id such as cn-south-1, ap-southeast-1 or eu-west-101'),
+      },
+    ],
+  },
+  // caddy-dns/luadns v0.1.0 → libdns/luadns v0.2.0 (the REST API, basic auth with the account email and API key).
+  {
+    name: 'luadns',
+    display_name: 'LuaDNS',
+    module: 'luadns',
+    docs_url: 'https://www.luadns.com/api.html',
+    npm_ids: ['luadns'],
+    fields: [
+      {
+        key: 'email',
+        label: 'Account email',
+        required: true,
+        placeholder: 'you@example.com',
+        public: true,
+        where: 'the email address you sign in to LuaDNS with',
+        format: _re(
+          /^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63}$/,
+          'must be the LuaDNS account email, such as you@example.com',
+        ),
+      },
+      {
+        key: 'api_key',
+        label: 'API key',
+        required: true,
+        secret: true,
+        where: 'api.luadns.com → Account settings → enable API access, then the API key shown there',
+        format: _re(/^[A-Za-z0-9]{16,128}$/, 'must be a LuaDNS API key: 16 to 128 letters and digits (32 as LuaDNS shows it)'),
+      },
+    ],
+  },
 ]
 
 export const DNS_PROVIDER_CATALOGUE: DnsProviderDefinition[] = _DECLARATIONS.map(_define)
@@ -851,6 +997,12 @@ export function credentialRuleViolation(def: DnsProviderDefinition, credentials:
     const value = credentials[r.field]
     if (value !== undefined && !r.test(value)) return `credentials.${r.field}: ${r.rule}`
   }
+  const oneOf = def.one_of_required
+  if (oneOf && !oneOf.some((k) => credentials[k]))
+    return `credentials.${oneOf[0]}: is required for ${def.name} unless ${oneOf
+      .slice(1)
+      .map((k) => `credentials.${k}`)
+      .join(' or ')} is given`
   // A provider limited to a zone writes the delegated records there, so the delegation zone lies inside it.
   const delegation = credentials[CHALLENGE_DELEGATION]
   if (delegation && credentials.zone && !nameInZone(delegation, credentials.zone))

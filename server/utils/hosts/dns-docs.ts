@@ -16,6 +16,7 @@ function _provider(def: DnsProviderDefinition): string {
     '',
     `Proxy module \`${def.proxy_module}\`. Where to get the credentials: ${def.docs_url}`,
     '',
+    ...(def.one_of_required ? [`At least one of ${def.one_of_required.map((k) => `\`${k}\``).join(', ')} is required.`, ''] : []),
     '| Field | Required | Kept secret | Where to find it | Format |',
     '|---|---|---|---|---|',
   ]
