@@ -155,7 +155,8 @@ describe('ClouDNS: an API user or a sub-user', () => {
     const { auth_id: _y, ...subOnly } = DNS_SAMPLES.cloudns!
     expect(mergeCredentials(cloudns, null, userOnly)).toEqual(userOnly)
     expect(mergeCredentials(cloudns, null, subOnly)).toEqual(subOnly)
-    const { challenge_delegation: _d, ...subModule } = subOnly
+    // The settings every provider takes (delegation, propagation) are not the module's fields.
+    const { challenge_delegation: _d, propagation_timeout: _t, propagation_resolvers: _r, ...subModule } = subOnly
     expect(dnsChallengeConfig(cloudns, subModule)).toEqual({ provider: { name: 'cloudns', ...subModule } })
   })
 
