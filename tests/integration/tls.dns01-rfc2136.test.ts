@@ -273,7 +273,8 @@ describe('DNS-01 through RFC 2136 (BIND 9, TSIG), Pebble and the production Cadd
   it('rotating the TSIG secret (old one removed from BIND): the renewal with the old one fails, explained; with the new one saved it renews, and the proxy was never restarted', async () => {
     const caddyPid = stack.caddy.pid
     const first = await presentedCertificate(stack.httpsPort, `www.${ZONE}`, issuingRoot)
-    expect(first).toMatchObject({ authorized: true, serialNumber: expect.stringMatching(/^[0-9A-F]{16,}$/) })
+    // A serial is a random number printed without leading zeros: a short one is still a serial.
+    expect(first).toMatchObject({ authorized: true, serialNumber: expect.stringMatching(/^[0-9A-F]{8,}$/) })
 
     await bind.setKeys([KEY_2])
     // BIND now refuses the old secret and takes the new one.
