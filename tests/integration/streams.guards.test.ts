@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startLineEchoUpstream, type LineEchoUpstream } from '../support/upstream'
 import { decisionsFor, postDecisions, type CrowdsecHandle } from '../support/crowdsec'
 import { EDGE_HOST_ADDRESS, startEdgeStack, type EdgeStack } from '../support/edge-stack'
 import { eventually } from '../support/http'
@@ -21,45 +22,6 @@ const CLEAN = '198.51.100.60',
   DENIED = '198.51.100.80',
   /** Banned in the same alert as WHITELISTED: once it is refused, the bouncer holds that alert's decisions. */
   SENTINEL = '198.51.100.210'
-
-interface Echo {
-  port: number
-  /** Connections the proxy opened to the upstream, and the bytes it sent over them. */
-  connections: number
-  bytes: number
-  close(): Promise<void>
-}
-
-/** A TCP upstream that answers each line with `echo:<line>`. */
-async function startEcho(port: number): Promise<Echo> {
-  const sockets = new Set<Socket>()
-  const echo: Echo = { port, connections: 0, bytes: 0, close: async () => {} }
-  const server: Server = createServer((socket) => {
-    echo.connections++
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-    let buf = ''
-    socket.on('data', (chunk) => {
-      echo.bytes += chunk.length
-      buf += chunk.toString('utf8')
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        socket.write(`echo:${buf.slice(0, nl)}\n`)
-        buf = buf.slice(nl + 1)
-      }
-    })
-  })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, '127.0.0.1', () => resolve())
-  })
-  echo.close = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy()
-      server.close(() => resolve())
-    })
-  return echo
-}
 
 /** What a client got: the echoed line, or why the connection ended without one. */
 interface Outcome {
@@ -89,7 +51,7 @@ s.on('close', () => done({ error: 'closed' }))
 let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let up: Echo
+let up: LineEchoUpstream
 const ports = { open: 0, lan: 0, listed: 0, closed: 0 }
 const streamIds: Record<keyof typeof ports, number> = { open: 0, lan: 0, listed: 0, closed: 0 }
 
@@ -148,7 +110,7 @@ beforeAll(async () => {
   })
   ;({ cs, stack } = edge)
   const [upPort, ...listen] = await freePorts(5)
-  up = await startEcho(upPort!)
+  up = await startLineEchoUpstream(upPort!)
   ;[ports.open, ports.lan, ports.listed, ports.closed] = listen as [number, number, number, number]
   const group = await createGroup(stack, { name: 'echo', targets: [{ address: `127.0.0.1:${up.port}` }] })
   const list = await api('/api/access-lists', 'POST', {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startLineEchoUpstream, type LineEchoUpstream } from '../support/upstream'
 import { freshRequest } from '../support/admin-http'
 import { postDecisions, type CrowdsecHandle } from '../support/crowdsec'
 import { EDGE_HOST_ADDRESS, startEdgeStack, type EdgeStack } from '../support/edge-stack'
@@ -26,42 +26,11 @@ const PROBE_LINE = 'from-the-banned-source'
 let edge: EdgeStack
 let cs: CrowdsecHandle
 let stack: ProxyStack
-let up: { port: number; connections: number; received: string; close(): Promise<void> }
+let up: LineEchoUpstream
 let streamPort = 0,
   streamId = 0,
   hostId = 0,
   groupId = 0
-
-/** A TCP upstream that answers each line with `echo:<line>` and keeps all it was sent. */
-async function startEcho(port: number): Promise<typeof up> {
-  const sockets = new Set<Socket>()
-  const echo = { port, connections: 0, received: '', close: async () => {} }
-  const server: Server = createServer((socket) => {
-    echo.connections++
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => {})
-    let buf = ''
-    socket.on('data', (chunk) => {
-      echo.received += chunk.toString('utf8')
-      buf += chunk.toString('utf8')
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        socket.write(`echo:${buf.slice(0, nl)}\n`)
-        buf = buf.slice(nl + 1)
-      }
-    })
-  })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, '127.0.0.1', () => resolve())
-  })
-  echo.close = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy()
-      server.close(() => resolve())
-    })
-  return echo
-}
 
 // One connection from `localAddress` inside the namespace: one line sent, one JSON line printed.
 // Its timeout only bounds a failing run: a passing one never waits for it.
@@ -163,7 +132,7 @@ beforeAll(async () => {
   edge = await startEdgeStack({ clientAddresses: [BANNED, SENTINEL], tickerSeconds: 1 })
   ;({ cs, stack } = edge)
   const [upPort, listen] = await freePorts(2)
-  up = await startEcho(upPort!)
+  up = await startLineEchoUpstream(upPort!)
   streamPort = listen!
   const group = await createGroup(stack, { name: 'echo', targets: [{ address: `127.0.0.1:${up.port}` }] })
   const res = await api('/api/streams', 'POST', { name: 'game', protocol: 'tcp', listen_port: streamPort, target_group_id: group.id })

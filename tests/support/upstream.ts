@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http'
-import type { Socket } from 'node:net'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { freePort } from './ports'
 
 export interface RecordedRequest {
@@ -71,3 +71,46 @@ export async function startTestUpstream(opts: { host?: string } = {}) {
 }
 
 export type TestUpstream = Awaited<ReturnType<typeof startTestUpstream>>
+
+/** A TCP upstream of a stream: what the proxy opened to it and sent over it. */
+export interface LineEchoUpstream {
+  port: number
+  /** Connections the proxy opened to the upstream. */
+  connections: number
+  /** Bytes it was sent, and the text of them. */
+  bytes: number
+  received: string
+  close(): Promise<void>
+}
+
+/** A TCP upstream on 127.0.0.1:`port` that answers each line with `echo:<line>` and counts what it was sent. */
+export async function startLineEchoUpstream(port: number): Promise<LineEchoUpstream> {
+  const sockets = new Set<Socket>()
+  const echo: LineEchoUpstream = { port, connections: 0, bytes: 0, received: '', close: async () => {} }
+  const server = createNetServer((socket) => {
+    echo.connections++
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+    let buf = ''
+    socket.on('data', (chunk) => {
+      echo.bytes += chunk.length
+      echo.received += chunk.toString('utf8')
+      buf += chunk.toString('utf8')
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        socket.write(`echo:${buf.slice(0, nl)}\n`)
+        buf = buf.slice(nl + 1)
+      }
+    })
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', () => resolve())
+  })
+  echo.close = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy()
+      server.close(() => resolve())
+    })
+  return echo
+}
