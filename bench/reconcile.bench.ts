@@ -98,6 +98,9 @@ function snapshotWith(hostCount: number): ProxySnapshot {
       ...HOST_KIND_DEFAULTS,
       error_pages: 'inherit',
       error_page_message: null,
+      geo_policy: null,
+      auth_allowed_users: [],
+      auth_allowed_groups: [],
     })),
   }
 }

@@ -1,4 +1,5 @@
 import { blob, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import type { GeoPolicy } from '../server/utils/access/schemas'
 
 // Query types for the tables created by db/migrations. The SQL files are the
 // source of truth for the schema; keep this file in step with them.
@@ -27,6 +28,9 @@ export const users = sqliteTable('users', {
   totpEnabled: integer('totp_enabled', { mode: 'boolean' }).notNull().default(false),
   /** The last accepted TOTP step (migration 0010): that step or an older one is a replay. */
   totpLastStep: integer('totp_last_step').notNull().default(0),
+  /** Migration 0048: panel-local groups, and the groups the OIDC claim gave at the last login (docs/access-control.md). */
+  groups: text('groups', { mode: 'json' }).notNull().$type<string[]>().default([]),
+  oidcGroups: text('oidc_groups', { mode: 'json' }).notNull().$type<string[]>().default([]),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
@@ -144,6 +148,8 @@ export const logs = sqliteTable('logs', {
   upstream: text('upstream'),
   bytesIn: integer('bytes_in'),
   bytesOut: integer('bytes_out'),
+  // Migration 0048: the client's AS number (from asn.mmdb at ingestion, like country), for the replay of geo rules.
+  asn: integer('asn'),
 })
 
 export const targetGroups = sqliteTable('target_groups', {
@@ -225,6 +231,11 @@ export const hosts = sqliteTable('hosts', {
     .notNull()
     .default('inherit'),
   errorPageMessage: text('error_page_message'),
+  // Migration 0048 (docs/access-control.md): the host's geo and network policy (null: none), and who may enter
+  // when it asks for the panel's login (both lists empty: any signed-in user).
+  geoPolicy: text('geo_policy', { mode: 'json' }).$type<GeoPolicy>(),
+  authAllowedUsers: text('auth_allowed_users', { mode: 'json' }).notNull().$type<number[]>().default([]),
+  authAllowedGroups: text('auth_allowed_groups', { mode: 'json' }).notNull().$type<string[]>().default([]),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })
@@ -261,6 +272,8 @@ export const rules = sqliteTable('rules', {
   headerRules: text('header_rules', { mode: 'json' })
     .notNull()
     .$type<{ direction: 'request' | 'response'; action: 'set' | 'add' | 'remove'; name: string; value: string | null }[]>(),
+  /** Migration 0048: the rule's geo and network policy, applied after the host's (docs/access-control.md). */
+  geoPolicy: text('geo_policy', { mode: 'json' }).$type<GeoPolicy>(),
   createdAt: text('created_at').notNull(),
   updatedAt: text('updated_at').notNull(),
 })

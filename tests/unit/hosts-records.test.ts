@@ -88,6 +88,7 @@ describe('row <-> domain mappers', () => {
       respond_status: null,
       respond_body: null,
       header_rules: [],
+      geo_policy: null,
     }
     expect(ruleFromRow({ id: 2, hostId: 3, ...ruleToRow(rule), ..._stamps })).toEqual({ id: 2, host_id: 3, ...rule })
   })

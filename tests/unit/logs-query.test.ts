@@ -145,6 +145,7 @@ async function allRows(): Promise<LogRecord[]> {
     upstream: row.upstream as string | null,
     bytesIn: row.bytes_in as number | null,
     bytesOut: row.bytes_out as number | null,
+    asn: row.asn as number | null,
   }))
 }
 

@@ -1,3 +1,4 @@
+import { geoPolicySchema, hostIdentityFields } from '../access/schemas'
 import { isIP } from 'node:net'
 import { errorPageMessageField } from './page-message'
 import { z } from 'zod'
@@ -152,6 +153,9 @@ export const hostBody = z.strictObject({
     .optional(),
   // The operator's short message on the host's pages; null: the global one (proxy.error_page_message).
   error_page_message: errorPageMessageField,
+  // Who and where may enter (docs/access-control.md). Left out of a PUT: the stored value stays.
+  geo_policy: geoPolicySchema.nullable().optional(),
+  ...hostIdentityFields,
 })
 export type HostInput = z.infer<typeof hostBody>
 
@@ -190,6 +194,9 @@ export const HOST_DEFAULTS: Pick<HostFields, _OptionalHostField> = {
   ...HOST_KIND_DEFAULTS,
   error_pages: 'inherit',
   error_page_message: null,
+  geo_policy: null,
+  auth_allowed_users: [],
+  auth_allowed_groups: [],
 }
 
 /** The fields a request gave, the fallback's (defaults on create, the stored host on update) for those it left out. */
@@ -287,6 +294,8 @@ const _ruleFields = z.strictObject({
     .default(null),
   // The host's rule shape and checks, applied only to the requests this rule matches, after the host's.
   header_rules: z.array(headerRuleSchema).max(50, 'at most 50 header rules').default([]),
+  // Applied to the requests this rule matches, after the host's own policy (docs/access-control.md).
+  geo_policy: geoPolicySchema.nullable().default(null),
 })
 export const ruleBody = _ruleFields.superRefine((r, ctx) => {
   if (r.action === 'redirect' && !r.redirect_url)

@@ -368,7 +368,15 @@ class _SiteMapper {
     this.ruleFor(
       m,
       source,
-      { action: 'proxy', redirect_url: null, redirect_status: null, respond_status: null, respond_body: null, header_rules: [] },
+      {
+        action: 'proxy',
+        redirect_url: null,
+        redirect_status: null,
+        respond_status: null,
+        respond_body: null,
+        header_rules: [],
+        geo_policy: null,
+      },
       group,
     )
   }
@@ -406,6 +414,7 @@ class _SiteMapper {
         respond_status: null,
         respond_body: null,
         header_rules: [],
+        geo_policy: null,
       }
       // Only a redirect host keeps the path; an absolute target for every path can become one.
       const kind = /^https?:\/\//i.test(url)
@@ -420,7 +429,15 @@ class _SiteMapper {
     this.answerFor(
       m,
       source,
-      { action: 'respond', redirect_url: null, redirect_status: null, respond_status: status, respond_body: body, header_rules: [] },
+      {
+        action: 'respond',
+        redirect_url: null,
+        redirect_status: null,
+        respond_status: status,
+        respond_body: body,
+        header_rules: [],
+        geo_policy: null,
+      },
       status >= 200 ? { kind: 'static', static_status: status, static_content_type: contentType, static_body: body } : null,
       null,
     )

@@ -507,6 +507,7 @@ function _planLocation(plan: ImportPlan, loc: Row, i: number, domain: string, so
     respond_status: null,
     respond_body: null,
     header_rules: [],
+    geo_policy: null,
   }
   const refused = refusalOf('rule', { ...rule, target_group_id: null })
   if (refused) {

@@ -122,6 +122,7 @@ async function _commit(path: string, pos: Position, rows: LogRow[], fold: Fold):
       upstream: null,
       bytesIn: null,
       bytesOut: null,
+      asn: null,
       ...r,
     })),
   ]

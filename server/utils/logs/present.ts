@@ -38,6 +38,7 @@ export function presentLog(r: LogRecord) {
     upstream: r.upstream,
     bytes_in: r.bytesIn,
     bytes_out: r.bytesOut,
+    asn: r.asn,
   }
 }
 
@@ -88,5 +89,6 @@ export function recordOf(r: Row): LogRecord {
     upstream: _text(r.upstream),
     bytesIn: _num(r.bytes_in),
     bytesOut: _num(r.bytes_out),
+    asn: _num(r.asn),
   }
 }

@@ -37,6 +37,7 @@ const _COLUMNS = [
   ['upstream', 'upstream'],
   ['bytes_in', 'bytesIn'],
   ['bytes_out', 'bytesOut'],
+  ['asn', 'asn'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof LogRow]>
 
 const _sqlByCount = new Map<string, string>()
