@@ -640,6 +640,7 @@ describe('the duration histogram bucket', () => {
       'upstream',
       'bytes_in',
       'bytes_out',
+      'asn',
     ])
   })
 })
