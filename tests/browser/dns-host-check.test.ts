@@ -9,7 +9,8 @@ import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot
 // The host screen's box with its DNS provider's last check (issue 39 item 3),
 // against the real BIND and the production Caddy: the host is created while the
 // panel's TSIG key is one BIND does not know, so the automatic check failed; the
-// box says where, in words. Once BIND knows the key, "Check now" passes.
+// box says where, in words; saving the host back onto DNS-01 in the form checks
+// again and shows it. Once BIND knows the key, "Check now" passes.
 
 const ZONE = 'example.test'
 const PANEL_KEY = generateTsigKey('acme-key')
@@ -69,6 +70,19 @@ describe('the DNS provider check on the host screen', () => {
     expect(await box.textContent()).not.toContain(host.json.dns_check.last_check.at)
     expect(await axeProblemsInBothThemesAndWidths(page, 'Host with a failed DNS provider check')).toEqual([])
     await screenshot(page, 'dns-host-check-failed')
+
+    // Through the form: off DNS-01 and back is a new first order, so the save checks again and the box shows that result.
+    const challenge = page.getByLabel('ACME challenge')
+    await challenge.selectOption({ label: 'HTTP-01' })
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Host saved and applied to the proxy.').waitFor()
+    await box.waitFor({ state: 'detached' })
+    await challenge.selectOption({ label: 'DNS-01' })
+    await page.getByRole('button', { name: 'Save host' }).click()
+    await page.getByText('Host saved and applied to the proxy.').waitFor()
+    await box.getByText('check failed', { exact: true }).waitFor()
+    const again = (await stack.panel.request('/api/dns-providers/provider_c', { cookie: stack.admin })).json.last_check
+    expect(again.at > host.json.dns_check.last_check.at).toBe(true)
 
     await bind.setKeys([PANEL_KEY])
     await box.getByRole('button', { name: 'Check now' }).click()
