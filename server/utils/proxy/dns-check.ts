@@ -309,6 +309,16 @@ const _STEP_WORDS: Record<DnsCheck['steps'][number]['step'], string> = {
   remove: 'removing the record',
 }
 const _stepWords = (step: DnsCheck['steps'][number] | undefined) => (step ? _STEP_WORDS[step.step] : 'a step')
+/** Where each failure is fixed. */
+const _FIX_WORDS: Record<DnsCheck['steps'][number]['step'], string> = {
+  authenticate: 'its credentials under DNS providers',
+  write: "its credentials' rights on the zone, or the zone",
+  visible: "its propagation wait or servers under DNS providers, or the zone's servers",
+  delegation: 'create the CNAME record the step names',
+  remove: 'its rights to delete records; delete the record by hand',
+}
+/** A step's words inside a longer sentence: without its own final period. */
+const _detailOf = (step: DnsCheck['steps'][number] | undefined) => (step?.detail ?? 'no detail').replace(/\.+$/, '')
 
 /** A provider's check state for a host screen or a host answer, in words. */
 export async function describeDnsCheck(name: string): Promise<HostDnsCheck> {
@@ -319,7 +329,7 @@ export async function describeDnsCheck(name: string): Promise<HostDnsCheck> {
     return {
       provider: name,
       state: 'pending',
-      text: `${label} was not checked: ${pending.cause}. Use "Check now" once node 1's proxy answers`,
+      text: `${label} was not checked: ${pending.cause.replace(/\.+$/, '')}. Use "Check now" once node 1's proxy answers`,
       last_check: last,
       pending,
     }
@@ -336,8 +346,8 @@ export async function describeDnsCheck(name: string): Promise<HostDnsCheck> {
     state: last.ok ? 'passed' : 'failed',
     text: last.ok
       ? `${label} passed its check: a TXT record was written in ${last.zone}, seen at its servers and removed`
-      : `${label} failed its check at ${_stepWords(failed)}: ${failed?.detail ?? 'no detail'}. ` +
-        'Certificates of its hosts cannot be obtained until this is fixed (credentials under DNS providers)',
+      : `${label} failed its check at ${_stepWords(failed)}: ${_detailOf(failed)}. ` +
+        `Certificates of its hosts cannot be obtained until this is fixed (${_FIX_WORDS[failed?.step ?? 'authenticate']})`,
     last_check: last,
     pending: null,
   }
@@ -422,7 +432,7 @@ export async function dnsCheckProblems(): Promise<
         provider: def.name,
         label: def.display_name,
         severity: 'error',
-        text: `its last check failed at ${_stepWords(step)}: ${step?.detail ?? 'no detail'}; certificates of its hosts cannot be obtained`,
+        text: `its last check failed at ${_stepWords(step)}: ${_detailOf(step)}; certificates of its hosts cannot be obtained`,
         since: state.last_check!.at,
       })
     } else if (state.state === 'pending')
@@ -430,7 +440,7 @@ export async function dnsCheckProblems(): Promise<
         provider: def.name,
         label: def.display_name,
         severity: 'warning',
-        text: `not checked: ${state.pending!.cause}`,
+        text: `not checked: ${state.pending!.cause.replace(/\.+$/, '')}`,
         since: state.pending!.at,
       })
   }
