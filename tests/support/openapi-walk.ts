@@ -176,6 +176,9 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'POST /api/hosts/{id}/toggle': { params: { id: MISSING }, refusals: [404] },
     'GET /api/hosts/{id}/rules': { params: { id: String(f.hostId) } },
     'GET /api/hosts/{id}/dns-delegation': { params: { id: String(f.hostId) }, refusals: [400] },
+    // The walk's host does not use DNS-01: the documented 400 (the check itself: dns.host-check.test.ts).
+    'GET /api/hosts/{id}/dns-check': { params: { id: String(f.hostId) }, refusals: [400] },
+    'POST /api/hosts/{id}/dns-check': { params: { id: String(f.hostId) }, refusals: [400] },
     'POST /api/hosts/{id}/rules': { params: { id: String(f.hostId) }, body: rule },
     'PUT /api/rules/{id}': {
       params: { id: String(f.ruleId) },

@@ -108,6 +108,8 @@ export async function startPanel(
     GEOIP_COUNTRY_URL: 'http://127.0.0.1:1/country.mmdb',
     GEOIP_ASN_URL: 'http://127.0.0.1:1/asn.mmdb',
     LAPI_URL: 'http://127.0.0.1:1',
+    // No DNS vendor asked on a host save: tests of the automatic check turn it on (with BIND).
+    PANEL_DNS_AUTO_CHECK: 'off',
     ...(opts.setupAdmin === false ? {} : { PANEL_ADMIN_EMAIL: ADMIN.email, PANEL_ADMIN_PASSWORD: ADMIN.password }),
     ...opts.env,
   }

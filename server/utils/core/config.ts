@@ -87,6 +87,12 @@ export interface PanelConfig {
   notificationQueueCapacity: number
   geoip: { countryUrl: string; asnUrl: string }
   providerAApiToken?: string
+  /**
+   * Whether saving a DNS-01 host checks its provider first when the provider has
+   * no passed check (PANEL_DNS_AUTO_CHECK, docs/dns-check.md). Off: node 1's
+   * proxy is never asked to reach the provider on a save.
+   */
+  dnsAutoCheck: boolean
   logLevel: 'info' | 'debug'
   /**
    * Tests only: a file holding milliseconds added to the auth clock (OIDC pending
@@ -346,6 +352,8 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
   const notificationQueueCapacity = _integer(env, errors, 'notificationQueueCapacity')
   const logLevel = (_opt(env, 'PANEL_LOG_LEVEL') ?? 'info').toLowerCase()
   if (logLevel !== 'info' && logLevel !== 'debug') errors.push('PANEL_LOG_LEVEL must be "info" or "debug"')
+  const dnsAutoCheck = (_opt(env, 'PANEL_DNS_AUTO_CHECK') ?? 'on').toLowerCase()
+  if (dnsAutoCheck !== 'on' && dnsAutoCheck !== 'off') errors.push('PANEL_DNS_AUTO_CHECK must be "on" or "off"')
   const configDir = _opt(env, 'CROWDSEC_CONFIG_DIR')
 
   const config: PanelConfig = {
@@ -366,6 +374,7 @@ export function parseConfig(env: Env): { config: PanelConfig; errors: string[] }
     notificationQueueCapacity,
     geoip,
     providerAApiToken: _opt(env, 'PROVIDER_A_API_TOKEN'),
+    dnsAutoCheck: dnsAutoCheck === 'on',
     logLevel: logLevel as PanelConfig['logLevel'],
     testClockOffsetFile: _opt(env, 'PANEL_TEST_CLOCK_OFFSET_FILE'),
   }

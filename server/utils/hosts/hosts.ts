@@ -17,9 +17,14 @@ import { presentHost } from './present'
 import { detachDeletedHost } from './access-lists'
 import { readTargetHealth } from '../ops/target-health'
 import { streamSniClash } from '../streams/conflicts'
+import { checkDnsProviderBeforeFirstOrder, dnsCheckWanted, type HostDnsCheck } from '../proxy/dns-check'
 
 type HostRow = typeof hosts.$inferSelect
-export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
+export type HostWithReconcile = ReturnType<typeof presentHost> & {
+  reconcile: ReturnType<typeof presentReconcile>
+  /** Only when the save checked the host's DNS provider first (docs/dns-check.md). */
+  dns_check?: HostDnsCheck
+}
 
 async function _present(row: HostRow, exec: Executor = getDb()) {
   return presentHost(row, (await certificateSummaries([row], exec)).get(row.id) ?? null)
@@ -94,6 +99,31 @@ function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
   })
 }
 
+/**
+ * Before the first DNS-01 order of a host (created with DNS-01, or changed to it
+ * or to another provider) whose provider has no passed check with its current
+ * credentials: the check runs first, outside the write transaction (it takes
+ * seconds and holds no lock), once the input is known to be valid, so a refused
+ * save asks nothing. Its result goes into the answer; the save and the push go
+ * on whatever it says (docs/dns-check.md, "Before the first order").
+ */
+async function _checkDnsFirst(input: HostInput, current: HostRow | null, ctx: AuditContext): Promise<HostDnsCheck | undefined> {
+  const fields = resolveHostFields(input, current ? hostFromRow(current) : HOST_DEFAULTS)
+  const provider = fields.tls_mode === 'auto' && fields.tls_challenge === 'dns' ? fields.tls_dns_provider : null
+  if (!provider) return undefined
+  const unchanged = current?.tlsMode === 'auto' && current.tlsChallenge === 'dns' && current.tlsDnsProvider === provider
+  if (unchanged || !(await dnsCheckWanted(provider))) return undefined
+  // The same reads the transaction repeats: bad input is refused before the proxy is asked anything.
+  const db = getDb() as unknown as Tx
+  await _validateReferences(db, input, current?.tlsMode)
+  await _assertNamesFree(db, [input.domain, ...input.aliases], current?.id)
+  assertHostKindFields(fields)
+  return checkDnsProviderBeforeFirstOrder(provider, input.domain, ctx)
+}
+
+const _withDnsCheck = (out: HostWithReconcile, dnsCheck: HostDnsCheck | undefined): HostWithReconcile =>
+  dnsCheck ? { ...out, dns_check: dnsCheck } : out
+
 /** Inside the caller's transaction: checked, inserted with its names and audited; the caller reconciles (the importers push once for many). */
 export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): Promise<HostRow> {
   await _validateReferences(tx, input)
@@ -112,17 +142,22 @@ export async function insertHost(tx: Tx, input: HostInput, ctx: AuditContext): P
 }
 
 export async function createHost(input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(() =>
+  const dnsCheck = await _checkDnsFirst(input, null, ctx)
+  const out = await _afterHostChange(() =>
     writeTransaction(async (tx) => {
       const row = await insertHost(tx, input, ctx)
       return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} created`), tx)
     }),
   )
+  return _withDnsCheck(out, dnsCheck)
 }
 
 /** Full replace; optional fields (booleans, WAF settings) left out keep their stored values. */
 export async function updateHost(id: number, input: HostInput, ctx: AuditContext): Promise<HostWithReconcile> {
-  return _afterHostChange(() =>
+  const before = await getDb().select().from(hosts).where(eq(hosts.id, id)).get()
+  if (!before) throw notFound('host', id)
+  const dnsCheck = await _checkDnsFirst(input, before, ctx)
+  const out = await _afterHostChange(() =>
     writeTransaction(async (tx) => {
       const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
       if (!current) throw notFound('host', id)
@@ -142,6 +177,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
       return _withReconcile(row, await reconcileInTransaction(tx, ctx, `host ${row.domain} updated`), tx)
     }),
   )
+  return _withDnsCheck(out, dnsCheck)
 }
 
 export async function toggleHost(id: number, ctx: AuditContext): Promise<HostWithReconcile> {

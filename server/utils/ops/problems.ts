@@ -9,6 +9,7 @@ import { lastBackup } from './backups'
 import { CERT_WARNING_DAYS } from './alerts'
 import { readTargetHealth } from './target-health'
 import { logger } from '../core/log'
+import { dnsCheckProblems } from '../proxy/dns-check'
 
 // One list of what is wrong, for /api/dashboard/health and /api/system/health
 // alike: each problem says what, why, since when, and where in the panel it is
@@ -30,6 +31,8 @@ export type ProblemKind =
   | 'geo_database_missing'
   | 'geo_database_stale'
   | 'backup_failed'
+  | 'dns_check_failed'
+  | 'dns_check_pending'
 
 export interface HealthProblem {
   kind: ProblemKind
@@ -182,10 +185,22 @@ async function _componentProblems(): Promise<HealthProblem[]> {
   return out
 }
 
+/** A DNS provider whose last check failed: its hosts' orders would fail the same way (docs/dns-check.md). */
+async function _dnsProblems(): Promise<HealthProblem[]> {
+  return (await dnsCheckProblems()).map((p) => ({
+    kind: p.severity === 'error' ? 'dns_check_failed' : 'dns_check_pending',
+    severity: p.severity,
+    subject: `DNS provider ${p.label}`,
+    text: p.text,
+    since: p.since,
+    fix: { to: `/dns-providers#provider-${p.provider}`, text: `DNS provider ${p.label}` },
+  }))
+}
+
 /** Every problem, errors first. Each source is read on its own: one failing read does not hide the others. */
 export async function listHealthProblems(nowMs = Date.now()): Promise<HealthProblem[]> {
   const parts = await Promise.all(
-    [_componentProblems(), _targetProblems(), _certificateProblems(nowMs), _geoProblems(nowMs)].map((p) =>
+    [_componentProblems(), _targetProblems(), _certificateProblems(nowMs), _geoProblems(nowMs), _dnsProblems()].map((p) =>
       p.catch((err) => {
         logger.warn(`health problems: a source could not be read: ${(err as Error).message}`)
         return [] as HealthProblem[]

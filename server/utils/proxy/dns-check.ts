@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { Resolver } from 'node:dns/promises'
+import { eq, like } from 'drizzle-orm'
 import { z } from 'zod'
-import { dnsProviders } from '../../../db/schema'
-import { getDb, writeTransaction } from '../core/db'
+import { dnsProviders, runtimeState } from '../../../db/schema'
+import { getDb, isDryRun, writeTransaction } from '../core/db'
+import { logger } from '../core/log'
 import { badRequest, pathNotFound, upstreamFailed } from '../core/errors'
 import { getConfig } from '../core/config'
 import { writeAudit, type AuditContext } from '../core/audit'
@@ -12,6 +14,7 @@ import {
   CHALLENGE_DELEGATION,
   DNS_PROVIDER_CATALOGUE,
   PROPAGATION_TIMEOUT,
+  challengeResolvers,
   delegationTarget,
   findDnsProvider,
   isDnsName,
@@ -20,6 +23,7 @@ import {
   type DnsProviderDefinition,
 } from '../hosts/dns-catalogue'
 import { openDnsCredentials, readDnsProviderCredentials } from '../hosts/dns-credentials'
+import { emitPanelEvent } from '../ops/events'
 import { dnsChallengeOf } from './build/tls-acme'
 import { runProxyDnsCheck } from './nodes/client'
 
@@ -75,6 +79,8 @@ export const dnsCheckSchema = z.strictObject({
 export type DnsCheck = z.infer<typeof dnsCheckSchema>
 
 const _stateKey = (name: string) => `dns_provider_check/${name}`
+/** Kept when node 1's proxy could not be asked: the provider was not checked, and why. */
+const _pendingKey = (name: string) => `dns_provider_check_pending/${name}`
 /** The stored credentials' fingerprint (of the sealed text): a check says nothing of credentials saved after it. */
 const _fingerprint = (sealedOrPlaceholder: string) => createHash('sha256').update(sealedOrPlaceholder).digest('hex')
 
@@ -98,6 +104,23 @@ async function _credentials(
 }
 
 export async function testDnsProvider(name: string, body: z.infer<typeof dnsCheckBody>, ctx: AuditContext): Promise<DnsCheck> {
+  const outcome = await _runCheck(name, body, ctx)
+  if ('pending' in outcome) throw upstreamFailed(outcome.pending)
+  return outcome.check
+}
+
+/**
+ * The one check (Test button, a host's "Check now", the automatic check on a
+ * host save): asks node 1's proxy, keeps the result as the provider's last
+ * check, audits it, and notifies when it fails. `{pending}`: the proxy could
+ * not be asked (said in words), kept too so the provider shows it was not checked.
+ */
+async function _runCheck(
+  name: string,
+  body: z.infer<typeof dnsCheckBody>,
+  ctx: AuditContext,
+  limitMs = Number.POSITIVE_INFINITY,
+): Promise<{ check: DnsCheck } | { pending: string }> {
   const def = _definition(name)
   const row = await getDb().select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
   const found = await _credentials(def, row)
@@ -127,13 +150,16 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
   const legacyToken = getConfig().providerAApiToken
   if (def.name === 'provider_a' && legacyToken) secrets.push(legacyToken)
   const clean = (text: string) => redactText(text, secrets)
-  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, _checkWaitMs(wait))
+  const answer = await runProxyDnsCheck(getConfig().proxy.adminUrl, request, Math.min(_checkWaitMs(wait), limitMs))
   const problem = _proxyProblem(answer, clean)
   const at = new Date().toISOString()
   const host = target ? body.host!.replace(/\.$/, '').replace(/^\*\./, '') : null
   if (problem) {
-    await writeAudit(ctx, 'dns_provider_test', { name, zone, host, ok: false, outcome: 'proxy_unavailable' })
-    throw upstreamFailed(problem)
+    await writeTransaction(async (tx) => {
+      await writeRuntimeState(tx, _pendingKey(name), { at, zone, host, cause: problem, credentials_fingerprint: found.fingerprint })
+      await writeAudit(ctx, 'dns_provider_test', { name, zone, host, ok: false, outcome: 'proxy_unavailable' }, tx)
+    })
+    return { pending: problem }
   }
   const parsed = _proxyAnswer.parse(JSON.parse((answer as { body: string }).body))
   const check: DnsCheck = {
@@ -144,8 +170,11 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
     ok: parsed.ok,
     steps: parsed.steps.map((s) => ({ ...s, detail: clean(s.detail) })),
   }
+  const before = await lastDnsCheck(name)
   await writeTransaction(async (tx) => {
     await writeRuntimeState(tx, _stateKey(name), { ...check, credentials_fingerprint: found.fingerprint })
+    // A result replaces the "could not be asked" state.
+    await tx.delete(runtimeState).where(eq(runtimeState.key, _pendingKey(name)))
     await writeAudit(
       ctx,
       'dns_provider_test',
@@ -153,7 +182,19 @@ export async function testDnsProvider(name: string, body: z.infer<typeof dnsChec
       tx,
     )
   })
-  return check
+  // A failure is a health problem (ops/problems.ts); notify when it starts, not on every repeat of the same failure.
+  const failed = check.steps.find((s) => !s.ok)
+  const wasFailing = before !== null && !before.ok && before.steps.find((s) => !s.ok)?.step === failed?.step
+  if (!check.ok && !wasFailing)
+    emitPanelEvent('health_degraded', {
+      component: 'dns provider',
+      provider: name,
+      zone,
+      host,
+      failed_step: failed?.step ?? null,
+      detail: failed?.detail ?? 'the check failed',
+    })
+  return { check }
 }
 
 /**
@@ -218,4 +259,190 @@ export async function lastDnsCheck(name: string): Promise<DnsCheck | null> {
 /** A provider's presentation with its last check (GET answers). */
 export async function withLastDnsCheck<T extends { name: string }>(entry: T): Promise<T & { last_check: DnsCheck | null }> {
   return { ...entry, last_check: await lastDnsCheck(entry.name) }
+}
+
+// --- the check of a host's provider (docs/dns-check.md, "Before the first order") ---
+
+/** The automatic check gives up after this long (a proxy that does not answer): the save goes on, the provider pending. */
+export const AUTO_DNS_CHECK_LIMIT_MS = 90_000
+const _SOA_LOOKUP_TIMEOUT_MS = 3000
+
+const _pendingSchema = z.strictObject({
+  at: z.string().describe('RFC 3339 timestamp, UTC'),
+  zone: z.string(),
+  host: z.string().nullable(),
+  cause: z.string().describe('why the proxy could not be asked, in words'),
+})
+export type DnsCheckPending = z.infer<typeof _pendingSchema>
+
+export const hostDnsCheckSchema = z.strictObject({
+  provider: z.string(),
+  state: z
+    .enum(['passed', 'failed', 'pending', 'unchecked'])
+    .describe(
+      'passed/failed: the last check with the current credentials; pending: the last attempt could not ask the proxy; unchecked: never checked with these credentials',
+    ),
+  text: z.string().describe('the state in words, naming the provider and the failed step'),
+  last_check: dnsCheckSchema.nullable(),
+  pending: _pendingSchema.nullable(),
+})
+export type HostDnsCheck = z.infer<typeof hostDnsCheckSchema>
+
+/** The last attempt that could not ask the proxy, when no result came after it (with the current credentials). */
+export async function pendingDnsCheck(name: string): Promise<DnsCheckPending | null> {
+  const saved = await readRuntimeState<DnsCheckPending & { credentials_fingerprint: string }>(_pendingKey(name))
+  if (!saved) return null
+  const def = findDnsProvider(name)
+  const row = await getDb().select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
+  const current = def ? await _credentials(def, row) : null
+  if (!current || current.fingerprint !== saved.credentials_fingerprint) return null
+  const { credentials_fingerprint: _f, ...pending } = saved
+  return pending
+}
+
+/** The steps in words, for the sentences below ("failed at <words>"). */
+const _STEP_WORDS: Record<DnsCheck['steps'][number]['step'], string> = {
+  authenticate: 'its credentials',
+  write: 'writing the TXT record',
+  visible: "looking for the record at the zone's servers",
+  delegation: 'the delegation CNAME',
+  remove: 'removing the record',
+}
+const _stepWords = (step: DnsCheck['steps'][number] | undefined) => (step ? _STEP_WORDS[step.step] : 'a step')
+/** Where each failure is fixed. */
+const _FIX_WORDS: Record<DnsCheck['steps'][number]['step'], string> = {
+  authenticate: 'its credentials under DNS providers',
+  write: "its credentials' rights on the zone, or the zone",
+  visible: "its propagation wait or servers under DNS providers, or the zone's servers",
+  delegation: 'create the CNAME record the step names',
+  remove: 'its rights to delete records; delete the record by hand',
+}
+/** A step's words inside a longer sentence: without its own final period. */
+const _detailOf = (step: DnsCheck['steps'][number] | undefined) => (step?.detail ?? 'no detail').replace(/\.+$/, '')
+
+/** A provider's check state for a host screen or a host answer, in words. */
+export async function describeDnsCheck(name: string): Promise<HostDnsCheck> {
+  const [last, pending] = await Promise.all([lastDnsCheck(name), pendingDnsCheck(name)])
+  const failed = last?.steps.find((s) => !s.ok)
+  const label = `DNS provider ${findDnsProvider(name)?.display_name ?? name}`
+  if (pending && (!last || pending.at > last.at))
+    return {
+      provider: name,
+      state: 'pending',
+      text: `${label} was not checked: ${pending.cause.replace(/\.+$/, '')}. Use "Check now" once node 1's proxy answers`,
+      last_check: last,
+      pending,
+    }
+  if (!last)
+    return {
+      provider: name,
+      state: 'unchecked',
+      text: `${label} has not been checked with its current credentials; use "Check now"`,
+      last_check: null,
+      pending: null,
+    }
+  return {
+    provider: name,
+    state: last.ok ? 'passed' : 'failed',
+    text: last.ok
+      ? `${label} passed its check: a TXT record was written in ${last.zone}, seen at its servers and removed`
+      : `${label} failed its check at ${_stepWords(failed)}: ${_detailOf(failed)}. ` +
+        `Certificates of its hosts cannot be obtained until this is fixed (${_FIX_WORDS[failed?.step ?? 'authenticate']})`,
+    last_check: last,
+    pending: null,
+  }
+}
+
+/**
+ * What to check for a host: the delegation zone with the host (its CNAME too)
+ * when the provider delegates, else the zone the provider is limited to, else the
+ * host's zone, found as the nearest name with an SOA record (through the
+ * provider's own resolvers when it declares some); the last two labels when no
+ * lookup answers.
+ */
+async function _hostCheckBody(name: string, domain: string): Promise<z.infer<typeof dnsCheckBody>> {
+  const def = _definition(name)
+  const row = await getDb().select().from(dnsProviders).where(eq(dnsProviders.name, name)).get()
+  const found = await _credentials(def, row)
+  if (!found) throw badRequest(`credentials: ${name} has none stored; save its credentials under DNS providers, then check`)
+  const bare = domain.toLowerCase().replace(/\.$/, '').replace(/^\*\./, '')
+  const limited = found.credentials.zone?.replace(/\.$/, '')
+  const delegation = found.credentials[CHALLENGE_DELEGATION]?.replace(/\.$/, '')
+  if (delegation) return { zone: limited ?? delegation, host: bare }
+  if (limited) return { zone: limited }
+  const resolver = new Resolver({ timeout: _SOA_LOOKUP_TIMEOUT_MS, tries: 1 })
+  const servers = challengeResolvers(def, found.credentials)
+  if (servers.length) resolver.setServers(servers)
+  const labels = bare.split('.')
+  for (let i = 0; i < labels.length - 1; i++) {
+    const candidate = labels.slice(i).join('.')
+    try {
+      if (await resolver.resolveSoa(candidate)) return { zone: candidate }
+    } catch {
+      /* not a zone apex (NODATA), or no answer: one label up */
+    }
+  }
+  return { zone: labels.slice(-2).join('.') }
+}
+
+/** "Check now" on a host: the same check as "Test", in the zone the host's orders write. */
+export async function checkDnsProviderForHost(name: string, domain: string, ctx: AuditContext, limitMs?: number): Promise<HostDnsCheck> {
+  await _runCheck(name, await _hostCheckBody(name, domain), ctx, limitMs)
+  return describeDnsCheck(name)
+}
+
+/** Whether a host save must check its provider first: no passed check with the current credentials (and not a dry run). */
+export async function dnsCheckWanted(name: string): Promise<boolean> {
+  if (!getConfig().dnsAutoCheck || isDryRun()) return false
+  return !(await lastDnsCheck(name))?.ok
+}
+
+/**
+ * The automatic check before a host's first DNS-01 order. It never fails the
+ * save: a check that cannot be run is said in words (and kept as pending when
+ * the proxy could not be asked).
+ */
+export async function checkDnsProviderBeforeFirstOrder(name: string, domain: string, ctx: AuditContext): Promise<HostDnsCheck> {
+  try {
+    return await checkDnsProviderForHost(name, domain, ctx, AUTO_DNS_CHECK_LIMIT_MS)
+  } catch (err) {
+    const cause = (err as Error).message
+    logger.warn(`DNS provider ${name}: the check before the first order of ${domain} could not run: ${cause}`)
+    return {
+      ...(await describeDnsCheck(name)),
+      state: 'pending',
+      text: `DNS provider ${findDnsProvider(name)?.display_name ?? name} was not checked: ${cause}`,
+    }
+  }
+}
+
+/** Providers whose last check failed (error) or could not be run (warning), for ops/problems.ts. */
+export async function dnsCheckProblems(): Promise<
+  Array<{ provider: string; label: string; severity: 'error' | 'warning'; text: string; since: string }>
+> {
+  const out: Array<{ provider: string; label: string; severity: 'error' | 'warning'; text: string; since: string }> = []
+  // Only providers with a kept check or attempt: one read, not one per catalogue entry.
+  const keys = await getDb().select({ key: runtimeState.key }).from(runtimeState).where(like(runtimeState.key, 'dns_provider_check%'))
+  const names = new Set(keys.map((k) => k.key.slice(k.key.indexOf('/') + 1)))
+  for (const def of DNS_PROVIDER_CATALOGUE.filter((d) => names.has(d.name))) {
+    const state = await describeDnsCheck(def.name)
+    if (state.state === 'failed') {
+      const step = state.last_check!.steps.find((s) => !s.ok)
+      out.push({
+        provider: def.name,
+        label: def.display_name,
+        severity: 'error',
+        text: `its last check failed at ${_stepWords(step)}: ${_detailOf(step)}; certificates of its hosts cannot be obtained`,
+        since: state.last_check!.at,
+      })
+    } else if (state.state === 'pending')
+      out.push({
+        provider: def.name,
+        label: def.display_name,
+        severity: 'warning',
+        text: `not checked: ${state.pending!.cause.replace(/\.+$/, '')}`,
+        since: state.pending!.at,
+      })
+  }
+  return out
 }

@@ -12,6 +12,7 @@ import {
   wafUnblockBody,
   wafExclusionRecord,
 } from '../../hosts/schemas'
+import { hostDnsCheckSchema } from '../../proxy/dns-check'
 import { WAF_LIMIT_ACTIONS, WAF_PROFILES } from '../../proxy/build/waf-rules'
 import { idParam, noContent, nullableTimestamp, ok, operation, reconcileSchema, timestamp } from '../registry'
 
@@ -81,7 +82,15 @@ export const hostSchema = hostRecord.extend({
     .int()
     .describe('how many custom handlers (the escape hatch, docs/hosts.md) the host carries; 0 for none'),
 })
-const hostWithReconcile = hostSchema.extend({ reconcile: reconcileSchema })
+const hostWithReconcile = hostSchema.extend({
+  reconcile: reconcileSchema,
+  dns_check: hostDnsCheckSchema
+    .optional()
+    .describe(
+      "only when the save checked the host's DNS provider first (DNS-01 set or its provider changed, and the provider had no passed check with its current credentials); the host is saved and pushed whatever it says (docs/dns-check.md)",
+    ),
+})
+const hostDnsCheckAnswer = hostDnsCheckSchema.extend({ host_id: z.number().int() })
 
 export const targetGroupSchema = targetGroupRecord.extend({
   created_at: timestamp(),
@@ -216,6 +225,34 @@ export const hostsOperations = [
         }),
       ),
       400: ok('the host does not delegate its DNS challenge'),
+      404: ok('no such host'),
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/hosts/{id}/dns-check',
+    access: 'session',
+    summary: "The last check of a DNS-01 host's provider, in words",
+    params: idParam('host'),
+    description:
+      "The host's DNS provider's last check with its current credentials (`last_check`, as on GET /api/dns-providers/{name}), or the last attempt that could not ask node 1's proxy (`pending`), and `state` with `text` saying it in words. Nothing is asked.",
+    responses: {
+      200: ok('the state of the check', hostDnsCheckAnswer),
+      400: ok('the host does not use the DNS challenge'),
+      404: ok('no such host'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/hosts/{id}/dns-check',
+    access: 'admin',
+    summary: "Check the host's DNS provider now, in the zone its orders write",
+    params: idParam('host'),
+    description:
+      'The check of POST /api/dns-providers/{name}/test, in the host\'s zone: the delegation zone with the host (its CNAME checked too) when the provider delegates, else the zone the provider is limited to, else the nearest name above the host with an SOA record. The result becomes the provider\'s `last_check` (audit row `dns_provider_test`); a failure is a health problem (`dns_check_failed`) and a `health_degraded` event. When the proxy cannot be asked the answer is 200 with `state` "pending" and the cause.',
+    responses: {
+      200: ok('the state after the check', hostDnsCheckAnswer),
+      400: ok('the host does not use the DNS challenge, or its provider has no credentials'),
       404: ok('no such host'),
     },
   }),

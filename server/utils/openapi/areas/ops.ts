@@ -84,6 +84,8 @@ export const healthProblemsSchema = z
         'geo_database_missing',
         'geo_database_stale',
         'backup_failed',
+        'dns_check_failed',
+        'dns_check_pending',
       ]),
       severity: z.enum(['error', 'warning']).describe('error: something does not work now; warning: it will, or works worse'),
       subject: z.string().describe('what is affected, in words'),
