@@ -127,7 +127,7 @@ export const passkeyAuthenticationResponse = z.strictObject({
   response: z.looseObject({
     clientDataJSON: _b64url(4096),
     authenticatorData: _b64url(4096),
-    signature: _b64url(1024),
+    signature: _b64url(16384),
     userHandle: _b64url(1024).optional(),
   }),
 })
