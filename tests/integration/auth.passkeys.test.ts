@@ -285,3 +285,21 @@ describe('accounts', () => {
     expect((await signInWith(credential)).status).toBe(401)
   })
 })
+
+describe('backup restore', () => {
+  // Last in the file: a restore ends every session.
+  it('keeps the live keys of each user: one removed since stays removed, one added since stays', async () => {
+    const u = await newUser('restored')
+    const { res: removed, credential: lost } = await register(u.cookie, 'Lost phone')
+    const { credential: kept } = await register(u.cookie, 'Laptop')
+    const backup = await api('/api/backups', 'POST', undefined, admin)
+    expect(backup.json.status).toBe('ok')
+    expect((await api(`/api/auth/passkeys/${removed.json.id}`, 'DELETE', undefined, u.cookie)).status).toBe(204)
+    const { credential: added } = await register(u.cookie, 'New key')
+    const restore = await api(`/api/backups/${backup.json.id}/restore`, 'POST', undefined, admin)
+    expect(restore.status, restore.text).toBe(200)
+    expect((await signInWith(lost)).status).toBe(401)
+    expect((await signInWith(kept)).status).toBe(200)
+    expect((await signInWith(added)).status).toBe(200)
+  })
+})
