@@ -279,7 +279,7 @@ async function _verifyAssertion(
 }
 
 async function _rowByCredentialId(id: unknown): Promise<_Row | undefined> {
-  if (typeof id !== 'string' || !id || id.length > 1024) return undefined
+  if (typeof id !== 'string' || !id || id.length > 1400) return undefined
   return getDb().select().from(passkeys).where(eq(passkeys.credentialId, id)).get()
 }
 

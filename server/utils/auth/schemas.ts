@@ -108,8 +108,9 @@ const _b64url = (max: number) =>
     .max(max, `must be at most ${max} characters`)
     .regex(/^[A-Za-z0-9_-]*$/, 'must be base64url')
 const _credentialFields = {
-  id: _b64url(1024).min(1, 'must not be empty'),
-  rawId: _b64url(1024),
+  // A credential id is at most 1023 bytes (WebAuthn): 1364 characters of base64url.
+  id: _b64url(1400).min(1, 'must not be empty'),
+  rawId: _b64url(1400),
   type: z.literal('public-key', { message: 'must be "public-key"' }),
   clientExtensionResults: z.looseObject({}),
   authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
@@ -117,7 +118,7 @@ const _credentialFields = {
 export const passkeyRegistrationResponse = z.strictObject({
   ..._credentialFields,
   response: z.looseObject({
-    clientDataJSON: _b64url(4096),
+    clientDataJSON: _b64url(2048),
     attestationObject: _b64url(16384),
     transports: z.array(z.string().max(32)).max(8).optional(),
   }),
@@ -125,10 +126,12 @@ export const passkeyRegistrationResponse = z.strictObject({
 export const passkeyAuthenticationResponse = z.strictObject({
   ..._credentialFields,
   response: z.looseObject({
-    clientDataJSON: _b64url(4096),
-    authenticatorData: _b64url(4096),
-    signature: _b64url(16384),
-    userHandle: _b64url(1024).optional(),
+    clientDataJSON: _b64url(2048),
+    authenticatorData: _b64url(2048),
+    // Room for post-quantum signatures (ML-DSA-87: 4627 bytes), within the 16 KiB of a public route's body.
+    signature: _b64url(8192),
+    // At most 64 bytes (WebAuthn's user.id).
+    userHandle: _b64url(128).optional(),
   }),
 })
 export const passkeyRegisterBody = z.strictObject({ name: passkeyName, response: passkeyRegistrationResponse })

@@ -85,7 +85,10 @@ const passkeyOperations = [
     path: '/api/auth/passkeys',
     access: 'browser',
     summary: "The caller's passkeys",
-    responses: { 200: ok('names and dates only, never key material', z.strictObject({ passkeys: z.array(passkeySchema) })) },
+    responses: {
+      200: ok('names and dates only, never key material', z.strictObject({ passkeys: z.array(passkeySchema) })),
+      403: ok('an API token: passkeys are seen and changed from a browser session only'),
+    },
   }),
   operation({
     method: 'post',
