@@ -112,6 +112,19 @@ export const totpRecoveryCodes = sqliteTable('totp_recovery_codes', {
   usedAtMs: integer('used_at_ms'),
 })
 
+/** Migration 0049: passkeys (WebAuthn credentials), server/utils/auth/passkeys.ts. */
+export const passkeys = sqliteTable('passkeys', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  userId: integer('user_id').notNull(),
+  credentialId: text('credential_id').notNull(),
+  publicKey: text('public_key').notNull(),
+  counter: integer('counter').notNull(),
+  transports: text('transports', { mode: 'json' }).$type<string[]>().notNull(),
+  name: text('name').notNull(),
+  createdAtMs: integer('created_at_ms').notNull(),
+  lastUsedAtMs: integer('last_used_at_ms'),
+})
+
 export const logs = sqliteTable('logs', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   tsMs: integer('ts_ms').notNull(),

@@ -18,6 +18,10 @@ const PUBLIC = new Set([
   'POST /api/setup',
   'POST /api/auth/login',
   'POST /api/auth/login/totp',
+  'POST /api/auth/login/passkey/options',
+  'POST /api/auth/login/passkey',
+  'POST /api/auth/passkeys/login/options',
+  'POST /api/auth/passkeys/login',
   'GET /api/auth/oidc/login',
   'GET /api/auth/oidc/callback',
   'GET /api/auth/providers',
@@ -31,6 +35,12 @@ const BROWSER = new Set([
   'POST /api/auth/totp/enable',
   'POST /api/auth/totp/disable',
   'POST /api/auth/totp/recovery-codes',
+  // Passkeys are the caller's own way in, like TOTP: a token neither lists nor adds nor removes them.
+  'GET /api/auth/passkeys',
+  'POST /api/auth/passkeys/options',
+  'POST /api/auth/passkeys',
+  'PUT /api/auth/passkeys/{id}',
+  'DELETE /api/auth/passkeys/{id}',
   'POST /api/auth/logout',
 ])
 /** The caller's own API tokens: any browser session, or a token acting as admin. */

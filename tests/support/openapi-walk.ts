@@ -140,6 +140,11 @@ const MISSING = '999999'
  */
 export const FIELD_ERROR_FORM = /^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*): \S/
 
+// Well-formed WebAuthn answers (base64url fields) that answer no challenge of the panel.
+const _walkCredential = { id: 'd2Fsaw', rawId: 'd2Fsaw', type: 'public-key', clientExtensionResults: {} }
+const _walkRegistration = { ..._walkCredential, response: { clientDataJSON: 'e30', attestationObject: 'oA' } }
+const _walkAssertion = { ..._walkCredential, response: { clientDataJSON: 'e30', authenticatorData: 'AA', signature: 'AA' } }
+
 /** One schema-valid request per operation, keyed "METHOD /template". */
 export function exampleRequests(f: Fixtures, admin: { email: string; password: string } = ADMIN): Record<string, ExampleRequest> {
   const host = { domain: 'walk-example.example.test', target_group_id: f.groupId, tls_mode: 'none' }
@@ -156,6 +161,16 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'POST /api/auth/totp/enable': { body: { code: '000000' }, refusals: [400] },
     'POST /api/auth/totp/disable': { body: { code: '000000' }, refusals: [409] },
     'POST /api/auth/totp/recovery-codes': { body: { code: '000000' }, refusals: [409] },
+    // Passkeys: options are real; answers made up here verify against nothing (no challenge, no such key).
+    'GET /api/auth/passkeys': {},
+    'POST /api/auth/passkeys/options': { body: {} },
+    'POST /api/auth/passkeys': { body: { name: 'Walk key', response: _walkRegistration }, refusals: [400] },
+    'PUT /api/auth/passkeys/{id}': { params: { id: MISSING }, body: { name: 'Walk key' }, refusals: [404] },
+    'DELETE /api/auth/passkeys/{id}': { params: { id: MISSING }, refusals: [404] },
+    'POST /api/auth/passkeys/login/options': { body: {} },
+    'POST /api/auth/passkeys/login': { body: { response: _walkAssertion }, refusals: [401] },
+    'POST /api/auth/login/passkey/options': { body: {}, refusals: [401] },
+    'POST /api/auth/login/passkey': { body: { response: _walkAssertion }, refusals: [401] },
     'GET /api/auth/oidc/login': { query: { rd: '/logs' } },
     'GET /api/auth/oidc/callback': { query: { code: 'abc', state: 'unknown-state' } },
     'POST /api/auth/logout': {},
@@ -472,6 +487,7 @@ const _SNAPSHOT_TABLES = [
   'settings',
   'users',
   'totp_recovery_codes',
+  'passkeys',
   'target_groups',
   'hosts',
   'host_names',

@@ -61,7 +61,7 @@ export function assertDeclaredAccess(event: H3Event, match: RouteMatch, session:
   if (access === 'browser') {
     if (token)
       throw forbidden(
-        'TOTP and logout need a browser session: an API token cannot change the second factor, and it ends by being revoked (DELETE /api/tokens/{id})',
+        'TOTP, passkeys and logout need a browser session: an API token cannot change how its user signs in, and it ends by being revoked (DELETE /api/tokens/{id})',
       )
     return
   }

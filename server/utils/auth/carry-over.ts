@@ -1,5 +1,5 @@
 import { and, count, eq, inArray } from 'drizzle-orm'
-import { apiTokens, pushSubscriptions, sessions, totpRecoveryCodes, users } from '../../../db/schema'
+import { apiTokens, passkeys, pushSubscriptions, sessions, totpRecoveryCodes, users } from '../../../db/schema'
 import type { Db, Executor } from '../core/db'
 import { conflict } from '../core/errors'
 
@@ -13,6 +13,8 @@ import { conflict } from '../core/errors'
 //   push subscriptions); a user demoted since stays a viewer;
 // - a user whose password or second factor changed since keeps the new ones:
 //   an old password that leaked does not come back with the snapshot;
+// - the passkeys of a user still there are the live ones: a key removed since
+//   (a lost device) does not come back, one added since stays;
 // - every session ends, the snapshot's and the live ones alike.
 // Users and tokens created after the snapshot are not in it and are gone: the
 // answer names them. Users are matched by id and creation time (an id can be
@@ -126,6 +128,7 @@ export async function carryOverCredentials(live: Executor, snapshot: Db, backupI
         await tx.delete(pushSubscriptions).where(inArray(pushSubscriptions.userId, deletedIds))
         await tx.delete(users).where(inArray(users.id, deletedIds))
       }
+      await _carryPasskeys(live, tx, new Set(snapUsers.filter((u) => liveUsers.has(_userKey(u))).map((u) => u.id)))
       await tx.delete(sessions)
 
       const admins = (await tx.select({ n: count() }).from(users).where(eq(users.role, 'admin')).get())?.n ?? 0
@@ -143,4 +146,11 @@ export async function carryOverCredentials(live: Executor, snapshot: Db, backupI
     },
     { behavior: 'immediate' },
   )
+}
+
+/** The snapshot's passkeys give way to the live ones of the users both hold (the rest went with their users). */
+async function _carryPasskeys(live: Executor, tx: Executor, keptUserIds: Set<number>): Promise<void> {
+  await tx.delete(passkeys)
+  const rows = (await live.select().from(passkeys)).filter((p) => keptUserIds.has(p.userId))
+  if (rows.length) await tx.insert(passkeys).values(rows)
 }

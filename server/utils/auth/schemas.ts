@@ -97,3 +97,43 @@ export const forwardAuthCallbackQuery = z.strictObject({
   code: z.string().max(128).describe('the one-time code from /auth/forward/start'),
   rd: z.string().max(4096).optional().describe('a path on this host (anything else: /)'),
 })
+
+/** A passkey's name, chosen by its owner ("Laptop", "Phone"). */
+export const passkeyName = safeText(60, { min: 1 })
+
+// What @simplewebauthn/browser hands over (base64url fields); the library checks the content.
+const _b64url = (max: number) =>
+  z
+    .string()
+    .max(max, `must be at most ${max} characters`)
+    .regex(/^[A-Za-z0-9_-]*$/, 'must be base64url')
+const _credentialFields = {
+  // A credential id is at most 1023 bytes (WebAuthn): 1364 characters of base64url.
+  id: _b64url(1400).min(1, 'must not be empty'),
+  rawId: _b64url(1400),
+  type: z.literal('public-key', { message: 'must be "public-key"' }),
+  clientExtensionResults: z.looseObject({}),
+  authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
+}
+export const passkeyRegistrationResponse = z.strictObject({
+  ..._credentialFields,
+  response: z.looseObject({
+    clientDataJSON: _b64url(2048),
+    attestationObject: _b64url(16384),
+    transports: z.array(z.string().max(32)).max(8).optional(),
+  }),
+})
+export const passkeyAuthenticationResponse = z.strictObject({
+  ..._credentialFields,
+  response: z.looseObject({
+    clientDataJSON: _b64url(2048),
+    authenticatorData: _b64url(2048),
+    // Room for post-quantum signatures (ML-DSA-87: 4627 bytes), within the 16 KiB of a public route's body.
+    signature: _b64url(8192),
+    // At most 64 bytes (WebAuthn's user.id).
+    userHandle: _b64url(128).optional(),
+  }),
+})
+export const passkeyRegisterBody = z.strictObject({ name: passkeyName, response: passkeyRegistrationResponse })
+export const passkeyRenameBody = z.strictObject({ name: passkeyName })
+export const passkeyLoginBody = z.strictObject({ response: passkeyAuthenticationResponse })

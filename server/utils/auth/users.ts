@@ -5,6 +5,7 @@ import { conflict, isUniqueViolation, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { hashPassword } from './passwords'
 import { createSession, deleteSessionsOfUser, forgetCachedSessionsOfUser } from './sessions'
+import { deletePasskeysOfUser } from './passkeys'
 import { narrowApiTokensOfUser, revokeApiTokensOfUser } from './api-tokens'
 
 export type Role = 'admin' | 'viewer'
@@ -159,6 +160,7 @@ export async function deleteUser(id: number, ctx: AuditContext): Promise<void> {
     await forgetCachedSessionsOfUser(tx, id)
     // Foreign keys are off in SQLite here, so the cascade is done by hand (issue 17).
     const tokensRevoked = await revokeApiTokensOfUser(tx, id, ctx.actor)
+    await deletePasskeysOfUser(tx, id)
     await tx.delete(users).where(eq(users.id, id))
     await writeAudit(ctx, 'user_delete', { user_id: id, email: row.email, api_tokens_revoked: tokensRevoked }, tx)
   })

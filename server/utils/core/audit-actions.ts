@@ -125,6 +125,10 @@ export const AUDIT_ACTIONS = {
   totp_enable_failed: _warning,
   totp_disable_failed: _warning,
   totp_recovery_codes_failed: _warning,
+  // passkeys (server/utils/auth/passkeys.ts): a new key is a new way in, like enabling TOTP
+  passkey_register: _config,
+  passkey_rename: _recordOnly,
+  passkey_delete: _configRemoval,
   oidc_login: _recordOnly,
   oidc_user_create: _recordOnly,
   oidc_exchange_failed: _failedLogin,

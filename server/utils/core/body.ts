@@ -10,14 +10,22 @@ import { badRequest, payloadTooLarge } from './errors'
 // moment the route's limit is passed, declared length or not (biome.json
 // forbids h3's own body readers everywhere else).
 
-/** The routes anyone may call (first-admin setup, password and TOTP login): a few hundred bytes of JSON are enough. */
+/** The routes anyone may call (first-admin setup, password, TOTP and passkey login): a few hundred bytes of JSON are enough. */
 export const PUBLIC_BODY_LIMIT_BYTES = 16 * 1024
 /** Every other JSON body, and a whole certificate upload (three PEM parts of 256 KiB each at most). */
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024
 /** Room for the multipart framing and the `apply` part beside the NPM database file. */
 const _MULTIPART_FRAMING_BYTES = 64 * 1024
 
-const _PUBLIC_BODY_PATHS: ReadonlySet<string> = new Set(['/api/setup', '/api/auth/login', '/api/auth/login/totp'])
+const _PUBLIC_BODY_PATHS: ReadonlySet<string> = new Set([
+  '/api/setup',
+  '/api/auth/login',
+  '/api/auth/login/totp',
+  '/api/auth/login/passkey/options',
+  '/api/auth/login/passkey',
+  '/api/auth/passkeys/login/options',
+  '/api/auth/passkeys/login',
+])
 
 /**
  * The body limit of the route at `path` (the path as documented, without its query). Paths that

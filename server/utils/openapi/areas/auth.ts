@@ -6,6 +6,9 @@ import {
   forwardAuthCallbackQuery,
   forwardAuthStartQuery,
   loginBody,
+  passkeyLoginBody,
+  passkeyRegisterBody,
+  passkeyRenameBody,
   oidcCallbackQuery,
   oidcLoginQuery,
   roleSchema,
@@ -53,6 +56,130 @@ const sessionCookie = {
   'Set-Cookie':
     'panel_session=<token>; HttpOnly; SameSite=Lax; Path=/; Domain=<parent of PANEL_DOMAIN>; Secure (except LAN mode from a non-localhost browser)',
 }
+
+const passkeySchema = z.strictObject({
+  id: z.number().int(),
+  name: z.string(),
+  transports: z.array(z.string()).describe('how the browser reaches the key (internal, usb, nfc, ble, hybrid)'),
+  created_at: timestamp(),
+  last_used_at: nullableTimestamp(),
+})
+
+// What navigator.credentials.create()/get() take (WebAuthn's JSON form); @simplewebauthn/browser passes it on as it is.
+const creationOptionsSchema = z.looseObject({
+  challenge: z.string().describe('base64url; single use, valid 5 minutes'),
+  rp: z.looseObject({ name: z.string(), id: z.string().optional() }),
+  user: z.looseObject({ id: z.string(), name: z.string(), displayName: z.string() }),
+  pubKeyCredParams: z.array(z.looseObject({})),
+})
+const requestOptionsSchema = z.looseObject({
+  challenge: z.string().describe('base64url; single use, valid 5 minutes'),
+  rpId: z.string().optional(),
+  allowCredentials: z.array(z.looseObject({ id: z.string() })).optional(),
+  userVerification: z.string().optional(),
+})
+
+const passkeyOperations = [
+  operation({
+    method: 'get',
+    path: '/api/auth/passkeys',
+    access: 'browser',
+    summary: "The caller's passkeys",
+    responses: {
+      200: ok('names and dates only, never key material', z.strictObject({ passkeys: z.array(passkeySchema) })),
+      403: ok('an API token: passkeys are seen and changed from a browser session only'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/passkeys/options',
+    access: 'browser',
+    summary: 'Start registering a passkey: options for navigator.credentials.create()',
+    description:
+      'The relying party is PANEL_PUBLIC_URL: its host name is the RP ID. A discoverable key with user verification is required.',
+    body: emptyBody,
+    responses: {
+      200: ok('creation options with a single-use challenge', creationOptionsSchema),
+      409: ok('the account signs in through single sign-on, or has 20 passkeys already'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/passkeys',
+    access: 'browser',
+    summary: "Finish registering a passkey: the authenticator's answer and a name",
+    body: passkeyRegisterBody,
+    responses: {
+      201: ok('the new passkey', passkeySchema),
+      400: ok('the answer does not verify (origin, RP ID, challenge expired or used, no user verification)'),
+      409: ok('this passkey is already registered'),
+    },
+  }),
+  operation({
+    method: 'put',
+    path: '/api/auth/passkeys/{id}',
+    access: 'browser',
+    summary: 'Rename one of your passkeys',
+    params: idParam('passkey'),
+    body: passkeyRenameBody,
+    responses: { 200: ok('renamed', passkeySchema), 404: ok('no such passkey of yours') },
+  }),
+  operation({
+    method: 'delete',
+    path: '/api/auth/passkeys/{id}',
+    access: 'browser',
+    summary: 'Remove one of your passkeys; it signs in no more',
+    params: idParam('passkey'),
+    responses: { 204: noContent('removed'), 404: ok('no such passkey of yours') },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/passkeys/login/options',
+    access: 'public',
+    summary: 'Start a login with a passkey (no email: any discoverable key of this panel)',
+    body: emptyBody,
+    responses: { 200: ok('request options with a single-use challenge', requestOptionsSchema) },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/passkeys/login',
+    access: 'public',
+    summary: 'Log in with a passkey',
+    description:
+      'A verified passkey is two factors in itself: no TOTP code follows. Failures are throttled and recorded like passwords (429 with Retry-After).',
+    body: passkeyLoginBody,
+    responses: {
+      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
+      401: ok('unknown or removed key, bad signature, wrong origin, or a challenge expired or already used'),
+      429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/login/passkey/options',
+    access: 'public',
+    summary: "Second login step with a passkey instead of a TOTP code: options for the pending login's keys",
+    body: emptyBody,
+    responses: {
+      200: ok('request options with a single-use challenge', requestOptionsSchema),
+      401: ok('no pending login (the panel_totp_pending cookie expired or was used)'),
+      409: ok('the account has no passkey'),
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/api/auth/login/passkey',
+    access: 'public',
+    summary: "Second login step: one of the account's passkeys, with the pending cookie",
+    description: "Throttled with TOTP codes (429 with Retry-After). Another account's key is refused.",
+    body: passkeyLoginBody,
+    responses: {
+      200: ok('logged in', z.strictObject({ user: sessionUserSchema }), { headers: sessionCookie }),
+      401: ok('not a key of this account, does not verify, challenge expired or used, or no pending login'),
+      429: ok('too many recent failures', undefined, { headers: { 'Retry-After': 'seconds' } }),
+    },
+  }),
+]
 
 export const authOperations = [
   operation({
@@ -294,4 +421,6 @@ export const authOperations = [
     params: idParam('API token'),
     responses: { 204: noContent('revoked'), 404: ok('no such token of yours') },
   }),
+  // Passkeys: registration, the login with a passkey, and the passkey as the second step.
+  ...passkeyOperations,
 ]

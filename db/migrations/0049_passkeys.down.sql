@@ -1,0 +1,2 @@
+DROP INDEX passkeys_user;
+DROP TABLE passkeys;
