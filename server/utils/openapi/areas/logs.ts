@@ -54,6 +54,9 @@ export const logRowSchema = z.strictObject({
   upstream: nullable(z.string()).describe('on a layer4 row: the dialled upstream, when the proxy says it'),
   bytes_in: nullable(z.number().int()).describe('on a layer4 row: bytes read from the client (toward the upstream)'),
   bytes_out: nullable(z.number().int()).describe('on a layer4 row: bytes written to the client'),
+  asn: nullable(z.number().int()).describe(
+    "the client's AS number (from asn.mmdb at ingestion; null when unknown or before migration 0048)",
+  ),
 })
 
 /** One row; an access row also lists the rows folded into it. */
