@@ -140,6 +140,12 @@ describe('OIDC groups to roles', () => {
     const phone = await signedIn('sub-rem')
     expect(await roleOfSession(laptop)).toBe('admin')
     expect(await roleOfSession(phone)).toBe('admin')
+    // A script's admin token, made while the user was an admin.
+    const made = await panel.request('/api/tokens', { method: 'POST', cookie: laptop, body: { name: 'deploy', scope: 'admin' } })
+    expect(made.status).toBe(201)
+    registerTestSecret(made.json.secret)
+    const bearer = { authorization: `Bearer ${made.json.secret}` }
+    expect((await panel.request('/api/settings', { method: 'PUT', headers: bearer, body: {} })).status).toBe(200)
 
     idp.accounts.set('sub-rem', { email: 'rem@example.test', email_verified: true, groups: ['family'] })
     const tablet = await signedIn('sub-rem')
@@ -149,13 +155,26 @@ describe('OIDC groups to roles', () => {
     expect(await sessionsOf('rem@example.test')).toBe(1)
     expect(await userRow('rem@example.test')).toMatchObject({ role: 'viewer', oidcGroups: ['family'] })
     const changes = await auditRows('oidc_role_change', 'rem@example.test')
-    expect(changes.at(-1)).toMatchObject({ actor: 'system:oidc-mapping', from: 'admin', to: 'viewer', sessions_ended: 2 })
+    expect(changes.at(-1)).toMatchObject({
+      actor: 'system:oidc-mapping',
+      from: 'admin',
+      to: 'viewer',
+      sessions_ended: 2,
+      api_tokens_narrowed: 1,
+    })
+    // The token narrowed to read: it still reads, it no longer changes anything.
+    expect((await panel.request('/api/hosts', { headers: bearer })).status).toBe(200)
+    expect((await panel.request('/api/settings', { method: 'PUT', headers: bearer, body: {} })).status).toBe(403)
 
     idp.accounts.set('sub-rem', { email: 'rem@example.test', email_verified: true, groups: [] })
     expect(refusalCode(await loginAs('sub-rem'))).toBe('group_not_allowed')
     expect((await panel.request('/api/auth/session', { cookie: tablet })).status).toBe(401)
     expect(await sessionsOf('rem@example.test')).toBe(0)
-    expect((await auditRows('oidc_group_not_allowed', 'rem@example.test')).at(-1)).toMatchObject({ sessions_ended: 1 })
+    expect((await auditRows('oidc_group_not_allowed', 'rem@example.test')).at(-1)).toMatchObject({
+      sessions_ended: 1,
+      api_tokens_revoked: 1,
+    })
+    expect((await panel.request('/api/hosts', { headers: bearer })).status).toBe(401)
   })
 
   it('the claim is configurable: a string in another claim, or a nested list by a dotted name', async () => {
@@ -206,6 +225,35 @@ describe('OIDC groups to roles', () => {
       expect(res.json.error).toContain(words)
     }
     expect((await panel.request('/api/settings', { cookie: admin })).json).toEqual(before)
+  })
+
+  it('the mapping never demotes the last admin: the login keeps the role and says so in the audit log', async () => {
+    idp.accounts.set('sub-boss', { email: 'boss@example.test', email_verified: true, groups: ['panel-admins'] })
+    await putSettings({ 'oidc.group_roles': { 'panel-admins': 'admin', family: 'viewer' } })
+    const boss = await signedIn('sub-boss')
+    expect(await roleOfSession(boss)).toBe('admin')
+    // Every other admin steps down (through Users): the OIDC user is the only admin left.
+    const others = (
+      (await panel.request('/api/users', { cookie: boss })).json as Array<{ id: number; email: string; name: string; role: string }>
+    ).filter((u) => u.role === 'admin' && u.email !== 'boss@example.test')
+    const setRole = (u: (typeof others)[number], role: string) =>
+      panel.request(`/api/users/${u.id}`, { method: 'PUT', cookie: boss, body: { email: u.email, name: u.name, role } })
+    for (const u of others) expect((await setRole(u, 'viewer')).status).toBe(200)
+    try {
+      idp.accounts.set('sub-boss', { email: 'boss@example.test', email_verified: true, groups: ['family'] })
+      const again = await signedIn('sub-boss')
+      expect(await roleOfSession(again)).toBe('admin')
+      expect((await auditRows('oidc_role_mapping_skipped', 'boss@example.test')).at(-1)).toMatchObject({
+        actor: 'system:oidc-mapping',
+        reason: 'last_admin',
+        would_be: 'viewer',
+      })
+    } finally {
+      for (const u of others) expect((await setRole(u, 'admin')).status).toBe(200)
+      admin = await panel.login()
+    }
+    // With another admin again, the next login applies the mapping.
+    expect(await roleOfSession(await signedIn('sub-boss'))).toBe('viewer')
   })
 
   it('no answer, audit row or stored setting shows the client secret', async () => {
