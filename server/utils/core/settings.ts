@@ -242,6 +242,7 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     default: () => true,
     description: 'refuse OIDC users whose email is not verified',
   }),
+  _def({ key: 'oidc.display_name', schema: _text(64), default: () => 'Single sign-on', description: 'label of the OIDC login button' }),
   _def({
     key: 'oidc.groups_claim',
     schema: groupsClaimSchema,
@@ -262,7 +263,6 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     default: () => [] as string[],
     description: 'groups allowed to sign in to the panel with OIDC (empty: anyone the identity provider admits)',
   }),
-  _def({ key: 'oidc.display_name', schema: _text(64), default: () => 'Single sign-on', description: 'label of the OIDC login button' }),
   _def({ key: 'smtp.host', schema: _text(253), default: () => '', description: 'SMTP server host' }),
   _def({ key: 'smtp.port', schema: _int(1, 65535), default: () => 587, description: 'SMTP server port' }),
   _def({ key: 'smtp.username', schema: _text(256), default: () => '', description: 'SMTP user name' }),
