@@ -8,12 +8,17 @@ import Provider from 'oidc-provider'
 // logs in is whatever `nextAccount` names. For failure injection only, the
 // token endpoint's id_token can be rewritten on its way out (tampered
 // signature, other audience, other nonce, expired), re-signed with the
-// provider's own key where the signature must stay valid.
+// provider's own key where the signature must stay valid. An account's group claims
+// (`groups`, `roles`, `realm_access`) go into its id_token as they are set.
 
 export interface TestAccount {
   email?: string
   email_verified?: boolean
   name?: string
+  /** Group claims the id_token carries (OIDC groups to roles): `groups`, `roles` or `realm_access` ({roles: [...]}). */
+  groups?: unknown
+  roles?: unknown
+  realm_access?: unknown
 }
 export type IdTokenTamper = 'none' | 'signature' | 'audience' | 'nonce' | 'expired'
 
@@ -87,13 +92,22 @@ export async function startOidcProvider(opts: {
     ],
     pkce: { required: () => true },
     features: { devInteractions: { enabled: false } },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    // The group claims ride on the openid scope, which every login asks for: the panel requests no extra scope.
+    claims: { openid: ['sub', 'groups', 'roles', 'realm_access'], email: ['email', 'email_verified'], profile: ['name'] },
     conformIdTokenClaims: false,
     findAccount: async (_ctx: unknown, id: string) => ({
       accountId: id,
       claims: async () => {
         const a = handle.accounts.get(id) ?? {}
-        return { sub: id, email: a.email, email_verified: a.email_verified, name: a.name }
+        return {
+          sub: id,
+          email: a.email,
+          email_verified: a.email_verified,
+          name: a.name,
+          groups: a.groups,
+          roles: a.roles,
+          realm_access: a.realm_access,
+        }
       },
     }),
     interactions: { url: (_ctx: unknown, i: { uid: string }) => `/interaction/${i.uid}` },

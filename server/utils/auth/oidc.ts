@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { and, eq } from 'drizzle-orm'
+import { and, count, eq, ne } from 'drizzle-orm'
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import { users } from '../../../db/schema'
 import { writeTransaction, type Tx } from '../core/db'
@@ -11,8 +11,10 @@ import { nowMs } from '../core/clock'
 import { logger } from '../core/log'
 import { createPendingStore } from './pending-store'
 import { sanitizeRedirectTarget } from './redirect'
-import { createSession } from './sessions'
+import { createSession, deleteSessionsOfUser, forgetCachedSessionsOfUser } from './sessions'
 import { browserBindingMatches } from './oidc-browser'
+import { narrowApiTokensOfUser, revokeApiTokensOfUser } from './api-tokens'
+import { decideOidcAccess, groupsOfClaims, type OidcAccessDecision, type OidcGroupRole } from './oidc-groups'
 
 // OIDC login, authorization code flow with PKCE (S256), spec Authentication 4.
 // Login keeps state, nonce and code_verifier in a single-use pending store
@@ -20,7 +22,9 @@ import { browserBindingMatches } from './oidc-browser'
 // redirects to the provider; the callback requires that cookie, exchanges the code,
 // verifies the id_token with jose (issuer, audience, signature against the
 // provider's JWKS, expiry, nonce), upserts the user by `sub`, then checks the
-// allowlist and the email-verified requirement. Every failure has a stable code
+// allowlist and the email-verified requirement, stores the groups of the configured claim and
+// applies the groups mapping (oidc-groups.ts: a role, or a refusal that ends the user's
+// sessions). Every failure has a stable code
 // that the login page shows (`/login?oidc_error=<code>`) and an audit row
 // `oidc_<code>`.
 
@@ -42,6 +46,8 @@ export type OidcErrorCode =
   | 'account_conflict'
   | 'email_not_allowed'
   | 'email_not_verified'
+  | 'group_not_allowed'
+  | 'group_refused'
   | 'internal_error'
 
 /** A refused login: `code` goes to the login page; `details` (no secrets, no tokens) to the audit row. */
@@ -141,6 +147,9 @@ async function _settings() {
     clientId: await getSetting<string>('oidc.client_id'),
     allowedEmails: (await getSetting<string[]>('oidc.allowed_emails')).map((e) => e.toLowerCase()),
     requireEmailVerified: await getSetting<boolean>('oidc.require_email_verified'),
+    groupsClaim: await getSetting<string>('oidc.groups_claim'),
+    groupRoles: await getSetting<Record<string, OidcGroupRole>>('oidc.group_roles'),
+    allowedGroups: await getSetting<string[]>('oidc.allowed_groups'),
   }
 }
 
@@ -256,8 +265,14 @@ async function _verifyIdToken(discovery: _Discovery, pending: PendingLogin, idTo
 
 type UserRow = typeof users.$inferSelect
 
-/** Finds the user by (oidc, sub); creates it (role viewer) or refreshes its email and name. */
-async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Promise<{ row: UserRow; created: boolean }> {
+/** Finds the user by (oidc, sub); creates it (role viewer) or refreshes its email, name and groups. */
+async function _upsertUser(
+  tx: Tx,
+  sub: string,
+  email: string,
+  name: string,
+  oidcGroups: string[],
+): Promise<{ row: UserRow; created: boolean }> {
   const now = new Date().toISOString()
   const existing = await tx
     .select()
@@ -268,10 +283,12 @@ async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Pr
     if (existing) {
       const row = await tx
         .update(users)
-        .set({ email, name: name || existing.name, updatedAt: now })
+        .set({ email, name: name || existing.name, oidcGroups, updatedAt: now })
         .where(eq(users.id, existing.id))
         .returning()
         .get()
+      // Protected hosts read the groups (per-host identity): the user's cached sessions must not answer with the old ones.
+      if (JSON.stringify(existing.oidcGroups) !== JSON.stringify(oidcGroups)) await forgetCachedSessionsOfUser(tx, existing.id)
       return { row: row!, created: false }
     }
     const row = await tx
@@ -283,6 +300,7 @@ async function _upsertUser(tx: Tx, sub: string, email: string, name: string): Pr
         passwordHash: null,
         provider: 'oidc',
         externalId: sub,
+        oidcGroups,
         createdAt: now,
         updatedAt: now,
       })
@@ -333,8 +351,9 @@ export async function completeOidcLogin(
   if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new OidcFailure('email_missing', { sub })
   const name = _claimText(claims.name, 100)
   const s = await _settings()
+  const groups = groupsOfClaims(claims, s.groupsClaim)
   const { row, created } = await writeTransaction(async (tx) => {
-    const result = await _upsertUser(tx, sub, email, name)
+    const result = await _upsertUser(tx, sub, email, name, groups)
     if (result.created)
       await writeAudit({ ...ctx, actor: email }, 'oidc_user_create', { user_id: result.row.id, email, sub, role: result.row.role }, tx)
     return result
@@ -342,11 +361,80 @@ export async function completeOidcLogin(
   if (s.allowedEmails.length && !s.allowedEmails.includes(email))
     throw new OidcFailure('email_not_allowed', { sub, email, user_id: row.id })
   if (s.requireEmailVerified && claims.email_verified !== true) throw new OidcFailure('email_not_verified', { sub, email, user_id: row.id })
-  return writeTransaction(async (tx) => {
+  const decision = decideOidcAccess(groups, s)
+  const result = await writeTransaction(async (tx) => {
+    const refused = await _applyGroupsDecision(tx, row, decision, groups, ctx)
+    if (refused) return { refused: new OidcFailure(refused.code, { sub, email, user_id: row.id, ...refused.details }) }
     const session = await createSession(tx, row.id, ctx)
-    await writeAudit({ ...ctx, actor: row.email }, 'oidc_login', { user_id: row.id, email: row.email, sub, created }, tx)
-    return { ...session, rd: pending.rd, userId: row.id }
+    await writeAudit({ ...ctx, actor: row.email }, 'oidc_login', { user_id: row.id, email: row.email, sub, created, groups }, tx)
+    return { session }
   })
+  if ('refused' in result) throw result.refused
+  return { ...result.session, rd: pending.rd, userId: row.id }
+}
+
+const _MAPPING_ACTOR = 'system:oidc-mapping'
+
+/**
+ * The groups mapping's decision made true for the user, inside the login's transaction: a role
+ * change (its audit row by the mapping), or a refusal that ends every session and API token of
+ * the user (answered for the caller to throw, so that those ends commit). No decision changes
+ * the panel's last admin (the rule of PUT /api/users): a panel without one could not be repaired
+ * from its own screens.
+ */
+async function _applyGroupsDecision(
+  tx: Tx,
+  row: UserRow,
+  decision: OidcAccessDecision,
+  groups: string[],
+  ctx: AuditContext,
+): Promise<{ code: 'group_not_allowed' | 'group_refused'; details: Record<string, unknown> } | null> {
+  const current = (await tx.select().from(users).where(eq(users.id, row.id)).get()) ?? row
+  const wanted = decision.allowed ? (decision.role ?? current.role) : null
+  if (current.role === 'admin' && wanted !== 'admin' && (await _otherAdminCount(tx, row.id)) === 0) {
+    const details = { user_id: row.id, email: row.email, reason: 'last_admin', would_be: wanted ?? 'refused', groups }
+    await writeAudit({ ...ctx, actor: _MAPPING_ACTOR }, 'oidc_role_mapping_skipped', details, tx)
+    return null
+  }
+  if (!decision.allowed) {
+    // Lost access: every session (with its protected hosts' credentials) and API token of the user ends now.
+    const sessionsEnded = await deleteSessionsOfUser(tx, row.id)
+    const tokensRevoked = await revokeApiTokensOfUser(tx, row.id, _MAPPING_ACTOR)
+    return {
+      code: decision.code,
+      details: { groups, refused_by: decision.matched, sessions_ended: sessionsEnded, api_tokens_revoked: tokensRevoked },
+    }
+  }
+  if (wanted === current.role) return null
+  // A role change is a privilege change (as in updateUser): the user's other sessions end, and a
+  // demoted user's admin API tokens narrow to read; this login gets a fresh session.
+  await tx.update(users).set({ role: wanted!, updatedAt: new Date().toISOString() }).where(eq(users.id, row.id))
+  const sessionsEnded = await deleteSessionsOfUser(tx, row.id)
+  const tokensNarrowed = current.role === 'admin' ? await narrowApiTokensOfUser(tx, row.id) : 0
+  const details = {
+    user_id: row.id,
+    email: row.email,
+    from: current.role,
+    to: wanted,
+    groups,
+    matched: decision.matched,
+    sessions_ended: sessionsEnded,
+    ...(tokensNarrowed ? { api_tokens_narrowed: tokensNarrowed } : {}),
+  }
+  await writeAudit({ ...ctx, actor: _MAPPING_ACTOR }, 'oidc_role_change', details, tx)
+  return null
+}
+
+async function _otherAdminCount(tx: Tx, excludingId: number): Promise<number> {
+  return (
+    (
+      await tx
+        .select({ n: count() })
+        .from(users)
+        .where(and(eq(users.role, 'admin'), ne(users.id, excludingId)))
+        .get()
+    )?.n ?? 0
+  )
 }
 
 /**

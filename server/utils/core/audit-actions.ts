@@ -143,6 +143,11 @@ export const AUDIT_ACTIONS = {
   oidc_provider_error: _failed,
   oidc_invalid_request: _warning,
   oidc_internal_error: _failed,
+  // OIDC groups to roles (server/utils/auth/oidc-groups.ts): a login refused by the groups, a role the mapping set, the last admin kept
+  oidc_group_not_allowed: _failedLogin,
+  oidc_group_refused: _failedLogin,
+  oidc_role_change: _config,
+  oidc_role_mapping_skipped: _warning,
   // operations
   backup_create: _recordOnly,
   backup_delete: _removal,

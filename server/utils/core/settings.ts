@@ -12,6 +12,7 @@ import { writeAudit, type AuditContext } from './audit'
 import { DEFAULT_COMPRESSION_MINIMUM_BYTES, DEFAULT_COMPRESSION_TYPES, NEVER_COMPRESSED_TYPES } from '../proxy/build/encode'
 import { CONTENT_TYPE_PATTERN } from '../proxy/build/waf-rules'
 import { describeZodError, emailSchema, parseGoDurationMs, safeText, urlSchema } from './validate'
+import { allowedGroupsSchema, groupRolesSchema, groupsClaimSchema } from '../auth/oidc-groups'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
 // and docs/configuration.md. Environment values are only defaults.
@@ -242,6 +243,26 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     description: 'refuse OIDC users whose email is not verified',
   }),
   _def({ key: 'oidc.display_name', schema: _text(64), default: () => 'Single sign-on', description: 'label of the OIDC login button' }),
+  _def({
+    key: 'oidc.groups_claim',
+    schema: groupsClaimSchema,
+    default: () => 'groups',
+    description:
+      "the id_token claim that carries the user's groups (a string or a list; a dotted name such as realm_access.roles reads a nested claim); stored at every login and read by the groups mapping and by protected hosts",
+  }),
+  _def({
+    key: 'oidc.group_roles',
+    schema: groupRolesSchema,
+    default: () => ({}) as Record<string, string>,
+    description:
+      'role each group gives at every OIDC login: admin, viewer or none (no access); none beats admin, admin beats viewer, a user in no mapped group is a viewer (empty: roles are kept as edited by hand, new users are viewers)',
+  }),
+  _def({
+    key: 'oidc.allowed_groups',
+    schema: allowedGroupsSchema,
+    default: () => [] as string[],
+    description: 'groups allowed to sign in to the panel with OIDC (empty: anyone the identity provider admits)',
+  }),
   _def({ key: 'smtp.host', schema: _text(253), default: () => '', description: 'SMTP server host' }),
   _def({ key: 'smtp.port', schema: _int(1, 65535), default: () => 587, description: 'SMTP server port' }),
   _def({ key: 'smtp.username', schema: _text(256), default: () => '', description: 'SMTP user name' }),
