@@ -177,14 +177,19 @@ describe('the access row carries the user', () => {
     const path = `/admin/who-${Date.now().toString(36)}`
     expect((await asUser(ALICE.email, TEAM, path)).res.status).toBe(200)
     const rows = await eventually(
-      async () =>
-        (
-          await stack.panel.request(`/api/logs?source=caddy_access&actor=${encodeURIComponent(ALICE.email)}&host_domain=${TEAM}`, {
+      async () => {
+        const res = await stack.panel.request(
+          `/api/logs?source=caddy_access&actor=${encodeURIComponent(ALICE.email)}&host_domain=${TEAM}`,
+          {
             cookie: stack.admin,
-          })
-        ).json as any[],
-      (r) => r.some((x) => x.path === path),
+          },
+        )
+        expect(res.status, res.text).toBe(200)
+        return res.json as any[]
+      },
+      (r) => Array.isArray(r) && r.some((x) => x.path === path),
     )
+    expect(Array.isArray(rows), String(rows)).toBe(true)
     const row = rows.find((x) => x.path === path)
     expect(row).toMatchObject({ actor: ALICE.email, host_domain: TEAM, status: 200 })
     expect(rows.every((x) => x.actor === ALICE.email)).toBe(true)
@@ -222,6 +227,34 @@ describe('changes take effect at the next check', () => {
     expect(carol.res.status).toBe(200)
     expect(carol.seen['x-auth-groups']).toBe('finance')
     expectRefusalPage((await asUser(ALICE.email, TEAM)).res, ALICE.email, TEAM)
+  })
+})
+
+describe("strict session mode: the same decision on the host's own credential", () => {
+  /** Signs the user in again (the switch ended every session) and trades a one-time code for TEAM's credential. */
+  async function credentialFor(email: string): Promise<string> {
+    const session = await stack.panel.login(email, PASSWORD)
+    const start = await stack.panel.request(`/auth/forward/start?rd=${encodeURIComponent(`http://${TEAM}/`)}`, { cookie: session })
+    expect(start.status, start.text).toBe(302)
+    const callback = new URL(start.headers.get('location')!)
+    const res = await viaProxy(TEAM, `${callback.pathname}${callback.search}`)
+    const credential = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('panel_fa='))
+    expect(credential, `${res.status} ${res.body}`).toBeDefined()
+    return credential!.split(';')[0]!
+  }
+
+  it('a user in a listed group enters with the identity headers; one outside gets the refusal page', async () => {
+    const on = await stack.panel.request('/api/settings', { method: 'PUT', cookie: stack.admin, body: { 'auth.strict_sessions': true } })
+    expect(on.status, on.text).toBe(200)
+    // TEAM admits the group finance now (the test above): Carol is in it, Bob is not.
+    const carol = await viaProxy(TEAM, '/', { cookie: await credentialFor(CAROL.email), 'x-auth-user': 'admin' })
+    expect(carol.status).toBe(200)
+    expect(up.requests.at(-1)!.headers['x-auth-user']).toBe(CAROL.email)
+    expect(up.requests.at(-1)!.headers['x-auth-groups']).toBe('finance')
+    const before = up.requests.length
+    const bob = await viaProxy(TEAM, '/', { cookie: await credentialFor(BOB.email) })
+    expectRefusalPage(bob, BOB.email, TEAM)
+    expect(up.requests.length).toBe(before)
   })
 })
 

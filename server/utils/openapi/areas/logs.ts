@@ -38,7 +38,9 @@ export const logRowSchema = z.strictObject({
     ),
   ).describe('waf_audit rows: every rule the request matched, in match order'),
   country: nullable(z.string()),
-  actor: nullable(z.string()),
+  actor: nullable(z.string()).describe(
+    'who: on an audit row the one who made the change; on an access row the signed-in user a ForwardAuth host admitted (their email)',
+  ),
   node_id: nullable(z.number().int()).describe(
     'the proxy node that wrote the row (null on audit rows and rows from before nodes were recorded)',
   ),
@@ -54,6 +56,8 @@ export const logRowSchema = z.strictObject({
   upstream: nullable(z.string()).describe('on a layer4 row: the dialled upstream, when the proxy says it'),
   bytes_in: nullable(z.number().int()).describe('on a layer4 row: bytes read from the client (toward the upstream)'),
   bytes_out: nullable(z.number().int()).describe('on a layer4 row: bytes written to the client'),
+  // Migration 0048's column, which every row presents (present.ts): documented so the answer matches its schema.
+  asn: nullable(z.number().int()).describe("on an access row: the client's AS number, when the network database knows it"),
 })
 
 /** One row; an access row also lists the rows folded into it. */
