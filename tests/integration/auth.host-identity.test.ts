@@ -111,6 +111,30 @@ describe('users carry panel-local groups', () => {
     const hosts = await stack.panel.request('/api/hosts', { cookie: stack.admin })
     expect((hosts.json as any[]).map((h) => h.domain)).not.toContain('ghost.example.test')
   })
+
+  it("a deleted user's id stays on the host that lists it (admitting nobody), and saving the host keeps it", async () => {
+    const dave = await stack.panel.request('/api/users', {
+      method: 'POST',
+      cookie: stack.admin,
+      body: { email: 'dave@example.test', password: PASSWORD, role: 'viewer' },
+    })
+    expect(dave.status, dave.text).toBe(201)
+    const body = {
+      domain: 'dave.example.test',
+      target_group_id: groupId,
+      tls_mode: 'none',
+      auth_required: true,
+      auth_allowed_users: [dave.json.id],
+    }
+    const host = await createHost(stack, body)
+    expect(host.status, host.text).toBe(201)
+    expect((await stack.panel.request(`/api/users/${dave.json.id}`, { method: 'DELETE', cookie: stack.admin })).status).toBe(204)
+    const saved = await stack.panel.request(`/api/hosts/${host.json.id}`, { method: 'PUT', cookie: stack.admin, body })
+    expect(saved.status, saved.text).toBe(200)
+    expect(saved.json.auth_allowed_users).toEqual([dave.json.id])
+    // Any other signed-in user is still refused: the list did not become empty.
+    expectRefusalPage((await asUser(BOB.email, 'dave.example.test')).res, BOB.email, 'dave.example.test')
+  })
 })
 
 describe('auth_allowed_groups / auth_allowed_users at /auth/forward', () => {

@@ -60,7 +60,8 @@ async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number):
   if (stream) throw conflict(stream)
 }
 
-async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: HostRow['tlsMode']): Promise<void> {
+async function _validateReferences(tx: Tx, input: HostInput, current?: HostRow): Promise<void> {
+  const currentTlsMode = current?.tlsMode
   const names = [input.domain, ...input.aliases]
   if (new Set(names).size !== names.length) throw badRequest('aliases: must not repeat the domain or each other')
   if (input.target_group_id !== null) {
@@ -73,7 +74,9 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
   const wildcard = names.find((n) => n.startsWith('*.'))
   if (wildcard && input.tls_mode === 'auto' && input.tls_challenge !== 'dns')
     throw badRequest(`domain: ${wildcard} is a wildcard; its certificate can only be obtained with tls_challenge "dns"`)
-  const allowed = input.auth_allowed_users ?? []
+  // A deleted user's id may stay on a host it was listed on (it admits nobody; taking it out could leave both
+  // lists empty, which admits every signed-in user): saving the host again keeps it. A new id must exist.
+  const allowed = (input.auth_allowed_users ?? []).filter((id) => !current?.authAllowedUsers.includes(id))
   if (allowed.length) {
     const found = new Set((await tx.select({ id: users.id }).from(users).where(inArray(users.id, allowed))).map((u) => u.id))
     const missing = allowed.find((id) => !found.has(id))
@@ -135,7 +138,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
     writeTransaction(async (tx) => {
       const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
       if (!current) throw notFound('host', id)
-      await _validateReferences(tx, input, current.tlsMode)
+      await _validateReferences(tx, input, current)
       await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
       // Fields left out of the request keep their stored values.
       const fields = resolveHostFields(input, hostFromRow(current))
