@@ -46,7 +46,14 @@ const BROWSER = new Set([
 /** The caller's own API tokens: any browser session, or a token acting as admin. */
 const OWN = new Set(['POST /api/tokens', 'DELETE /api/tokens/{id}'])
 /** Reads that return secrets-bearing material (backups hold every hash and sealed secret) or other users' accounts. */
-const ADMIN_READS = new Set(['GET /api/backups', 'GET /api/backups/{id}/download', 'GET /api/users', 'GET /api/users/{id}'])
+// GET /api/users/groups: how the users are grouped is part of their accounts.
+const ADMIN_READS = new Set([
+  'GET /api/backups',
+  'GET /api/backups/{id}/download',
+  'GET /api/users',
+  'GET /api/users/{id}',
+  'GET /api/users/groups',
+])
 const PROXY = new Set(['GET /auth/forward', 'GET /auth/forward/callback'])
 
 function policyOf(key: string): string {

@@ -393,6 +393,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'GET /api/openapi.json': {},
     'GET /api/docs': {},
     'GET /api/users': {},
+    'GET /api/users/groups': {},
     'POST /api/users': { body: { email: 'walk-example@example.test', password: 'walk-example-pass-1', name: 'Walk', role: 'viewer' } },
     'GET /api/users/{id}': { params: { id: String(f.userId) } },
     'PUT /api/users/{id}': {

@@ -1,5 +1,5 @@
 import { eq, inArray, and, ne } from 'drizzle-orm'
-import { hostNames, hosts, targetGroups, wafExclusions } from '../../../db/schema'
+import { hostNames, hosts, targetGroups, users, wafExclusions } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
@@ -18,6 +18,7 @@ import { detachDeletedHost } from './access-lists'
 import { readTargetHealth } from '../ops/target-health'
 import { streamSniClash } from '../streams/conflicts'
 import { checkDnsProviderBeforeFirstOrder, dnsCheckWanted, type HostDnsCheck } from '../proxy/dns-check'
+import { invalidateHostIdentityRules } from '../auth/host-identity'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & {
@@ -64,7 +65,8 @@ async function _assertNamesFree(tx: Tx, names: string[], exceptHostId?: number):
   if (stream) throw conflict(stream)
 }
 
-async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: HostRow['tlsMode']): Promise<void> {
+async function _validateReferences(tx: Tx, input: HostInput, current?: HostRow): Promise<void> {
+  const currentTlsMode = current?.tlsMode
   const names = [input.domain, ...input.aliases]
   if (new Set(names).size !== names.length) throw badRequest('aliases: must not repeat the domain or each other')
   if (input.target_group_id !== null) {
@@ -77,6 +79,14 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
   const wildcard = names.find((n) => n.startsWith('*.'))
   if (wildcard && input.tls_mode === 'auto' && input.tls_challenge !== 'dns')
     throw badRequest(`domain: ${wildcard} is a wildcard; its certificate can only be obtained with tls_challenge "dns"`)
+  // A deleted user's id may stay on a host it was listed on (it admits nobody; taking it out could leave both
+  // lists empty, which admits every signed-in user): saving the host again keeps it. A new id must exist.
+  const allowed = (input.auth_allowed_users ?? []).filter((id) => !current?.authAllowedUsers.includes(id))
+  if (allowed.length) {
+    const found = new Set((await tx.select({ id: users.id }).from(users).where(inArray(users.id, allowed))).map((u) => u.id))
+    const missing = allowed.find((id) => !found.has(id))
+    if (missing !== undefined) throw badRequest(`auth_allowed_users: user ${missing} does not exist; GET /api/users lists them`)
+  }
   if (input.tls_mode === 'manual' && currentTlsMode !== 'manual')
     throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
 }
@@ -94,6 +104,8 @@ async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<vo
 function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
   return withEngineFiles(async () => {
     const result = await change()
+    // After the commit: a ForwardAuth check between the two would otherwise keep the old rules.
+    invalidateHostIdentityRules()
     await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
     return result
   })
@@ -161,7 +173,7 @@ export async function updateHost(id: number, input: HostInput, ctx: AuditContext
     writeTransaction(async (tx) => {
       const current = await tx.select().from(hosts).where(eq(hosts.id, id)).get()
       if (!current) throw notFound('host', id)
-      await _validateReferences(tx, input, current.tlsMode)
+      await _validateReferences(tx, input, current)
       await _assertNamesFree(tx, [input.domain, ...input.aliases], id)
       // Fields left out of the request keep their stored values.
       const fields = resolveHostFields(input, hostFromRow(current))

@@ -38,7 +38,9 @@ export const logRowSchema = z.strictObject({
     ),
   ).describe('waf_audit rows: every rule the request matched, in match order'),
   country: nullable(z.string()),
-  actor: nullable(z.string()),
+  actor: nullable(z.string()).describe(
+    'who: on an audit row the one who made the change; on an access row the signed-in user a ForwardAuth host admitted (their email)',
+  ),
   node_id: nullable(z.number().int()).describe(
     'the proxy node that wrote the row (null on audit rows and rows from before nodes were recorded)',
   ),
