@@ -127,7 +127,7 @@ async function _checkDnsFirst(input: HostInput, current: HostRow | null, ctx: Au
   if (unchanged || !(await dnsCheckWanted(provider))) return undefined
   // The same reads the transaction repeats: bad input is refused before the proxy is asked anything.
   const db = getDb() as unknown as Tx
-  await _validateReferences(db, input, current?.tlsMode)
+  await _validateReferences(db, input, current ?? undefined)
   await _assertNamesFree(db, [input.domain, ...input.aliases], current?.id)
   assertHostKindFields(fields)
   return checkDnsProviderBeforeFirstOrder(provider, input.domain, ctx)
