@@ -304,7 +304,7 @@ async function _topRefusedPaths(
 }
 
 /** What banning a country would have refused: deny it, allow the rest, every host's rows. */
-export function countryBanPreview(rawCc: string, days: number, caller: PreviewCaller, nowMs = Date.now()): Promise<PreviewAnswer> {
+export async function countryBanPreview(rawCc: string, days: number, caller: PreviewCaller, nowMs = Date.now()): Promise<PreviewAnswer> {
   const cc = normalizeCountryCode(rawCc, 'path')
   const policy = geoPolicySchema.parse({ rules: [{ action: 'deny', countries: [cc] }], default: 'allow' })
   return previewPolicy({ policy, host_id: null, rule_id: null, days }, caller, nowMs)
