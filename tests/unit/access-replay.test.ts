@@ -95,7 +95,7 @@ function bruteVerdict(p: GeoPolicy, r: Row, lists: Map<number, string[]>): 'allo
     if (inAny(cidrs)) return rule.action
     if (placed && rule.countries.includes(r.country!)) return rule.action
     if (placed && (rule.continents as string[]).includes(CONTINENT[r.country!]!)) return rule.action
-    if (placed && r.asn !== null && rule.asns.includes(r.asn)) return rule.action
+    if (r.asn !== null && rule.asns.includes(r.asn)) return rule.action
   }
   if (!placed && p.unknown_address !== 'allow_lan') return p.unknown_address
   if (!placed && r.ip && (r.ip.startsWith('10.') || r.ip.startsWith('192.168.') || r.ip === '127.0.0.1')) return 'allow'
@@ -268,11 +268,12 @@ describe('the policy, case by case (docs/access-control.md, "Geo and network rul
     expect(evaluatePolicy(policy, { ip: '::ffff:203.0.113.9', country: 'FR', asn: null }, lists)).toBe('deny')
     expect(evaluatePolicy(policy, { ip: '192.0.2.77', country: null, asn: null }, lists)).toBe('allow')
   })
-  it('an unplaced address: address rules first, then unknown_address (allow_lan: LAN in, the rest the default)', () => {
+  it('an unplaced address: its address and AS rules first, then unknown_address (allow_lan: LAN in, the rest the default)', () => {
     const base = { rules: [{ action: 'allow', countries: ['FR'], asns: [64505] }], default: 'deny' }
-    const unplaced = { ip: '233.252.0.1', country: null, asn: 64505 }
+    const unplaced = { ip: '233.252.0.1', country: null, asn: 64506 }
     const lan = { ip: '10.1.0.2', country: 'LAN', asn: null }
-    expect(evaluatePolicy(p(base), unplaced)).toBe('deny') // AS rules need a placed address
+    expect(evaluatePolicy(p(base), { ...unplaced, asn: 64505 })).toBe('allow') // the AS database knows it
+    expect(evaluatePolicy(p(base), unplaced)).toBe('deny')
     expect(evaluatePolicy(p(base), lan)).toBe('allow')
     expect(evaluatePolicy(p({ ...base, unknown_address: 'deny' }), lan)).toBe('deny')
     expect(evaluatePolicy(p({ ...base, unknown_address: 'allow' }), unplaced)).toBe('allow')

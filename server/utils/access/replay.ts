@@ -40,10 +40,11 @@ export const isPlaced = (country: string | null): country is string => country !
 /**
  * The policy as a function of a client. Binding semantics (docs/access-control.md, "Geo and network
  * rules"): rules in order, the first that matches decides, `default` when none does. A rule matches
- * by address (its `cidrs`, the IP rules of its access list, whatever their allow or deny) for every
- * client; by country, continent or AS number only for a client the country database placed. An
- * unplaced client that no address selector matched gets `unknown_address`: `allow`, `deny`, or
- * (`allow_lan`) allow for private and loopback addresses and `default` for the others.
+ * by address (its `cidrs`, the IP rules of its access list, whatever their allow or deny), by AS
+ * number when the row has one, by country and continent when the country database placed the
+ * client (as the proxy's matcher, deploy/proxy/caddy/geoext). An unplaced client no rule matched
+ * gets `unknown_address`: `allow`, `deny`, or (`allow_lan`) allow for private and loopback
+ * addresses and `default` for the others.
  * `accessListNets`: the IP rules of every access list a rule names.
  */
 export function compilePolicy(policy: GeoPolicy, accessListNets: ReadonlyMap<number, readonly Net[]> = new Map()) {
@@ -60,8 +61,7 @@ export function compilePolicy(policy: GeoPolicy, accessListNets: ReadonlyMap<num
     const continent = placed ? continentOf(client.country) : null
     for (const r of compiled) {
       if (addr && r.nets.some((n) => netContains(n, addr.family, addr.value))) return r.action
-      if (!placed) continue
-      if (r.countries.has(client.country!)) return r.action
+      if (placed && r.countries.has(client.country!)) return r.action
       if (continent && r.continents.has(continent)) return r.action
       if (client.asn !== null && r.asns.has(client.asn)) return r.action
     }
