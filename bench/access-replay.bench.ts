@@ -1,3 +1,4 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -15,15 +16,21 @@ import { median, ratioOf, reportFigures, type Figure } from './report'
 // previewPolicy runs in this process on the panel's own code. The limit in the same run: the one
 // grouped read of (address, country, AS) alone, the floor of the method.
 const ROWS = Number(process.env.BENCH_REPLAY_ROWS ?? 1_000_000)
-const NOW = Date.now()
+// BENCH_REPLAY_DIR keeps the seeded database and reuses it on the next run (its rows' time is kept beside it).
+const KEEP_DIR = process.env.BENCH_REPLAY_DIR
+let NOW = Date.now()
 const COUNTRIES = COUNTRIES_WITH_CONTINENT.filter((c) => /^[A-Z]{2}$/.test(c)).slice(0, 200)
 
 beforeAll(async () => {
-  const dir = makeTempDir('bench-replay-')
+  const dir = KEEP_DIR ? join(KEEP_DIR, `rows-${ROWS}`) : makeTempDir('bench-replay-')
+  mkdirSync(dir, { recursive: true })
+  const reuse = existsSync(join(dir, 'now.txt'))
+  if (reuse) NOW = Number(readFileSync(join(dir, 'now.txt'), 'utf8'))
   await openDatabase({
     url: `file:${join(dir, 'panel.db')}`,
     migrations: readMigrationsFromDir(new URL('../db/migrations', import.meta.url).pathname),
   })
+  if (reuse) return
   const c = getClient()
   const t = performance.now()
   for (let start = 0; start < ROWS; start += 250_000) {
@@ -43,6 +50,7 @@ beforeAll(async () => {
     })
   }
   console.log(`seeded ${ROWS} rows in ${Math.round(performance.now() - t)} ms`)
+  writeFileSync(join(dir, 'now.txt'), String(NOW))
 }, 600_000)
 afterAll(() => closeDatabase())
 
@@ -81,9 +89,9 @@ it('replays a policy over 1,000,000 access rows', async () => {
   const figures: Figure[] = []
   for (const [what, policy] of Object.entries(policies)) {
     const body = previewBody.parse({ policy, days: 7 })
-    const answer = await previewPolicy(body, caller)
+    const answer = await previewPolicy(body, caller, NOW)
     expect(answer.requests).toBe(ROWS)
-    const ms = await timed(() => previewPolicy(body, caller))
+    const ms = await timed(() => previewPolicy(body, caller, NOW))
     console.log(`${what}: ${Math.round(ms)} ms, refused ${answer.refused_requests} of ${answer.requests}`)
     figures.push({
       what: `replay, ${what} (${ROWS.toLocaleString('en')} rows, 7 days)`,

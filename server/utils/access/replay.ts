@@ -226,7 +226,8 @@ export async function previewPolicy(body: PreviewBody, caller: PreviewCaller, no
     args.push(body.rule_id)
   }
   const rs = await client.execute({
-    sql: `SELECT remote_ip AS ip, country, asn, count(*) AS n FROM logs WHERE ${where} GROUP BY remote_ip, country, asn`,
+    // In the index's order (migration 0052): no table read, no sort.
+    sql: `SELECT remote_ip AS ip, country, asn, count(*) AS n FROM logs INDEXED BY logs_access_client_idx WHERE ${where} GROUP BY remote_ip, country, asn`,
     args,
   })
   const groups: _Group[] = rs.rows.map((r) => {
@@ -269,7 +270,7 @@ export async function previewPolicy(body: PreviewBody, caller: PreviewCaller, no
     unknown_requests: unknownRequests,
     top_countries: _top(byCountry).map(([country, n]) => ({ country, name: _regionNames.of(country) ?? country, requests: n })),
     top_networks: _top(byAsn).map(([asn, n]) => ({ asn, name: _networkName(asn, asnSample.get(asn) ?? null), requests: n })),
-    top_paths: refusedRequests ? await _topRefusedPaths(where, args, groups, refusedIps, allowedIps) : [],
+    top_paths: refusedRequests ? await _topRefusedPaths(where, args, groups, refusedIps, allowedIps, refusedRequests / requests) : [],
     lockout: { would_lock_you_out: yourAddresses.some((a) => a.refused), your_addresses: yourAddresses },
   }
 }
@@ -286,13 +287,18 @@ async function _topRefusedPaths(
   groups: _Group[],
   refusedIps: Set<string>,
   allowedIps: Set<string>,
+  refusedShare: number,
 ) {
   const whole = [...refusedIps].filter((ip) => !allowedIps.has(ip))
   const mixed = groups.filter((g) => g.refused && g.ip !== null && allowedIps.has(g.ip)).map((g) => [g.ip, g.country, g.asn])
   const noAddress = groups.filter((g) => g.refused && g.ip === null).map((g) => [g.country, g.asn])
   const n = args.length
+  // Few refused rows: seek their addresses in the client index and read those rows' paths. Many (a
+  // quarter or more): one walk of the path index, in path order, testing each entry's client (no
+  // table read, no sort of the refused rows).
+  const index = refusedShare < 0.25 ? 'logs_access_client_idx' : 'logs_access_path_idx'
   const rs = await getClient().execute({
-    sql: `SELECT path, count(*) AS n FROM logs WHERE ${where} AND path IS NOT NULL AND (
+    sql: `SELECT path, count(*) AS n FROM logs INDEXED BY ${index} WHERE ${where} AND path IS NOT NULL AND (
         remote_ip IN (SELECT value FROM json_each(?${n + 1}))
         OR (remote_ip IN (SELECT value ->> 0 FROM json_each(?${n + 2}))
           AND EXISTS (SELECT 1 FROM json_each(?${n + 2}) j WHERE j.value ->> 0 = remote_ip AND j.value ->> 1 IS country AND j.value ->> 2 IS asn))
