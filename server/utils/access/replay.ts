@@ -292,19 +292,33 @@ async function _topRefusedPaths(
   const whole = [...refusedIps].filter((ip) => !allowedIps.has(ip))
   const mixed = groups.filter((g) => g.refused && g.ip !== null && allowedIps.has(g.ip)).map((g) => [g.ip, g.country, g.asn])
   const noAddress = groups.filter((g) => g.refused && g.ip === null).map((g) => [g.country, g.asn])
-  const n = args.length
   // Few refused rows: seek their addresses in the client index and read those rows' paths. Many (a
   // quarter or more): one walk of the path index, in path order, testing each entry's client (no
-  // table read, no sort of the refused rows).
+  // table read, no sort of the refused rows). One plain arm per kind of key, so that each can seek.
   const index = refusedShare < 0.25 ? 'logs_access_client_idx' : 'logs_access_path_idx'
+  const arms: string[] = []
+  const armArgs: Array<number | string> = []
+  const arm = (from: string, test: string, list: unknown[]) => {
+    if (!list.length) return
+    arms.push(`SELECT path, count(*) AS n FROM logs INDEXED BY ${from} WHERE ${where} AND ${test} GROUP BY path`)
+    // The list once per `?` of the test (positional parameters only: arms come and go).
+    armArgs.push(...args, ...Array(test.split('?').length - 1).fill(JSON.stringify(list)))
+  }
+  arm(index, 'remote_ip IN (SELECT value FROM json_each(?))', whole)
+  arm(
+    index,
+    `remote_ip IN (SELECT value ->> 0 FROM json_each(?))
+      AND EXISTS (SELECT 1 FROM json_each(?) j WHERE j.value ->> 0 = remote_ip AND j.value ->> 1 IS country AND j.value ->> 2 IS asn)`,
+    mixed,
+  )
+  arm(
+    'logs_access_client_idx',
+    'remote_ip IS NULL AND EXISTS (SELECT 1 FROM json_each(?) j WHERE j.value ->> 0 IS country AND j.value ->> 1 IS asn)',
+    noAddress,
+  )
   const rs = await getClient().execute({
-    sql: `SELECT path, count(*) AS n FROM logs INDEXED BY ${index} WHERE ${where} AND path IS NOT NULL AND (
-        remote_ip IN (SELECT value FROM json_each(?${n + 1}))
-        OR (remote_ip IN (SELECT value ->> 0 FROM json_each(?${n + 2}))
-          AND EXISTS (SELECT 1 FROM json_each(?${n + 2}) j WHERE j.value ->> 0 = remote_ip AND j.value ->> 1 IS country AND j.value ->> 2 IS asn))
-        OR (remote_ip IS NULL AND EXISTS (SELECT 1 FROM json_each(?${n + 3}) j WHERE j.value ->> 0 IS country AND j.value ->> 1 IS asn))
-      ) GROUP BY path ORDER BY n DESC, path ASC LIMIT ${_TOP}`,
-    args: [...args, JSON.stringify(whole), JSON.stringify(mixed), JSON.stringify(noAddress)],
+    sql: `SELECT path, sum(n) AS n FROM (${arms.join(' UNION ALL ')}) WHERE path IS NOT NULL GROUP BY path ORDER BY n DESC, path ASC LIMIT ${_TOP}`,
+    args: armArgs,
   })
   return rs.rows.map((r) => ({ path: r.path as string, requests: Number(r.n) }))
 }
