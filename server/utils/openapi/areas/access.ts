@@ -52,7 +52,8 @@ export const accessOperations = [
   operation({
     method: 'get',
     path: '/api/security/countries/{cc}/preview',
-    access: 'admin',
+    // Every GET is open to a viewer (docs/security.md), as the WAF exclusion preview is.
+    access: 'session',
     summary: 'What banning a country would have refused in the last days (every host)',
     description: _replayDescription,
     params: {

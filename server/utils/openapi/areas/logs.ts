@@ -38,6 +38,7 @@ export const logRowSchema = z.strictObject({
     ),
   ).describe('waf_audit rows: every rule the request matched, in match order'),
   country: nullable(z.string()),
+  asn: nullable(z.number().int()).describe("the client's AS number from asn.mmdb at ingestion (access rows; null when unknown or private)"),
   actor: nullable(z.string()),
   node_id: nullable(z.number().int()).describe(
     'the proxy node that wrote the row (null on audit rows and rows from before nodes were recorded)',
