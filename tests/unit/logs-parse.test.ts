@@ -12,6 +12,7 @@ import {
 const ctx: ParseContext = {
   hostIdOf: (d) => (d === 'shop.example.org' ? 7 : null),
   countryOf: (ip) => (ip.startsWith('198.51.100.') ? 'ZZ' : null),
+  asnOf: (ip) => (ip.startsWith('198.51.100.') ? 64500 : null),
 }
 // proxy-and-engine.md A7, with the panel's per-host logger name and rule tag.
 const access =
@@ -99,6 +100,7 @@ describe('parseAccessLine', () => {
       message: 'handled request',
       durationMs: 13.2,
       country: 'ZZ',
+      asn: 64500,
       raw: access,
       requestId: null,
     })
