@@ -17,6 +17,7 @@ import { presentHost } from './present'
 import { detachDeletedHost } from './access-lists'
 import { readTargetHealth } from '../ops/target-health'
 import { streamSniClash } from '../streams/conflicts'
+import { assertGeoPolicyAccessLists } from '../access/geo-references'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -66,6 +67,7 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
     const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
     if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
   }
+  await assertGeoPolicyAccessLists(tx, input.geo_policy)
   if (input.tls_dns_provider !== null && !findDnsProvider(input.tls_dns_provider))
     throw badRequest(`tls_dns_provider: "${input.tls_dns_provider}" is not in the catalogue; GET /api/dns-providers lists them`)
   if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider, names)

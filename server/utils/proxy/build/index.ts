@@ -22,6 +22,7 @@ import {
   buildPanelCookieStripHandler,
   receivesPanelCookie,
 } from './forward-auth'
+import { buildGeoGateRoutes } from './geo'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -40,7 +41,8 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 
 /**
  * The order of a host's request chain, read top to bottom: static gates on the
- * client address (cheapest: the LAN gate, then the access list's IP rules) ->
+ * client address (cheapest: the LAN gate, then the access list's IP rules, then the geo and
+ * network policy, one database lookup, docs/access-control.md) ->
  * compression -> response header rules (both wrap everything after them,
  * docs/hosts.md) -> ban check (403 before any WAF work) -> rate limit -> the access list's basic
  * auth (after the rate limit, which bounds password guessing and the bcrypt work
@@ -51,6 +53,7 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 export const HOST_HANDLER_ORDER = [
   'lan_gate',
   'access_ip',
+  'geo',
   'encode',
   'response_headers',
   'crowdsec',
@@ -123,6 +126,22 @@ function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, name
     chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
 }
 
+/**
+ * A path rule's geo policy: its gate runs first among the rule's own handlers, after the rule's tag
+ * (so a refusal's log row carries the rule id) and after everything of the host's, so a path can be
+ * stricter than its host, never looser.
+ */
+function _withRuleGeoGate(route: Route, rule: RuleSnapshot, host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Route {
+  if (!rule.geo_policy) return route
+  const gate = withPageRefusals(
+    buildGeoGateRoutes(rule.geo_policy, snapshot, `rule ${rule.id} of host ${host.domain}`, warnings),
+    host,
+    snapshot,
+  )
+  const [tag, ...rest] = route.handle as Json[]
+  return { ...route, handle: [tag, { handler: 'subroute', routes: gate }, ...rest] }
+}
+
 function _buildHostRoute(
   host: HostSnapshot,
   snapshot: ProxySnapshot,
@@ -150,6 +169,10 @@ function _buildHostRoute(
         break
       case 'access_ip':
         if (accessList) routes.push(...withPageRefusals(buildAccessListIpRoutes(accessList, snapshot.clientIp), host, snapshot))
+        break
+      case 'geo':
+        if (host.geo_policy)
+          routes.push(...withPageRefusals(buildGeoGateRoutes(host.geo_policy, snapshot, `host ${host.domain}`, warnings), host, snapshot))
         break
       case 'encode':
       case 'response_headers':
@@ -206,7 +229,7 @@ function _buildHostRoute(
         else
           for (const rule of sortRules(rules)) {
             const route = buildRuleRoute(rule, host, groups, warnings, rules)
-            if (route) routes.push(route)
+            if (route) routes.push(_withRuleGeoGate(route, rule, host, snapshot, warnings))
           }
         break
       case 'upstream': {
