@@ -126,6 +126,19 @@ function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, name
     chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
 }
 
+/** The static gates on the client address, in HOST_HANDLER_ORDER's order; [] for a gate the host does not use. */
+function _gateRoutes(
+  step: 'lan_gate' | 'access_ip' | 'geo',
+  host: HostSnapshot,
+  snapshot: ProxySnapshot,
+  accessList: AccessListSnapshot | undefined,
+  warnings: string[],
+): Route[] {
+  if (step === 'lan_gate') return host.lan_only ? [buildLanGateRoute(snapshot.clientIp)] : []
+  if (step === 'access_ip') return accessList ? buildAccessListIpRoutes(accessList, snapshot.clientIp) : []
+  return host.geo_policy ? buildGeoGateRoutes(host.geo_policy, snapshot, `host ${host.domain}`, warnings) : []
+}
+
 /**
  * A path rule's geo policy: its gate runs first among the rule's own handlers, after the rule's tag
  * (so a refusal's log row carries the rule id) and after everything of the host's, so a path can be
@@ -165,14 +178,9 @@ function _buildHostRoute(
   for (const step of HOST_HANDLER_ORDER) {
     switch (step) {
       case 'lan_gate':
-        if (host.lan_only) routes.push(...withPageRefusals([buildLanGateRoute(snapshot.clientIp)], host, snapshot))
-        break
       case 'access_ip':
-        if (accessList) routes.push(...withPageRefusals(buildAccessListIpRoutes(accessList, snapshot.clientIp), host, snapshot))
-        break
       case 'geo':
-        if (host.geo_policy)
-          routes.push(...withPageRefusals(buildGeoGateRoutes(host.geo_policy, snapshot, `host ${host.domain}`, warnings), host, snapshot))
+        routes.push(...withPageRefusals(_gateRoutes(step, host, snapshot, accessList, warnings), host, snapshot))
         break
       case 'encode':
       case 'response_headers':
