@@ -114,3 +114,23 @@ func TestReplacedFileIsReadWithoutReload(t *testing.T) {
 		t.Fatal("missing file: unknown public address gets the default")
 	}
 }
+
+// The lookup's own cost per request (bench/geo-matcher.bench.ts measures it through Caddy).
+func BenchmarkRefuses(b *testing.B) {
+	m := &MatchGeoRefused{
+		CountryDB: "testdata/country-fr.mmdb",
+		ASNDB:     "testdata/asn.mmdb",
+		Rules:     []Rule{{Action: "deny", ASNs: []uint32{64501}}, {Action: "allow", Countries: []string{"FR", "BE"}}},
+		Default:   "deny",
+	}
+	if err := m.Provision(caddyCtx()); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Cleanup()
+	b.ReportAllocs()
+	for b.Loop() {
+		if m.Refuses(client) {
+			b.Fatal("FR must pass")
+		}
+	}
+}
