@@ -40,6 +40,13 @@ mkdir -p /etc/crowdsec/parsers/s02-enrich /etc/crowdsec/scenarios /var/lib/crowd
 # database's owner (checked with the engine v1.7.8; docs/security-engine.md).
 [ -e /var/lib/crowdsec/data/crowdsec.db ] || : >/var/lib/crowdsec/data/crowdsec.db
 
-chown -R 1000:1000 "$SECRETS" /var/lib/panel /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
+# The geolocation databases live in a volume of their own, mounted into the proxy read-only (its
+# geo matcher reads them; docs/access-control.md): the panel's data, master key included, never is.
+# A panel that kept them in its data folder before gets them copied over once.
+if [ -d /var/lib/panel/geoip ] && [ -z "$(ls -A /var/lib/geoip)" ]; then
+  cp -p /var/lib/panel/geoip/*.mmdb /var/lib/geoip/ 2>/dev/null || true
+fi
+
+chown -R 1000:1000 "$SECRETS" /var/lib/panel /var/lib/geoip /etc/crowdsec /var/lib/crowdsec/data /var/log/caddy /var/lib/caddy /etc/panel-certs
 chmod 0700 "$SECRETS" && chmod 0600 "$SECRETS"/*
 echo "init: done"

@@ -204,7 +204,11 @@ describe('deploy/proxy/Dockerfile', () => {
       waf: ['github.com/corazawaf/coraza-caddy/v2'],
       ratelimit: ['github.com/mholt/caddy-ratelimit'],
       dns: ['github.com/caddy-dns/cloudflare', 'github.com/caddy-dns/route53', 'github.com/caddy-dns/rfc2136'],
+      // The geo matcher is the project's own package (imported below); the database reader it uses is pinned.
+      geo: [],
     }
+    expect(required.get('github.com/oschwald/maxminddb-golang')).toMatch(/^v\d+\.\d+\.\d+$/)
+    expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/geoext"')
     for (const name of PROXY_MODULE_NAMES)
       for (const mod of needs[name]) {
         expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)
@@ -228,6 +232,7 @@ describe('deploy/proxy/Dockerfile', () => {
       'layer4.handlers.proxy',
       'layer4.handlers.panel_refuse',
       'admin.api.panel_dns_check',
+      'http.matchers.panel_geo_refused',
     ])
       expect(requiredList.split('\n')).toContain(id)
   })

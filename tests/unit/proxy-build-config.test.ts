@@ -39,6 +39,7 @@ const accessList = buildAccessListSnapshot({
 
 /** Which step of HOST_HANDLER_ORDER a route or handler is. */
 function stepOf(route: any, handler?: any): string {
+  if (route.match?.[0]?.panel_geo_refused) return 'geo'
   if (route.match?.[0]?.not) return 'lan_gate'
   if (route.handle?.[0]?.body === ACCESS_DENIED_BODY) return 'access_ip'
   if (!handler && route.handle?.[0]?.handler === 'encode') return 'encode'
@@ -61,6 +62,7 @@ describe('buildProxyConfig — handler order', () => {
     expect([...HOST_HANDLER_ORDER]).toEqual([
       'lan_gate',
       'access_ip',
+      'geo',
       'encode',
       'response_headers',
       'crowdsec',
@@ -78,9 +80,9 @@ describe('buildProxyConfig — handler order', () => {
   it('a host with every feature runs them in that order', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({
-        modules: ['crowdsec', 'waf', 'ratelimit', 'dns'],
+        modules: ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo'],
         security: withAppsec,
-        hosts: [everything],
+        hosts: [{ ...everything, geo_policy: { rules: [], default: 'allow', unknown_address: 'deny' } }],
         rules: [rule],
         accessLists: [accessList],
       }),
@@ -91,12 +93,13 @@ describe('buildProxyConfig — handler order', () => {
       stepOf(routes[1]),
       stepOf(routes[2]),
       stepOf(routes[3]),
-      ...routes[4].handle.map((h: any) => stepOf(routes[4], h)),
-      stepOf(routes[5]),
+      stepOf(routes[4]),
+      ...routes[5].handle.map((h: any) => stepOf(routes[5], h)),
       stepOf(routes[6]),
+      stepOf(routes[7]),
     ]
     expect(withoutRepeats(seen)).toEqual([...HOST_HANDLER_ORDER])
-    expect(routes).toHaveLength(7)
+    expect(routes).toHaveLength(8)
   })
 
   it('the host route matches all its names, is terminal and holds one subroute', () => {

@@ -37,6 +37,7 @@ require (
 	github.com/mholt/caddy-l4 v0.1.2
 	github.com/mholt/caddy-ratelimit v0.1.0
 	github.com/miekg/dns v1.1.73
+	github.com/oschwald/maxminddb-golang v1.13.1
 	github.com/tidwall/gjson v1.18.0
 	github.com/wasilibs/go-re2 v1.10.0
 	go.uber.org/zap v1.28.0

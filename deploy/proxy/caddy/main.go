@@ -35,6 +35,9 @@ import (
 	// The DNS credentials check the panel asks for (admin API POST /panel/dns-check).
 	_ "github.com/edge-panel/edge-proxy/dnscheck"
 
+	// Geo and network rules per host and path rule (docs/access-control.md).
+	_ "github.com/edge-panel/edge-proxy/geoext"
+
 	// DNS-01 providers (docs/dns-providers-build.md: each module's id, version and JSON fields).
 	_ "github.com/caddy-dns/acmedns"
 	_ "github.com/caddy-dns/alidns"

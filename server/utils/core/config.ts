@@ -6,7 +6,7 @@ import { parse as parseDomainName } from 'tldts'
 // validator; boot fails listing every problem at once, each with its fix.
 // Relative imports only: scripts/db-migrate.mjs loads this file directly.
 
-export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns'] as const
+export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo'] as const
 export type ProxyModuleName = (typeof PROXY_MODULE_NAMES)[number]
 
 export interface PanelConfig {
@@ -42,6 +42,8 @@ export interface PanelConfig {
     modules: ProxyModuleName[]
     logDir: string
     dataDir?: string
+    /** PROXY_GEOIP_DIR: the folder of country.mmdb and asn.mmdb as the proxy sees it (docs/access-control.md). */
+    geoipDir: string
     /** Addresses the generated config listens on for plain HTTP and for TLS. */
     httpListen: string[]
     httpsListen: string[]
@@ -250,7 +252,7 @@ function _readAdmin(env: Env, errors: string[]) {
 }
 
 function _readModules(env: Env, errors: string[]): ProxyModuleName[] {
-  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns').toLowerCase()
+  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns,geo').toLowerCase()
   const modules: ProxyModuleName[] = []
   if (modulesRaw === 'none') return modules
   for (const m of modulesRaw
@@ -291,6 +293,9 @@ function _readProxy(env: Env, errors: string[], dataDir: string): PanelConfig['p
     modules,
     logDir: resolve(_opt(env, 'PROXY_LOG_DIR') ?? resolve(dataDir, 'proxy-logs')),
     dataDir: _opt(env, 'PROXY_DATA_DIR'),
+    // Where the proxy reads country.mmdb and asn.mmdb: the panel's own geo folder unless the
+    // nodes mount it elsewhere (a path every node shares, like the certificate storage).
+    geoipDir: resolve(_opt(env, 'PROXY_GEOIP_DIR') ?? resolve(dataDir, 'geoip')),
     httpListen: http.listen,
     httpsListen: https.listen,
     httpPort: http.port ?? 80,

@@ -9,6 +9,7 @@ import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcil
 import { hostIdsByAccessList } from './records'
 import { streamUsingAccessList } from '../streams/records'
 import { BCRYPT_HASH, type AccessListInput } from './access-list-schemas'
+import { geoPolicyUsingAccessList } from '../access/geo-references'
 
 // Access lists: basic-auth users and IP rules shared by any number of hosts
 // (docs/access-lists.md). A change reconciles like a host change, in the same
@@ -158,6 +159,8 @@ export async function deleteAccessList(id: number, ctx: AuditContext): Promise<v
       throw conflict(
         `access list ${id} is used by host ${used[0]}${used.length > 1 ? ` and ${used.length - 1} more` : ''}; detach it first (PUT /api/hosts/{id}/access-list)`,
       )
+    const geo = await geoPolicyUsingAccessList(tx, id)
+    if (geo) throw conflict(`access list ${id} is used by ${geo}; take it out of that policy's rules first`)
     const stream = await streamUsingAccessList(tx, id)
     if (stream)
       throw conflict(

@@ -19,6 +19,7 @@ import { readTargetHealth } from '../ops/target-health'
 import { streamSniClash } from '../streams/conflicts'
 import { checkDnsProviderBeforeFirstOrder, dnsCheckWanted, type HostDnsCheck } from '../proxy/dns-check'
 import { invalidateHostIdentityRules } from '../auth/host-identity'
+import { assertGeoPolicyAccessLists } from '../access/geo-references'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & {
@@ -73,6 +74,7 @@ async function _validateReferences(tx: Tx, input: HostInput, current?: HostRow):
     const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
     if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)
   }
+  await assertGeoPolicyAccessLists(tx, input.geo_policy)
   if (input.tls_dns_provider !== null && !findDnsProvider(input.tls_dns_provider))
     throw badRequest(`tls_dns_provider: "${input.tls_dns_provider}" is not in the catalogue; GET /api/dns-providers lists them`)
   if (input.tls_mode === 'auto' && input.tls_challenge === 'dns') await assertDnsProviderUsable(tx, input.tls_dns_provider, names)

@@ -5,10 +5,12 @@ import { badRequest, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { presentReconcile, reconcileInTransaction } from '../proxy/sync/reconcile'
 import type { RuleInput } from './schemas'
+import { assertGeoPolicyAccessLists } from '../access/geo-references'
 import { presentRule } from './present'
 import { hostIdAndDomain, ruleToRow } from './records'
 
 async function _assertGroup(tx: Tx, input: RuleInput): Promise<void> {
+  await assertGeoPolicyAccessLists(tx, input.geo_policy)
   if (input.target_group_id === null) return
   const group = await tx.select({ id: targetGroups.id }).from(targetGroups).where(eq(targetGroups.id, input.target_group_id)).get()
   if (!group) throw badRequest(`target_group_id: target group ${input.target_group_id} does not exist`)

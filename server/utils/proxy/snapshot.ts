@@ -42,6 +42,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
     storageRoot: cfg.proxy.dataDir ?? null,
     renewIntervalSeconds: cfg.proxy.renewIntervalSeconds ?? null,
     logDir: cfg.proxy.logDir,
+    geoipDir: cfg.proxy.geoipDir,
     modules: cfg.proxy.modules,
     httpListen: cfg.proxy.httpListen,
     httpsListen: cfg.proxy.httpsListen,

@@ -1,5 +1,6 @@
 import { ACCESS_DENIED_BODY } from './access-list'
 import { ENGINE_DOWN_BODY } from './crowdsec'
+import { GEO_DENIED_BODY } from './geo'
 import { LAN_GATE_BODY } from './lan-gate'
 import type { HostSnapshot, Json, ProxySnapshot, Route } from './types'
 
@@ -27,7 +28,7 @@ const _REASON_VAR = 'panel_refusal'
 /** The gate's reason (the panel's constant text), empty for a plugin's refusal or a failure. */
 const _REASON = `{http.vars.${_REASON_VAR}}`
 // The gates' own refusals (static answers) that become errors, so the host's page answers them.
-const _GATE_BODIES = new Set([LAN_GATE_BODY, ACCESS_DENIED_BODY, undefined])
+const _GATE_BODIES = new Set([LAN_GATE_BODY, ACCESS_DENIED_BODY, GEO_DENIED_BODY, undefined])
 
 /** Does this host answer pages: its own choice, else the global setting proxy.error_pages. */
 export function hostShowsPages(host: HostSnapshot, snapshot: ProxySnapshot): boolean {
@@ -35,7 +36,7 @@ export function hostShowsPages(host: HostSnapshot, snapshot: ProxySnapshot): boo
 }
 
 /**
- * The panel's gate routes (LAN gate, access-list IP rules, the bans kept while the engine is down,
+ * The panel's gate routes (LAN gate, access-list IP rules, geo policies, the bans kept while the engine is down,
  * the engine-down 503) with their bare answer turned into an error, which the server's error routes answer with the page.
  * Routes of a host without pages come back unchanged (the same bytes as before pages existed).
  */

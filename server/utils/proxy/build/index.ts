@@ -23,6 +23,7 @@ import {
   buildPanelCookieStripHandler,
   receivesPanelCookie,
 } from './forward-auth'
+import { buildGeoGateRoutes } from './geo'
 import { buildClientAddressMatcher, buildLanGateRoute, buildTrustedProxiesServerOptions } from './lan-gate'
 import { buildLogging, buildServerLogs } from './logging'
 import { buildDefaultRoute, buildRuleRoute, sortRules } from './path-rules'
@@ -41,7 +42,8 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 
 /**
  * The order of a host's request chain, read top to bottom: static gates on the
- * client address (cheapest: the LAN gate, then the access list's IP rules) ->
+ * client address (cheapest: the LAN gate, then the access list's IP rules, then the geo and
+ * network policy, one database lookup, docs/access-control.md) ->
  * compression -> response header rules (both wrap everything after them,
  * docs/hosts.md) -> ban check (403 before any WAF work) -> rate limit -> the access list's basic
  * auth (after the rate limit, which bounds password guessing and the bcrypt work
@@ -52,6 +54,7 @@ import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, Rule
 export const HOST_HANDLER_ORDER = [
   'lan_gate',
   'access_ip',
+  'geo',
   'encode',
   'response_headers',
   'crowdsec',
@@ -131,6 +134,35 @@ function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, name
   }
 }
 
+/** The static gates on the client address, in HOST_HANDLER_ORDER's order; [] for a gate the host does not use. */
+function _gateRoutes(
+  step: 'lan_gate' | 'access_ip' | 'geo',
+  host: HostSnapshot,
+  snapshot: ProxySnapshot,
+  accessList: AccessListSnapshot | undefined,
+  warnings: string[],
+): Route[] {
+  if (step === 'lan_gate') return host.lan_only ? [buildLanGateRoute(snapshot.clientIp)] : []
+  if (step === 'access_ip') return accessList ? buildAccessListIpRoutes(accessList, snapshot.clientIp) : []
+  return host.geo_policy ? buildGeoGateRoutes(host.geo_policy, snapshot, `host ${host.domain}`, warnings) : []
+}
+
+/**
+ * A path rule's geo policy: its gate runs first among the rule's own handlers, after the rule's tag
+ * (so a refusal's log row carries the rule id) and after everything of the host's, so a path can be
+ * stricter than its host, never looser.
+ */
+function _withRuleGeoGate(route: Route, rule: RuleSnapshot, host: HostSnapshot, snapshot: ProxySnapshot, warnings: string[]): Route {
+  if (!rule.geo_policy) return route
+  const gate = withPageRefusals(
+    buildGeoGateRoutes(rule.geo_policy, snapshot, `rule ${rule.id} of host ${host.domain}`, warnings),
+    host,
+    snapshot,
+  )
+  const [tag, ...rest] = route.handle as Json[]
+  return { ...route, handle: [tag, { handler: 'subroute', routes: gate }, ...rest] }
+}
+
 function _buildHostRoute(
   host: HostSnapshot,
   snapshot: ProxySnapshot,
@@ -154,10 +186,9 @@ function _buildHostRoute(
   for (const step of HOST_HANDLER_ORDER) {
     switch (step) {
       case 'lan_gate':
-        if (host.lan_only) routes.push(...withPageRefusals([buildLanGateRoute(snapshot.clientIp)], host, snapshot))
-        break
       case 'access_ip':
-        if (accessList) routes.push(...withPageRefusals(buildAccessListIpRoutes(accessList, snapshot.clientIp), host, snapshot))
+      case 'geo':
+        routes.push(...withPageRefusals(_gateRoutes(step, host, snapshot, accessList, warnings), host, snapshot))
         break
       case 'encode':
       case 'response_headers':
@@ -214,7 +245,7 @@ function _buildHostRoute(
         else
           for (const rule of sortRules(rules)) {
             const route = buildRuleRoute(rule, host, groups, warnings, rules)
-            if (route) routes.push(route)
+            if (route) routes.push(_withRuleGeoGate(route, rule, host, snapshot, warnings))
           }
         break
       case 'upstream': {

@@ -26,6 +26,11 @@ export interface ProxySnapshot {
   /** PROXY_RENEW_INTERVAL_SECONDS: Caddy's certificate maintenance interval; null = Caddy's default, not emitted. */
   renewIntervalSeconds: number | null
   logDir: string
+  /**
+   * The folder of country.mmdb and asn.mmdb as the proxy sees it (PROXY_GEOIP_DIR, default the
+   * panel's geo folder): the geo matchers of hosts and rules read them there. Absent (hand-built test snapshots): /geoip.
+   */
+  geoipDir?: string
   modules: ProxyModuleName[]
   httpListen: string[]
   httpsListen: string[]
