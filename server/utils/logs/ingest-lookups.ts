@@ -38,11 +38,14 @@ export function hostIdOf(domain: string): number | null {
   return _hosts.byName.get(domain) ?? null
 }
 
-// Country per address (LAN for private ones, as lookupIp answers): the reader is taken once per
-// group of lines, and a memo in front of it is emptied every minute (a refresh may change answers).
+// Country per address (LAN for private ones, as lookupIp answers) and AS number per address (none
+// for private ones): the readers are taken once per group of lines, and a memo in front of each is
+// emptied every minute (a refresh may change answers).
 const _geo = {
   reader: null as ReturnType<typeof openGeoReader>,
+  asnReader: null as ReturnType<typeof openGeoReader>,
   countries: new Map<string, string | null>(),
+  asns: new Map<string, number | null>(),
   atMs: Date.now(),
 }
 
@@ -59,11 +62,29 @@ function _countryOf(ip: string): string | null {
   return c
 }
 
-/** Takes the current country reader for the next group of lines; empties the memo when old or large. */
+function _asnOf(ip: string): number | null {
+  let a = _geo.asns.get(ip)
+  if (a === undefined) {
+    try {
+      const n = isLanAddress(ip)
+        ? null
+        : (_geo.asnReader?.get(ip) as { autonomous_system_number?: unknown } | null)?.autonomous_system_number
+      a = typeof n === 'number' && Number.isInteger(n) && n > 0 && n <= 4_294_967_295 ? n : null
+    } catch {
+      a = null
+    }
+    _geo.asns.set(ip, a)
+  }
+  return a
+}
+
+/** Takes the current country and ASN readers for the next group of lines; empties the memos when old or large. */
 export function refreshGeo(): void {
   _geo.reader = openGeoReader('country')
-  if (Date.now() - _geo.atMs > 60_000 || _geo.countries.size > 50_000) {
+  _geo.asnReader = openGeoReader('asn')
+  if (Date.now() - _geo.atMs > 60_000 || _geo.countries.size > 50_000 || _geo.asns.size > 50_000) {
     _geo.countries = new Map()
+    _geo.asns = new Map()
     _geo.atMs = Date.now()
   }
 }
@@ -88,4 +109,4 @@ export function streamNameOf(id: number): string | null {
   return _streams.byId.get(id) ?? null
 }
 
-export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf, streamNameOf }
+export const parseContext: ParseContext = { hostIdOf, countryOf: _countryOf, asnOf: _asnOf, streamNameOf }

@@ -11,6 +11,8 @@ export type LogSource = 'caddy_access' | 'caddy_error' | 'waf_audit' | 'layer4'
 export interface ParseContext {
   hostIdOf(domain: string): number | null
   countryOf(ip: string): string | null
+  /** The client's AS number (asn.mmdb) for access rows; absent or null: none known. */
+  asnOf?(ip: string): number | null
   /** A stream's name by id (layer4 rows); absent or null: the row keeps the id only. */
   streamNameOf?(id: number): string | null
 }
@@ -125,6 +127,8 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
     hostId: _hostIdOfLogger(e.logger) ?? (req.hostDomain ? ctx.hostIdOf(req.hostDomain) : null),
     ...req,
     ruleId: ruleTag && /^[1-9]\d{0,9}$/.test(ruleTag) && Number(ruleTag) < 2 ** 31 ? Number(ruleTag) : null,
+    // The replay of a geo policy counts access rows by network (docs/access-control.md).
+    asn: req.remoteIp ? (ctx.asnOf?.(req.remoteIp) ?? null) : null,
     status: _int(e.status, 0, 999),
     level: _level(e.level, 'info'),
     message: _str(e.msg, FIELD_LIMITS.message),

@@ -12,6 +12,7 @@ import { opsOperations } from './ops'
 import { systemOperations } from './system'
 import { revisionsOperations, withDryRun } from './revisions'
 import { nodesOperations } from './nodes'
+import { accessOperations } from './access'
 
 /** Every area, in the order the reference shows them (the tag of each operation). */
 export const API_AREAS: Array<{ tag: string; description: string; operations: OperationDoc[] }> = [
@@ -23,6 +24,7 @@ export const API_AREAS: Array<{ tag: string; description: string; operations: Op
   { tag: 'tls', description: 'DNS-01 providers, manual certificates', operations: tlsOperations },
   { tag: 'security', description: 'Decisions, whitelist, scenarios, drift, AppSec tuning', operations: securityOperations },
   { tag: 'countries', description: 'Country bans, expansion jobs, geolocation', operations: countriesOperations },
+  { tag: 'access', description: 'Geo and network policies: what one would refuse, tried on past traffic', operations: accessOperations },
   { tag: 'logs', description: 'Log rows, statistics, live tail', operations: logsOperations },
   { tag: 'ops', description: 'Notifications, backups, dashboards', operations: opsOperations },
   { tag: 'system', description: 'Health, settings, users, this reference', operations: systemOperations },
