@@ -217,7 +217,8 @@ export function fieldLabel(path: string): string | null {
 
 /** "<path>: <problem>" split into its parts with the human label, or null when the text names no known field. */
 export function parseFieldError(text: string): { path: string; label: string; problem: string } | null {
-  const m = PATH.exec(text)
+  // Some checks name a list item as `rules[0]` (server/utils/access/geo-references.ts): the same path as `rules.0`.
+  const m = PATH.exec(text.replace(/^[a-z_][\w.[\]]*(?=: )/, (p) => p.replace(/\[(\d+)\]/g, '.$1')))
   if (!m) return null
   const label = fieldLabel(m[1]!)
   return label ? { path: m[1]!, label, problem: m[2]! } : null
