@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { buildForwardAuthHeaderStripHandler } from '../../server/utils/proxy/build/forward-auth'
 import { buildProxyConfig, hashOfConfigText, hashProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
 import {
   APPSEC_THRESHOLD_HEADER,
@@ -74,7 +75,8 @@ describe('AppSec (LAPI_APPSEC_URL) — per host, right after the bouncer', () =>
       }),
     ) as any
     const chain = hostSubroutes(config, 'host1.example.test')[0].handle.map((h: any) => h.handler)
-    expect(chain).toEqual(['headers', 'crowdsec', 'appsec', 'headers', 'rate_limit', 'waf'])
+    // The last: the client's X-Auth-* headers taken out (the forward_auth step of a host without ForwardAuth).
+    expect(chain).toEqual(['headers', 'crowdsec', 'appsec', 'headers', 'rate_limit', 'waf', 'headers'])
     const [set, , , del] = hostSubroutes(config, 'host1.example.test')[0].handle
     // `set` replaces whatever the client sent under that name.
     expect(set).toEqual({ handler: 'headers', request: { set: { [APPSEC_THRESHOLD_HEADER]: ['7'] } } })
@@ -101,7 +103,7 @@ describe('AppSec (LAPI_APPSEC_URL) — per host, right after the bouncer', () =>
     ).config
     expect(JSON.stringify(hostSubroutes(off, 'host2.example.test'))).not.toMatch(/appsec/i)
     const none = buildProxyConfig(buildSnapshot({ modules: ['crowdsec'], security: withKey, hosts: [buildHostSnapshot()] })).config as any
-    expect(hostSubroutes(none, 'host1.example.test')[0].handle).toEqual([{ handler: 'crowdsec' }])
+    expect(hostSubroutes(none, 'host1.example.test')[0].handle).toEqual([{ handler: 'crowdsec' }, buildForwardAuthHeaderStripHandler()])
     expect(none.apps.crowdsec.appsec_url).toBeUndefined()
   })
 
@@ -158,7 +160,7 @@ describe('the whitelist — whitelisted sources skip the bouncer whatever decisi
     expect(gate.handle.map((h: any) => h.handler)).toEqual(['headers', 'crowdsec', 'appsec', 'headers'])
     expect(gate.terminal).toBeUndefined()
     // The WAF still looks at whitelisted sources: the whitelist is about bans.
-    expect(rest.handle.map((h: any) => h.handler)).toEqual(['waf'])
+    expect(rest.handle.map((h: any) => h.handler)).toEqual(['waf', 'headers'])
   })
 
   it('judges the same client address as the LAN gate: client_ip with trusted proxies', () => {
@@ -175,7 +177,9 @@ describe('the whitelist — whitelisted sources skip the bouncer whatever decisi
     const { config } = buildProxyConfig(
       buildSnapshot({ modules: ['crowdsec'], security: withKey, whitelist: [], hosts: [buildHostSnapshot()] }),
     )
-    expect(hostSubroutes(config, 'host1.example.test')[0]).toEqual({ handle: [{ handler: 'crowdsec' }] })
+    expect(hostSubroutes(config, 'host1.example.test')[0]).toEqual({
+      handle: [{ handler: 'crowdsec' }, buildForwardAuthHeaderStripHandler()],
+    })
   })
 })
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { buildForwardAuthHeaderStripHandler } from '../../server/utils/proxy/build/forward-auth'
 import { hostBody } from '../../server/utils/hosts/schemas'
 import { buildProxyConfig, stableStringify } from '../../server/utils/proxy/build/index'
 import { CUSTOM_HANDLERS_MAX_BYTES, customHandlersProblem } from '../../server/utils/proxy/build/custom-handlers'
@@ -38,14 +39,15 @@ describe('custom handlers — in the host chain', () => {
       custom_handlers_at: 'after_security',
       rate_limit_enabled: true,
     })
-    expect(routes[0].handle.map((h: { handler: string }) => h.handler)).toEqual(['rate_limit', 'headers', 'vars'])
+    expect(routes[0].handle.map((h: { handler: string }) => h.handler)).toEqual(['rate_limit', 'headers', 'headers', 'vars'])
     expect(routes[1].match).toEqual([{ path: ['/api/*'] }])
     expect(JSON.stringify(routes.slice(1))).not.toContain('X-Custom')
   })
 
   it('after_security with no gate: a route of their own, still before the path rules', () => {
     const { routes } = routesOf({ custom_handlers: [HEADER], custom_handlers_at: 'after_security' })
-    expect(routes[0]).toEqual({ handle: [HEADER] })
+    // After the removal of the client's X-Auth-* headers (the forward_auth step of a host without ForwardAuth).
+    expect(routes[0]).toEqual({ handle: [buildForwardAuthHeaderStripHandler(), HEADER] })
   })
 
   it('a stored list that fails the check is left out with a warning, never pushed', () => {

@@ -3,6 +3,7 @@ import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import { FORWARD_AUTH_CALLBACK_PATH, PANEL_COOKIE_NAMES } from '../../server/utils/auth/session-cookie'
 import {
   buildForwardAuthCallbackRoute,
+  buildForwardAuthHeaderStripHandler,
   buildPanelCookieStripHandler,
   FORWARD_AUTH_HEADERS,
   forwardAuthHeaderSpellings,
@@ -47,16 +48,19 @@ describe('buildForwardAuthHandler — X-Auth-* headers on 2xx', () => {
         {
           handler: 'vars',
           panel_auth_x_auth_email: '{http.reverse_proxy.header.X-Auth-Email}',
+          panel_auth_x_auth_groups: '{http.reverse_proxy.header.X-Auth-Groups}',
           panel_auth_x_auth_name: '{http.reverse_proxy.header.X-Auth-Name}',
           panel_auth_x_auth_provider: '{http.reverse_proxy.header.X-Auth-Provider}',
           panel_auth_x_auth_user: '{http.reverse_proxy.header.X-Auth-User}',
+          // Caddy's access log writes it as user_id (logs.actor at ingestion).
+          'http.auth.user.id': '{http.reverse_proxy.header.X-Auth-User}',
         },
       ],
     })
   })
 
   it('deletes each client-sent header unconditionally, then sets it only when the answer has it', () => {
-    expect([...FORWARD_AUTH_HEADERS]).toEqual(['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'])
+    expect([...FORWARD_AUTH_HEADERS]).toEqual(['X-Auth-Email', 'X-Auth-Groups', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'])
     expect(routes).toHaveLength(1 + 2 * FORWARD_AUTH_HEADERS.length)
     FORWARD_AUTH_HEADERS.forEach((name, i) => {
       const del = routes[1 + 2 * i]
@@ -120,10 +124,11 @@ describe('buildForwardAuthHandler — in the host chain', () => {
       }),
     )
     const strip = buildPanelCookieStripHandler(PANEL_COOKIE_NAMES)
-    expect(hostSubroutes(config, 'app.example.test')[0].handle).toEqual([strip])
+    const headers = buildForwardAuthHeaderStripHandler()
+    expect(hostSubroutes(config, 'app.example.test')[0].handle).toEqual([headers, strip])
     expect(JSON.stringify(hostSubroutes(config, 'panel.example.test'))).not.toContain('panel_session')
     expect(JSON.stringify(hostSubroutes(config, 'other.org'))).not.toContain('panel_session')
-    expect(hostSubroutes(config, 'other.net')[0].handle).toEqual([strip])
+    expect(hostSubroutes(config, 'other.net')[0].handle).toEqual([headers, strip])
     // ForwardAuth hosts keep the check first: the panel reads the cookie there, then it goes.
     expect(hostSubroutes(config, 'fa.example.test')[0].handle).toEqual([buildForwardAuthHandler(panel), strip])
     // A host-only cookie (no parent domain): nothing to take out anywhere.

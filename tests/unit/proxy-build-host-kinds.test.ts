@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { buildForwardAuthHeaderStripHandler } from '../../server/utils/proxy/build/forward-auth'
 import { HOST_HANDLER_ORDER, buildProxyConfig } from '../../server/utils/proxy/build/index'
 import { buildLanGateRoute } from '../../server/utils/proxy/build/lan-gate'
 import { escapePlaceholders, redirectLocation } from '../../server/utils/proxy/build/host-kind'
@@ -58,7 +59,10 @@ describe('host kinds — the end of the chain', () => {
   })
 
   it('a maintenance host sends its bypass sources to the group and answers the rest 503 with Retry-After', () => {
-    const { routes } = routesOf({ kind: 'maintenance', maintenance_bypass: ['192.0.2.0/24'], maintenance_retry_after: 600 })
+    const { routes: all } = routesOf({ kind: 'maintenance', maintenance_bypass: ['192.0.2.0/24'], maintenance_retry_after: 600 })
+    // First the client's X-Auth-* headers go: the bypass reaches an upstream.
+    expect(all[0]).toEqual({ handle: [buildForwardAuthHeaderStripHandler()] })
+    const routes = all.slice(1)
     expect(routes).toHaveLength(2)
     expect(routes[0].match).toEqual([{ remote_ip: { ranges: ['192.0.2.0/24'] } }])
     expect(routes[0].terminal).toBe(true)
@@ -69,7 +73,9 @@ describe('host kinds — the end of the chain', () => {
   it('a maintenance host without a bypass needs no group, and its group missing only drops the bypass', () => {
     expect(routesOf({ kind: 'maintenance', target_group_id: null }).routes).toHaveLength(1)
     const { routes, warnings } = routesOf({ kind: 'maintenance', target_group_id: 99, maintenance_bypass: ['192.0.2.1'] })
-    expect(routes).toHaveLength(1)
+    // The removal of the client's X-Auth-* headers (a bypass is configured), then the 503.
+    expect(routes).toHaveLength(2)
+    expect(routes[1].handle[0]).toMatchObject({ status_code: 503 })
     expect(warnings).toContain('host host1.example.test: target group 99 is missing; maintenance bypass not applied')
   })
 

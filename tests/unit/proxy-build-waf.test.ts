@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { buildForwardAuthHeaderStripHandler } from '../../server/utils/proxy/build/forward-auth'
 import { buildProxyConfig } from '../../server/utils/proxy/build/index'
 import {
   WAF_BODY_LIMITS_RULE_ID,
@@ -272,7 +273,10 @@ describe('buildWafHandler — in the host chain', () => {
     const { config } = buildProxyConfig(
       buildSnapshot({ modules: ['waf'], ...settings, wafExclusions, hosts: [host(), buildHostSnapshot({ id: 2 })] }),
     )
-    expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([buildWafHandler(host(), settings, wafExclusions)])
+    expect(hostSubroutes(config, 'host1.example.test')[0].handle).toEqual([
+      buildWafHandler(host(), settings, wafExclusions),
+      buildForwardAuthHeaderStripHandler(),
+    ])
     expect(JSON.stringify(hostSubroutes(config, 'host1.example.test'))).toContain('ctl:ruleRemoveById=920420')
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('"waf"')
   })

@@ -7,6 +7,7 @@ import { resolveCachedSession, resolveSession, type ResolvedSession } from './se
 import { resolveCachedForwardCredential, resolveForwardCredential, sessionForHost, strictForwardAuthStartUrl } from './forward-credentials'
 import { FORWARD_AUTH_COOKIE, SESSION_COOKIE } from './session-cookie'
 import { strictSessionsOn } from './strict-mode'
+import { admitsUser, cachedHostIdentityRules, hostEntryRuleFor, loadHostIdentityRules, type HostEntryRule } from './host-identity'
 
 /**
  * Rebuilds the URL the browser asked for from the proxy's X-Forwarded-* headers
@@ -25,7 +26,7 @@ export function loginRedirectForForwardAuth(fwd: { proto?: string; host?: string
 
 /** What /auth/forward answers, whichever path serves it (the route, or the fast path of plugins/05-forward-auth.ts). */
 export interface ForwardAuthAnswer {
-  readonly status: 200 | 302
+  readonly status: 200 | 302 | 403
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
 }
@@ -44,37 +45,54 @@ export function forwardAuthRequestOf(header: (name: string) => string | undefine
 }
 
 /**
- * The proxy's sub-request: 200 + X-Auth-* for a valid session, else 302 to the
- * login page (with an HTML body naming it, as h3's sendRedirect writes). The
- * 200 has no body, so no Content-Type.
+ * The proxy's sub-request: 200 + X-Auth-* for a valid session the host admits, 403 with a page
+ * naming the signed-in user for one it does not (docs/access-control.md, "Who may enter a
+ * protected host": a redirect to the login would loop), else 302 to the login page (with an HTML
+ * body naming it, as h3's sendRedirect writes). The 200 has no body, so no Content-Type.
  */
 export async function answerForwardAuth(request: ForwardAuthRequest): Promise<ForwardAuthAnswer> {
+  const rules = await loadHostIdentityRules()
   if (strictSessionsOn())
-    return _answerFor(request, sessionForHost(await resolveForwardCredential(request.sessionToken), request.header('x-forwarded-host')))
-  return _answerFor(request, await resolveSession(request.sessionToken)) // resolveSession asks the cache first
+    return _answerFor(
+      request,
+      sessionForHost(await resolveForwardCredential(request.sessionToken), request.header('x-forwarded-host')),
+      rules,
+    )
+  return _answerFor(request, await resolveSession(request.sessionToken), rules) // resolveSession asks the cache first
 }
 
-/** answerForwardAuth without a promise when the session cache decides (the proxy's repeated checks); undefined otherwise. */
+/** answerForwardAuth without a promise when the caches decide (the proxy's repeated checks); undefined otherwise. */
 export function answerForwardAuthFromCache(request: ForwardAuthRequest): ForwardAuthAnswer | undefined {
+  const rules = cachedHostIdentityRules()
+  if (!rules) return undefined
   if (strictSessionsOn()) {
     const credential = resolveCachedForwardCredential(request.sessionToken)
-    return credential === undefined ? undefined : _answerFor(request, sessionForHost(credential, request.header('x-forwarded-host')))
+    return credential === undefined ? undefined : _answerFor(request, sessionForHost(credential, request.header('x-forwarded-host')), rules)
   }
   const session = resolveCachedSession(request.sessionToken)
-  return session === undefined ? undefined : _answerFor(request, session)
+  return session === undefined ? undefined : _answerFor(request, session, rules)
 }
 
 type ForwardAuthRequest = ReturnType<typeof forwardAuthRequestOf>
+type _Rules = Parameters<typeof hostEntryRuleFor>[0]
 
-function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null): ForwardAuthAnswer {
+function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null, rules: _Rules): ForwardAuthAnswer {
   noteForwardAuthProbe(request.header(FORWARD_AUTH_PROBE_HEADER))
   if (session) {
-    let answer = _answerOfSession.get(session)
-    if (!answer) {
-      answer = _signedInAnswer(session.user)
-      _answerOfSession.set(session, answer)
+    let answers = _answersOfSession.get(session)
+    if (!answers) {
+      answers = { admitted: _signedInAnswer(session.user, session.groups ?? []), refused: new WeakMap() }
+      _answersOfSession.set(session, answers)
     }
-    return answer
+    const rule = hostEntryRuleFor(rules, request.header('x-forwarded-host'))
+    if (admitsUser(rule, session.user.id, session.groups)) return answers.admitted
+    // rule is set here (no rule admits everyone); one page per session and host, as the admitted answer.
+    let refused = answers.refused.get(rule!)
+    if (!refused) {
+      refused = _refusedAnswer(session.user, rule!)
+      answers.refused.set(rule!, refused)
+    }
+    return refused
   }
   const location = loginRedirectForForwardAuth({
     proto: request.header('x-forwarded-proto'),
@@ -85,9 +103,13 @@ function _answerFor(request: ForwardAuthRequest, session: ResolvedSession | null
   return { status: 302, headers: { location, 'content-type': 'text/html', 'content-length': String(Buffer.byteLength(body)) }, body }
 }
 
-// A cached session is one object for the cache's life (30 s), and so is its answer: the proxy's
-// repeated checks reuse it instead of building the same headers each time. Never mutated.
-const _answerOfSession = new WeakMap<ResolvedSession, ForwardAuthAnswer>()
+// A cached session is one object for the cache's life (30 s), and so are its answers: the proxy's
+// repeated checks reuse them instead of building the same headers each time. Never mutated. The
+// refusals are keyed by the host's rule object, which is replaced when the rules are read again.
+const _answersOfSession = new WeakMap<
+  ResolvedSession,
+  { admitted: ForwardAuthAnswer; refused: WeakMap<HostEntryRule, ForwardAuthAnswer> }
+>()
 
 /**
  * The marker of an encoded X-Auth-* value: the start of an RFC 8187 ext-value (charset UTF-8, no
@@ -117,8 +139,8 @@ export function forwardAuthHeaderValue(value: string): string {
   return out
 }
 
-function _signedInAnswer(user: ResolvedSession['user']): ForwardAuthAnswer {
-  // Built once per cached session (_answerOfSession): the encoding costs the fast path nothing.
+function _signedInAnswer(user: ResolvedSession['user'], groups: readonly string[]): ForwardAuthAnswer {
+  // Built once per cached session (_answersOfSession): the encoding costs the fast path nothing.
   return {
     status: 200,
     headers: {
@@ -126,11 +148,43 @@ function _signedInAnswer(user: ResolvedSession['user']): ForwardAuthAnswer {
       'x-auth-email': forwardAuthHeaderValue(user.email),
       'x-auth-name': forwardAuthHeaderValue(user.name || user.email),
       'x-auth-provider': forwardAuthHeaderValue(user.provider),
+      // Comma-separated (a panel-local group name cannot hold a comma); left out when the user has none.
+      ...(groups.length ? { 'x-auth-groups': forwardAuthHeaderValue(groups.join(',')) } : {}),
       'cache-control': 'no-store',
       // Declared, or Node sends the empty body chunked (writeHead fixes the framing before end).
       'content-length': '0',
     },
     body: '',
+  }
+}
+
+function _escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
+
+/**
+ * The page of a signed-in user the host does not admit. The proxy hands any answer but a 2xx to
+ * the browser as it is (build/forward-auth.ts), so this is what the visitor sees: who they are
+ * signed in as, that this host does not let them in, and where to switch account (the panel,
+ * whose menu signs out). Nothing of the request is on it: the host's name is the panel's own.
+ */
+function _refusedAnswer(user: ResolvedSession['user'], rule: HostEntryRule): ForwardAuthAnswer {
+  const { publicUrl } = getConfig()
+  const who = _escapeHtml(user.name ? `${user.name} (${user.email})` : user.email)
+  const body =
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">' +
+    '<title>Not allowed on this site</title>' +
+    '<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a;background:#fff}' +
+    '@media (prefers-color-scheme:dark){body{color:#eee;background:#16181d}a{color:#8ab4ff}}</style></head><body>' +
+    '<h1>Not allowed on this site</h1>' +
+    `<p>You are signed in as <strong>${who}</strong>, but ${_escapeHtml(rule.domain)} does not let this account in.</p>` +
+    '<p>Ask an administrator of the panel to add you or one of your groups to this site, ' +
+    `or <a href="${_escapeHtml(publicUrl)}/">open the panel</a> to sign out and sign in with another account.</p>` +
+    '</body></html>'
+  return {
+    status: 403,
+    headers: { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' },
+    body,
   }
 }
 

@@ -16,6 +16,7 @@ import {
   forwardCredentialCacheKey,
   hashSessionToken,
   memoizedTokenCacheKey,
+  groupsOfUser,
   presentSessionUser,
   resolveSession,
   SESSION_CACHE_TTL_MS,
@@ -90,7 +91,10 @@ export async function resolveForwardCredential(token: string | undefined): Promi
   let resolved: ResolvedForwardCredential | null = null
   if (row && row.s.expiresAtMs > now) {
     const expiresAtMs = await slideSessionExpiry(row.s, now)
-    resolved = { session: { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs }, host: row.c.host }
+    resolved = {
+      session: { user: presentSessionUser(row.u), groups: groupsOfUser(row.u), sessionId: row.s.id, expiresAtMs },
+      host: row.c.host,
+    }
   }
   await kvSetWithTtl(cacheKey, resolved, SESSION_CACHE_TTL_MS)
   return resolved

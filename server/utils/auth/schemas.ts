@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { emailSchema, safeText } from '../core/validate'
 import { MIN_PASSWORD_LENGTH, passwordProblem } from './passwords'
+import { groupNameSchema } from '../access/schemas'
 
 export const passwordSchema = z
   .string()
@@ -19,11 +20,30 @@ export const setupBody = z
   .strictObject({ email: emailSchema, password: passwordSchema, name: safeText(100).optional() })
   .superRefine(_passwordNotEmail)
 export const roleSchema = z.enum(['admin', 'viewer'], { message: 'must be "admin" or "viewer"' })
+/** A user's panel-local groups (docs/access-control.md, "Who may enter a protected host"). */
+export const userGroupsSchema = z
+  .array(groupNameSchema)
+  .max(50, 'at most 50 groups')
+  .refine((a) => new Set(a).size === a.length, 'must not repeat a group')
+  .describe('panel-local groups; a host may admit a group (auth_allowed_groups)')
 export const createUserBody = z
-  .strictObject({ email: emailSchema, password: passwordSchema, name: safeText(100).optional(), role: roleSchema })
+  .strictObject({
+    email: emailSchema,
+    password: passwordSchema,
+    name: safeText(100).optional(),
+    role: roleSchema,
+    groups: userGroupsSchema.optional(),
+  })
   .superRefine(_passwordNotEmail)
 export const updateUserBody = z
-  .strictObject({ email: emailSchema, name: safeText(100), role: roleSchema, password: passwordSchema.optional() })
+  .strictObject({
+    email: emailSchema,
+    name: safeText(100),
+    role: roleSchema,
+    password: passwordSchema.optional(),
+    // Left out: the stored groups stay (a client that predates them does not wipe them).
+    groups: userGroupsSchema.optional(),
+  })
   .superRefine(_passwordNotEmail)
 
 /** A 6-digit TOTP code, or (where accepted) a recovery code such as abcd-efgh-ijkl-mnop. */

@@ -22,6 +22,12 @@ export interface ResolvedSession {
   user: SessionUser
   sessionId: number
   expiresAtMs: number
+  /**
+   * The user's groups, panel-local and OIDC (deduplicated), read with the session: what a host's
+   * auth_allowed_groups is matched against at /auth/forward (server/utils/auth/host-identity.ts).
+   * Absent where no host check reads it (API tokens).
+   */
+  groups?: readonly string[]
   /** Present when an API token authenticated the request (server/utils/auth/api-tokens.ts). */
   apiToken?: { id: number; name: string; scope: 'read' | 'admin' }
 }
@@ -38,6 +44,11 @@ const _cacheKey = (tokenHash: string) => `session:${tokenHash}`
 
 export function presentSessionUser(row: typeof users.$inferSelect): SessionUser {
   return { id: row.id, email: row.email, name: row.name, role: row.role, provider: row.provider, totp_enabled: row.totpEnabled }
+}
+
+/** A user's groups as ForwardAuth matches and sends them: the panel-local ones, then the OIDC ones not already listed. */
+export function groupsOfUser(row: Pick<typeof users.$inferSelect, 'groups' | 'oidcGroups'>): readonly string[] {
+  return [...new Set([...(row.groups ?? []), ...(row.oidcGroups ?? [])])]
 }
 
 export async function createSession(
@@ -127,7 +138,12 @@ export async function resolveSession(token: string | undefined): Promise<Resolve
   const now = Date.now()
   let resolved: ResolvedSession | null = null
   if (row && row.s.expiresAtMs > now)
-    resolved = { user: presentSessionUser(row.u), sessionId: row.s.id, expiresAtMs: await slideSessionExpiry(row.s, now) }
+    resolved = {
+      user: presentSessionUser(row.u),
+      groups: groupsOfUser(row.u),
+      sessionId: row.s.id,
+      expiresAtMs: await slideSessionExpiry(row.s, now),
+    }
   await kvSetWithTtl(_cacheKey(tokenHash), resolved, SESSION_CACHE_TTL_MS)
   return resolved
 }

@@ -18,6 +18,9 @@ export function presentUser(row: UserRow) {
     role: row.role,
     provider: row.provider,
     totp_enabled: row.totpEnabled,
+    groups: row.groups,
+    // Read-only here: written from the OIDC group claim at each OIDC login.
+    oidc_groups: row.oidcGroups,
     created_at: row.createdAt,
     updated_at: row.updatedAt,
   }
@@ -35,6 +38,24 @@ export async function listUsers() {
   return (await getDb().select().from(users).orderBy(users.id)).map(presentUser)
 }
 
+/**
+ * Every group name in use, panel-local and OIDC, sorted, each with where it comes from: what the
+ * host form offers for auth_allowed_groups (GET /api/users/groups).
+ */
+export async function listUserGroups(): Promise<{ name: string; local_users: number; oidc_users: number }[]> {
+  const byName = new Map<string, { name: string; local_users: number; oidc_users: number }>()
+  const entry = (name: string) => {
+    let e = byName.get(name)
+    if (!e) byName.set(name, (e = { name, local_users: 0, oidc_users: 0 }))
+    return e
+  }
+  for (const row of await getDb().select({ groups: users.groups, oidcGroups: users.oidcGroups }).from(users)) {
+    for (const g of new Set(row.groups)) entry(g).local_users++
+    for (const g of new Set(row.oidcGroups)) entry(g).oidc_users++
+  }
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+}
+
 export async function getUser(id: number) {
   const row = await getDb().select().from(users).where(eq(users.id, id)).get()
   if (!row) throw notFound('user', id)
@@ -46,6 +67,7 @@ export interface NewUser {
   password: string
   name?: string
   role: Role
+  groups?: string[]
 }
 
 /** Inserts a local user; a duplicate email is a 409. Runs inside the caller's transaction. */
@@ -58,6 +80,7 @@ export async function insertUser(tx: Executor, input: NewUser): Promise<UserRow>
         email: input.email,
         name: input.name ?? '',
         role: input.role,
+        groups: input.groups ?? [],
         passwordHash: await hashPassword(input.password),
         provider: 'local',
         createdAt: now,
@@ -74,7 +97,7 @@ export async function insertUser(tx: Executor, input: NewUser): Promise<UserRow>
 export async function createUser(input: NewUser, ctx: AuditContext) {
   return writeTransaction(async (tx) => {
     const row = await insertUser(tx, input)
-    await writeAudit(ctx, 'user_create', { user_id: row.id, email: row.email, role: row.role }, tx)
+    await writeAudit(ctx, 'user_create', { user_id: row.id, email: row.email, role: row.role, groups: row.groups }, tx)
     return presentUser(row)
   })
 }
@@ -96,6 +119,8 @@ export interface UserUpdate {
   name: string
   role: Role
   password?: string
+  /** Left out: the stored groups stay. */
+  groups?: string[]
 }
 
 /**
@@ -112,6 +137,7 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
       throw conflict('role: this is the last admin; make another user admin first')
     const set: Partial<UserRow> = { email: input.email, name: input.name, role: input.role, updatedAt: new Date().toISOString() }
     if (input.password !== undefined) set.passwordHash = await hashPassword(input.password)
+    if (input.groups !== undefined) set.groups = input.groups
     let updated: UserRow
     try {
       updated = (await tx.update(users).set(set).where(eq(users.id, id)).returning().get())!
@@ -125,6 +151,8 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
       await deleteSessionsOfUser(tx, id)
       if (actorUserId === id) session = await createSession(tx, id, ctx)
     } else {
+      // Also what makes a group change count at the user's next ForwardAuth check: the cached
+      // session carries the groups a host's auth_allowed_groups is matched against.
       await forgetCachedSessionsOfUser(tx, id)
     }
     // A new password is the answer to a compromise: the tokens made with the old one end with it
@@ -139,6 +167,9 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
         user_id: id,
         email: updated.email,
         role: updated.role,
+        ...(input.groups !== undefined && _sameGroups(row.groups, updated.groups) === false
+          ? { groups_before: row.groups, groups: updated.groups }
+          : {}),
         password_changed: input.password !== undefined,
         sessions_ended: privilegeChanged,
         ...(input.password !== undefined ? { api_tokens_revoked: tokensRevoked } : {}),
@@ -162,4 +193,8 @@ export async function deleteUser(id: number, ctx: AuditContext): Promise<void> {
     await tx.delete(users).where(eq(users.id, id))
     await writeAudit(ctx, 'user_delete', { user_id: id, email: row.email, api_tokens_revoked: tokensRevoked }, tx)
   })
+}
+
+function _sameGroups(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((g, i) => g === b[i])
 }

@@ -1,5 +1,5 @@
 import { eq, inArray, and, ne } from 'drizzle-orm'
-import { hostNames, hosts, targetGroups, wafExclusions } from '../../../db/schema'
+import { hostNames, hosts, targetGroups, users, wafExclusions } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, notFound } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
@@ -17,6 +17,7 @@ import { presentHost } from './present'
 import { detachDeletedHost } from './access-lists'
 import { readTargetHealth } from '../ops/target-health'
 import { streamSniClash } from '../streams/conflicts'
+import { invalidateHostIdentityRules } from '../auth/host-identity'
 
 type HostRow = typeof hosts.$inferSelect
 export type HostWithReconcile = ReturnType<typeof presentHost> & { reconcile: ReturnType<typeof presentReconcile> }
@@ -72,6 +73,12 @@ async function _validateReferences(tx: Tx, input: HostInput, currentTlsMode?: Ho
   const wildcard = names.find((n) => n.startsWith('*.'))
   if (wildcard && input.tls_mode === 'auto' && input.tls_challenge !== 'dns')
     throw badRequest(`domain: ${wildcard} is a wildcard; its certificate can only be obtained with tls_challenge "dns"`)
+  const allowed = input.auth_allowed_users ?? []
+  if (allowed.length) {
+    const found = new Set((await tx.select({ id: users.id }).from(users).where(inArray(users.id, allowed))).map((u) => u.id))
+    const missing = allowed.find((id) => !found.has(id))
+    if (missing !== undefined) throw badRequest(`auth_allowed_users: user ${missing} does not exist; GET /api/users lists them`)
+  }
   if (input.tls_mode === 'manual' && currentTlsMode !== 'manual')
     throw badRequest('tls_mode: "manual" is set by uploading a certificate (POST /api/manual-certs/{host_id}), not directly')
 }
@@ -89,6 +96,8 @@ async function _writeNames(tx: Tx, hostId: number, input: HostInput): Promise<vo
 function _afterHostChange<T>(change: () => Promise<T>): Promise<T> {
   return withEngineFiles(async () => {
     const result = await change()
+    // After the commit: a ForwardAuth check between the two would otherwise keep the old rules.
+    invalidateHostIdentityRules()
     await syncTrueDetectProfiles().catch((err) => logger.error(`true_detect_mode profiles: ${(err as Error).message}`))
     return result
   })

@@ -27,6 +27,7 @@ export type Dim =
   | 'waf_severity'
   | 'node'
   | 'request_id'
+  | 'actor'
 
 /** A row as the API presents it (see present.ts); what the tail and the JS predicate see. */
 export interface FilterableRow {
@@ -47,6 +48,7 @@ export interface FilterableRow {
   waf_severity: string | null
   node_id: number | null
   request_id: string | null
+  actor: string | null
 }
 
 export interface CompiledFilter {
@@ -154,7 +156,7 @@ interface _Builder {
   queryText?: string
 }
 
-type _Column = 'source' | 'rule_id' | 'method' | 'level' | 'waf_rule_id' | 'waf_severity' | 'node_id' | 'request_id'
+type _Column = 'source' | 'rule_id' | 'method' | 'level' | 'waf_rule_id' | 'waf_severity' | 'node_id' | 'request_id' | 'actor'
 
 /** A dimension that is a list of values one column must be among. */
 function _among<T extends string | number>(b: _Builder, dim: Dim, column: _Column, values: T[]): void {
@@ -299,6 +301,8 @@ const _DIMENSIONS: Array<(q: Record<string, unknown>, b: _Builder) => void> = [
   (q, b) => _among(b, 'node', 'node_id', _ids(q.node_id, 'node_id')),
   // The id a refusal page shows (exact, lower case): no roll-up carries it either.
   (q, b) => _among(b, 'request_id', 'request_id', _requestIds(q.request_id)),
+  // The signed-in user of an admitted request on a protected host (exact; logs_actor_ts_idx): no roll-up carries it.
+  (q, b) => _among(b, 'actor', 'actor', _list(q.actor)),
 ]
 
 export function compileLogFilter(q: Record<string, unknown>): CompiledFilter {

@@ -121,6 +121,7 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
   if (!_obj(e.request)) return _unparsed('caddy_access', line, nowMs, 'no request object')
   const req = _requestFields(e.request, ctx)
   const ruleTag = _header(e.resp_headers, 'X-Panel-Rule-Id')
+  const actor = actorOfUserId(e.user_id)
   return {
     tsMs: _tsMs(typeof e.ts === 'number' ? e.ts * 1000 : undefined, nowMs),
     source: 'caddy_access',
@@ -137,6 +138,21 @@ export function parseAccessLine(line: string, ctx: ParseContext, nowMs = Date.no
     // Caddy adds `uuid` to the access line only when {http.request.uuid} was used while handling the request
     // (the refusal pages use it; Caddy >= 2.8), so most rows have none.
     requestId: typeof e.uuid === 'string' && REQUEST_ID_PATTERN.test(e.uuid) ? e.uuid : null,
+    // The signed-in user a protected host admitted: the panel's X-Auth-User, which the ForwardAuth
+    // step hands to Caddy's user id (build/forward-auth.ts), so "who opened /admin" is one filter.
+    ...(actor ? { actor } : {}),
+  }
+}
+
+/** Caddy's `user_id` as logs.actor: the X-Auth-User value decoded (docs/auth.md, its encoding); empty is none. */
+export function actorOfUserId(value: unknown): string | null {
+  const raw = _str(value, 1024)
+  if (!raw) return null
+  if (!raw.startsWith("UTF-8''")) return raw.slice(0, 320)
+  try {
+    return decodeURIComponent(raw.slice(7)).slice(0, 320)
+  } catch {
+    return raw.slice(0, 320)
   }
 }
 

@@ -54,6 +54,9 @@ export const logFilterQuery = z.strictObject({
     )
     .optional()
     .describe("comma list of request ids, as the proxy's refusal pages show them"),
+  actor: _text(2000)
+    .optional()
+    .describe('comma list of signed-in users (their email, exact): the access rows of requests a protected host admitted them on'),
   from: _text(40)
     .regex(
       /^(\d{1,15}|\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?)?)?$/,

@@ -23,12 +23,14 @@ export const userSchema = z.strictObject({
   role: roleSchema,
   provider: z.string().describe('local or oidc'),
   totp_enabled: z.boolean(),
+  groups: z.array(z.string()).describe('panel-local groups (an admin sets them)'),
+  oidc_groups: z.array(z.string()).describe('read-only: the groups the OIDC group claim gave at the last OIDC login'),
   created_at: timestamp(),
   updated_at: nullableTimestamp(),
 })
 
 /** The user as a session carries it (login, session info). */
-export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at: true })
+export const sessionUserSchema = userSchema.omit({ created_at: true, updated_at: true, groups: true, oidc_groups: true })
 
 const apiTokenRefSchema = z.strictObject({ id: z.number().int(), name: z.string(), scope: z.enum(['read', 'admin']) })
 

@@ -189,6 +189,24 @@ export const systemOperations = [
   }),
   operation({
     method: 'get',
+    path: '/api/users/groups',
+    access: 'admin',
+    summary: "Every group name in use (panel-local and OIDC), for a host's auth_allowed_groups",
+    responses: {
+      200: ok(
+        'sorted by name',
+        z.array(
+          z.strictObject({
+            name: z.string(),
+            local_users: z.number().int().describe('users given this panel-local group'),
+            oidc_users: z.number().int().describe('users whose OIDC group claim gave it at their last login'),
+          }),
+        ),
+      ),
+    },
+  }),
+  operation({
+    method: 'get',
     path: '/api/users/{id}',
     access: 'admin',
     summary: 'One user',

@@ -1,7 +1,23 @@
 import { FORWARD_AUTH_CALLBACK_PATH, FORWARD_AUTH_CALLBACK_ROUTE } from '../../auth/session-cookie'
 import type { Json } from './types'
 
-export const FORWARD_AUTH_HEADERS = ['X-Auth-Email', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'] as const
+export const FORWARD_AUTH_HEADERS = ['X-Auth-Email', 'X-Auth-Groups', 'X-Auth-Name', 'X-Auth-Provider', 'X-Auth-User'] as const
+
+/**
+ * Caddy's access log writes `user_id` from this placeholder, and its `vars` handler sets the
+ * placeholder when given this name (Caddy >= 2.8; an older one keeps it as a plain variable and
+ * logs nothing): so the row of an admitted request carries the panel's X-Auth-User (logs.actor).
+ */
+export const CADDY_AUTH_USER_ID_VAR = 'http.auth.user.id'
+
+/**
+ * A host without ForwardAuth: every spelling of every X-Auth-* header is taken out of the
+ * client's request, so that an upstream that trusts them (it may have been behind ForwardAuth
+ * before, or shares code with one that is) never reads a visitor's own `X-Auth-User: admin`.
+ */
+export function buildForwardAuthHeaderStripHandler(): Json {
+  return { handler: 'headers', request: { delete: FORWARD_AUTH_HEADERS.flatMap(forwardAuthHeaderSpellings) } }
+}
 
 /**
  * Every spelling of a header name that an upstream may read as that header: Go keeps `X_Auth_User`
@@ -40,6 +56,7 @@ export function forwardAuthVarName(header: string): string {
 export function buildForwardAuthHandler(panel: { dial: string; tls: boolean }): Json {
   const copy: Json = { handler: 'vars' }
   for (const name of FORWARD_AUTH_HEADERS) copy[forwardAuthVarName(name)] = `{http.reverse_proxy.header.${name}}`
+  copy[CADDY_AUTH_USER_ID_VAR] = '{http.reverse_proxy.header.X-Auth-User}'
   const routes: Json[] = [{ handle: [copy] }]
   for (const name of FORWARD_AUTH_HEADERS) {
     routes.push({ handle: [{ handler: 'headers', request: { delete: forwardAuthHeaderSpellings(name) } }] })

@@ -18,6 +18,7 @@ import { buildRequestHeaders, buildWrappingRoutes } from './headers'
 import {
   buildForwardAuthCallbackRoute,
   buildForwardAuthHandler,
+  buildForwardAuthHeaderStripHandler,
   buildForwardAuthProbeRoute,
   buildPanelCookieStripHandler,
   receivesPanelCookie,
@@ -118,9 +119,16 @@ function _pushForwardAuthSteps(host: HostSnapshot, snapshot: ProxySnapshot, name
     routes.push(buildForwardAuthCallbackRoute(snapshot.panelUpstream))
   }
   if (host.auth_required) chain.push(buildForwardAuthHandler(snapshot.panelUpstream), buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
-  // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
-  else if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
-    chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+  else {
+    // Without ForwardAuth no check replaces a client's X-Auth-* headers: they are taken out here, so
+    // no upstream ever reads a visitor's own X-Auth-User (a ForwardAuth host deletes them on its 2xx).
+    // A host that answers by itself (redirect, static, maintenance without bypass) has no upstream.
+    if (host.kind === 'proxy' || (host.kind === 'maintenance' && host.maintenance_bypass.length))
+      chain.push(buildForwardAuthHeaderStripHandler())
+    // Without ForwardAuth the cookie still reaches a host under its domain: taken out the same way.
+    if (snapshot.panelCookie && receivesPanelCookie(names, snapshot.panelCookie))
+      chain.push(buildPanelCookieStripHandler(PANEL_COOKIE_NAMES))
+  }
 }
 
 function _buildHostRoute(

@@ -1,4 +1,5 @@
 import { getConfig } from '../../core/config'
+import { invalidateHostIdentityRules } from '../../auth/host-identity'
 import { getDb, isDryRun, writeTransaction, type Executor, type Tx } from '../../core/db'
 import { proxyRejected } from '../../core/errors'
 import { writeAudit, systemActor, type AuditContext } from '../../core/audit'
@@ -214,6 +215,8 @@ export async function reconcileInTransaction(
 ): Promise<ReconcileOutcome> {
   // A dry run (?dry_run=1) never reaches the proxy: its transaction is described and rolled back (core/db.ts).
   if (isDryRun()) return _answer('rehearsed', [])
+  // Every write that changes hosts reconciles (imports, revisions too): who may enter a host is read again.
+  invalidateHostIdentityRules()
   const snapshot = await readProxySnapshot(tx)
   const { config, warnings } = buildProxyConfig(snapshot)
   const push: _Push = {

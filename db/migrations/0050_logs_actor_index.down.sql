@@ -1,0 +1,1 @@
+DROP INDEX logs_actor_ts_idx;
