@@ -313,3 +313,43 @@ describe('the country ban preview on the Security screen', () => {
     expect(consoleErrors).toEqual([])
   })
 })
+
+describe('groups on the Users card', () => {
+  it('groups given to a new user and edited are stored, and offered by the host form; the card passes axe', async () => {
+    await page.goto(`${stack.panel.url}/settings`)
+    const card = page.locator('section[aria-labelledby="users-h"]')
+    await card.getByLabel('New user email').fill('bob@example.test')
+    await card.getByLabel('Name', { exact: true }).fill('Bob')
+    await card.getByLabel('Password (12+ characters)').fill('bob-password-12345')
+    await card.getByLabel('Groups (comma separated)').fill('finance, ops')
+    await card.getByRole('button', { name: 'Add user' }).click()
+    await card.getByText('User bob@example.test created.').waitFor()
+    const users = async () => (await stack.panel.request('/api/users', { cookie: stack.admin })).json as any[]
+    const bob = (await users()).find((u) => u.email === 'bob@example.test')
+    expect(bob.groups).toEqual(['finance', 'ops'])
+    const cell = card.getByTestId(`groups-of-${bob.id}`)
+    expect((await cell.textContent())!.replace(/\s+/g, ' ')).toContain('finance, ops')
+
+    await cell.getByRole('button', { name: 'Edit the groups of bob@example.test' }).click()
+    await cell.getByLabel('Groups of bob@example.test (comma separated)').fill('finance, support')
+    expect(await axeProblemsInBothThemesAndWidths(page, 'users card, groups of a user open')).toEqual([])
+    await cell.getByRole('button', { name: 'Save groups' }).click()
+    await card.getByText('Groups of bob@example.test saved.').waitFor()
+    expect((await users()).find((u) => u.email === 'bob@example.test').groups).toEqual(['finance', 'support'])
+    // Role and name are kept by the groups' save.
+    expect((await users()).find((u) => u.email === 'bob@example.test')).toMatchObject({ name: 'Bob', role: 'viewer' })
+
+    // The host form's group picker offers the groups in use.
+    await openHost()
+    await page.getByLabel('Require panel login (ForwardAuth)').check()
+    await page.getByTestId('who-may-enter').getByLabel('Only the users and groups chosen below').check()
+    const groups = page.getByTestId('who-may-enter').getByLabel('Groups who may enter', { exact: true })
+    const list = await groups.getAttribute('list')
+    await page.locator(`datalist[id="${list}"] option[value="support"]`).waitFor({ state: 'attached' })
+    expect(await page.locator(`datalist[id="${list}"] option`).evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual([
+      'finance',
+      'support',
+    ])
+    expect(consoleErrors).toEqual([])
+  })
+})
