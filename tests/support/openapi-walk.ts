@@ -249,6 +249,14 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
     'DELETE /api/security/countries/{cc}': { params: { cc: 'FR' }, refusals: [404, 503] },
     'GET /api/security/jobs': { query: { country: 'FR', limit: '5' } },
     'GET /api/security/jobs/{id}': { params: { id: MISSING }, refusals: [404] },
+    'GET /api/security/countries/{cc}/preview': { params: { cc: 'FR' }, query: { days: '3' } },
+    'POST /api/access/preview': {
+      body: {
+        policy: { rules: [{ action: 'allow', countries: ['FR'], cidrs: ['192.0.2.0/24'] }], default: 'deny' },
+        host_id: f.hostId,
+        days: 7,
+      },
+    },
     'GET /api/geoip/lookup': { query: { ip: '192.168.1.1' } },
     'GET /api/geoip/status': {},
     // The panel's geolocation URLs point at a closed loopback port (tests/support/panel.ts).
