@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { decodeJsonBody, parseQueryWith, parseWith } from '../../server/utils/core/validate'
-import { targetGroupBody } from '../../server/utils/hosts/schemas'
+import { hostBody, targetGroupBody } from '../../server/utils/hosts/schemas'
 import { settingsPatchBody } from '../../server/utils/core/settings'
 import { parseFieldError } from '../../ui/src/fields'
 import { z } from 'zod'
@@ -23,6 +23,27 @@ describe('the UI finds the field in the server message', () => {
     const text = messageOf(() => parseWith(targetGroupBody, { name: 'g', targets: [{ address: 'no port here' }] }))
     expect(text).toMatch(/^targets\.0\.address: /)
     expect(parseFieldError(text)).toMatchObject({ path: 'targets.0.address', label: 'Target 1 address' })
+  })
+
+  it("an item of a geo rule's list, named by its rule; the bracket form of the same path too", () => {
+    const text = messageOf(() =>
+      parseWith(hostBody.pick({ geo_policy: true }), {
+        geo_policy: {
+          rules: [
+            { action: 'deny', countries: ['CN'] },
+            { action: 'allow', cidrs: ['192.0.2.0/24', '300.1.1.1/99'] },
+          ],
+          default: 'allow',
+        },
+      }),
+    )
+    expect(text).toMatch(/^geo_policy\.rules\.1\.cidrs\.1: /)
+    expect(parseFieldError(text)).toMatchObject({ path: 'geo_policy.rules.1.cidrs.1', label: 'Geo rule 2 addresses and ranges' })
+    // The access-list check of a saved policy words its path with brackets.
+    expect(parseFieldError('geo_policy.rules[0].access_list_id: access list 9 does not exist')).toMatchObject({
+      path: 'geo_policy.rules.0.access_list_id',
+      label: 'Geo rule 1 access list',
+    })
   })
 
   it('a dotted settings key', () => {

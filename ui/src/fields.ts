@@ -138,6 +138,28 @@ const LABELS: Record<string, string | ((index: number) => string)> = {
   'geoip.country_url': 'Country database URL',
   'geoip.asn_url': 'AS number database URL',
   'revisions.retention_count': 'Configuration revisions kept',
+  // Who and where may enter (docs/access-control.md); a list item's error names its rule (the first index).
+  geo_policy: 'Geo rules',
+  'geo_policy.rules': 'Geo rules',
+  'geo_policy.rules.*': (i) => `Geo rule ${i + 1}`,
+  'geo_policy.rules.*.action': (i) => `Geo rule ${i + 1}`,
+  'geo_policy.rules.*.countries': (i) => `Geo rule ${i + 1} countries`,
+  'geo_policy.rules.*.countries.*': (i) => `Geo rule ${i + 1} countries`,
+  'geo_policy.rules.*.continents': (i) => `Geo rule ${i + 1} continents`,
+  'geo_policy.rules.*.continents.*': (i) => `Geo rule ${i + 1} continents`,
+  'geo_policy.rules.*.asns': (i) => `Geo rule ${i + 1} AS numbers`,
+  'geo_policy.rules.*.asns.*': (i) => `Geo rule ${i + 1} AS numbers`,
+  'geo_policy.rules.*.cidrs': (i) => `Geo rule ${i + 1} addresses and ranges`,
+  'geo_policy.rules.*.cidrs.*': (i) => `Geo rule ${i + 1} addresses and ranges`,
+  'geo_policy.rules.*.access_list_id': (i) => `Geo rule ${i + 1} access list`,
+  'geo_policy.default': 'Anyone no rule matches',
+  'geo_policy.unknown_address': 'An address the country database does not place',
+  auth_allowed_users: 'Users who may enter',
+  'auth_allowed_users.*': 'Users who may enter',
+  auth_allowed_groups: 'Groups who may enter',
+  'auth_allowed_groups.*': 'Groups who may enter',
+  groups: 'Groups',
+  'groups.*': 'Groups',
 }
 
 /** The unit shown after a setting's field. */
@@ -198,7 +220,8 @@ export function fieldLabel(path: string): string | null {
 
 /** "<path>: <problem>" split into its parts with the human label, or null when the text names no known field. */
 export function parseFieldError(text: string): { path: string; label: string; problem: string } | null {
-  const m = PATH.exec(text)
+  // Some checks name a list item as `rules[0]` (server/utils/access/geo-references.ts): the same path as `rules.0`.
+  const m = PATH.exec(text.replace(/^[a-z_][\w.[\]]*(?=: )/, (p) => p.replace(/\[(\d+)\]/g, '.$1')))
   if (!m) return null
   const label = fieldLabel(m[1]!)
   return label ? { path: m[1]!, label, problem: m[2]! } : null
@@ -240,9 +263,12 @@ export function useFieldErrors() {
     show(error: unknown): boolean {
       if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 409)) return false
       const f = parseFieldError(error.message)
-      if (!f || !control(f.path)) return false
-      errors[f.path] = `${f.label}: ${f.problem}`
-      nextTick(() => control(f.path)?.focus())
+      if (!f) return false
+      // A list edited as one field (a rule's ranges, its countries) takes the error of any of its items.
+      const path = control(f.path) ? f.path : f.path.replace(/\.\d+$/, '')
+      if (!control(path)) return false
+      errors[path] = `${f.label}: ${f.problem}`
+      nextTick(() => control(path)?.focus())
       return true
     },
     clear(event: Event) {
