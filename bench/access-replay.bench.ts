@@ -99,7 +99,9 @@ it('replays a policy over 1,000,000 access rows', async () => {
       unit: 'ms',
       budget: '<= 1000 ms',
       withinBudget: ms <= 1000,
-      ratio: ratioOf(ms, limitMs, `the grouped read alone (${Math.round(limitMs)} ms)`, '<= 2'),
+      // The load-independent stand-in for the 1 s goal: quiet, the grouped read alone takes ~180 ms on the
+      // 2-core machine, so 1 s is ~5.5 times it; a replay of a policy that refuses most clients reads twice.
+      ratio: ratioOf(ms, limitMs, `the grouped read alone (${Math.round(limitMs)} ms)`, '<= 5'),
     })
   }
   reportFigures('access-replay', figures)
