@@ -1,8 +1,11 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
+import { writeMmdb } from '../support/mmdb-writer'
 import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, PHONE, DESK, signInAsAdmin } from './browser'
 
 // Who and where may enter a host, in the web UI (docs/access-control.md, docs/ui.md "Host"): the
@@ -351,5 +354,56 @@ describe('groups on the Users card', () => {
       'support',
     ])
     expect(consoleErrors).toEqual([])
+  })
+})
+
+describe('networks picked by name', () => {
+  it('the AS picker finds a network by its name, saves its number and shows the name again; the form passes axe', async () => {
+    // The panel's AS database (the folder its refresh writes), named networks of a fixture.
+    mkdirSync(join(stack.panel.dataDir, 'geoip'), { recursive: true })
+    writeFileSync(
+      join(stack.panel.dataDir, 'geoip/asn.mmdb'),
+      writeMmdb(
+        [
+          ['198.51.100.0/28', { autonomous_system_number: 24940, autonomous_system_organization: 'Hetzner Online GmbH' }],
+          ['198.51.100.16/28', { autonomous_system_number: 3320, autonomous_system_organization: 'Deutsche Telekom AG' }],
+          ['203.0.113.0/24', { autonomous_system_number: 4134, autonomous_system_organization: 'Chinanet' }],
+        ],
+        'Test-ASN',
+      ),
+    )
+    await openHost()
+    const first = geoRule(hostGeo(), 0)
+    const picker = first.getByLabel('AS numbers of rule 1', { exact: true })
+    const chosen = first.getByRole('list', { name: 'AS numbers of rule 1' })
+    // The number saved by the first case, now with its name.
+    await chosen.getByText('AS4134 Chinanet').waitFor()
+    // A few letters of the name offer the network; choosing the suggestion adds its number.
+    await picker.fill('hetzner')
+    await first.locator('datalist option[value="Hetzner Online GmbH (AS24940)"]').waitFor({ state: 'attached' })
+    await picker.fill('Hetzner Online GmbH (AS24940)')
+    await picker.press('Enter')
+    await chosen.getByText('AS24940 Hetzner Online GmbH').waitFor()
+    // A name typed in full is taken once the search has found it.
+    await picker.fill('deutsche telekom ag')
+    await first.locator('datalist option[value="Deutsche Telekom AG (AS3320)"]').waitFor({ state: 'attached' })
+    await picker.press('Enter')
+    await chosen.getByText('AS3320 Deutsche Telekom AG').waitFor()
+    // A name no network has is refused at the field, nothing added.
+    await picker.fill('no such network')
+    await picker.press('Enter')
+    await first.getByText('"no such network" is no network').waitFor()
+    expect(await chosen.getByRole('listitem').count()).toBe(3)
+    expect(await axeProblemsInBothThemesAndWidths(page, 'host form, networks chosen by name')).toEqual([])
+
+    await saveHost()
+    expect((await storedHost()).geo_policy.rules[0].asns).toEqual([4134, 24940, 3320])
+    await openHost()
+    const reopened = geoRule(hostGeo(), 0).getByRole('list', { name: 'AS numbers of rule 1' })
+    await reopened.getByText('AS24940 Hetzner Online GmbH').waitFor()
+    await reopened.getByText('AS3320 Deutsche Telekom AG').waitFor()
+    await geoRule(hostGeo(), 0)
+      .getByText('Rule 1: Refuse China, AS4134 Chinanet, AS24940 Hetzner Online GmbH, AS3320 Deutsche Telekom AG')
+      .waitFor()
   })
 })

@@ -276,6 +276,7 @@ export function exampleRequests(f: Fixtures, admin: { email: string; password: s
       },
     },
     'GET /api/geoip/lookup': { query: { ip: '192.168.1.1' } },
+    'GET /api/geoip/asns': { query: { q: 'AS64500', limit: '5' } },
     'GET /api/geoip/status': {},
     // The panel's geolocation URLs point at a closed loopback port (tests/support/panel.ts).
     'POST /api/geoip/refresh': { refusals: [502] },

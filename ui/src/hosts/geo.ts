@@ -52,13 +52,21 @@ export function pickCountry(text: string): { value: string } | string {
   return c ? { value: c.code } : `"${text.trim()}" is no country: type a few letters of its name and choose it from the list.`
 }
 
-/** An AS number typed as 3320 or AS3320. */
-export function pickAsn(text: string): { value: number } | string {
-  const m = /^\s*(?:as)?\s*(\d{1,10})\s*$/i.exec(text)
-  const n = m ? Number(m[1]) : NaN
+/** How a network is offered in the AS picker's list: "Hetzner Online GmbH (AS24940)". */
+export const asnOption = (n: { asn: number; name: string | null }) => (n.name ? `${n.name} (AS${n.asn})` : `AS${n.asn}`)
+/** How a chosen network is shown: "AS24940 Hetzner Online GmbH", the number alone when its name is unknown. */
+export const asnLabel = (asn: number, name: string | null | undefined) => (name ? `AS${asn} ${name}` : `AS${asn}`)
+
+/**
+ * An AS number typed as 3320 or AS3320, picked from the list ("Hetzner Online GmbH (AS24940)"),
+ * or a name typed in full that `byName` knows among the networks found for it.
+ */
+export function pickAsn(text: string, byName?: (name: string) => number | undefined): { value: number } | string {
+  const m = /^\s*(?:as)?\s*(\d{1,10})\s*$/i.exec(text) ?? /\(AS(\d{1,10})\)\s*$/i.exec(text)
+  const n = m ? Number(m[1]) : (byName?.(text.trim()) ?? NaN)
   return Number.isInteger(n) && n >= 1 && n <= 4_294_967_295
     ? { value: n }
-    : `"${text.trim()}" is no AS number: type a number such as 3320.`
+    : `"${text.trim()}" is no network: type a few letters of its name and choose it from the list, or its number such as 3320.`
 }
 
 /** The addresses and ranges of the text field: one per line or comma separated. */

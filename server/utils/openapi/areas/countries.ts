@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { expandBody, jobsQuery } from '../../security/countries'
 import { geoLookupQuery } from '../../geo/readers'
+import { asnSearchQuery, asnSearchResult } from '../../geo/asn-names'
 import { idParam, nullableTimestamp, ok, operation, timestamp } from '../registry'
 
 // Area: country bans (expansion into Range decisions), their jobs, geolocation.
@@ -123,6 +124,17 @@ export const countriesOperations = [
         }),
       ),
     },
+  }),
+  operation({
+    method: 'get',
+    path: '/api/geoip/asns',
+    access: 'session',
+    summary: 'Networks of the AS number database by name or number, or the names of given AS numbers',
+    description:
+      'With `q`: the networks whose number is `q` (first), whose name starts with it, then whose name contains it, at most `limit`. ' +
+      'With `asn`: every number given, with its name or null. Without the AS database: no networks and a `note` saying so.',
+    query: asnSearchQuery,
+    responses: { 200: ok('the networks', asnSearchResult), 400: ok('neither q nor asn, or a bad value: "<field>: <what to fix>"') },
   }),
   operation({
     method: 'get',
