@@ -58,7 +58,7 @@ export type GeoRule = z.output<typeof geoRuleSchema>
 
 /**
  * A host's (or a path rule's) policy. `default` answers a client no rule matched. `unknown_address`
- * answers a client the country database does not place (its CIDR rules still apply first):
+ * answers a client the country database does not place and no rule matched (CIDR and AS rules still apply first):
  * `allow_lan` lets private and loopback ranges in and gives every other unknown address the default;
  * `allow` and `deny` decide for all of them.
  */
