@@ -8,6 +8,7 @@ import { panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../tests/suppor
 import { freePort } from '../tests/support/ports'
 import { makeTempDir } from '../tests/support/processes'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../tests/support/proxy-stack'
+import { crsVersion, type NginxReference, nginxModsecurityMissing, startNginxModsecurity, statusOf } from './nginx-modsecurity'
 import { reportFigures, reportTable, type Figure } from './report'
 
 // What the WAF costs, through the production Caddy with the panel's own configuration
@@ -17,6 +18,9 @@ import { reportFigures, reportTable, type Figure } from './report'
 // (EDGE_WAF_OPERATORS=none, the same binary), the engine the proxy had before RE2.
 // The load generator, the 20-byte upstream and the panel share the machine's cores with
 // Caddy, as in production on one small machine. CPU per request is Caddy's alone.
+// The peer reference (issue 40): nginx + ModSecurity v3 + the OWASP CRS, Debian's packages, when
+// installed (bench/nginx-modsecurity.ts), on the same upstream and requests, alternated with Caddy
+// case by case; its CPU per request is nginx's (master and workers).
 
 const CONNECTIONS = 16
 const SECONDS = Number(process.env.WAF_BENCH_SECONDS ?? 5)
@@ -28,6 +32,8 @@ const _only = (name: string) => process.env[name]?.split(',').map((s) => s.trim(
 const ONLY_KINDS = _only('WAF_BENCH_KINDS')
 const ONLY_VARIANTS = _only('WAF_BENCH_VARIANTS')
 const RUN_AB = process.env.WAF_BENCH_AB !== '0'
+// WAF_BENCH_PEER=0: no nginx + ModSecurity reference even when it is installed.
+const RUN_PEER = process.env.WAF_BENCH_PEER !== '0'
 const PPROF_DIR = process.env.WAF_BENCH_PPROF
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
 
@@ -124,15 +130,40 @@ interface Measure {
  * Waits until Caddy and the panel are idle (CPU below 2 % over half a second): the panel
  * ingests the access log lines of the previous run, and a run must not pay for them.
  */
-async function settle(stack: ProxyStack): Promise<void> {
-  const busy = (pid: number) => caddyCpuTicks(pid)
+async function settle(stack: ProxyStack, ...more: Array<() => number>): Promise<void> {
+  const counters = [() => caddyCpuTicks(stack.caddy.pid), () => caddyCpuTicks(stack.panel.pid), ...more]
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
-    const a = [busy(stack.caddy.pid), busy(stack.panel.pid)]
+    const a = counters.map((c) => c())
     await new Promise((r) => setTimeout(r, 500))
-    const b = [busy(stack.caddy.pid), busy(stack.panel.pid)]
-    if (b[0]! - a[0]! <= CLK_TCK / 100 && b[1]! - a[1]! <= CLK_TCK / 100) return
+    const b = counters.map((c) => c())
+    if (b.every((t, i) => t - a[i]! <= CLK_TCK / 100)) return
   }
 }
+
+/** Where a load run goes and whose CPU it reads: Caddy's host for a variant, or one of nginx's servers. */
+interface Target {
+  name: string
+  port: number
+  host: string
+  cpuTicks: () => number
+  settle: () => Promise<void>
+}
+const caddyTarget = (stack: ProxyStack, variant: string): Target => ({
+  name: variant,
+  port: stack.httpPort,
+  host: `${variant}.bench.test`,
+  cpuTicks: () => caddyCpuTicks(stack.caddy.pid),
+  settle: () => settle(stack),
+})
+// nginx is measured once Caddy and the panel are quiet too: the panel still ingesting Caddy's
+// access log would take the cores from nginx (its CPU time would not count, its throughput would).
+const nginxTarget = (nginx: NginxReference, stack: ProxyStack, server: 'plain' | 'full'): Target => ({
+  name: `nginx ${server}`,
+  port: server === 'plain' ? nginx.plainPort : nginx.wafPort,
+  host: 'bench.test',
+  cpuTicks: () => nginx.cpuTicks(),
+  settle: () => settle(stack, () => nginx.cpuTicks()),
+})
 
 /**
  * autocannon at CONNECTIONS connections for SECONDS, or longer for a slow case so that
@@ -141,10 +172,19 @@ async function settle(stack: ProxyStack): Promise<void> {
  * otherwise weigh on the CPU per request. Every answer must be 2xx.
  */
 async function load(stack: ProxyStack, variant: string, kind: Kind): Promise<Measure> {
-  const headers: Record<string, string> = { host: `${variant}.bench.test` }
+  return loadAt(caddyTarget(stack, variant), kind, (duration) =>
+    PPROF_DIR && (variant === 'fast' || variant === 'full')
+      ? cpuProfile(stack, join(PPROF_DIR, `${variant}-${kind.id}.pprof`), duration)
+      : null,
+  )
+}
+
+async function loadAt(target: Target, kind: Kind, during: (duration: number) => Promise<void> | null = () => null): Promise<Measure> {
+  const variant = target.name
+  const headers: Record<string, string> = { host: target.host }
   // The full CRS on 16 KB takes seconds per request at 16 connections: no client timeout.
   const opts: Record<string, unknown> = {
-    url: `http://127.0.0.1:${stack.httpPort}/api/orders`,
+    url: `http://127.0.0.1:${target.port}/api/orders`,
     connections: CONNECTIONS,
     headers,
     timeout: 120,
@@ -152,14 +192,11 @@ async function load(stack: ProxyStack, variant: string, kind: Kind): Promise<Mea
   if (kind.body) Object.assign(opts, { method: 'POST', body: kind.body, headers: { ...headers, 'content-type': 'application/json' } })
   const warm = await autocannon({ ...opts, duration: 1 })
   const duration = Math.max(SECONDS, Math.min(120, Math.ceil((10 * CONNECTIONS) / Math.max(warm.requests.total, 1))))
-  await settle(stack)
-  const profile =
-    PPROF_DIR && (variant === 'fast' || variant === 'full')
-      ? cpuProfile(stack, join(PPROF_DIR, `${variant}-${kind.id}.pprof`), duration)
-      : null
-  const t0 = caddyCpuTicks(stack.caddy.pid)
+  await target.settle()
+  const profile = during(duration)
+  const t0 = target.cpuTicks()
   const r = await autocannon({ ...opts, duration })
-  const ticks = caddyCpuTicks(stack.caddy.pid) - t0
+  const ticks = target.cpuTicks() - t0
   await profile
   expect(r.non2xx, `${variant} ${kind.label}: answers other than 2xx: ${JSON.stringify(r.statusCodeStats)}`).toBe(0)
   expect(r.errors + r.timeouts, `${variant} ${kind.label}: errors or timeouts`).toBe(0)
@@ -187,14 +224,18 @@ function cpuProfile(stack: ProxyStack, file: string, seconds: number): Promise<v
 
 /** The status of one POST of `body` to `variant`'s host. */
 function postStatus(stack: ProxyStack, variant: string, body: string): Promise<number> {
+  return postStatusAt(stack.httpPort, `${variant}.bench.test`, body)
+}
+
+function postStatusAt(port: number, host: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: '127.0.0.1',
-        port: stack.httpPort,
+        port,
         path: '/api/orders',
         method: 'POST',
-        headers: { host: `${variant}.bench.test`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: { host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
         res.resume()
@@ -253,18 +294,49 @@ it("plain vs bouncer vs each WAF profile, and RE2 vs Coraza's Go operators, thro
   // The production build: RE2 (cgo) for @rx, compiled Aho-Corasick for @pm.
   const stack = await stackWith({}, RUN_VARIANTS)
   const p50One = { plain: 0, fast: 0, full: 0 }
+  const lastInjected = KINDS[2].body.replace(/"note":"ok"}]}$/, `"note":"1' OR '1'='1"}]}`)
+  expect(lastInjected).not.toBe(KINDS[2].body)
+  let nginx: NginxReference | null = null
   try {
     // The 16 KB case measures every value inspected: an injection in the last one is refused.
-    if (RUN_KINDS.includes(KINDS[2]) && RUN_VARIANTS.some((v) => v.id === 'fast')) {
-      const lastInjected = KINDS[2].body.replace(/"note":"ok"}]}$/, `"note":"1' OR '1'='1"}]}`)
-      expect(lastInjected).not.toBe(KINDS[2].body)
+    if (RUN_KINDS.includes(KINDS[2]) && RUN_VARIANTS.some((v) => v.id === 'fast'))
       expect(await postStatus(stack, 'fast', lastInjected), 'fast profile, injection in the last value of 16 KB').toBe(403)
+    const missing = RUN_PEER ? nginxModsecurityMissing() : null
+    if (!RUN_PEER) console.log('\nnginx + ModSecurity reference skipped: WAF_BENCH_PEER=0\n')
+    else if (missing)
+      console.log(
+        `\nnginx + ModSecurity reference skipped, not installed (${missing}): apt-get install nginx libnginx-mod-http-modsecurity modsecurity-crs\n`,
+      )
+    else {
+      // The CRS at the panel's thresholds (paranoia level 1 in both, the CRS default).
+      const tuning = await stack.panel.request('/api/security/appsec-tuning', { cookie: stack.admin })
+      expect(tuning.status, tuning.text).toBe(200)
+      nginx = await startNginxModsecurity({
+        upstreamPort,
+        inbound: tuning.json.inbound_threshold,
+        outbound: tuning.json.outbound_threshold,
+      })
+      // A reference that lets attacks through measures nothing: it must refuse them, in the query and in a JSON body.
+      const injection = "/api/orders?id=1'%20OR%20'1'='1"
+      expect(await statusOf(nginx.plainPort, injection), 'nginx without ModSecurity, injection').toBe(200)
+      expect(await statusOf(nginx.wafPort, injection), 'nginx + ModSecurity, injection in the query').toBe(403)
+      expect(
+        await postStatusAt(nginx.wafPort, 'bench.test', lastInjected),
+        'nginx + ModSecurity, injection in the last value of 16 KB',
+      ).toBe(403)
     }
-    for (const kind of RUN_KINDS) for (const v of RUN_VARIANTS) results.set(key('re2', v.id, kind.id), await load(stack, v.id, kind))
+    // Alternated case by case: Caddy's variants, then nginx without and with ModSecurity.
+    for (const kind of RUN_KINDS) {
+      for (const v of RUN_VARIANTS) results.set(key('re2', v.id, kind.id), await load(stack, v.id, kind))
+      if (nginx)
+        for (const server of ['plain', 'full'] as const)
+          results.set(key('nginx', server, kind.id), await loadAt(nginxTarget(nginx, stack, server), kind))
+    }
     if (RUN_KINDS.includes(KINDS[1]))
       for (const v of ['plain', 'fast', 'full'] as const)
         if (RUN_VARIANTS.some((r) => r.id === v)) p50One[v] = await sequentialP50(stack, v, KINDS[1])
   } finally {
+    await nginx?.stop()
     await stack.stop()
   }
   // The same binary on Coraza's own operators: the engine the proxy had before (the A/B).
@@ -400,6 +472,64 @@ it("plain vs bouncer vs each WAF profile, and RE2 vs Coraza's Go operators, thro
     })
   }
   reportFigures('waf-targets', figures)
+
+  // The peer: what the WAF adds to each proxy's CPU per request (Caddy: over the bouncer alone,
+  // since both profiles run behind it; nginx: ModSecurity on over off), and Caddy's over nginx's.
+  const peerRows: Array<Record<string, string | number>> = []
+  const peerFigures: Figure[] = []
+  for (const kind of RUN_KINDS) {
+    const np = at('nginx', 'plain', kind.id),
+      nf = at('nginx', 'full', kind.id),
+      cb = at('re2', 'bouncer', kind.id)
+    if (!np || !nf || !cb) continue
+    const nginxWaf = round(nf.cpuMs - np.cpuMs, 3)
+    const row: Record<string, string | number> = {
+      case: kind.label,
+      nPlain: np.cpuMs,
+      nFull: nf.cpuMs,
+      nRps: nf.rps,
+      nWaf: nginxWaf,
+      cBouncer: cb.cpuMs,
+    }
+    for (const [v, goal] of [
+      ['fast', 0.1],
+      ['full', 1.0],
+    ] as const) {
+      const c = at('re2', v, kind.id)
+      if (!c) continue
+      const caddyWaf = round(c.cpuMs - cb.cpuMs, 3)
+      const ratio = round(caddyWaf / nginxWaf, 3)
+      row[v] = caddyWaf
+      row[`${v}Ratio`] = ratio
+      peerFigures.push({
+        what: `${kind.label}: Caddy WAF ${v} / nginx + ModSecurity, WAF CPU per request (${caddyWaf} / ${nginxWaf} ms)`,
+        value: ratio,
+        unit: 'x',
+        budget: `<= ${goal}`,
+        withinBudget: ratio <= goal,
+      })
+    }
+    peerRows.push(row)
+  }
+  if (peerRows.length) {
+    reportTable(
+      'waf-peer',
+      [
+        { key: 'case', label: `request (nginx + ModSecurity v3 + CRS ${crsVersion()}, ${CONNECTIONS} connections)` },
+        { key: 'nPlain', label: 'nginx CPU/req', unit: 'ms' },
+        { key: 'nFull', label: 'nginx+ModSec CPU/req', unit: 'ms' },
+        { key: 'nRps', label: 'nginx+ModSec req/s' },
+        { key: 'nWaf', label: 'ModSec adds', unit: 'ms' },
+        { key: 'cBouncer', label: 'Caddy bouncer CPU/req', unit: 'ms' },
+        { key: 'fast', label: 'WAF fast adds', unit: 'ms' },
+        { key: 'fastRatio', label: 'fast / ModSec' },
+        { key: 'full', label: 'WAF full adds', unit: 'ms' },
+        { key: 'fullRatio', label: 'full / ModSec' },
+      ],
+      peerRows,
+    )
+    reportFigures('waf-peer-targets', peerFigures)
+  }
   // 24 cases of 5 s or more, each followed by up to 2 min for Caddy and the panel to go quiet: past
   // the config's 10 min on a 2-core Intel Xeon (2026-11-28), where it had fitted on an AMD EPYC.
 }, 1_800_000)
