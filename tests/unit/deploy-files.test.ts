@@ -206,6 +206,8 @@ describe('deploy/proxy/Dockerfile', () => {
       dns: ['github.com/caddy-dns/cloudflare', 'github.com/caddy-dns/route53', 'github.com/caddy-dns/rfc2136'],
       // The geo matcher is the project's own package (imported below); the database reader it uses is pinned.
       geo: [],
+      // panel_waf is the project's own handler (wafext), around coraza-caddy's.
+      wafshare: ['github.com/corazawaf/coraza-caddy/v2'],
     }
     expect(required.get('github.com/oschwald/maxminddb-golang')).toMatch(/^v\d+\.\d+\.\d+$/)
     expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/geoext"')

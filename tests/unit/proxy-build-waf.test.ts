@@ -281,6 +281,18 @@ describe('buildWafHandler — in the host chain', () => {
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('"waf"')
   })
 
+  it('with the wafshare module: the shared handler, the same directives, identical text for hosts with the same settings', () => {
+    const wafExclusions = [exclusion({ host_id: 3, rule_id: 920420, path: '/hook' })]
+    const hosts = [host(), host({ id: 2, domain: 'host2.example.test' }), host({ id: 3, domain: 'host3.example.test' })]
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['waf', 'wafshare'], ...settings, wafExclusions, hosts }))
+    const wafOf = (d: string) => hostSubroutes(config, d)[0].handle[0]
+    expect(wafOf('host1.example.test')).toEqual({ ...buildWafHandler(host(), settings, wafExclusions), handler: 'panel_waf' })
+    // The proxy keys its compiled WAFs by this text: the same settings share one, an exclusion makes its own.
+    expect(wafOf('host2.example.test')).toEqual(wafOf('host1.example.test'))
+    expect(wafOf('host3.example.test').directives).not.toBe(wafOf('host1.example.test').directives)
+    expect(wafOf('host3.example.test').directives).toContain('ctl:ruleRemoveById=920420')
+  })
+
   it('without the waf module: no handler and a warning', () => {
     const r = buildProxyConfig(
       buildSnapshot({ modules: ['ratelimit'], hosts: [buildHostSnapshot({ waf_enabled: true, bouncer_enabled: false })] }),

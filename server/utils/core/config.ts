@@ -6,7 +6,9 @@ import { parse as parseDomainName } from 'tldts'
 // validator; boot fails listing every problem at once, each with its fix.
 // Relative imports only: scripts/db-migrate.mjs loads this file directly.
 
-export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo'] as const
+// wafshare: the project's panel_waf handler (one compiled WAF per distinct directive text, docs/waf.md);
+// without it the builder emits coraza-caddy's own `waf` handler, one compiled WAF per host.
+export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare'] as const
 export type ProxyModuleName = (typeof PROXY_MODULE_NAMES)[number]
 
 export interface PanelConfig {
@@ -252,7 +254,7 @@ function _readAdmin(env: Env, errors: string[]) {
 }
 
 function _readModules(env: Env, errors: string[]): ProxyModuleName[] {
-  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns,geo').toLowerCase()
+  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns,geo,wafshare').toLowerCase()
   const modules: ProxyModuleName[] = []
   if (modulesRaw === 'none') return modules
   for (const m of modulesRaw

@@ -220,7 +220,7 @@ function _fastProfileRules(families: string[]): string[] {
  */
 export function buildWafHandler(
   host: WafHost & Pick<HostSnapshot, 'id'>,
-  snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'>,
+  snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'> & Partial<Pick<ProxySnapshot, 'modules'>>,
   exclusions: WafExclusionSnapshot[] = [],
 ): Json {
   const auditLog = `${snapshot.logDir}/waf-audit.log`
@@ -257,5 +257,9 @@ export function buildWafHandler(
     'SecAuditLogFormat JSON',
     `SecAuditLog ${auditLog}`,
   ]
-  return { handler: 'waf', load_owasp_crs: true, directives: directives.join('\n') }
+  // panel_waf (deploy/proxy/caddy/wafext/shared.go): hosts whose directive text is the same
+  // share one compiled WAF. Everything a host differs in is in that text, so no setting can
+  // reach another host; a proxy without the module gets coraza-caddy's handler, one WAF each.
+  const handler = snapshot.modules?.includes('wafshare') ? 'panel_waf' : 'waf'
+  return { handler, load_owasp_crs: true, directives: directives.join('\n') }
 }
