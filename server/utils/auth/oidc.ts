@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { and, count, eq, ne } from 'drizzle-orm'
+import { and, eq } from 'drizzle-orm'
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import { users } from '../../../db/schema'
 import { writeTransaction, type Tx } from '../core/db'
@@ -14,6 +14,7 @@ import { sanitizeRedirectTarget } from './redirect'
 import { createSession, deleteSessionsOfUser, forgetCachedSessionsOfUser } from './sessions'
 import { browserBindingMatches } from './oidc-browser'
 import { narrowApiTokensOfUser, revokeApiTokensOfUser } from './api-tokens'
+import { otherAdminCount } from './users'
 import { decideOidcAccess, groupsOfClaims, type OidcAccessDecision, type OidcGroupRole } from './oidc-groups'
 
 // OIDC login, authorization code flow with PKCE (S256), spec Authentication 4.
@@ -391,7 +392,7 @@ async function _applyGroupsDecision(
 ): Promise<{ code: 'group_not_allowed' | 'group_refused'; details: Record<string, unknown> } | null> {
   const current = (await tx.select().from(users).where(eq(users.id, row.id)).get()) ?? row
   const wanted = decision.allowed ? (decision.role ?? current.role) : null
-  if (current.role === 'admin' && wanted !== 'admin' && (await _otherAdminCount(tx, row.id)) === 0) {
+  if (current.role === 'admin' && wanted !== 'admin' && (await otherAdminCount(tx, row.id)) === 0) {
     const details = { user_id: row.id, email: row.email, reason: 'last_admin', would_be: wanted ?? 'refused', groups }
     await writeAudit({ ...ctx, actor: _MAPPING_ACTOR }, 'oidc_role_mapping_skipped', details, tx)
     return null
@@ -423,18 +424,6 @@ async function _applyGroupsDecision(
   }
   await writeAudit({ ...ctx, actor: _MAPPING_ACTOR }, 'oidc_role_change', details, tx)
   return null
-}
-
-async function _otherAdminCount(tx: Tx, excludingId: number): Promise<number> {
-  return (
-    (
-      await tx
-        .select({ n: count() })
-        .from(users)
-        .where(and(eq(users.role, 'admin'), ne(users.id, excludingId)))
-        .get()
-    )?.n ?? 0
-  )
 }
 
 /**

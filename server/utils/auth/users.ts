@@ -103,7 +103,8 @@ export async function createUser(input: NewUser, ctx: AuditContext) {
   })
 }
 
-async function _otherAdminCount(tx: Executor, excludingId: number): Promise<number> {
+/** How many admins there are besides the user `excludingId` (the last admin is never demoted or deleted). */
+export async function otherAdminCount(tx: Executor, excludingId: number): Promise<number> {
   return (
     (
       await tx
@@ -134,7 +135,7 @@ export async function updateUser(id: number, input: UserUpdate, ctx: AuditContex
   return writeTransaction(async (tx) => {
     const row = await tx.select().from(users).where(eq(users.id, id)).get()
     if (!row) throw notFound('user', id)
-    if (row.role === 'admin' && input.role !== 'admin' && (await _otherAdminCount(tx, id)) === 0)
+    if (row.role === 'admin' && input.role !== 'admin' && (await otherAdminCount(tx, id)) === 0)
       throw conflict('role: this is the last admin; make another user admin first')
     const set: Partial<UserRow> = { email: input.email, name: input.name, role: input.role, updatedAt: new Date().toISOString() }
     if (input.password !== undefined) set.passwordHash = await hashPassword(input.password)
@@ -186,7 +187,7 @@ export async function deleteUser(id: number, ctx: AuditContext): Promise<void> {
   await writeTransaction(async (tx) => {
     const row = await tx.select().from(users).where(eq(users.id, id)).get()
     if (!row) throw notFound('user', id)
-    if (row.role === 'admin' && (await _otherAdminCount(tx, id)) === 0)
+    if (row.role === 'admin' && (await otherAdminCount(tx, id)) === 0)
       throw conflict('this is the last admin and cannot be deleted; make another user admin first')
     await forgetCachedSessionsOfUser(tx, id)
     // Foreign keys are off in SQLite here, so the cascade is done by hand (issue 17).
