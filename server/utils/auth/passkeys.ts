@@ -12,7 +12,7 @@ import {
 } from '@simplewebauthn/server'
 import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers'
 import { passkeys, users } from '../../../db/schema'
-import { getDb, writeTransaction, type Executor } from '../core/db'
+import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
 import { badRequest, conflict, notFound, unauthorized } from '../core/errors'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { getConfig } from '../core/config'
@@ -179,14 +179,20 @@ export async function finishPasskeyRegistration(
   })
 }
 
+/** The user's own passkey `id`; another user's is as missing as one that does not exist (404). */
+async function _ownPasskey(tx: Tx, userId: number, id: number) {
+  const row = await tx
+    .select()
+    .from(passkeys)
+    .where(and(eq(passkeys.id, id), eq(passkeys.userId, userId)))
+    .get()
+  if (!row) throw notFound('passkey', id)
+  return row
+}
+
 export async function renamePasskey(userId: number, id: number, name: string, ctx: AuditContext): Promise<PresentedPasskey> {
   return writeTransaction(async (tx) => {
-    const row = await tx
-      .select()
-      .from(passkeys)
-      .where(and(eq(passkeys.id, id), eq(passkeys.userId, userId)))
-      .get()
-    if (!row) throw notFound('passkey', id)
+    const row = await _ownPasskey(tx, userId, id)
     const updated = await tx.update(passkeys).set({ name }).where(eq(passkeys.id, id)).returning().get()
     await writeAudit(ctx, 'passkey_rename', { user_id: userId, passkey_id: id, from: row.name, to: name }, tx)
     return _present(updated!)
@@ -195,12 +201,7 @@ export async function renamePasskey(userId: number, id: number, name: string, ct
 
 export async function deletePasskey(userId: number, id: number, ctx: AuditContext): Promise<void> {
   await writeTransaction(async (tx) => {
-    const row = await tx
-      .select()
-      .from(passkeys)
-      .where(and(eq(passkeys.id, id), eq(passkeys.userId, userId)))
-      .get()
-    if (!row) throw notFound('passkey', id)
+    const row = await _ownPasskey(tx, userId, id)
     await tx.delete(passkeys).where(eq(passkeys.id, id))
     await writeAudit(ctx, 'passkey_delete', { user_id: userId, passkey_id: id, name: row.name }, tx)
   })
