@@ -13,7 +13,11 @@ describe('bodyLimitFor', () => {
     const publicOps = withBody.filter((op) => op.access === 'public')
     expect(publicOps.map((op) => `${op.method.toUpperCase()} ${op.path}`).sort()).toEqual([
       'POST /api/auth/login',
+      'POST /api/auth/login/passkey',
+      'POST /api/auth/login/passkey/options',
       'POST /api/auth/login/totp',
+      'POST /api/auth/passkeys/login',
+      'POST /api/auth/passkeys/login/options',
       'POST /api/setup',
     ])
     for (const op of publicOps) expect(bodyLimitFor(op.path), op.path).toBe(PUBLIC_BODY_LIMIT_BYTES)
