@@ -65,7 +65,9 @@ describe('pages on', () => {
   it("the gates' refusals become errors the server's error routes answer", () => {
     const config = build()
     const routes = hostSubroutes(config, 'shop.example.test')
-    expect(routes[0].handle).toEqual([
+    // First the host's name for its page, then the gate.
+    expect(routes[0].handle).toEqual([{ handler: 'vars', panel_site: 'shop.example.test' }])
+    expect(routes[1].handle).toEqual([
       { handler: 'vars', panel_refusal: 'Access denied: LAN only' },
       { handler: 'error', status_code: 403 },
     ])
@@ -73,7 +75,7 @@ describe('pages on', () => {
     expect(bare).toEqual([])
     const errors = config.apps.http.servers.http.errors.routes
     expect(errors).toHaveLength(1)
-    expect(errors[0].match).toEqual([{ host: ['shop.example.test'] }])
+    expect(errors[0].match).toEqual([{ vars: { '{http.vars.panel_site}': ['shop.example.test'] } }])
     const byStatus = errors[0].handle[0].routes
     expect(byStatus.map((r: any) => r.match[0].vars['{http.error.status_code}'])).toEqual([['403'], ['429'], ['502'], ['503'], ['504']])
   })
@@ -91,7 +93,7 @@ describe('pages on', () => {
   it('a TLS host gets its error route on the https server only', () => {
     const config = build({ tls_mode: 'auto' })
     expect(config.apps.http.servers.http.errors).toBeUndefined()
-    expect(config.apps.http.servers.https.errors.routes[0].match).toEqual([{ host: ['shop.example.test'] }])
+    expect(config.apps.http.servers.https.errors.routes[0].match).toEqual([{ vars: { '{http.vars.panel_site}': ['shop.example.test'] } }])
   })
 
   it('negotiates HTML, JSON and plain text, each naming the host, the time and the request id, bounded in size', () => {
@@ -105,20 +107,38 @@ describe('pages on', () => {
         const answer = r.handle[0]
         expect(answer.status_code).toBe(Number(status))
         expect(answer.headers['Cache-Control']).toEqual(['no-store'])
-        expect(answer.body).toContain('shop.example.test')
+        expect(answer.body).toContain('{http.vars.panel_site}')
         expect(answer.body).toContain('{http.request.uuid}')
         expect(answer.body).toContain('{time.now.http}')
         expect(answer.body.length).toBeLessThan(2048)
         // The only placeholders are the panel's: every other brace is escaped.
         const placeholders = answer.body.replace(/\\[{}]/g, '').match(/\{[^}]*\}/g)
-        expect(new Set(placeholders)).toEqual(new Set(['{http.request.uuid}', '{time.now.http}', '{http.vars.panel_refusal}']))
+        expect(new Set(placeholders)).toEqual(
+          new Set(['{http.request.uuid}', '{time.now.http}', '{http.vars.panel_refusal}', '{http.vars.panel_site}']),
+        )
       }
       expect(JSON.parse(json.handle[0].body.replace(/\\([{}])/g, '$1'))).toMatchObject({
-        host: 'shop.example.test',
+        host: '{http.vars.panel_site}',
         request_id: '{http.request.uuid}',
       })
       expect(html.handle[0].body.includes('http-equiv="refresh" content="10"')).toBe(Number(status) >= 500)
     }
+  })
+
+  it('hosts with the same message share one error route, matched by the name their own route sets', () => {
+    // One route per host cost Caddy ~3 s and ~200 MB to load with 1,000 hosts (docs/performance.md).
+    const hosts = [1, 2, 3].map((id) => gated({ id, domain: `s${id}.example.test`, aliases: [] }))
+    hosts.push(gated({ id: 4, domain: 's4.example.test', aliases: [], error_page_message: 'Call Ann.' }))
+    const config = buildProxyConfig(buildSnapshot({ hosts, accessLists: [{ ...denyAll, host_ids: [1, 2, 3, 4] }], errorPages: true }))
+      .config as any
+    for (const h of hosts) expect(hostSubroutes(config, h.domain)[0].handle).toEqual([{ handler: 'vars', panel_site: h.domain }])
+    const errors = config.apps.http.servers.http.errors.routes
+    expect(errors.map((r: any) => r.match)).toEqual([
+      [{ vars: { '{http.vars.panel_site}': ['s1.example.test', 's2.example.test', 's3.example.test'] } }],
+      [{ vars: { '{http.vars.panel_site}': ['s4.example.test'] } }],
+    ])
+    expect(JSON.stringify(errors[0])).not.toContain('Call Ann.')
+    expect(JSON.stringify(errors[1])).toContain('Call Ann.')
   })
 })
 
@@ -168,7 +188,9 @@ describe('the engine-down 503 (engine_down_refuse) with pages', () => {
         hosts: [buildHostSnapshot({ engine_down_refuse: true, ...overrides })],
       }),
     ) as any
-    return { config, route: hostSubroutes(config, 'host1.example.test')[0] }
+    const routes = hostSubroutes(config, 'host1.example.test')
+    // With pages, the host's name for its page comes first.
+    return { config, route: routes[0].handle[0].panel_site ? routes[1] : routes[0] }
   }
 
   it("pages on: the refusal is an error 503 with its Retry-After and reason, answered by the host's 503 page", () => {

@@ -27,6 +27,9 @@ const _TIME = '{time.now.http}'
 const _REASON_VAR = 'panel_refusal'
 /** The gate's reason (the panel's constant text), empty for a plugin's refusal or a failure. */
 const _REASON = `{http.vars.${_REASON_VAR}}`
+const _SITE_VAR = 'panel_site'
+/** The host whose route ran (set first in its route, hostPageSite), so one error route serves every host. */
+const _SITE = `{http.vars.${_SITE_VAR}}`
 // The gates' own refusals (static answers) that become errors, so the host's page answers them.
 const _GATE_BODIES = new Set([LAN_GATE_BODY, ACCESS_DENIED_BODY, GEO_DENIED_BODY, undefined])
 
@@ -78,10 +81,9 @@ export function pageMessage(host: HostSnapshot, snapshot: ProxySnapshot): string
   return host.error_page_message || snapshot.errorPageMessage || null
 }
 
-function _bodies(status: number, domain: string, note: string | null): { html: string; json: string; text: string } {
+function _bodies(status: number, note: string | null): { html: string; json: string; text: string } {
   const page = PAGE_STATUSES[status]!
   const retry = page.retry ? ` This page tries again by itself every ${PAGE_RETRY_SECONDS} seconds.` : ''
-  const host = _literal(_html(domain))
   const html =
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
@@ -90,17 +92,18 @@ function _bodies(status: number, domain: string, note: string | null): { html: s
     _STYLE +
     `<h1>${page.title}</h1><p>${_literal(page.text)}${retry}</p><p>${_REASON}</p>` +
     (note ? `<p class="note">${_literal(_html(note))}</p>` : '') +
-    `<dl><dt>Site</dt><dd>${host}</dd><dt>Time</dt><dd>${_TIME}</dd><dt>Request id</dt><dd><code>${_ID}</code></dd></dl>` +
+    `<dl><dt>Site</dt><dd>${_SITE}</dd><dt>Time</dt><dd>${_TIME}</dd><dt>Request id</dt><dd><code>${_ID}</code></dd></dl>` +
     "<p>If you think this is a mistake, give the request id to the site's operator: it finds this request in the logs.</p>" +
     '</body></html>\n'
   const message = `${status} ${page.title}: ${page.text}`
-  const fields = { error: message, reason: 'REASON', ...(note ? { message: note } : {}), host: domain, request_id: 'ID', time: 'TIME' }
+  const fields = { error: message, reason: 'REASON', ...(note ? { message: note } : {}), host: 'SITE', request_id: 'ID', time: 'TIME' }
   // The operator's note is JSON-escaped by stringify, then brace-escaped: it cannot end the string or name a placeholder.
   const json = _literal(JSON.stringify(fields))
     .replace('"REASON"', `"${_REASON}"`)
-    .replace('"ID"', `"${_ID}"`)
-    .replace('"TIME"', `"${_TIME}"`)
-  const text = `${_literal(message)}${retry}\n${_REASON}\n${note ? `${_literal(note)}\n` : ''}Site: ${_literal(domain)}\nTime: ${_TIME}\nRequest id: ${_ID}\n`
+    .replace('"host":"SITE"', `"host":"${_SITE}"`)
+    .replace('"request_id":"ID"', `"request_id":"${_ID}"`)
+    .replace('"time":"TIME"', `"time":"${_TIME}"`)
+  const text = `${_literal(message)}${retry}\n${_REASON}\n${note ? `${_literal(note)}\n` : ''}Site: ${_SITE}\nTime: ${_TIME}\nRequest id: ${_ID}\n`
   return { html, json: `${json}\n`, text }
 }
 
@@ -113,11 +116,26 @@ function _answer(status: number, type: string, body: string): Json {
   }
 }
 
-/** One host's error route: per status, HTML for a browser, JSON when asked for, plain text otherwise. */
-function _hostErrorRoute(host: HostSnapshot, snapshot: ProxySnapshot): Route {
+/**
+ * The first handler of a host that shows pages: its name in a variable the shared error routes print.
+ * HTML-escaped here (the same text in the three formats for a valid host name), as the page
+ * printed it before; a name never holds a brace (assertSafeHostname), so the value is literal.
+ */
+export function hostPageSite(host: HostSnapshot, snapshot: ProxySnapshot): Route[] {
+  return hostShowsPages(host, snapshot) ? [{ handle: [{ handler: 'vars', [_SITE_VAR]: _html(host.domain) }] }] : []
+}
+
+/**
+ * One error route for every host with the same operator's message: per status, HTML for a browser,
+ * JSON when asked for, plain text otherwise. It matches the hosts by the variable their own route
+ * set (not by name), so the page is that host's even where names overlap. One route per message
+ * instead of one per host: 1,000 hosts' pages cost Caddy ~3 s and ~200 MB to load
+ * (docs/performance.md, "What a plain host costs Caddy").
+ */
+function _sharedErrorRoute(hosts: HostSnapshot[], note: string | null): Route {
   const routes = Object.keys(PAGE_STATUSES).map((key) => {
     const status = Number(key)
-    const b = _bodies(status, host.domain, pageMessage(host, snapshot))
+    const b = _bodies(status, note)
     return {
       match: [{ vars: { '{http.error.status_code}': [key] } }],
       handle: [
@@ -132,7 +150,7 @@ function _hostErrorRoute(host: HostSnapshot, snapshot: ProxySnapshot): Route {
       ],
     }
   })
-  return { match: [{ host: [host.domain, ...host.aliases] }], handle: [{ handler: 'subroute', routes }], terminal: true }
+  return { match: [{ vars: { [_SITE]: hosts.map((h) => _html(h.domain)) } }], handle: [{ handler: 'subroute', routes }], terminal: true }
 }
 
 /**
@@ -141,9 +159,13 @@ function _hostErrorRoute(host: HostSnapshot, snapshot: ProxySnapshot): Route {
  * basic auth...) still gets Caddy's bare answer.
  */
 export function buildServerErrorPages(server: 'http' | 'https', hosts: HostSnapshot[], snapshot: ProxySnapshot): Json {
-  const routes = hosts
-    .filter((h) => (h.tls_mode === 'none') === (server === 'http') && hostShowsPages(h, snapshot))
-    .map((h) => _hostErrorRoute(h, snapshot))
+  const byNote = new Map<string | null, HostSnapshot[]>()
+  for (const h of hosts)
+    if ((h.tls_mode === 'none') === (server === 'http') && hostShowsPages(h, snapshot)) {
+      const note = pageMessage(h, snapshot)
+      byNote.set(note, [...(byNote.get(note) ?? []), h])
+    }
+  const routes = [...byNote].map(([note, group]) => _sharedErrorRoute(group, note))
   return routes.length ? { errors: { routes } } : {}
 }
 

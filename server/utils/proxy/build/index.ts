@@ -37,7 +37,7 @@ import { buildKindTerminalRoutes } from './host-kind'
 import { buildStreamsApp } from './streams'
 import { buildSniListenerWrappers, buildSniServers, hasSniStreams, withSniServers } from './stream-sni'
 import { streamsUseBouncer } from './stream-guards'
-import { bouncerErrorOption, buildServerErrorPages, withPageRefusals } from './error-pages'
+import { bouncerErrorOption, buildServerErrorPages, hostPageSite, withPageRefusals } from './error-pages'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -180,7 +180,8 @@ function _buildHostRoute(
     return null
   }
 
-  const routes: Route[] = []
+  // First, so every error of this host (a gate's refusal included) finds its page's site name.
+  const routes: Route[] = [...hostPageSite(host, snapshot)]
   const chain: Json[] = []
   const bouncer: Json[] = []
   for (const step of HOST_HANDLER_ORDER) {
