@@ -1,7 +1,7 @@
 import { connect, createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
-import { freePort } from '../support/ports'
+import { consecutiveFreePorts } from '../support/ports'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, signInAsAdmin } from './browser'
 
@@ -20,7 +20,8 @@ const consoleErrors: string[] = []
 
 beforeAll(async () => {
   stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
-  port = await freePort()
+  // The range edit below listens on port..port+2: all three checked free, not only the first.
+  port = await consecutiveFreePorts(3)
   // The upstream: a TCP echo server (not the thing under test).
   echo = createServer((socket) => socket.pipe(socket))
   await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve))

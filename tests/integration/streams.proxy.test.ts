@@ -8,7 +8,7 @@ import { freshRequest } from '../support/admin-http'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../support/factories'
 import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { freePorts } from '../support/ports'
+import { consecutiveFreePorts, freePorts } from '../support/ports'
 import { makeTempDir, waitFor } from '../support/processes'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { buildStreamSnapshot } from '../support/stream-snapshot'
@@ -169,45 +169,6 @@ async function fromNamespace(
   const line = r.stdout.trim().split('\n').at(-1) ?? ''
   if (!line.startsWith('{')) throw new Error(`the namespace client printed nothing (exit ${r.code}): ${r.stderr}`)
   return JSON.parse(line)
-}
-
-// ---- ports ---------------------------------------------------------------------------
-
-/**
- * `n` consecutive ports free for TCP and UDP on every address (a range listener and the
- * one_to_one upstreams need runs of ports): candidates near free ones, each checked by binding.
- */
-async function consecutiveFreePorts(n: number, avoid: number[] = []): Promise<number> {
-  const canBind = async (port: number) => {
-    const tcp = createTcpServer()
-    const udp = createSocket('udp4')
-    const tcpOk = await new Promise<boolean>((resolve) => {
-      tcp.once('error', () => resolve(false))
-      tcp.listen(port, '0.0.0.0', () => resolve(true))
-    })
-    const udpOk = await new Promise<boolean>((resolve) => {
-      udp.once('error', () => resolve(false))
-      udp.bind(port, '0.0.0.0', () => resolve(true))
-    })
-    if (tcpOk) await new Promise((resolve) => tcp.close(resolve))
-    await new Promise<void>((resolve) => {
-      try {
-        udp.close(() => resolve())
-      } catch {
-        resolve()
-      }
-    })
-    return tcpOk && udpOk
-  }
-  for (const base of await freePorts(20)) {
-    if (base + n > 65535) continue
-    const run = Array.from({ length: n }, (_, i) => base + i)
-    if (run.some((p) => avoid.includes(p))) continue
-    let ok = true
-    for (const p of run) if (!(ok = await canBind(p))) break
-    if (ok) return base
-  }
-  throw new Error(`no ${n} consecutive free ports found`)
 }
 
 // ---- the proxy -----------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import { createSocket } from 'node:dgram'
 import { createServer, type Server } from 'node:net'
 
 function _listen(): Promise<{ srv: Server; port: number }> {
@@ -29,4 +30,41 @@ export async function freePorts(n: number): Promise<number[]> {
   } finally {
     await Promise.all(held.map((h) => _close(h.srv)))
   }
+}
+
+/**
+ * `n` consecutive ports free for TCP and UDP on every address (a range listener and the
+ * one_to_one upstreams need runs of ports): candidates near free ones, each checked by binding.
+ */
+export async function consecutiveFreePorts(n: number, avoid: number[] = []): Promise<number> {
+  const canBind = async (port: number) => {
+    const tcp = createServer()
+    const udp = createSocket('udp4')
+    const tcpOk = await new Promise<boolean>((resolve) => {
+      tcp.once('error', () => resolve(false))
+      tcp.listen(port, '0.0.0.0', () => resolve(true))
+    })
+    const udpOk = await new Promise<boolean>((resolve) => {
+      udp.once('error', () => resolve(false))
+      udp.bind(port, '0.0.0.0', () => resolve(true))
+    })
+    if (tcpOk) await new Promise((resolve) => tcp.close(resolve))
+    await new Promise<void>((resolve) => {
+      try {
+        udp.close(() => resolve())
+      } catch {
+        resolve()
+      }
+    })
+    return tcpOk && udpOk
+  }
+  for (const base of await freePorts(20)) {
+    if (base + n > 65535) continue
+    const run = Array.from({ length: n }, (_, i) => base + i)
+    if (run.some((p) => avoid.includes(p))) continue
+    let ok = true
+    for (const p of run) if (!(ok = await canBind(p))) break
+    if (ok) return base
+  }
+  throw new Error(`no ${n} consecutive free ports found`)
 }
