@@ -39,7 +39,9 @@ afterAll(async () => {
 
 /** What a browser gets from the host through the proxy: the page, or the bare 502 (empty body). */
 const throughProxy = async () => (await httpRequest({ port: stack.httpPort, host: HOST, path: '/', headers: { accept: 'text/html' } })).body
-const showsPage = (want: boolean) => eventually(throughProxy, (body) => body.includes('The site is not answering') === want, 15_000, 200)
+// A request while the proxy reloads may fail: eventually() hands the error to the check, which asks again.
+const showsPage = (want: boolean) =>
+  eventually(throughProxy, (body) => typeof body === 'string' && body.includes('The site is not answering') === want, 15_000, 200)
 
 describe('pages in the web UI', () => {
   it('a new panel answers pages; the host page says it follows the global setting and previews the page', async () => {
