@@ -5,10 +5,12 @@ import { createGroup, createHost, startProxyStack, type ProxyStack } from '../su
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 
 // Shared WAF instances (docs/waf.md): hosts whose directive text is the same use one
-// compiled Coraza WAF (the proxy's panel_waf handler, deploy/proxy/caddy/wafext/shared.go).
-// Through the production Caddy, sharing must never carry one host's exclusion or mode to
-// another: hosts that differ only in an exclusion or only in mode answer differently to the
-// very same request, and two identical hosts both block, also after a push that reloads.
+// compiled Coraza WAF (the proxy's panel_waf handler, deploy/proxy/caddy/wafext/shared.go);
+// hosts that differ only in exclusions share one text too, each exclusion guarded by its
+// host's mark. Through the production Caddy, sharing must never carry one host's exclusion
+// or mode to another: hosts that differ only in an exclusion or only in mode answer
+// differently to the very same request (a client sending the excluded host's mark too), and
+// two identical hosts both block, also after a push that reloads.
 
 const HOST_ADDRESS = '198.51.100.1'
 const CLIENT = '198.51.100.45'
@@ -72,12 +74,14 @@ async function loadedWafHandlers(): Promise<Map<string, any>> {
 }
 
 describe('hosts sharing compiled WAFs through the production Caddy', () => {
-  it('runs the shared handler; identical hosts have the same directive text, the others their own', async () => {
+  it('runs the shared handler; hosts that differ only in an exclusion have one text, another mode its own', async () => {
     const handlers = await loadedWafHandlers()
     for (const d of Object.keys(ids)) expect(handlers.get(d)?.handler, d).toBe('panel_waf')
     const text = (d: string) => handlers.get(d).directives
     expect(text('same1.example.test')).toBe(text('same2.example.test'))
-    expect(text('excluded.example.test')).not.toBe(text('same1.example.test'))
+    expect(text('excluded.example.test')).toBe(text('same1.example.test'))
+    expect(handlers.get('excluded.example.test').host_mark).toBe(String(ids['excluded.example.test']))
+    expect(handlers.get('same1.example.test').host_mark).toBeUndefined()
     expect(text('detect.example.test')).not.toBe(text('same1.example.test'))
   })
 
@@ -87,9 +91,15 @@ describe('hosts sharing compiled WAFs through the production Caddy', () => {
   })
 
   it("one host's exclusion does not reach the host without it, nor the other way round", async () => {
+    const before = up.requests.length
     expect(await send('excluded.example.test', '/hook', ODD_TYPE)).toBe(200)
+    // The mark is for the WAF only: the upstream never sees it.
+    expect(up.requests.slice(before).map((r) => r.headers['x-panel-waf-host'])).toEqual([undefined])
     expect(await send('same1.example.test', '/hook', ODD_TYPE)).toBe(403)
     expect(await send('same2.example.test', '/hook', ODD_TYPE)).toBe(403)
+    // The mark is the proxy's to set: a client sending the excluded host's mark gains nothing.
+    const mark = ['-H', `X-Panel-Waf-Host: ${ids['excluded.example.test']}`]
+    expect(await send('same1.example.test', '/hook', [...ODD_TYPE, ...mark])).toBe(403)
     // The excluded host still blocks what its exclusion does not cover.
     expect(await send('excluded.example.test', ATTACK)).toBe(403)
   })

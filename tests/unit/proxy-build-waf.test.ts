@@ -281,16 +281,57 @@ describe('buildWafHandler — in the host chain', () => {
     expect(JSON.stringify(hostSubroutes(config, 'host2.example.test'))).not.toContain('"waf"')
   })
 
-  it('with the wafshare module: the shared handler, the same directives, identical text for hosts with the same settings', () => {
-    const wafExclusions = [exclusion({ host_id: 3, rule_id: 920420, path: '/hook' })]
-    const hosts = [host(), host({ id: 2, domain: 'host2.example.test' }), host({ id: 3, domain: 'host3.example.test' })]
+  it('with the wafshare module: hosts that differ only in exclusions share one text, each exclusion under its host mark', () => {
+    const wafExclusions = [
+      exclusion({ id: 1, host_id: 3, rule_id: 920420, path: '/hook' }),
+      exclusion({ id: 2, host_id: 4, rule_id: 942100, path: null }),
+    ]
+    const hosts = [
+      host(),
+      host({ id: 2, domain: 'host2.example.test' }),
+      host({ id: 3, domain: 'host3.example.test' }),
+      host({ id: 4, domain: 'host4.example.test' }),
+      host({ id: 5, domain: 'host5.example.test', waf_mode: 'detection' }),
+    ]
     const { config } = buildProxyConfig(buildSnapshot({ modules: ['waf', 'wafshare'], ...settings, wafExclusions, hosts }))
     const wafOf = (d: string) => hostSubroutes(config, d)[0].handle[0]
-    expect(wafOf('host1.example.test')).toEqual({ ...buildWafHandler(host(), settings, wafExclusions), handler: 'panel_waf' })
-    // The proxy keys its compiled WAFs by this text: the same settings share one, an exclusion makes its own.
-    expect(wafOf('host2.example.test')).toEqual(wafOf('host1.example.test'))
-    expect(wafOf('host3.example.test').directives).not.toBe(wafOf('host1.example.test').directives)
-    expect(wafOf('host3.example.test').directives).toContain('ctl:ruleRemoveById=920420')
+    // The proxy keys its compiled WAFs by this text: one text for the four blocking hosts.
+    const text = wafOf('host1.example.test').directives
+    for (const d of ['host2', 'host3', 'host4']) expect(wafOf(`${d}.example.test`).directives, d).toBe(text)
+    expect(wafOf('host1.example.test')).toEqual({ handler: 'panel_waf', load_owasp_crs: true, directives: text })
+    expect(wafOf('host3.example.test').host_mark).toBe('3')
+    expect(wafOf('host4.example.test').host_mark).toBe('4')
+    expect(wafOf('host2.example.test').host_mark).toBeUndefined()
+    const lines = text.split('\n')
+    // Each exclusion guarded by its host's mark, before the CRS; the path's ctl on the chained rule.
+    const crs = lines.indexOf('Include @crs-setup.conf.example')
+    const hook = lines.indexOf('SecRule REQUEST_HEADERS:X-Panel-Waf-Host "@streq 3" "id:10000001,phase:1,pass,nolog,chain"')
+    expect(hook).toBeGreaterThan(-1)
+    expect(hook).toBeLessThan(crs)
+    expect(lines[hook + 1]).toBe('SecRule REQUEST_FILENAME "@streq /hook" "ctl:ruleRemoveById=920420"')
+    expect(lines).toContain(
+      'SecRule REQUEST_HEADERS:X-Panel-Waf-Host "@streq 4" "id:10000002,phase:1,pass,nolog,ctl:ruleRemoveById=942100"',
+    )
+    // A whole-rule exclusion is per request here, never removed from the shared rule set at load.
+    expect(text).not.toContain('SecRuleRemoveById 942100')
+    // Another mode is another text, without the exclusions of hosts it does not share with.
+    expect(wafOf('host5.example.test').directives).not.toBe(text)
+    expect(wafOf('host5.example.test').directives).not.toContain('X-Panel-Waf-Host')
+  })
+
+  it('without the wafshare module: each host carries only its own exclusions, the whole-rule ones removed at load', () => {
+    const wafExclusions = [
+      exclusion({ id: 1, host_id: 1, rule_id: 942100, path: null }),
+      exclusion({ id: 2, host_id: 2, rule_id: 920420, path: '/hook' }),
+    ]
+    const hosts = [host(), host({ id: 2, domain: 'host2.example.test' })]
+    const { config } = buildProxyConfig(buildSnapshot({ modules: ['waf'], ...settings, wafExclusions, hosts }))
+    const one = hostSubroutes(config, 'host1.example.test')[0].handle[0]
+    expect(one.handler).toBe('waf')
+    expect(one.host_mark).toBeUndefined()
+    expect(one.directives).toContain('SecRuleRemoveById 942100')
+    expect(one.directives).not.toContain('920420')
+    expect(one.directives).not.toContain('X-Panel-Waf-Host')
   })
 
   it('without the waf module: no handler and a warning', () => {

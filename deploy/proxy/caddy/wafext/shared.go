@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 )
 
 // SharedWAF (http.handlers.panel_waf) is coraza-caddy's `waf` handler with its compiled
@@ -20,15 +21,22 @@ import (
 // Caddy provisions the new configuration before it cleans up the old one, so the new
 // handler finds the old one's instance while the old still holds a reference.
 //
-// Sharing cannot leak one host's settings to another: everything a host may differ in
-// (mode, thresholds, exclusions, families, limits) is in its directive text, so a
-// different host gets a different key and an instance of its own (docs/waf.md).
+// Sharing cannot leak one host's settings to another: what a host may differ in (mode,
+// thresholds, families, limits) is in its directive text, so a different host gets a
+// different key and an instance of its own (docs/waf.md). Exclusions are the one
+// exception: hosts that differ only in them share one text that carries every such
+// host's exclusions, each guarded by the host's mark (HostMark), which this handler
+// writes into the request header HostMarkHeader before the WAF sees the request
+// (replacing whatever the client sent) and removes before the request goes on, so a
+// client cannot take another host's exclusions and the upstream never sees the mark.
 //
 // The shared object is coraza-caddy's own handler, provisioned once: requests are
 // handled by exactly the code of the `waf` handler (request, response, interruptions).
 type SharedWAF struct {
 	Directives   string `json:"directives,omitempty"`
 	LoadOWASPCRS bool   `json:"load_owasp_crs,omitempty"`
+	// HostMark: the value of HostMarkHeader for this host's requests ("" : none set).
+	HostMark string `json:"host_mark,omitempty"`
 
 	key  string
 	next caddyhttp.MiddlewareHandler
@@ -43,6 +51,9 @@ var (
 	sharedMu  sync.Mutex
 	sharedWAF = map[string]*sharedEntry{}
 )
+
+// HostMarkHeader carries a host's mark to the shared rules (SecRule REQUEST_HEADERS:X-Panel-Waf-Host).
+const HostMarkHeader = "X-Panel-Waf-Host"
 
 func init() {
 	caddy.RegisterModule(SharedWAF{})
@@ -77,6 +88,8 @@ func (m *SharedWAF) Provision(ctx caddy.Context) error {
 		return err
 	}
 	sharedWAF[key] = &sharedEntry{handler: handler, refs: 1}
+	// One line per compiled rule set: how many a configuration costs is read from the log.
+	ctx.Logger().Info("compiled a shared WAF rule set", zap.String("key", key[:12]), zap.Int("instances", len(sharedWAF)))
 	m.key, m.next = key, handler
 	return nil
 }
@@ -127,9 +140,18 @@ func (m *SharedWAF) Cleanup() error {
 	return nil
 }
 
-// ServeHTTP hands the request to the shared coraza-caddy handler.
+// ServeHTTP hands the request to the shared coraza-caddy handler, with this host's mark
+// (or none) in HostMarkHeader while the WAF inspects it.
 func (m *SharedWAF) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return m.next.ServeHTTP(w, r, next)
+	if m.HostMark != "" {
+		r.Header.Set(HostMarkHeader, m.HostMark)
+	} else {
+		r.Header.Del(HostMarkHeader)
+	}
+	return m.next.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		r.Header.Del(HostMarkHeader)
+		return next.ServeHTTP(w, r)
+	}))
 }
 
 // sharedInstances: how many compiled WAFs the process holds (for the tests).

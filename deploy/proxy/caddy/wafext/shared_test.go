@@ -101,3 +101,58 @@ func TestSharedWAFFailedProvision(t *testing.T) {
 		t.Fatalf("a failed provision must leave nothing")
 	}
 }
+
+// Hosts that differ only in exclusions share one text whose exclusions are guarded by
+// each host's mark: one compiled WAF, each host's exclusion applying to its requests
+// only, a client's own mark header ignored, and the upstream never seeing the mark.
+func TestSharedWAFHostMarks(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	text := "SecRuleEngine On\n" +
+		"SecRule REQUEST_HEADERS:" + HostMarkHeader + " \"@streq 7\" \"id:10,phase:1,pass,nolog,ctl:ruleRemoveById=1\"\n" +
+		"SecRule REQUEST_URI \"@contains /admin\" \"id:1,phase:1,deny,status:403\""
+	before := sharedInstances()
+	excluded := &SharedWAF{Directives: text, HostMark: "7"}
+	plain := &SharedWAF{Directives: text, HostMark: "8"}
+	for _, m := range []*SharedWAF{excluded, plain} {
+		if err := m.Provision(ctx); err != nil {
+			t.Fatalf("provision: %v", err)
+		}
+		defer m.Cleanup()
+	}
+	if excluded.next != plain.next || sharedInstances() != before+1 {
+		t.Fatalf("same text, other marks: want one shared instance, have %d", sharedInstances()-before)
+	}
+	serve := func(m *SharedWAF, clientMark string) (int, string) {
+		w := httptest.NewRecorder()
+		seen := "unset"
+		upstream := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			if v, ok := r.Header[http.CanonicalHeaderKey(HostMarkHeader)]; ok {
+				seen = v[0]
+			}
+			w.WriteHeader(200)
+			return nil
+		})
+		r := httptest.NewRequest("GET", "/admin", nil)
+		if clientMark != "" {
+			r.Header.Set(HostMarkHeader, clientMark)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+		if err := m.ServeHTTP(w, r, upstream); err != nil {
+			if he, ok := err.(caddyhttp.HandlerError); ok {
+				return he.StatusCode, seen
+			}
+			t.Fatalf("serve: %v", err)
+		}
+		return w.Code, seen
+	}
+	if s, seen := serve(excluded, ""); s != 200 || seen != "unset" {
+		t.Fatalf("the excluded host: status %d (want 200), upstream saw the mark %q", s, seen)
+	}
+	if s, _ := serve(plain, ""); s != 403 {
+		t.Fatalf("the host without the exclusion: status %d, want 403", s)
+	}
+	if s, _ := serve(plain, "7"); s != 403 {
+		t.Fatalf("a client sending another host's mark: status %d, want 403", s)
+	}
+}

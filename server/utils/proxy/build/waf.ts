@@ -163,20 +163,42 @@ function _contentTypeDirectives(types: string[] | null): string[] {
   return [`SecAction "id:${WAF_CONTENT_TYPES_RULE_ID},phase:1,pass,nolog,setvar:'tx.allowed_request_content_type=${list}'"`]
 }
 
+/** The exclusion's ctl actions: the rule off, or the argument's value and name off for it (the CRS inspects ARGS and ARGS_NAMES alike). */
+function _exclusionControl(e: WafExclusionSnapshot): string {
+  return e.argument === null
+    ? `ctl:ruleRemoveById=${e.rule_id}`
+    : `ctl:ruleRemoveTargetById=${e.rule_id};ARGS:${e.argument},ctl:ruleRemoveTargetById=${e.rule_id};ARGS_NAMES:${e.argument}`
+}
+
+/** SecLang operator matching an exclusion's path (a trailing * makes it a prefix). */
+function _exclusionPathOperator(path: string): string {
+  return path.endsWith('*') ? `@beginsWith ${path.slice(0, -1)}` : `@streq ${path}`
+}
+
 /**
  * An exclusion that is not for the whole host runs as a phase-1 rule placed before the CRS,
- * so it takes effect before the excluded rule is evaluated. The argument's value and its
- * name are both excluded (the CRS inspects ARGS and ARGS_NAMES alike).
+ * so it takes effect before the excluded rule is evaluated.
  */
 function _runtimeExclusion(e: WafExclusionSnapshot): string {
-  const ctl =
-    e.argument === null
-      ? `ctl:ruleRemoveById=${e.rule_id}`
-      : `ctl:ruleRemoveTargetById=${e.rule_id};ARGS:${e.argument},ctl:ruleRemoveTargetById=${e.rule_id};ARGS_NAMES:${e.argument}`
-  const actions = `id:${WAF_EXCLUSION_RULE_BASE + e.id},phase:1,pass,nolog,${ctl}`
+  const actions = `id:${WAF_EXCLUSION_RULE_BASE + e.id},phase:1,pass,nolog,${_exclusionControl(e)}`
   if (e.path === null) return `SecAction "${actions}"`
-  const op = e.path.endsWith('*') ? `@beginsWith ${e.path.slice(0, -1)}` : `@streq ${e.path}`
-  return `SecRule REQUEST_FILENAME "${op}" "${actions}"`
+  return `SecRule REQUEST_FILENAME "${_exclusionPathOperator(e.path)}" "${actions}"`
+}
+
+/** The request header panel_waf sets to the host's mark (deploy/proxy/caddy/wafext/shared.go). */
+export const WAF_HOST_MARK_HEADER = 'X-Panel-Waf-Host'
+
+/**
+ * An exclusion in a text several hosts share: guarded by its host's mark, which panel_waf
+ * writes into the request (replacing the client's) before the WAF inspects it. The ctl
+ * actions sit on the last rule of the chain: Coraza runs a chain head's own non-disruptive
+ * actions even when the chain fails.
+ */
+function _markedExclusion(e: WafExclusionSnapshot): string {
+  const id = WAF_EXCLUSION_RULE_BASE + e.id
+  const mark = `SecRule REQUEST_HEADERS:${WAF_HOST_MARK_HEADER} "@streq ${e.host_id}"`
+  if (e.path === null) return `${mark} "id:${id},phase:1,pass,nolog,${_exclusionControl(e)}"`
+  return `${mark} "id:${id},phase:1,pass,nolog,chain"\nSecRule REQUEST_FILENAME "${_exclusionPathOperator(e.path)}" "${_exclusionControl(e)}"`
 }
 
 /** Rule id ranges to remove from the family files so that only `keep` stays. */
@@ -212,27 +234,73 @@ function _fastProfileRules(families: string[]): string[] {
   ]
 }
 
+type WafSettings = Pick<ProxySnapshot, 'waf' | 'logDir'> & Partial<Pick<ProxySnapshot, 'modules' | 'hosts'>>
+
 /**
  * Coraza with the OWASP CRS, in one of two profiles (docs/waf.md): `full` loads every CRS
  * rule file; `fast` keeps the rules of the host's families. Both carry the panel's virtual
  * patches, the host's body limits, content types and rule exclusions. Thresholds are set
  * before the CRS rules read them (A2).
+ *
+ * With panel_waf (deploy/proxy/caddy/wafext/shared.go) hosts whose directive text is the
+ * same share one compiled WAF. Everything a host differs in is in that text, so no setting
+ * reaches another host, except exclusions: hosts that differ only in them get one text
+ * carrying all their exclusions, each guarded by its host's mark (`host_mark`), so an
+ * exclusion costs a rule, not a compiled copy of the CRS. A proxy without the module gets
+ * coraza-caddy's handler, one WAF each, with the host's own exclusions only.
  */
 export function buildWafHandler(
   host: WafHost & Pick<HostSnapshot, 'id'>,
-  snapshot: Pick<ProxySnapshot, 'waf' | 'logDir'> & Partial<Pick<ProxySnapshot, 'modules'>>,
+  snapshot: WafSettings,
   exclusions: WafExclusionSnapshot[] = [],
 ): Json {
+  const own = _ownExclusions(host.id, exclusions)
+  if (!snapshot.modules?.includes('wafshare')) {
+    const wholeRuleIds = own.filter((e) => e.path === null && e.argument === null).map((e) => e.rule_id)
+    const runtime = own.filter((e) => e.path !== null || e.argument !== null).map(_runtimeExclusion)
+    return { handler: 'waf', load_owasp_crs: true, directives: _wafDirectives(host, snapshot, runtime, wholeRuleIds).join('\n') }
+  }
+  const base = _wafDirectives(host, snapshot, [], []).join('\n')
+  const sharing = _exclusionsByBaseText(snapshot, exclusions).get(base) ?? own
+  const directives = _wafDirectives(host, snapshot, sharing.map(_markedExclusion), []).join('\n')
+  return { handler: 'panel_waf', load_owasp_crs: true, directives, ...(own.length ? { host_mark: String(host.id) } : {}) }
+}
+
+function _ownExclusions(hostId: number, exclusions: WafExclusionSnapshot[]): WafExclusionSnapshot[] {
+  const own = exclusions.filter((e) => e.host_id === hostId).sort((a, b) => a.id - b.id)
+  own.forEach(_assertSafeExclusion)
+  return own
+}
+
+const _groupsBySnapshot = new WeakMap<object, Map<string, WafExclusionSnapshot[]>>()
+
+/** For each text without exclusions, the exclusions of every WAF host with that text (once per build). */
+function _exclusionsByBaseText(snapshot: WafSettings, exclusions: WafExclusionSnapshot[]): Map<string, WafExclusionSnapshot[]> {
+  const known = _groupsBySnapshot.get(snapshot)
+  if (known) return known
+  const groups = new Map<string, WafExclusionSnapshot[]>()
+  const excluding = new Set(exclusions.map((e) => e.host_id))
+  for (const h of snapshot.hosts ?? []) {
+    if (!h.waf_enabled || !excluding.has(h.id)) continue
+    const base = _wafDirectives(h, snapshot, [], []).join('\n')
+    groups.set(
+      base,
+      [...(groups.get(base) ?? []), ..._ownExclusions(h.id, exclusions)].sort((a, b) => a.id - b.id),
+    )
+  }
+  _groupsBySnapshot.set(snapshot, groups)
+  return groups
+}
+
+/** The directive text: `exclusionRules` before the CRS, `wholeRuleIds` removed after it. */
+function _wafDirectives(host: WafHost, snapshot: WafSettings, exclusionRules: string[], wholeRuleIds: number[]): string[] {
   const auditLog = `${snapshot.logDir}/waf-audit.log`
   _assertSafeDirectivePath(auditLog)
   const w = resolveEffectiveWaf(host)
   const inbound = Math.trunc(snapshot.waf.inboundThreshold)
   const outbound = Math.trunc(snapshot.waf.outboundThreshold)
   const blocking = host.waf_mode === 'blocking'
-  const own = [...exclusions].filter((e) => e.host_id === host.id).sort((a, b) => a.id - b.id)
-  own.forEach(_assertSafeExclusion)
-  const wholeRule = own.filter((e) => e.path === null && e.argument === null)
-  const directives = [
+  return [
     'Include @coraza.conf-recommended',
     // Fast: no response inspection (the CRS's outbound rules are not loaded), no response buffering.
     ...(w.profile === 'fast' ? ['SecResponseBodyAccess Off'] : []),
@@ -240,12 +308,12 @@ export function buildWafHandler(
     // CRS 901100/901110 set the thresholds only when unset, so this phase-1 action must come first.
     `SecAction "id:${WAF_THRESHOLD_RULE_ID},phase:1,pass,nolog,setvar:tx.inbound_anomaly_score_threshold=${inbound},setvar:tx.outbound_anomaly_score_threshold=${outbound}"`,
     ..._contentTypeDirectives(w.contentTypes),
-    ...own.filter((e) => e.path !== null || e.argument !== null).map(_runtimeExclusion),
+    ...exclusionRules,
     'Include @crs-setup.conf.example',
     ...WAF_VIRTUAL_PATCHES.map((p) => p.rule),
     ...(w.profile === 'full' ? ['Include @owasp_crs/*.conf'] : _fastProfileRules(w.families)),
     // A whole rule off for the host: removed at load, after every file that defines rules.
-    ...(wholeRule.length ? [`SecRuleRemoveById ${[...new Set(wholeRule.map((e) => e.rule_id))].join(' ')}`] : []),
+    ...(wholeRuleIds.length ? [`SecRuleRemoveById ${[...new Set(wholeRuleIds)].join(' ')}`] : []),
     // After the recommended file, which says DetectionOnly: the last SecRuleEngine wins.
     blocking ? 'SecRuleEngine On' : 'SecRuleEngine DetectionOnly',
     // Blocking: the recommended selection (interrupted = 403, and 4xx/5xx answers with a match).
@@ -257,9 +325,4 @@ export function buildWafHandler(
     'SecAuditLogFormat JSON',
     `SecAuditLog ${auditLog}`,
   ]
-  // panel_waf (deploy/proxy/caddy/wafext/shared.go): hosts whose directive text is the same
-  // share one compiled WAF. Everything a host differs in is in that text, so no setting can
-  // reach another host; a proxy without the module gets coraza-caddy's handler, one WAF each.
-  const handler = snapshot.modules?.includes('wafshare') ? 'panel_waf' : 'waf'
-  return { handler, load_owasp_crs: true, directives: directives.join('\n') }
 }
