@@ -8,7 +8,8 @@ import { peakRssDuring, rssMb } from './rss'
 // its RSS with 0, 1, 5 and 10 default full-CRS hosts, with the shared handler
 // (panel_waf: one compiled WAF per distinct directive text) and with coraza-caddy's
 // own handler (one per host: PROXY_MODULES without wafshare), and shared with each host
-// carrying an exclusion of its own (one text, exclusions under host marks), each on a fresh Caddy;
+// carrying an exclusion of its own (one text, exclusions under host marks), each count on a
+// fresh Caddy process;
 // then, shared, a host toggle (build, push, Caddy's load) and Caddy's peak RSS during
 // it with 1,000 plain hosts, without and with 50 full-CRS hosts.
 // Goals (issue 40): each additional default host <= 5 MB; the toggle <= 2 s and the
@@ -95,6 +96,9 @@ async function rssSeries(modules: string, label: string, figures: Figure[], opts
   const rss: number[] = []
   for (const n of [0, 1, 5, 10]) {
     await setWafHosts(stack, n)
+    // A fresh process per count: a text that changed between counts (the exclusions) would
+    // otherwise leave the previous instance's freed pages in the RSS, which Go returns lazily.
+    await stack.caddy.restart()
     await toggle(stack, plainId)
     await settle()
     rss.push(rssMb(stack.caddy.pid))
