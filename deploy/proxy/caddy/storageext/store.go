@@ -153,7 +153,7 @@ func (s *store) List(ctx context.Context, dir string, recursive bool) ([]string,
 	if len(found) == 0 {
 		if dir != "" {
 			if n, err := s.client.Exists(ctx, s.rkey(dir)).Result(); err == nil && n > 0 {
-				return []string{}, nil // a file: nothing under it, as the file storage answers
+				return nil, nil // a file: nothing under it, as the file storage answers
 			}
 		}
 		return nil, fmt.Errorf("redis storage: list %s: %w", dir, fs.ErrNotExist)
