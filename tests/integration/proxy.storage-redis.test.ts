@@ -113,7 +113,13 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
       ['test', '-count=1', '-tags', 're2_cgo,memoize_builders,netgo,osusergo', '-run', '^TestRedis', '-v', './storageext/'],
       {
         cwd: join(REPO_ROOT, 'deploy/proxy/caddy'),
-        env: { ...process.env, CGO_ENABLED: '1', GOFLAGS: '-mod=readonly', PANEL_TEST_REDIS_ADDR: redis.address, PANEL_TEST_REDIS_PASSWORD: PASSWORD },
+        env: {
+          ...process.env,
+          CGO_ENABLED: '1',
+          GOFLAGS: '-mod=readonly',
+          PANEL_TEST_REDIS_ADDR: redis.address,
+          PANEL_TEST_REDIS_PASSWORD: PASSWORD,
+        },
         maxBuffer: 16 << 20,
       },
     )
@@ -191,7 +197,7 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
     })
   })
 
-  it("a lock another node holds blocks the issuance until it is released, or until it expires when its holder died", async () => {
+  it('a lock another node holds blocks the issuance until it is released, or until it expires when its holder died', async () => {
     const lockKey = (name: string) => `${PREFIX}/locks/issue_cert_${name}`
     // Another node's locks, as it would hold them: one it releases, one whose holder died (no refresh).
     expect((await redis.cli(['set', lockKey('held.storage.test'), 'other-node', 'PX', '120000'])).trim()).toBe('OK')
@@ -202,7 +208,10 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
         .split('\n')
         .filter((l) => l.includes(`"identifier":"${name}"`))
         .map((l) => JSON.parse(l).msg as string)
-    await waitFor(async () => waiting('held.storage.test').includes('acquiring lock'), { timeoutMs: 10_000, what: 'node A asking for the held lock' })
+    await waitFor(async () => waiting('held.storage.test').includes('acquiring lock'), {
+      timeoutMs: 10_000,
+      what: 'node A asking for the held lock',
+    })
     // A asks and waits: the other node's lock is untouched and nothing is issued for the name.
     expect((await redis.cli(['get', lockKey('held.storage.test')])).trim()).toBe('other-node')
     expect(waiting('held.storage.test')).not.toContain('lock acquired')

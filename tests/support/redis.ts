@@ -46,7 +46,11 @@ export async function startRedis(opts: { password?: string; bind?: string } = {}
         maxBuffer: 16 << 20,
       })
     ).stdout
-  await waitFor(async () => (await cli(['ping'])).trim() === 'PONG', { timeoutMs: 20_000, what: `redis-server (${host}:${port})`, process: proc })
+  await waitFor(async () => (await cli(['ping'])).trim() === 'PONG', {
+    timeoutMs: 20_000,
+    what: `redis-server (${host}:${port})`,
+    process: proc,
+  })
   return {
     address: `${host.includes(':') ? `[${host}]` : host}:${port}`,
     host,
