@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freshRequest } from '../support/admin-http'
 import { REPO_ROOT } from '../support/build'
+import { createTestPki } from '../support/certs'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { presentedCertificate } from '../support/http'
 import { freePorts } from '../support/ports'
@@ -254,6 +255,50 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
     expect(res.status).toBe(400)
     expect(res.body).toContain('storage panel_redis: sentinel mode needs sentinel_master')
     for (const s of SECRETS) expect(res.body).not.toContain(s)
+  })
+
+  it('over TLS: the CA and the name given are checked, and a server they do not vouch for is refused in words', async () => {
+    const pki = createTestPki()
+    const leaf = pki.leaf('redis.storage.test')
+    const certFile = join(pki.dir, 'redis-chain.pem')
+    const keyFile = join(pki.dir, 'redis.key')
+    const caFile = join(pki.dir, 'root.pem')
+    writeFileSync(certFile, leaf.certPem + pki.intermediatePem)
+    writeFileSync(keyFile, leaf.keyPem, { mode: 0o600 })
+    const secure = await startRedis({ password: PASSWORD, tls: { certFile, keyFile, caFile, serverName: 'redis.storage.test' } })
+    try {
+      const over = (tls: object) =>
+        c.load({ admin: { listen: c.adminListen, config: { persist: false } }, storage: storage({ addresses: [secure.address], tls }) })
+      let res = await over({ enabled: true, server_name: 'redis.storage.test', ca_pem: pki.rootPem })
+      expect(res.status, res.body).toBe(200)
+      let health = await adminGet(c, '/panel/storage/health')
+      expect(health.json).toMatchObject({ ok: true, detail: `redis ${secure.address} db 0 over TLS, keys ${PREFIX}/, values encrypted` })
+      // The probe's write went over TLS into this server.
+      expect(await secure.cli(['info', 'commandstats'])).toMatch(/^cmdstat_hset:calls=[1-9]/m)
+
+      // The system's roots do not include the test CA.
+      res = await over({ enabled: true, server_name: 'redis.storage.test' })
+      expect(res.status, res.body).toBe(200)
+      health = await adminGet(c, '/panel/storage/health')
+      expect(health.json.ok).toBe(false)
+      expect(health.json.error).toContain('certificate signed by unknown authority')
+      expect(health.json.error).toContain(secure.address)
+
+      // A name the certificate does not carry.
+      res = await over({ enabled: true, server_name: 'other.storage.test', ca_pem: pki.rootPem })
+      expect(res.status, res.body).toBe(200)
+      health = await adminGet(c, '/panel/storage/health')
+      expect(health.json.ok).toBe(false)
+      expect(health.json.error).toContain('not other.storage.test')
+
+      // Plain Redis protocol against the TLS port is not mistaken for a storage.
+      res = await over({})
+      expect(res.status, res.body).toBe(200)
+      expect((await adminGet(c, '/panel/storage/health')).json.ok).toBe(false)
+      for (const s of SECRETS) expect(logOf(c)).not.toContain(s)
+    } finally {
+      await secure.stop()
+    }
   })
 
   it('Redis stopped: health says so naming the address, the node still serves what it holds', async () => {
