@@ -53,6 +53,12 @@ export const redisStorageSchema = z
         path: ['sentinel_master'],
         message: "must name the primary Sentinel watches (its 'sentinel monitor' name)",
       })
+    if (v.mode === 'single' && v.addresses.length > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['addresses'],
+        message: 'single mode takes one address: choose "sentinel" (the Sentinels\' addresses) or "cluster" (some of its nodes) for more',
+      })
     if (v.mode === 'cluster' && v.db !== 0) ctx.addIssue({ code: 'custom', path: ['db'], message: 'must be 0 in cluster mode' })
   })
 
