@@ -21,7 +21,8 @@ const consoleErrors: string[] = []
 
 beforeAll(async () => {
   redis = await startRedis({ password: PASSWORD })
-  stack = await startProxyStack()
+  // The browser reaches the panel at 127.0.0.1: its cookie is for that name.
+  stack = await startProxyStack({ env: { PANEL_DOMAIN: '127.0.0.1', PANEL_PUBLIC_URL: '' } })
   chrome = await launchChromium()
   page = await firstPage(chrome, consoleErrors)
 }, 90_000)
