@@ -208,12 +208,13 @@ describe('deploy/proxy/Dockerfile', () => {
       geo: [],
       // panel_waf is the project's own handler (wafext), around coraza-caddy's.
       wafshare: ['github.com/corazawaf/coraza-caddy/v2'],
-      // panel_redis and panel_storage are the project's own package (imported below), on go-redis.
-      storage: ['github.com/redis/go-redis/v9'],
+      // panel_redis and panel_storage are the project's own package (imported below); its Redis client is pinned.
+      storage: [],
     }
     expect(required.get('github.com/oschwald/maxminddb-golang')).toMatch(/^v\d+\.\d+\.\d+$/)
     expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/geoext"')
     expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/storageext"')
+    expect(required.get('github.com/redis/go-redis/v9')).toMatch(/^v9\.\d+\.\d+$/)
     for (const name of PROXY_MODULE_NAMES)
       for (const mod of needs[name]) {
         expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)

@@ -138,21 +138,31 @@ func probe(ctx context.Context, st certmagic.Storage) error {
 	key := "panel-health/" + randomToken()
 	value := []byte("probe " + time.Now().UTC().Format(time.RFC3339Nano))
 	if err := st.Store(ctx, key, value); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return stepError("write", key, err)
 	}
 	got, err := st.Load(ctx, key)
 	// The probe key goes even when the read failed.
 	derr := st.Delete(context.WithoutCancel(ctx), key)
 	if err != nil {
-		return fmt.Errorf("read back %s: %w", key, err)
+		return stepError("read back", key, err)
 	}
 	if !bytes.Equal(got, value) {
 		return fmt.Errorf("read back %s: the storage answered another value than was written", key)
 	}
 	if derr != nil {
-		return fmt.Errorf("delete %s: %w", key, derr)
+		return stepError("delete", key, derr)
 	}
 	return nil
+}
+
+// stepError names the probe's step, unless the storage's own error does already
+// (the Redis storage's errors name the operation, the key and the address).
+func stepError(step, key string, err error) error {
+	var named *storageError
+	if errors.As(err, &named) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", step, key, err)
 }
 
 func (a *Admin) certificates(w http.ResponseWriter, r *http.Request) error {
@@ -188,15 +198,16 @@ func ListCertificates(ctx context.Context, st certmagic.Storage) ([]Certificate,
 	if err != nil {
 		return nil, err
 	}
+	var crts []string
 	for _, key := range keys {
-		if !strings.HasSuffix(key, ".crt") {
-			continue
+		if strings.HasSuffix(key, ".crt") && strings.Count(key, "/") == 3 {
+			crts = append(crts, key)
 		}
+	}
+	values, errs := loadAll(ctx, st, crts)
+	for i, key := range crts {
 		parts := strings.Split(key, "/")
-		if len(parts) != 4 {
-			continue
-		}
-		raw, err := st.Load(ctx, key)
+		raw, err := values[i], errs[i]
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -220,6 +231,19 @@ func ListCertificates(ctx context.Context, st certmagic.Storage) ([]Certificate,
 		})
 	}
 	return out, nil
+}
+
+// loadAll reads the keys; the Redis storage reads them in pipelined batches (one
+// round trip per batch rather than per certificate, for fleets with many hosts).
+func loadAll(ctx context.Context, st certmagic.Storage, keys []string) ([][]byte, []error) {
+	if rs, ok := st.(*store); ok {
+		return rs.loadMany(ctx, keys)
+	}
+	values, errs := make([][]byte, len(keys)), make([]error, len(keys))
+	for i, k := range keys {
+		values[i], errs[i] = st.Load(ctx, k)
+	}
+	return values, errs
 }
 
 // nameOfFolder turns certmagic's safe folder name back into the name served.
