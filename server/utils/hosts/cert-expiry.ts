@@ -58,6 +58,7 @@ export function scanAcmeCertificates(storageRoot: string): Map<string, { not_aft
 
 type _ByName = Map<string, { not_after: string; issuer: string }>
 let _acmeReading: Promise<_ByName> | undefined
+let _lastNodeError: string | null = null
 
 /** The issuer's common name, as the folder scan gives it (the node may answer a whole distinguished name). */
 const _issuerName = (issuer: string) => /(?:^|[,/]\s*)CN=([^,/]+)/.exec(issuer)?.[1]?.trim() ?? issuer
@@ -69,11 +70,16 @@ async function _fromNode(): Promise<_ByName | null> {
   const r = await readStorageCertificates(cfg.proxy.adminUrl, { timeoutMs: 2_000 })
   if (r.outcome === 'absent') return null
   if (r.outcome === 'failed') {
-    logger.warn(
-      `certificate expiry: node 1 could not list its storage (${await redactSecrets(r.error)}); ${cfg.proxy.dataDir ? 'reading PROXY_DATA_DIR' : 'no expiry shown'}`,
-    )
+    // Said once per failure, not at every read while it lasts (the storage's health problem says it meanwhile).
+    const error = await redactSecrets(r.error)
+    if (error !== _lastNodeError)
+      logger.warn(
+        `certificate expiry: node 1 could not list its storage (${error}); ${cfg.proxy.dataDir ? 'reading PROXY_DATA_DIR' : 'no expiry shown'}`,
+      )
+    _lastNodeError = error
     return null
   }
+  _lastNodeError = null
   const byName: _ByName = new Map()
   for (const c of r.certificates) {
     const known = byName.get(c.name)
