@@ -277,7 +277,7 @@ describe('check-self and overview', () => {
       lan_only: 0,
     })
     expect(o.certificates).toEqual({ total: 0, valid: 0, expiring_soon: 0, expired: 0, manual: 0, acme: 0 })
-    expect(o.proxy_modules_missing).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare'])
+    expect(o.proxy_modules_missing).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare', 'storage'])
   })
 })
 

@@ -11,7 +11,7 @@ describe('parseConfig — defaults', () => {
     expect(config.domain).toBe('localhost')
     expect(config.databaseUrl).toMatch(/^file:.*data\/panel\.db$/)
     expect(config.proxy.adminUrl).toBe('http://127.0.0.1:2019')
-    expect(config.proxy.modules).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare'])
+    expect(config.proxy.modules).toEqual(['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare', 'storage'])
     expect(config.lapi.url).toBe('http://127.0.0.1:8080')
     expect(config.lapi.appsecUrl).toBeUndefined()
     expect(config.publicUrl).toBe('https://localhost')

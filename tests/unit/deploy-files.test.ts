@@ -208,6 +208,8 @@ describe('deploy/proxy/Dockerfile', () => {
       geo: [],
       // panel_waf is the project's own handler (wafext), around coraza-caddy's.
       wafshare: ['github.com/corazawaf/coraza-caddy/v2'],
+      // panel_redis is the project's own storage (storageext); its Redis client is pinned with it.
+      storage: [],
     }
     expect(required.get('github.com/oschwald/maxminddb-golang')).toMatch(/^v\d+\.\d+\.\d+$/)
     expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/geoext"')

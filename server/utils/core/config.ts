@@ -8,7 +8,8 @@ import { parse as parseDomainName } from 'tldts'
 
 // wafshare: the project's panel_waf handler (one compiled WAF per distinct directive text, docs/waf.md);
 // without it the builder emits coraza-caddy's own `waf` handler, one compiled WAF per host.
-export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare'] as const
+// storage: the project's panel_redis certificate storage and the admin API's /panel/storage/* (docs/scaling.md).
+export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare', 'storage'] as const
 export type ProxyModuleName = (typeof PROXY_MODULE_NAMES)[number]
 
 export interface PanelConfig {
@@ -254,7 +255,7 @@ function _readAdmin(env: Env, errors: string[]) {
 }
 
 function _readModules(env: Env, errors: string[]): ProxyModuleName[] {
-  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns,geo,wafshare').toLowerCase()
+  const modulesRaw = (_opt(env, 'PROXY_MODULES') ?? 'crowdsec,waf,ratelimit,dns,geo,wafshare,storage').toLowerCase()
   const modules: ProxyModuleName[] = []
   if (modulesRaw === 'none') return modules
   for (const m of modulesRaw

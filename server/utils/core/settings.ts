@@ -13,6 +13,8 @@ import { DEFAULT_COMPRESSION_MINIMUM_BYTES, DEFAULT_COMPRESSION_TYPES, NEVER_COM
 import { CONTENT_TYPE_PATTERN } from '../proxy/build/waf-rules'
 import { describeZodError, emailSchema, parseGoDurationMs, safeText, urlSchema } from './validate'
 import { allowedGroupsSchema, groupRolesSchema, groupsClaimSchema } from '../auth/oidc-groups'
+import { proxyStorageSchema, type ProxyStorage } from '../proxy/storage/schemas'
+import { ENCRYPTION_KEY_MIN_LENGTH, describeStorageForAudit, storageSettingsProblem } from '../proxy/storage/storage-config'
 
 // One declaration per run-time setting drives validation, GET/PUT /api/settings
 // and docs/configuration.md. Environment values are only defaults.
@@ -186,6 +188,41 @@ export const SETTINGS_CATALOGUE: SettingDef[] = [
     description: 'answers shorter than this many bytes are sent uncompressed (compressing them gains nothing)',
   }),
   _def({
+    key: 'proxy.storage',
+    schema: proxyStorageSchema,
+    default: () => ({ module: 'file_system' }) as ProxyStorage,
+    affectsProxy: true,
+    description:
+      'where every proxy node keeps certificates, ACME accounts and locks: {"module": "file_system"} (PROXY_DATA_DIR, a folder shared by all nodes) or {"module": "redis", ...} (docs/scaling.md); switching makes the nodes look for certificates in the new storage: copy them first',
+  }),
+  _def({
+    key: 'proxy.storage.redis_password',
+    schema: _text(1024),
+    default: () => '',
+    secret: true,
+    affectsProxy: true,
+    description: "password of the Redis servers of proxy.storage (with its username: Redis's AUTH)",
+  }),
+  _def({
+    key: 'proxy.storage.sentinel_password',
+    schema: _text(1024),
+    default: () => '',
+    secret: true,
+    affectsProxy: true,
+    description: "password of the Sentinels of proxy.storage (sentinel mode; Sentinel's requirepass)",
+  }),
+  _def({
+    key: 'proxy.storage.encryption_key',
+    schema: z.union([
+      z.literal(''),
+      _text(1024).refine((v) => v.length >= ENCRYPTION_KEY_MIN_LENGTH, `must be at least ${ENCRYPTION_KEY_MIN_LENGTH} characters`),
+    ]),
+    default: () => '',
+    secret: true,
+    affectsProxy: true,
+    description: `key every value of the Redis storage is sealed with when proxy.storage has "encrypt": true (at least ${ENCRYPTION_KEY_MIN_LENGTH} characters; changing it makes what is stored unreadable: certificates are obtained again)`,
+  }),
+  _def({
     key: 'acme.email',
     schema: z.union([z.literal(''), emailSchema]),
     default: () => '',
@@ -352,11 +389,34 @@ export function validateSettingsPatch(patch: unknown): Record<string, unknown> {
   return clean
 }
 
+const _STORAGE_KEYS = ['proxy.storage', 'proxy.storage.encryption_key']
+
+/**
+ * The storage settings as they would be after the patch, checked together (a rule
+ * spans two keys, one of them secret): 400 before anything is written. A switch of
+ * the storage is allowed while nodes exist (the migration's last step); the answer
+ * is what the audit row says of it, from what to what, never a secret.
+ */
+async function _checkStorage(tx: Tx, clean: Record<string, unknown>): Promise<{ from: unknown; to: unknown } | null> {
+  if (!_STORAGE_KEYS.some((k) => k in clean)) return null
+  const before = await getSetting<ProxyStorage>('proxy.storage', tx)
+  const storage = 'proxy.storage' in clean ? (clean['proxy.storage'] as ProxyStorage) : before
+  const encryptionKey =
+    'proxy.storage.encryption_key' in clean
+      ? (clean['proxy.storage.encryption_key'] as string)
+      : await getSetting<string>('proxy.storage.encryption_key', tx)
+  const problem = storageSettingsProblem({ storage, encryptionKey, modules: getConfig().proxy.modules })
+  if (problem) throw badRequest(problem)
+  if (!('proxy.storage' in clean) || JSON.stringify(before) === JSON.stringify(storage)) return null
+  return { from: describeStorageForAudit(before), to: describeStorageForAudit(storage) }
+}
+
 export async function updateSettings(patch: unknown, ctx: AuditContext): Promise<Record<string, unknown>> {
   const clean = validateSettingsPatch(patch)
   const keys = Object.keys(clean)
   if (keys.length) {
     await writeTransaction(async (tx) => {
+      const storage = await _checkStorage(tx, clean)
       const now = new Date().toISOString()
       for (const key of keys) {
         const def = _byKey.get(key)!
@@ -366,7 +426,7 @@ export async function updateSettings(patch: unknown, ctx: AuditContext): Promise
           .values({ key, value: JSON.stringify(value), updatedAt: now })
           .onConflictDoUpdate({ target: settings.key, set: { value: JSON.stringify(value), updatedAt: now } })
       }
-      await writeAudit(ctx, 'settings_update', { keys }, tx)
+      await writeAudit(ctx, 'settings_update', { keys, ...(storage ? { storage } : {}) }, tx)
       for (const hook of _commitHooks) await hook(tx, keys, ctx)
     })
   }

@@ -8,6 +8,8 @@ import { readManualCertPems } from '../hosts/manual-cert-pems'
 import { readStreams } from '../streams/records'
 import { cookieDomainFor } from '../auth/cookie'
 import type { ProxySnapshot, UnknownHostAnswer } from './build/types'
+import type { ProxyStorage } from './storage/schemas'
+import type { StorageSnapshot } from './storage/storage-config'
 
 // Everything the proxy configuration depends on, read in this one place, inside
 // the caller's transaction when there is one (so a pending change is pushed
@@ -25,6 +27,18 @@ function _panelCookieScope(panelDomain: string): ProxySnapshot['panelCookie'] {
   return domain ? { domain: domain.toLowerCase(), panelHost: panelDomain.toLowerCase() } : null
 }
 
+/** The storage settings; the secrets are read (decrypted) only when the storage is Redis. */
+async function _storage(exec: Executor): Promise<StorageSnapshot> {
+  const storage = await getSetting<ProxyStorage>('proxy.storage', exec)
+  if (storage.module !== 'redis') return { storage, redisPassword: '', sentinelPassword: '', encryptionKey: '' }
+  return {
+    storage,
+    redisPassword: await getSetting<string>('proxy.storage.redis_password', exec),
+    sentinelPassword: await getSetting<string>('proxy.storage.sentinel_password', exec),
+    encryptionKey: await getSetting<string>('proxy.storage.encryption_key', exec),
+  }
+}
+
 export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> {
   const cfg = getConfig()
   const [hosts, targetGroups, rules, wafExclusions, accessLists, dnsProviders, manualCerts, streams] = await Promise.all([
@@ -40,6 +54,7 @@ export async function readProxySnapshot(exec: Executor): Promise<ProxySnapshot> 
   return {
     adminListen: new URL(cfg.proxy.adminUrl).host,
     storageRoot: cfg.proxy.dataDir ?? null,
+    storage: await _storage(exec),
     renewIntervalSeconds: cfg.proxy.renewIntervalSeconds ?? null,
     logDir: cfg.proxy.logDir,
     geoipDir: cfg.proxy.geoipDir,

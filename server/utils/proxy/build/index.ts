@@ -38,6 +38,7 @@ import { buildStreamsApp } from './streams'
 import { buildSniListenerWrappers, buildSniServers, hasSniStreams, withSniServers } from './stream-sni'
 import { streamsUseBouncer } from './stream-guards'
 import { bouncerErrorOption, buildServerErrorPages, hostPageSite, withPageRefusals } from './error-pages'
+import { buildStorage } from '../storage/storage-config'
 import type { AccessListSnapshot, HostSnapshot, Json, ProxySnapshot, Route, RuleSnapshot, TargetGroupSnapshot } from './types'
 
 /**
@@ -377,6 +378,7 @@ export function buildProxyConfig(snapshot: ProxySnapshot): { config: Json; warni
     logging: buildLogging(snapshot.logDir, Boolean(layer4) || hasSniStreams(snapshot)),
     apps,
   }
-  if (snapshot.storageRoot) config.storage = { module: 'file_system', root: snapshot.storageRoot }
+  const storage = buildStorage(snapshot.storage, snapshot.storageRoot, snapshot.modules, warnings)
+  if (storage) config.storage = storage
   return { config, warnings: [...new Set(warnings)] }
 }

@@ -5,6 +5,7 @@ import type { ManualCertPem } from '../../hosts/manual-cert-pems'
 import type { AccessListRecord } from '../../hosts/records'
 import type { Host, Rule, TargetGroup, WafExclusion } from '../../hosts/schemas'
 import type { Stream } from '../../streams/schemas'
+import type { StorageSnapshot } from '../storage/storage-config'
 
 // The plain-data snapshot the builder turns into Caddy JSON. The reconciler
 // reads it from the database (secrets already decrypted); the builder never does I/O.
@@ -23,6 +24,11 @@ export type AccessListSnapshot = AccessListRecord
 export interface ProxySnapshot {
   adminListen: string
   storageRoot: string | null
+  /**
+   * Settings proxy.storage and its secrets (decrypted here only): redis gives every node the
+   * panel_redis storage instead of the folder at storageRoot. Absent or file_system: the folder.
+   */
+  storage?: StorageSnapshot | null
   /** PROXY_RENEW_INTERVAL_SECONDS: Caddy's certificate maintenance interval; null = Caddy's default, not emitted. */
   renewIntervalSeconds: number | null
   logDir: string

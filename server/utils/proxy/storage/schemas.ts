@@ -48,7 +48,11 @@ export const redisStorageSchema = z
   })
   .superRefine((v, ctx) => {
     if (v.mode === 'sentinel' && !v.sentinel_master)
-      ctx.addIssue({ code: 'custom', path: ['sentinel_master'], message: "must name the primary Sentinel watches (its 'sentinel monitor' name)" })
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sentinel_master'],
+        message: "must name the primary Sentinel watches (its 'sentinel monitor' name)",
+      })
     if (v.mode === 'cluster' && v.db !== 0) ctx.addIssue({ code: 'custom', path: ['db'], message: 'must be 0 in cluster mode' })
   })
 
