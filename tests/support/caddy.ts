@@ -34,6 +34,9 @@ export interface CaddyHandle {
   getConfig(): Promise<unknown>
 }
 
+/** startCaddy's `privateFs`: true, or where to hide and which files each node gets its own copy of. */
+export type PrivateFs = boolean | { hide?: string; copies?: string[] }
+
 /**
  * Caddy started with an empty bootstrap config whose admin API listens on a free
  * loopback port, in its own folder (no Caddyfile there; XDG dirs and HOME inside
@@ -60,7 +63,7 @@ export async function startCaddy(
      * the configuration names) each node gets its own copy of, at the same path.
      * Check it with `nsenter -t <pid> -m ls <path>`.
      */
-    privateFs?: boolean | { hide?: string; copies?: string[] }
+    privateFs?: PrivateFs
   } = {},
 ): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
