@@ -24,8 +24,9 @@ export CGO_ENABLED=1 GOFLAGS=-mod=readonly
 # RE2's C wrapper warns about a string constant; nothing to act on here.
 export CGO_CXXFLAGS="${CGO_CXXFLAGS:--O2 -g} -Wno-write-strings"
 tags=re2_cgo,memoize_builders,netgo,osusergo
-# The project's own Go code (WAF operators, body limits, stream handlers, the DNS check, the geo matcher) is tested before it ships.
-go test -count=1 -tags "$tags" ./wafext/ ./streamext/ ./dnscheck/ ./geoext/
+# The project's own Go code (WAF operators, body limits, stream handlers, the DNS check, the geo matcher,
+# the Redis storage) is tested before it ships.
+go test -count=1 -tags "$tags" ./wafext/ ./streamext/ ./dnscheck/ ./geoext/ ./storageext/
 go build -trimpath -tags "$tags" -ldflags "-s -w -X runtime.godebugDefault=cgocheck=0 -linkmode external -extldflags -static" -o "$out" .
 # A dynamic binary would fail at start in the runtime image (no libre2 there).
 if readelf -d "$out" 2>/dev/null | grep -q NEEDED; then

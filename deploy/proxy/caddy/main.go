@@ -38,6 +38,11 @@ import (
 	// Geo and network rules per host and path rule (docs/access-control.md).
 	_ "github.com/edge-panel/edge-proxy/geoext"
 
+	// Certificates and ACME locks in Redis, for nodes without a shared folder, and what a
+	// node tells the panel about its storage (docs/scaling.md): caddy.storage.panel_redis,
+	// admin API GET /panel/storage/health and /panel/storage/certificates.
+	_ "github.com/edge-panel/edge-proxy/storageext"
+
 	// DNS-01 providers (docs/dns-providers-build.md: each module's id, version and JSON fields).
 	_ "github.com/caddy-dns/acmedns"
 	_ "github.com/caddy-dns/alidns"
