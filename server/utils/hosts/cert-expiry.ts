@@ -7,9 +7,15 @@ import { getDb, type Executor } from '../core/db'
 import { getConfig } from '../core/config'
 import { describeCertificate } from './cert-validation'
 import { lastAcmeFailures, type AcmeFailure } from './acme-outcomes'
+import { readStorageCertificates } from '../proxy/nodes/client'
+import { logger } from '../core/log'
+import { redactSecrets } from '../core/redact'
 
 // Expiry of every certificate the proxy serves: uploaded ones from their
-// metadata, ACME ones read (read-only) from the proxy's storage folder.
+// metadata, ACME ones from the storage the panel pushes: through node 1's
+// admin API (GET /panel/storage/certificates) when the build has the storage
+// module, so a Redis storage needs no folder; else (or when the node cannot
+// say) read (read-only) from the proxy's storage folder.
 
 /** `last_failure`: the proxy's last attempt for one of the host's names failed (ACME only; null once one succeeds). */
 export interface CertificateSummary {
@@ -50,11 +56,56 @@ export function scanAcmeCertificates(storageRoot: string): Map<string, { not_aft
   return byName
 }
 
-function _acme(): Map<string, { not_after: string; issuer: string }> {
+type _ByName = Map<string, { not_after: string; issuer: string }>
+let _acmeReading: Promise<_ByName> | undefined
+
+/** The issuer's common name, as the folder scan gives it (the node may answer a whole distinguished name). */
+const _issuerName = (issuer: string) => /(?:^|[,/]\s*)CN=([^,/]+)/.exec(issuer)?.[1]?.trim() ?? issuer
+
+/** name -> the newest certificate in the storage node 1 runs; null when it cannot say (no module, storage or node down). */
+async function _fromNode(): Promise<_ByName | null> {
+  const cfg = getConfig()
+  if (!cfg.proxy.modules.includes('storage')) return null
+  const r = await readStorageCertificates(cfg.proxy.adminUrl, { timeoutMs: 2_000 })
+  if (r.outcome === 'absent') return null
+  if (r.outcome === 'failed') {
+    logger.warn(
+      `certificate expiry: node 1 could not list its storage (${await redactSecrets(r.error)}); ${cfg.proxy.dataDir ? 'reading PROXY_DATA_DIR' : 'no expiry shown'}`,
+    )
+    return null
+  }
+  const byName: _ByName = new Map()
+  for (const c of r.certificates) {
+    const known = byName.get(c.name)
+    const notAfter = new Date(c.not_after).toISOString()
+    if (!known || known.not_after < notAfter) byName.set(c.name, { not_after: notAfter, issuer: _issuerName(c.issuer ?? '') })
+  }
+  return byName
+}
+
+async function _readAcme(): Promise<_ByName> {
+  const fromNode = await _fromNode()
+  if (fromNode) return fromNode
   const root = getConfig().proxy.dataDir
-  if (!root) return new Map()
-  if (!_acmeCache || Date.now() - _acmeCache.atMs > _SCAN_EVERY_MS) _acmeCache = { atMs: Date.now(), byName: scanAcmeCertificates(root) }
-  return _acmeCache.byName
+  return root ? scanAcmeCertificates(root) : new Map()
+}
+
+/** Read at most every 10 s whatever the source (a failing node is not asked again for every host list); one read at a time. */
+async function _acme(): Promise<_ByName> {
+  if (_acmeCache && Date.now() - _acmeCache.atMs <= _SCAN_EVERY_MS) return _acmeCache.byName
+  _acmeReading ??= _readAcme()
+    .catch((err) => {
+      logger.warn(`certificate expiry could not be read: ${(err as Error).message}`)
+      return new Map() as _ByName
+    })
+    .then((byName) => {
+      _acmeCache = { atMs: Date.now(), byName }
+      return byName
+    })
+    .finally(() => {
+      _acmeReading = undefined
+    })
+  return _acmeReading
 }
 
 export async function certificateSummaries(rows: HostRow[], exec: Executor = getDb()): Promise<Map<number, CertificateSummary | null>> {
@@ -71,7 +122,7 @@ export async function certificateSummaries(rows: HostRow[], exec: Executor = get
       : [],
   )
   const anyAcme = rows.some((r) => r.tlsMode === 'auto')
-  const acme = anyAcme ? _acme() : new Map()
+  const acme = anyAcme ? await _acme() : new Map()
   const failureOf = anyAcme ? await lastAcmeFailures(exec) : () => null
   for (const r of rows) {
     if (r.tlsMode === 'none') out.set(r.id, null)

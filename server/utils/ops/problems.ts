@@ -10,6 +10,7 @@ import { CERT_WARNING_DAYS } from './alerts'
 import { readTargetHealth } from './target-health'
 import { logger } from '../core/log'
 import { dnsCheckProblems } from '../proxy/dns-check'
+import { failingNodeStorages } from '../proxy/sync/state'
 
 // One list of what is wrong, for /api/dashboard/health and /api/system/health
 // alike: each problem says what, why, since when, and where in the panel it is
@@ -33,6 +34,7 @@ export type ProblemKind =
   | 'backup_failed'
   | 'dns_check_failed'
   | 'dns_check_pending'
+  | 'proxy_storage_unreachable'
 
 export interface HealthProblem {
   kind: ProblemKind
@@ -171,6 +173,16 @@ async function _componentProblems(): Promise<HealthProblem[]> {
       text: engine.error ?? 'does not answer',
       since: engine.since,
       fix: { to: '/security', text: 'Security screen' },
+    })
+  // A node that cannot reach its certificate storage serves what it holds, but obtains and renews nothing.
+  for (const n of failingNodeStorages())
+    out.push({
+      kind: 'proxy_storage_unreachable',
+      severity: 'error',
+      subject: `proxy node ${n.name}`,
+      text: `its certificate storage fails: ${n.error ?? 'no reason given'}; it serves the certificates it holds but cannot obtain or renew any`,
+      since: n.since,
+      fix: { to: '/nodes#storage-h', text: 'Certificate storage on the Nodes screen' },
     })
   const backup = lastBackup()
   if (backup.last_backup_status === 'failed')

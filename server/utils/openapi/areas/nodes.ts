@@ -51,6 +51,19 @@ export const nodeSchema = z.strictObject({
   created_at: timestamp(),
   updated_at: timestamp(),
   status: nodeStatusSchema,
+  storage: z
+    .strictObject({
+      module: nullable(z.string()).describe('the storage module the node runs (panel_redis, file_system); null: not known'),
+      ok: nullable(z.boolean()).describe(
+        'a probe key was written, read and deleted; null: not looked at yet, the node did not answer, or its build has no storage module',
+      ),
+      error: nullable(z.string()).describe('why not, in words (secrets redacted)'),
+      latency_ms: nullable(z.number()).describe('the probe round trip from the node to its storage'),
+      checked_at: nullableTimestamp(),
+    })
+    .describe(
+      "the node's certificate storage as its admin API says (GET /panel/storage/health, looked at every 10 s; docs/scaling.md); a failing one is the health problem proxy_storage_unreachable",
+    ),
 })
 
 export const nodesOperations = [

@@ -86,6 +86,7 @@ export const healthProblemsSchema = z
         'backup_failed',
         'dns_check_failed',
         'dns_check_pending',
+        'proxy_storage_unreachable',
       ]),
       severity: z.enum(['error', 'warning']).describe('error: something does not work now; warning: it will, or works worse'),
       subject: z.string().describe('what is affected, in words'),

@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import type { NodeStorageHealthAnswer, StorageCertificatesAnswer } from '../storage/schemas'
 
 // The one client of the proxy's admin API. Every call uses a fresh connection:
 // each /load restarts Caddy's admin server and resets kept-alive sockets.
@@ -198,5 +199,97 @@ export async function runProxyDnsCheck(
     return { outcome: 'answered', status: answer.status, body: answer.body }
   } catch (err) {
     return { outcome: 'unreachable', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+}
+
+/** A JSON answer's `error`, or the status in words. */
+function _answerError(answer: _Answer): string {
+  try {
+    const e = JSON.parse(answer.body)?.error
+    if (typeof e === 'string' && e) return e
+  } catch {
+    /* not JSON */
+  }
+  return `the node's admin API answered ${answer.status}`
+}
+
+/**
+ * GET /panel/storage/health (the production build's admin.api.panel_storage, docs/scaling.md):
+ * the node writes, reads and deletes a probe key in its certificate storage. `absent`: the
+ * node's build has no such module (404); `refused`: its remote admin access does not permit the path.
+ */
+export async function readNodeStorageHealth(
+  admin: string | AdminTarget,
+  opts: { timeoutMs?: number } = {},
+): Promise<
+  | { outcome: 'answered'; health: NodeStorageHealthAnswer }
+  | { outcome: 'absent' }
+  | { outcome: 'refused'; error: string }
+  | { outcome: 'unreachable'; error: string }
+> {
+  let answer: _Answer
+  try {
+    answer = await _call(_target(admin), 'GET', '/panel/storage/health', undefined, {}, opts.timeoutMs ?? 2_000)
+  } catch (err) {
+    return { outcome: 'unreachable', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+  if (answer.status === 404) return { outcome: 'absent' }
+  if (answer.status === 401 || answer.status === 403)
+    return {
+      outcome: 'refused',
+      error: `the node's remote admin access does not permit /panel/storage/health (${_answerError(answer)}): add the path to its admin.remote access_control`,
+    }
+  // A failing storage may come with a 5xx status: the body still says why.
+  try {
+    const h = JSON.parse(answer.body)
+    if (h && typeof h.ok === 'boolean' && typeof h.module === 'string')
+      return {
+        outcome: 'answered',
+        health: {
+          module: h.module,
+          ok: h.ok,
+          error: typeof h.error === 'string' && h.error ? h.error : null,
+          latency_ms: Number(h.latency_ms) || 0,
+          detail: typeof h.detail === 'string' ? h.detail : '',
+        },
+      }
+  } catch {
+    /* not the module's answer */
+  }
+  return { outcome: 'unreachable', error: _answerError(answer) }
+}
+
+/**
+ * GET /panel/storage/certificates: every certificate in the node's storage with its expiry.
+ * `absent`: a build without the module (404); any other failure (the storage's 503, a network
+ * error) is `failed` with the reason.
+ */
+export async function readStorageCertificates(
+  admin: string | AdminTarget,
+  opts: { timeoutMs?: number } = {},
+): Promise<
+  | { outcome: 'answered'; certificates: StorageCertificatesAnswer['certificates'] }
+  | { outcome: 'absent' }
+  | { outcome: 'failed'; error: string }
+> {
+  let answer: _Answer
+  try {
+    answer = await _call(_target(admin), 'GET', '/panel/storage/certificates', undefined, {}, opts.timeoutMs ?? 2_000)
+  } catch (err) {
+    return { outcome: 'failed', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+  if (answer.status === 404) return { outcome: 'absent' }
+  if (answer.status !== 200) return { outcome: 'failed', error: _answerError(answer) }
+  try {
+    const list = JSON.parse(answer.body)?.certificates
+    if (!Array.isArray(list)) return { outcome: 'failed', error: 'the node answered no certificate list' }
+    return {
+      outcome: 'answered',
+      certificates: list.filter(
+        (c) => c && typeof c.name === 'string' && typeof c.not_after === 'string' && !Number.isNaN(Date.parse(c.not_after)),
+      ),
+    }
+  } catch {
+    return { outcome: 'failed', error: 'the node answered something that is not JSON' }
   }
 }

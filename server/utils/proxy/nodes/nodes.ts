@@ -19,7 +19,7 @@ import {
   type NodeRow,
 } from './node-records'
 import type { NodeInput } from './node-schemas'
-import { nodeStatus } from '../sync/state'
+import { nodeStatus, nodeStorageStatus } from '../sync/state'
 
 // The proxy node registry (docs/scaling.md): create, read, update, delete, each
 // audited. A change is picked up by the reconcile loop, which gives a node that
@@ -54,6 +54,7 @@ export function presentNode(row: NodeRow, bouncers?: Map<number, NodeBouncer>) {
     created_at: row.createdAt,
     updated_at: row.updatedAt,
     status: nodeStatus(row.id),
+    storage: nodeStorageStatus(row.id),
   }
 }
 

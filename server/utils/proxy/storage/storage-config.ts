@@ -54,7 +54,7 @@ export function buildStorage(
   warnings: string[],
 ): Record<string, unknown> | null {
   const fileSystem = storageRoot ? { module: 'file_system', root: storageRoot } : null
-  if (!s || s.storage.module !== 'redis') return fileSystem
+  if (s?.storage.module !== 'redis') return fileSystem
   if (!modules.includes('storage')) {
     warnings.push(
       'proxy.storage is redis but PROXY_MODULES has no "storage": the nodes keep their certificates in the file system until the panel runs with it',

@@ -7,6 +7,7 @@ import { runWrite, type Tx } from '../../core/db'
 import type { AuditContext } from '../../core/audit'
 import { probeEngine } from '../../security/lapi'
 import { healNodes, noteCanaryHeld } from '../nodes/rollout'
+import { lookAtNodeStorages } from '../storage/storage-health'
 import { ENGINE_PROBE_TIMEOUT_MS, readCanaryHeld, readReconcileState, reconcileInTransaction, reconcileNow } from './reconcile'
 import { lastAttempt, proxyReachable, proxySync, syncFlags, type SyncOutcome } from './state'
 
@@ -118,6 +119,8 @@ async function _checkProxy(): Promise<void> {
     if (proxySync.proxyLooked(reachable) === true && !reachable) emitPanelEvent('health_degraded', { component: 'proxy', detail: r })
   }
   _interval = proxyReachable() !== false ? _BASE_INTERVAL_MS : Math.min(_interval * 2, _MAX_INTERVAL_MS)
+  // Each node's certificate storage, at most every 10 s per node, beside the push (never holding it back).
+  lookAtNodeStorages()
 }
 
 /** Pushes when a saved setting changes what the proxy configuration holds (in the settings' transaction). */

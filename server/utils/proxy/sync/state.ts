@@ -1,5 +1,6 @@
 import { getConfig } from '../../core/config'
 import { emitPanelEvent } from '../../ops/events'
+import type { NodeStorageStatus } from '../storage/schemas'
 
 // The push pipeline's state in one place (issue 34): what this process knows of
 // the canary (the proxy of PROXY_ADMIN_URL) and of every other node, changed
@@ -54,7 +55,12 @@ interface _NodeState {
   caddy_build: { main_module: string; version: string; go_version: string | null } | null
   /** The content hash this node refused: not offered again by the loop until the configuration changes. */
   refusedHash: string | null
+  /** Its certificate storage as its admin API last said (storage-health.ts), and since when it fails. */
+  storage: NodeStorageStatus
+  storageFailingSince: string | null
 }
+
+const _STORAGE_UNKNOWN: NodeStorageStatus = { module: null, ok: null, error: null, latency_ms: null, checked_at: null }
 
 /** What the last successful push sent (without the bouncer warm-up route), its full hash and its node hash. */
 export interface PushedConfig {
@@ -93,6 +99,8 @@ function _node(node: { id: number; name: string }): _NodeState {
       last_error: null,
       caddy_build: null,
       refusedHash: null,
+      storage: _STORAGE_UNKNOWN,
+      storageFailingSince: null,
     }
     _state.nodes.set(node.id, s)
   }
@@ -176,6 +184,19 @@ export const proxySync = {
   nodeBuildRead(node: { id: number; name: string }, build: _NodeState['caddy_build']): void {
     _node(node).caddy_build = build
   },
+  /**
+   * A look at a node's certificate storage. One `health_degraded` event when it starts
+   * failing (from working or from not known), none while it goes on failing.
+   */
+  nodeStorageLooked(node: { id: number; name: string }, storage: NodeStorageStatus): void {
+    const s = _node(node)
+    if (storage.ok === false && s.storage.ok !== false) {
+      s.storageFailingSince = storage.checked_at
+      emitPanelEvent('health_degraded', { component: 'proxy storage', node: node.name, detail: storage.error })
+    }
+    if (storage.ok !== false) s.storageFailingSince = null
+    s.storage = storage
+  },
   /** Nodes removed from the list are forgotten. */
   keepNodes(ids: Set<number>): void {
     for (const id of _state.nodes.keys()) if (!ids.has(id)) _state.nodes.delete(id)
@@ -232,4 +253,16 @@ export function nodeStatus(id: number): NodeStatus {
     // The panel builds for the modules it is told the proxies have (PROXY_MODULES): every node runs the same build.
     modules: [...getConfig().proxy.modules],
   }
+}
+
+/** A node's certificate storage as last looked at (all null: not looked at, or a build without the module). */
+export function nodeStorageStatus(id: number): NodeStorageStatus {
+  return _state.nodes.get(id)?.storage ?? _STORAGE_UNKNOWN
+}
+
+/** Every node whose certificate storage fails now, for the health problems. */
+export function failingNodeStorages(): Array<{ id: number; name: string; error: string | null; since: string | null }> {
+  return [..._state.nodes]
+    .filter(([, s]) => s.storage.ok === false)
+    .map(([id, s]) => ({ id, name: s.name, error: s.storage.error, since: s.storageFailingSince }))
 }
