@@ -164,7 +164,7 @@ describe('three nodes, no shared folder, certificates in Redis', () => {
 
   it('shows a node that cannot reach Redis as failing in /api/nodes and notifies; the node keeps serving what it holds; restored, ok again', async () => {
     const storageOf = async () => (await fleet.listNodes()).map((n) => n.storage as Record<string, any>)
-    const before = await eventually(storageOf, (l) => l.every((s) => s.ok === true), 30_000)
+    const before = await eventually(storageOf, (l) => l.every((s) => s.module === 'panel_redis' && s.ok === true), 30_000)
     for (const s of before) expect(s).toMatchObject({ module: 'panel_redis', ok: true, error: null, latency_ms: expect.any(Number) })
     const served = (await fleet.presentedBy(2, DOMAIN))!.fingerprint256
     const degraded = () =>

@@ -85,6 +85,8 @@ export async function startFleet(
     shortValiditySeconds?: number
     /** More panel environment (PROXY_RENEW_INTERVAL_SECONDS...). */
     env?: Record<string, string>
+    /** More environment of the (first) Pebble: PEBBLE_VA_NOSLEEP=0 lets an order stay in flight. */
+    pebbleEnv?: Record<string, string>
   } = {},
 ): Promise<Fleet> {
   const ns = await createNodeNamespaces(3)
@@ -95,7 +97,7 @@ export async function startFleet(
     const httpsPort = await freePort()
     const up = await startTestUpstream({ host: a.hostAddress })
     started.push(up)
-    const pebble = await startPebble({ httpPort, tlsPort: httpsPort, listenHost: a.hostAddress })
+    const pebble = await startPebble({ httpPort, tlsPort: httpsPort, listenHost: a.hostAddress, env: opts.pebbleEnv })
     started.push(pebble)
     const shortPebble = opts.shortValiditySeconds
       ? await startPebble({
