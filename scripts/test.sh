@@ -26,6 +26,11 @@ dpkg-query -W libre2-dev >/dev/null 2>&1 || missing+=(libre2-dev)
 for bin in /usr/sbin/named /usr/sbin/tsig-keygen /usr/bin/nsupdate; do
   [ -x "$bin" ] || missing+=("$(basename "$bin")")
 done
+# Redis is the certificate storage of proxy nodes without a shared folder (redis-server, and
+# redis-sentinel for the failover tests; redis-cli comes with them): docs/scaling.md.
+for bin in /usr/bin/redis-server /usr/bin/redis-sentinel /usr/bin/redis-cli; do
+  [ -x "$bin" ] || missing+=("$(basename "$bin")")
+done
 if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing: ${missing[*]}; installing from Debian"
@@ -37,7 +42,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -s /etc/crowdsec/online_api_credentials.yaml ]; then
     echo '# no CAPI (offline)' | $SUDO tee /etc/crowdsec/online_api_credentials.yaml >/dev/null
   fi
-  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc g++ libre2-dev bind9 bind9-utils bind9-dnsutils)
+  pkgs=(caddy pebble crowdsec jq openssl curl iproute2 gcc g++ libre2-dev bind9 bind9-utils bind9-dnsutils redis-server redis-sentinel redis-tools)
   if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"
 else

@@ -7,7 +7,7 @@ import { makeTempDir } from './processes'
 export type { CaddyHandle }
 
 /** Every module the production Caddy has (the panel's own default). */
-export const ALL_PROXY_MODULES = 'crowdsec,waf,ratelimit,dns,geo,wafshare'
+export const ALL_PROXY_MODULES = 'crowdsec,waf,ratelimit,dns,geo,wafshare,storage'
 
 export interface ProxyStack {
   caddy: CaddyHandle

@@ -208,11 +208,13 @@ describe('deploy/proxy/Dockerfile', () => {
       geo: [],
       // panel_waf is the project's own handler (wafext), around coraza-caddy's.
       wafshare: ['github.com/corazawaf/coraza-caddy/v2'],
-      // panel_redis is the project's own storage (storageext); its Redis client is pinned with it.
+      // panel_redis and panel_storage are the project's own package (imported below); its Redis client is pinned.
       storage: [],
     }
     expect(required.get('github.com/oschwald/maxminddb-golang')).toMatch(/^v\d+\.\d+\.\d+$/)
     expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/geoext"')
+    expect(mainGo).toContain('"github.com/edge-panel/edge-proxy/storageext"')
+    expect(required.get('github.com/redis/go-redis/v9')).toMatch(/^v9\.\d+\.\d+$/)
     for (const name of PROXY_MODULE_NAMES)
       for (const mod of needs[name]) {
         expect(required.get(mod), `${mod} (${name}) is not pinned in go.mod`).toMatch(/^v\d+\.\d+\.\d+$/)
@@ -237,6 +239,8 @@ describe('deploy/proxy/Dockerfile', () => {
       'layer4.handlers.panel_refuse',
       'admin.api.panel_dns_check',
       'http.matchers.panel_geo_refused',
+      'caddy.storage.panel_redis',
+      'admin.api.panel_storage',
     ])
       expect(requiredList.split('\n')).toContain(id)
   })

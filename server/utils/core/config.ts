@@ -8,7 +8,8 @@ import { parse as parseDomainName } from 'tldts'
 
 // wafshare: the project's panel_waf handler (one compiled WAF per distinct directive text, docs/waf.md);
 // without it the builder emits coraza-caddy's own `waf` handler, one compiled WAF per host.
-// storage: the project's panel_redis certificate storage and the admin API's /panel/storage/* (docs/scaling.md).
+// storage: the project's caddy.storage.panel_redis and admin.api.panel_storage (certificates in
+// Redis, and the node's answer about its storage; docs/scaling.md).
 export const PROXY_MODULE_NAMES = ['crowdsec', 'waf', 'ratelimit', 'dns', 'geo', 'wafshare', 'storage'] as const
 export type ProxyModuleName = (typeof PROXY_MODULE_NAMES)[number]
 

@@ -138,21 +138,31 @@ func probe(ctx context.Context, st certmagic.Storage) error {
 	key := "panel-health/" + randomToken()
 	value := []byte("probe " + time.Now().UTC().Format(time.RFC3339Nano))
 	if err := st.Store(ctx, key, value); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return stepError("write", key, err)
 	}
 	got, err := st.Load(ctx, key)
 	// The probe key goes even when the read failed.
 	derr := st.Delete(context.WithoutCancel(ctx), key)
 	if err != nil {
-		return fmt.Errorf("read back %s: %w", key, err)
+		return stepError("read back", key, err)
 	}
 	if !bytes.Equal(got, value) {
 		return fmt.Errorf("read back %s: the storage answered another value than was written", key)
 	}
 	if derr != nil {
-		return fmt.Errorf("delete %s: %w", key, derr)
+		return stepError("delete", key, derr)
 	}
 	return nil
+}
+
+// stepError names the probe's step, unless the storage's own error does already
+// (the Redis storage's errors name the operation, the key and the address).
+func stepError(step, key string, err error) error {
+	var named *storageError
+	if errors.As(err, &named) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", step, key, err)
 }
 
 func (a *Admin) certificates(w http.ResponseWriter, r *http.Request) error {

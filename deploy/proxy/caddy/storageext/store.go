@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -37,6 +38,7 @@ type store struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*heldLock
+	closed  atomic.Bool
 }
 
 const (
@@ -49,6 +51,7 @@ const (
 func (s *store) String() string { return "panel_redis: " + s.where }
 
 func (s *store) close() {
+	s.closed.Store(true)
 	s.locksMu.Lock()
 	for _, l := range s.locks {
 		l.stop()
@@ -60,7 +63,8 @@ func (s *store) close() {
 func (s *store) pingAtStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	// A configuration that failed to load closes its client at once: nothing to say then.
+	if err := s.client.Ping(ctx).Err(); err != nil && !s.closed.Load() {
 		s.logger.Warn("certificate storage not reachable at start; the node serves what it holds and retries at each use",
 			zap.String("storage", s.where), zap.String("error", s.fail("ping", "", err).Error()))
 	}
@@ -153,7 +157,7 @@ func (s *store) List(ctx context.Context, dir string, recursive bool) ([]string,
 	if len(found) == 0 {
 		if dir != "" {
 			if n, err := s.client.Exists(ctx, s.rkey(dir)).Result(); err == nil && n > 0 {
-				return []string{}, nil // a file: nothing under it, as the file storage answers
+				return nil, nil // a file: nothing under it, as the file storage answers
 			}
 		}
 		return nil, fmt.Errorf("redis storage: list %s: %w", dir, fs.ErrNotExist)
