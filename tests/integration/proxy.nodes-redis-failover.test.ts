@@ -4,7 +4,7 @@ import { startFleet, normalSerial, type Fleet } from '../support/fleet'
 import { eventually } from '../support/http'
 import { registerTestSecret } from '../support/panel'
 import { waitFor } from '../support/processes'
-import { startRedisSentinelSet, type RedisSentinelSet } from '../support/redis-sentinel'
+import { startRedisSentinelSet, type RedisSentinelSet } from '../support/redis'
 
 // The storage failing over with an order in flight (docs/scaling.md, issue 41 item 3):
 // three production Caddy nodes without a shared folder (fleet.ts, private file

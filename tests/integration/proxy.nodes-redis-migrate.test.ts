@@ -8,7 +8,7 @@ import { startFleet, normalSerial, type Fleet } from '../support/fleet'
 import { eventually } from '../support/http'
 import { registerTestSecret } from '../support/panel'
 import { makeTempDir } from '../support/processes'
-import { startRedisServer, type RedisProcess } from '../support/redis-sentinel'
+import { startRedisServer, type RedisProcess } from '../support/redis'
 
 // Moving a running fleet from the shared folder to Redis without a new issuance
 // (docs/scaling.md, "Moving from the shared folder to Redis", issue 41 item 4):

@@ -7,7 +7,7 @@ import { createTestPki } from '../support/certs'
 import { startFleet, normalSerial, type Fleet } from '../support/fleet'
 import { eventually } from '../support/http'
 import { registerTestSecret } from '../support/panel'
-import { startRedisServer, type RedisProcess } from '../support/redis-sentinel'
+import { startRedisServer, type RedisProcess } from '../support/redis'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
 
 // Proxy nodes without a shared folder (docs/scaling.md, issue 41's "Done when"):
