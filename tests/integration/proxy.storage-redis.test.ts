@@ -62,8 +62,25 @@ function config(node: CaddyHandle, port: number, names: string[], store: object 
   }
 }
 
+/**
+ * Every /load starts a new admin server on the same port and shuts the old one down
+ * afterwards (Caddy's replaceLocalAdminServer); a connection the kernel queued on the
+ * old listening socket in between is reset. A reset request is sent once more: both
+ * are safe to repeat (a GET, or loading the same configuration again).
+ */
+async function again<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send()
+  } catch (err) {
+    if (!/socket hang up|ECONNRESET/.test(String((err as Error)?.message ?? err))) throw err
+    return await send()
+  }
+}
+
+const loadOn = (node: CaddyHandle, cfg: object, opts?: { force?: boolean }) => again(() => node.load(cfg, opts))
+
 async function load(node: CaddyHandle, cfg: object) {
-  const res = await node.load(cfg)
+  const res = await loadOn(node, cfg)
   expect(res.status, res.body).toBe(200)
 }
 
@@ -83,7 +100,7 @@ async function served(port: number, name: string): Promise<string> {
 }
 
 async function adminGet(node: CaddyHandle, path: string) {
-  const res = await freshRequest(`${node.adminUrl}${path}`)
+  const res = await again(() => freshRequest(`${node.adminUrl}${path}`))
   return { status: res.status, body: res.body, json: JSON.parse(res.body) }
 }
 
@@ -232,7 +249,7 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
 
   it('a wrong password: the configuration loads, and the health says authentication failed without the password', async () => {
     const wrong = 'wrong-pass-0c3e5a7f9b'
-    const res = await c.load({ admin: { listen: c.adminListen, config: { persist: false } }, storage: storage({ password: wrong }) })
+    const res = await loadOn(c, { admin: { listen: c.adminListen, config: { persist: false } }, storage: storage({ password: wrong }) })
     expect(res.status, res.body).toBe(200)
     const health = await adminGet(c, '/panel/storage/health')
     expect(health.json.ok).toBe(false)
@@ -248,7 +265,7 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
   })
 
   it('a refused storage setting names the field, never a secret', async () => {
-    const res = await c.load({
+    const res = await loadOn(c, {
       admin: { listen: c.adminListen, config: { persist: false } },
       storage: storage({ mode: 'sentinel' }),
     })
@@ -268,7 +285,7 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
     const secure = await startRedis({ password: PASSWORD, tls: { certFile, keyFile, caFile, serverName: 'redis.storage.test' } })
     try {
       const over = (tls: object) =>
-        c.load({ admin: { listen: c.adminListen, config: { persist: false } }, storage: storage({ addresses: [secure.address], tls }) })
+        loadOn(c, { admin: { listen: c.adminListen, config: { persist: false } }, storage: storage({ addresses: [secure.address], tls }) })
       let res = await over({ enabled: true, server_name: 'redis.storage.test', ca_pem: pki.rootPem })
       expect(res.status, res.body).toBe(200)
       let health = await adminGet(c, '/panel/storage/health')
@@ -314,7 +331,7 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
     expect(await served(portA, 'one.storage.test')).toBe(serialA)
     expect(await served(portB, 'one.storage.test')).toBe(serialA)
     // A push while the storage is down still loads (the module does not reach Redis to load).
-    const res = await c.load({ admin: { listen: c.adminListen, config: { persist: false } }, storage: storage() }, { force: true })
+    const res = await loadOn(c, { admin: { listen: c.adminListen, config: { persist: false } }, storage: storage() }, { force: true })
     expect(res.status, res.body).toBe(200)
     for (const node of [a, b, c]) for (const s of SECRETS) expect(logOf(node)).not.toContain(s)
     for (const s of SECRETS) expect(health.body + certs.body).not.toContain(s)

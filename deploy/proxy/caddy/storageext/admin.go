@@ -198,15 +198,16 @@ func ListCertificates(ctx context.Context, st certmagic.Storage) ([]Certificate,
 	if err != nil {
 		return nil, err
 	}
+	var crts []string
 	for _, key := range keys {
-		if !strings.HasSuffix(key, ".crt") {
-			continue
+		if strings.HasSuffix(key, ".crt") && strings.Count(key, "/") == 3 {
+			crts = append(crts, key)
 		}
+	}
+	values, errs := loadAll(ctx, st, crts)
+	for i, key := range crts {
 		parts := strings.Split(key, "/")
-		if len(parts) != 4 {
-			continue
-		}
-		raw, err := st.Load(ctx, key)
+		raw, err := values[i], errs[i]
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -230,6 +231,19 @@ func ListCertificates(ctx context.Context, st certmagic.Storage) ([]Certificate,
 		})
 	}
 	return out, nil
+}
+
+// loadAll reads the keys; the Redis storage reads them in pipelined batches (one
+// round trip per batch rather than per certificate, for fleets with many hosts).
+func loadAll(ctx context.Context, st certmagic.Storage, keys []string) ([][]byte, []error) {
+	if rs, ok := st.(*store); ok {
+		return rs.loadMany(ctx, keys)
+	}
+	values, errs := make([][]byte, len(keys)), make([]error, len(keys))
+	for i, k := range keys {
+		values[i], errs[i] = st.Load(ctx, k)
+	}
+	return values, errs
 }
 
 // nameOfFolder turns certmagic's safe folder name back into the name served.

@@ -50,6 +50,12 @@ func TestRedisAnswersLikeFileStorage(t *testing.T) {
 			}
 		}
 	}
+	pemCert := selfSigned(t, "*.w.test", "Conformance CA", time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
+	for _, st := range both {
+		if err := st.Store(ctx, "certificates/acme/wildcard_.w.test/wildcard_.w.test.crt", pemCert); err != nil {
+			t.Fatal(err)
+		}
+	}
 	same := func(what string, fn func(st certmagic.Storage) any) {
 		t.Helper()
 		want, got := fn(f), fn(r)
@@ -71,6 +77,10 @@ func TestRedisAnswersLikeFileStorage(t *testing.T) {
 	same("list certificates/acme/a.test", list("certificates/acme/a.test", false))
 	same("list a missing folder", list("nothing/here", false))
 	same("list a file", list("top.json", false))
+	same("certificates", func(st certmagic.Storage) any { c, err := ListCertificates(ctx, st); return []any{c, err} })
+	if c, _ := ListCertificates(ctx, r); len(c) != 1 || c[0].Name != "*.w.test" || c[0].NotAfter != "2031-05-06T07:08:09Z" {
+		t.Errorf("certificates through Redis: %+v", c)
+	}
 	same("load", func(st certmagic.Storage) any {
 		v, err := st.Load(ctx, "certificates/acme/a.test/a.test.key")
 		return string(v) + errString(err)

@@ -106,6 +106,35 @@ func (s *store) Load(ctx context.Context, key string) ([]byte, error) {
 	return value, nil
 }
 
+// loadMany is Load for many keys, pipelined in batches.
+func (s *store) loadMany(ctx context.Context, keys []string) ([][]byte, []error) {
+	values, errs := make([][]byte, len(keys)), make([]error, len(keys))
+	const batch = 500
+	for start := 0; start < len(keys); start += batch {
+		end := min(start+batch, len(keys))
+		pipe := s.client.Pipeline()
+		cmds := make([]*redis.StringCmd, end-start)
+		for i := start; i < end; i++ {
+			cmds[i-start] = pipe.HGet(ctx, s.rkey(keys[i]), fieldValue)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+		for i := start; i < end; i++ {
+			raw, err := cmds[i-start].Bytes()
+			switch {
+			case errors.Is(err, redis.Nil):
+				errs[i] = fmt.Errorf("redis storage: load %s: %w", keys[i], fs.ErrNotExist)
+			case err != nil:
+				errs[i] = s.fail("load", keys[i], err)
+			default:
+				if values[i], err = s.sealer.open(keys[i], raw); err != nil {
+					errs[i] = s.fail("load", keys[i], err)
+				}
+			}
+		}
+	}
+	return values, errs
+}
+
 // Delete removes a key, or every key under it when it is a directory. A missing key
 // is not an error.
 func (s *store) Delete(ctx context.Context, key string) error {
