@@ -94,6 +94,7 @@ describe('Certificate storage on the Nodes screen', () => {
       .getByText(/^Redis: /)
       .waitFor()
     expect(await axeProblemsInBothThemesAndWidths(page, 'nodes storage (failing)')).toEqual([])
-    expect(consoleErrors).toEqual([])
+    // No engine runs in this stack: its machines list answers 503 (the screen says so in its card).
+    expect(consoleErrors.filter((e) => !e.includes('/api/security/machines'))).toEqual([])
   })
 })
