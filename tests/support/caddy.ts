@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freshRequest } from './admin-http'
 import { edgeBinaries, STOCK_CADDY_BIN } from './edge-bins'
@@ -16,8 +17,10 @@ export interface CaddyHandle {
   bin: string
   /** An empty folder for `"storage": {"module": "file_system", "root": storageDir}`. */
   storageDir: string
-  /** Caddy's stderr/stdout (JSON lines). */
+  /** Caddy's stderr/stdout (JSON lines; with privateFs still readable by the test: the file was opened before). */
   logFile: string
+  /** With privateFs: the folder every other path of the machine's tmp folder is hidden behind, inside this node. */
+  privateFsHidden: string | null
   /** The current Caddy process (changes on restart). */
   readonly pid: number
   /** Milliseconds the last start took until the admin API answered. */
@@ -30,6 +33,9 @@ export interface CaddyHandle {
   /** GET /config/ (parsed JSON; null when no config). */
   getConfig(): Promise<unknown>
 }
+
+/** startCaddy's `privateFs`: true, or where to hide and which files each node gets its own copy of. */
+export type PrivateFs = boolean | { hide?: string; copies?: string[] }
 
 /**
  * Caddy started with an empty bootstrap config whose admin API listens on a free
@@ -49,6 +55,15 @@ export async function startCaddy(
     adminOrigins?: string[]
     /** Run inside this network namespace (netns.ts createNodeNamespaces): its admin API listens on the namespace's address. */
     netns?: NodeNamespace
+    /**
+     * A machine with a file system of its own (issue 41's nodes without a shared folder): Caddy
+     * runs in a private mount namespace where `hide` (default the tmp folder, which holds every
+     * other node's work folder, the panel's PROXY_DATA_DIR and log folder) is an empty tmpfs,
+     * with only this node's work folder mounted back at its path. `copies`: files (a CA bundle
+     * the configuration names) each node gets its own copy of, at the same path.
+     * Check it with `nsenter -t <pid> -m ls <path>`.
+     */
+    privateFs?: PrivateFs
   } = {},
 ): Promise<CaddyHandle> {
   const bin = opts.stock ? STOCK_CADDY_BIN : edgeBinaries().caddy
@@ -69,11 +84,37 @@ export async function startCaddy(
   let proc: ManagedProcess | undefined
   let startMs = 0
 
+  const privateFs = opts.privateFs ? (opts.privateFs === true ? {} : opts.privateFs) : null
+  const hidden = privateFs ? (privateFs.hide ?? tmpdir()).replace(/\/+$/, '') : null
+  if (hidden && !workDir.startsWith(`${hidden}/`)) throw new Error(`privateFs: the work folder ${workDir} must be inside ${hidden}`)
+  const copies = (privateFs?.copies ?? []).map((path, i) => {
+    const own = join(workDir, `own-copy-${i}`)
+    copyFileSync(path, own)
+    return { path, own }
+  })
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
   const start = async () => {
     const t0 = performance.now()
-    const command = ['run', '--config', bootstrap]
+    let argv = [bin, 'run', '--config', bootstrap]
+    if (hidden) {
+      // The work folder is held open (fd 3) across the tmpfs mount that hides it, then mounted
+      // back from that descriptor (--no-canonicalize: mount must not resolve the path again).
+      // unshare without --fork and sh's exec keep one PID from here to Caddy.
+      const script = [
+        'set -e',
+        `exec 3< ${q(workDir)}`,
+        `mount -t tmpfs -o mode=1777 tmpfs ${q(hidden)}`,
+        `mkdir -p ${q(workDir)}`,
+        `mount --no-canonicalize --bind /proc/self/fd/3 ${q(workDir)}`,
+        'exec 3<&-',
+        ...copies.flatMap((c) => [`mkdir -p "$(dirname ${q(c.path)})"`, `: > ${q(c.path)}`, `mount --bind ${q(c.own)} ${q(c.path)}`]),
+        `exec ${argv.map(q).join(' ')}`,
+      ].join('\n')
+      argv = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script]
+    }
     // `ip netns exec` enters the namespace and execs Caddy: the same PID, stopped as any other.
-    proc = startProcess(opts.netns ? 'ip' : bin, opts.netns ? ['netns', 'exec', opts.netns.name, bin, ...command] : command, {
+    if (opts.netns) argv = ['ip', 'netns', 'exec', opts.netns.name, ...argv]
+    proc = startProcess(argv[0]!, argv.slice(1), {
       cwd: workDir,
       logFile,
       env: { XDG_DATA_HOME: join(workDir, 'data'), XDG_CONFIG_HOME: join(workDir, 'config'), HOME: join(workDir, 'home'), ...opts.env },
@@ -98,6 +139,7 @@ export async function startCaddy(
     bin,
     storageDir: join(workDir, 'storage'),
     logFile,
+    privateFsHidden: hidden,
     get pid() {
       return proc!.pid
     },

@@ -53,7 +53,10 @@ export async function startPebble(opts: {
   dnsServer?: string
   certificateValiditySeconds?: number
   env?: Record<string, string>
+  /** Where the ACME directory listens (default 127.0.0.1): a node in a network namespace reaches the host at its veth's host end. */
+  listenHost?: string
 }): Promise<PebbleHandle> {
+  const acmeHost = opts.listenHost ?? '127.0.0.1'
   requireBinary(PEBBLE_BIN, 'pebble')
   requireBinary(CHALLTESTSRV_BIN, 'pebble-challtestsrv')
   requireBinary('/usr/bin/openssl', 'openssl')
@@ -81,7 +84,10 @@ export async function startPebble(opts: {
     'ca.pem',
   ])
   ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'csr.pem'])
-  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n')
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    `subjectAltName=DNS:localhost,IP:127.0.0.1${acmeHost === '127.0.0.1' ? '' : `,IP:${acmeHost}`}\nextendedKeyUsage=serverAuth\n`,
+  )
   ssl([
     'x509',
     '-req',
@@ -104,7 +110,7 @@ export async function startPebble(opts: {
     join(dir, 'pebble-config.json'),
     JSON.stringify({
       pebble: {
-        listenAddress: `127.0.0.1:${acmePort}`,
+        listenAddress: `${acmeHost}:${acmePort}`,
         managementListenAddress: `127.0.0.1:${mgmtPort}`,
         certificate: join(dir, 'cert.pem'),
         privateKey: join(dir, 'key.pem'),
@@ -118,7 +124,7 @@ export async function startPebble(opts: {
   )
   const caPemFile = join(dir, 'ca.pem')
   const caPem = readFileSync(caPemFile, 'utf8')
-  const directoryUrl = `https://127.0.0.1:${acmePort}/dir`
+  const directoryUrl = `https://${acmeHost}:${acmePort}/dir`
   const managementUrl = `https://127.0.0.1:${mgmtPort}`
   const challtestsrvManagementUrl = `http://127.0.0.1:${challMgmt}`
   const challLog = join(dir, 'challtestsrv.log'),

@@ -1,4 +1,4 @@
-import { startCaddy, type CaddyHandle } from './caddy'
+import { startCaddy, type CaddyHandle, type PrivateFs } from './caddy'
 import type { NodeNamespace } from './netns'
 import { freePort } from './ports'
 import { startPanel, type PanelHandle } from './panel'
@@ -40,9 +40,11 @@ export async function startProxyStack(
     panelPort?: number
     /** Node 1's Caddy in this network namespace (netns.ts createNodeNamespaces). */
     caddyNetns?: NodeNamespace
+    /** Node 1's Caddy with a file system of its own (caddy.ts `privateFs`). */
+    caddyPrivateFs?: PrivateFs
   } = {},
 ): Promise<ProxyStack> {
-  const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv, netns: opts.caddyNetns })
+  const caddy = await startCaddy({ stock: opts.stockCaddy, env: opts.caddyEnv, netns: opts.caddyNetns, privateFs: opts.caddyPrivateFs })
   const httpPort = opts.httpPort ?? (await freePort())
   const httpsPort = opts.httpsPort ?? (await freePort())
   const logDir = opts.logDir ?? makeTempDir('proxy-logs-')

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { freePort } from './ports'
-import { makeTempDir, requireBinary, startProcess, waitFor } from './processes'
+import { writeFileSync } from 'node:fs'
+import { freePort, freePorts } from './ports'
+import { makeTempDir, requireBinary, startProcess, waitFor, type ManagedProcess } from './processes'
 
 // Debian's Redis (scripts/test.sh installs redis-server, redis-sentinel and redis-cli).
 export const REDIS_SERVER_BIN = '/usr/bin/redis-server'
@@ -73,5 +74,257 @@ export async function startRedis(
     logFile,
     stop: () => proc.stop(),
     cli,
+  }
+}
+
+// A primary, its replica and Sentinels (issue 41 item 3, docs/scaling.md): for the
+// storage failing over. Everything listens on the addresses given, which must be
+// ones the node namespaces reach (the host ends of their veth pairs, netns.ts
+// createNodeNamespaces), and on loopback for redis-cli. Passwords reach redis-cli
+// through REDISCLI_AUTH, never its argument list (which a failure message could quote).
+
+export const REDIS_SENTINEL_BIN = '/usr/bin/redis-sentinel'
+
+export interface RedisProcess {
+  /** 'host:port' on the first address given (what the nodes are told). */
+  address: string
+  host: string
+  port: number
+  readonly pid: number
+  logFile: string
+  workDir: string
+  /** redis-cli on loopback with the password; resolves with its output (trimmed), rejects on failure. */
+  cli(args: string[]): Promise<string>
+  /** SIGTERM and wait. */
+  stop(): Promise<void>
+  /** SIGKILL, by its PID: a crash (no shutdown, no last save), then wait until it is gone. */
+  kill(): Promise<void>
+}
+
+function _redisProcess(
+  bin: string,
+  conf: string,
+  dir: string,
+  host: string,
+  port: number,
+  password: string,
+  what: string,
+): { proc: ManagedProcess; handle: RedisProcess; ready: Promise<void> } {
+  const logFile = join(dir, `${what}.log`)
+  const proc = startProcess(bin, [conf], { cwd: dir, logFile })
+  const cli = async (args: string[]) => {
+    const r = await run(REDIS_CLI_BIN, ['--no-auth-warning', '-h', '127.0.0.1', '-p', String(port), ...args], {
+      env: { ...process.env, ...(password ? { REDISCLI_AUTH: password } : {}) },
+      timeout: 5_000,
+    })
+    return r.stdout.trim()
+  }
+  const ready = waitFor(async () => (await cli(['PING'])) === 'PONG', {
+    timeoutMs: 20_000,
+    what: `${what} on ${host}:${port}`,
+    process: proc,
+  })
+  const handle: RedisProcess = {
+    address: `${host.includes(':') ? `[${host}]` : host}:${port}`,
+    host,
+    port,
+    get pid() {
+      return proc.pid
+    },
+    logFile,
+    workDir: dir,
+    cli,
+    stop: () => proc.stop(),
+    async kill() {
+      proc.signal('SIGKILL')
+      await proc.exited
+    },
+  }
+  return { proc, handle, ready }
+}
+
+/**
+ * One redis-server with `password` (requirepass, and masterauth for a replica), listening on
+ * `addresses` (the first is the one it announces) and 127.0.0.1, no persistence to disk.
+ * `replicaOf` makes it a replica of that server.
+ */
+export async function startRedisServer(opts: {
+  addresses: string[]
+  password: string
+  replicaOf?: { host: string; port: number }
+  port?: number
+}): Promise<RedisProcess> {
+  requireBinary(REDIS_SERVER_BIN, 'redis-server')
+  requireBinary(REDIS_CLI_BIN, 'redis-cli')
+  if (!opts.addresses.length) throw new Error('startRedisServer needs at least one address the nodes reach')
+  const dir = makeTempDir('redis-')
+  const port = opts.port ?? (await freePorts(1))[0]!
+  const host = opts.addresses[0]!
+  const conf = join(dir, 'redis.conf')
+  writeFileSync(
+    conf,
+    [
+      `bind ${[...new Set([...opts.addresses, '127.0.0.1'])].join(' ')}`,
+      `port ${port}`,
+      `dir ${dir}`,
+      'daemonize no',
+      'save ""',
+      'appendonly no',
+      'logfile ""',
+      `requirepass "${opts.password}"`,
+      `masterauth "${opts.password}"`,
+      // What Sentinel and the primary report for this server: the address the nodes reach.
+      `replica-announce-ip ${host}`,
+      ...(opts.replicaOf ? [`replicaof ${opts.replicaOf.host} ${opts.replicaOf.port}`] : []),
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  )
+  const { handle, ready } = _redisProcess(REDIS_SERVER_BIN, conf, dir, host, port, opts.password, 'redis-server')
+  await ready
+  return handle
+}
+
+export interface SentinelProcess extends RedisProcess {}
+
+export interface RedisSentinelSet {
+  /** The name Sentinel monitors (`sentinel monitor <name> ...`): the setting's sentinel_master. */
+  masterName: string
+  password: string
+  /** Sentinel's own password (requirepass of the Sentinels), '' when none. */
+  sentinelPassword: string
+  primary: RedisProcess
+  replica: RedisProcess
+  sentinels: SentinelProcess[]
+  /** The Sentinels' 'host:port' (the setting's addresses in sentinel mode). */
+  sentinelAddresses: string[]
+  /** 'host:port' that the first Sentinel names as the primary now. */
+  currentPrimary(): Promise<string>
+  /** Waits until the replica holds everything the primary has, and every Sentinel knows the replica. */
+  waitInSync(timeoutMs?: number): Promise<void>
+  /** SIGKILL the server that is primary now, by its PID. Returns it. */
+  killPrimary(): Promise<RedisProcess>
+  /** Waits until every Sentinel names `server` as the primary and it answers role master. */
+  waitForPrimary(server: RedisProcess, timeoutMs?: number): Promise<void>
+  stop(): Promise<void>
+}
+
+/**
+ * A Redis primary, one replica of it (`replicaof`), and `sentinels` (1 to 3) redis-sentinel
+ * processes watching it with quorum 1, down-after-milliseconds 1000 and failover-timeout
+ * 3000, all on `addresses` (the first is the one announced to clients) with `password`.
+ * `sentinelPassword` protects the Sentinels themselves.
+ */
+export async function startRedisSentinelSet(opts: {
+  addresses: string[]
+  password: string
+  sentinelPassword?: string
+  sentinels?: number
+  masterName?: string
+}): Promise<RedisSentinelSet> {
+  requireBinary(REDIS_SENTINEL_BIN, 'redis-sentinel')
+  const count = opts.sentinels ?? 1
+  if (count < 1 || count > 3) throw new Error('between 1 and 3 Sentinels')
+  const masterName = opts.masterName ?? 'panelprimary'
+  const sentinelPassword = opts.sentinelPassword ?? ''
+  const started: RedisProcess[] = []
+  try {
+    const primary = await startRedisServer({ addresses: opts.addresses, password: opts.password })
+    started.push(primary)
+    const replica = await startRedisServer({
+      addresses: opts.addresses,
+      password: opts.password,
+      replicaOf: { host: primary.host, port: primary.port },
+    })
+    started.push(replica)
+    const sentinels: SentinelProcess[] = []
+    const ports = await freePorts(count)
+    for (const port of ports) {
+      const dir = makeTempDir('redis-sentinel-')
+      const host = opts.addresses[0]!
+      const conf = join(dir, 'sentinel.conf')
+      // Sentinel rewrites this file as it learns (replicas, other Sentinels, the new primary).
+      writeFileSync(
+        conf,
+        [
+          `bind ${[...new Set([...opts.addresses, '127.0.0.1'])].join(' ')}`,
+          `port ${port}`,
+          `dir ${dir}`,
+          'daemonize no',
+          'logfile ""',
+          `sentinel announce-ip ${host}`,
+          ...(sentinelPassword ? [`requirepass "${sentinelPassword}"`, `sentinel sentinel-pass "${sentinelPassword}"`] : []),
+          `sentinel monitor ${masterName} ${primary.host} ${primary.port} 1`,
+          `sentinel auth-pass ${masterName} "${opts.password}"`,
+          `sentinel down-after-milliseconds ${masterName} 1000`,
+          `sentinel failover-timeout ${masterName} 3000`,
+          `sentinel parallel-syncs ${masterName} 1`,
+          '',
+        ].join('\n'),
+        { mode: 0o600 },
+      )
+      const { handle, ready } = _redisProcess(REDIS_SENTINEL_BIN, conf, dir, host, port, sentinelPassword, 'redis-sentinel')
+      started.push(handle)
+      await ready
+      sentinels.push(handle)
+    }
+    const servers = [primary, replica]
+    const named = async (s: SentinelProcess) => {
+      const [h, p] = (await s.cli(['SENTINEL', 'get-master-addr-by-name', masterName])).split('\n')
+      return `${h}:${p}`
+    }
+    const set: RedisSentinelSet = {
+      masterName,
+      password: opts.password,
+      sentinelPassword,
+      primary,
+      replica,
+      sentinels,
+      sentinelAddresses: sentinels.map((s) => s.address),
+      currentPrimary: () => named(sentinels[0]!),
+      async waitInSync(timeoutMs = 20_000) {
+        await waitFor(
+          async () => {
+            const now = await set.currentPrimary()
+            const p = servers.find((s) => s.address === now)
+            const r = servers.find((s) => s !== p)
+            if (!p || !r) return false
+            const [pInfo, rInfo] = await Promise.all([p.cli(['INFO', 'replication']), r.cli(['INFO', 'replication'])])
+            const field = (info: string, key: string) => new RegExp(`(?:^|\\n)${key}:([^\\r\\n]*)`).exec(info)?.[1]
+            if (field(rInfo, 'master_link_status') !== 'up') return false
+            if (field(pInfo, 'master_repl_offset') !== field(rInfo, 'slave_repl_offset')) return false
+            for (const s of sentinels) {
+              const replicas = await s.cli(['SENTINEL', 'replicas', masterName])
+              if (!replicas.includes(String(r.port))) return false
+            }
+            return true
+          },
+          { timeoutMs, what: 'the Redis replica in sync and known to every Sentinel' },
+        )
+      },
+      async killPrimary() {
+        const now = await set.currentPrimary()
+        const p = servers.find((s) => s.address === now)
+        if (!p) throw new Error(`Sentinel names ${now} as the primary, which is neither server started here`)
+        await p.kill()
+        return p
+      },
+      async waitForPrimary(server, timeoutMs = 30_000) {
+        await waitFor(
+          async () => {
+            for (const s of sentinels) if ((await named(s)) !== server.address) return false
+            return /(?:^|\n)role:master\r?\n/.test(await server.cli(['INFO', 'replication']))
+          },
+          { timeoutMs, what: `Sentinel promoting ${server.address}`, logFile: sentinels[0]!.logFile },
+        )
+      },
+      async stop() {
+        for (const s of [...sentinels, replica, primary]) await s.stop()
+      },
+    }
+    return set
+  } catch (err) {
+    for (const s of started.reverse()) await s.stop().catch(() => {})
+    throw err
   }
 }
