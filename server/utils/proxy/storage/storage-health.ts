@@ -13,7 +13,9 @@ import type { NodeStorageStatus } from './schemas'
 // node), kept in memory with the node's status (sync/state.ts).
 
 export const STORAGE_LOOK_EVERY_MS = 10_000
-const _LOOK_TIMEOUT_MS = 3_000
+// Longer than the node's own probe (3 s, storageext/admin.go): a storage that hangs rather
+// than fails is answered by the node as failing before the panel gives up on the node.
+const _LOOK_TIMEOUT_MS = 6_000
 
 const _lastLookMs = new Map<number, number>()
 let _looking: Promise<void> | undefined
