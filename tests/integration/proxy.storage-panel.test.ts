@@ -4,7 +4,7 @@ import { eventually } from '../support/http'
 import { freePort } from '../support/ports'
 import { registerTestSecret } from '../support/panel'
 import { startPebble } from '../support/pebble'
-import { startProcess, waitFor } from '../support/processes'
+import { startProcess, waitFor, type ManagedProcess } from '../support/processes'
 import { REDIS_SERVER_BIN, startRedis, type RedisHandle } from '../support/redis'
 import { startTestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
@@ -21,7 +21,7 @@ const ENCRYPTION_KEY = 'storage-seal-5e8a1f3c7b9d2e4a'
 registerTestSecret(PASSWORD, ENCRYPTION_KEY)
 
 let redis: RedisHandle
-let restarted: { stop(): Promise<void> } | undefined
+let restarted: ManagedProcess | undefined
 let hook: WebhookReceiver
 let stack: ProxyStack
 let pebble: Awaited<ReturnType<typeof startPebble>>
@@ -193,6 +193,23 @@ describe('Redis stops and comes back', () => {
     expect(back.storage.error).toBeNull()
     const after = (await get('/api/system/health')).json
     expect(after.problems.map((p: any) => p.kind)).not.toContain('proxy_storage_unreachable')
+  })
+})
+
+describe('a storage that hangs', () => {
+  it("is shown failing with the node's reason, not as a node the panel could not ask", async () => {
+    const redisAgain = restarted
+    if (!redisAgain) throw new Error('the case before starts Redis again; run the file whole')
+    // Stopped, not ended: connections stay open and nothing answers, so the node's probe runs into its own time limit.
+    redisAgain.signal('SIGSTOP')
+    try {
+      const hanging = await eventually(nodeOne, (n) => n?.storage?.ok !== true, 40_000, 500)
+      expect(hanging.storage).toMatchObject({ module: 'panel_redis', ok: false })
+      expect(hanging.storage.error).toMatch(/\S/)
+    } finally {
+      redisAgain.signal('SIGCONT')
+    }
+    await eventually(nodeOne, (n) => n?.storage?.ok === true, 40_000, 500)
   })
 })
 
