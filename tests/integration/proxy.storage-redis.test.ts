@@ -10,7 +10,7 @@ import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { presentedCertificate } from '../support/http'
 import { freePorts } from '../support/ports'
 import { waitFor } from '../support/processes'
-import { startRedis, type RedisHandle } from '../support/redis'
+import { startRedis, startRedisCluster, type RedisCluster, type RedisHandle } from '../support/redis'
 
 // The production Caddy's certificate storage on Redis (caddy.storage.panel_redis,
 // deploy/proxy/caddy/storageext) against a real redis-server, and what a node's admin
@@ -335,5 +335,48 @@ describe('caddy.storage.panel_redis with a real redis-server', () => {
     expect(res.status, res.body).toBe(200)
     for (const node of [a, b, c]) for (const s of SECRETS) expect(logOf(node)).not.toContain(s)
     for (const s of SECRETS) expect(health.body + certs.body).not.toContain(s)
+  })
+})
+
+describe('caddy.storage.panel_redis on a Redis Cluster (three primaries)', () => {
+  let cluster: RedisCluster
+  let portC: number
+  const NAMES = ['c1.storage.test', 'c2.storage.test', 'c3.storage.test', 'c4.storage.test', 'c5.storage.test', 'c6.storage.test']
+  const onCluster = () => storage({ mode: 'cluster', addresses: [cluster.addresses[0]] })
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ password: PASSWORD })
+    ;[portC] = await freePorts(1)
+  }, 120_000)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('two nodes told one primary issue each name once and serve the same certificates, the keys spread over the primaries', async () => {
+    // The other nodes' folders are gone with the single Redis: fresh nodes, one address of the cluster each.
+    await load(a, config(a, portA, NAMES, onCluster()))
+    await load(c, config(c, portC, NAMES, onCluster()))
+    for (const name of NAMES) {
+      const [sa, sc] = await Promise.all([served(portA, name), served(portC, name)])
+      expect(sc, name).toBe(sa)
+      expect(obtained(a, name) + obtained(c, name), name).toBe(1)
+    }
+    // The cluster hashes each key to a slot: certificates land on more than one primary.
+    const perPrimary = await Promise.all(cluster.masters.map(async (m) => Number(await m.cli(['DBSIZE']))))
+    expect(perPrimary.filter((n) => n > 0).length).toBeGreaterThan(1)
+    const sealed = await cluster.masters[0]!.cli(['--scan', '--pattern', `${PREFIX}/*`])
+    expect(sealed.length).toBeGreaterThan(0)
+  })
+
+  it('lists the certificates of every primary, and its health names the cluster', async () => {
+    const listed = await adminGet(c, '/panel/storage/certificates')
+    expect(listed.status, listed.body).toBe(200)
+    expect(listed.json.certificates.map((x: { name: string }) => x.name).sort()).toEqual(NAMES)
+    const health = await adminGet(a, '/panel/storage/health')
+    expect(health.json).toMatchObject({ module: 'panel_redis', ok: true, error: null })
+    expect(health.json.detail).toContain('cluster')
+    for (const s of SECRETS) expect(health.body + listed.body + logOf(a) + logOf(c)).not.toContain(s)
+    // The issuance locks are released on whichever primary held them.
+    for (const m of cluster.masters) expect(await m.cli(['--scan', '--pattern', `${PREFIX}/locks/*`])).toBe('')
   })
 })

@@ -328,3 +328,68 @@ export async function startRedisSentinelSet(opts: {
     throw err
   }
 }
+
+/** A Redis Cluster of `masters` primaries (no replicas) on loopback, its 16,384 slots spread over them. */
+export interface RedisCluster {
+  masters: RedisProcess[]
+  /** Every primary's 'host:port', what the storage's `addresses` can name. */
+  addresses: string[]
+  stop(): Promise<void>
+}
+
+export async function startRedisCluster(opts: { password: string; masters?: number }): Promise<RedisCluster> {
+  const count = opts.masters ?? 3
+  // Each node's cluster bus gets a free port of its own (the default, port + 10000, may be taken or past 65535).
+  const ports = await freePorts(count * 2)
+  const masters: RedisProcess[] = []
+  const stop = async () => {
+    await Promise.all(masters.map((m) => m.stop()))
+  }
+  try {
+    for (let i = 0; i < count; i++) {
+      const port = ports[i]!
+      const dir = makeTempDir('redis-cluster-')
+      const conf = join(dir, 'redis.conf')
+      writeFileSync(
+        conf,
+        [
+          'bind 127.0.0.1',
+          `port ${port}`,
+          `dir ${dir}`,
+          'daemonize no',
+          'save ""',
+          'appendonly no',
+          'logfile ""',
+          'cluster-enabled yes',
+          `cluster-port ${ports[count + i]}`,
+          'cluster-config-file nodes.conf',
+          'cluster-node-timeout 5000',
+          `requirepass "${opts.password}"`,
+          `masterauth "${opts.password}"`,
+          '',
+        ].join('\n'),
+        { mode: 0o600 },
+      )
+      const { handle, ready } = _redisProcess(REDIS_SERVER_BIN, conf, dir, '127.0.0.1', port, opts.password, 'redis-cluster-node')
+      masters.push(handle)
+      await ready
+    }
+    const addresses = masters.map((m) => m.address)
+    await run(REDIS_CLI_BIN, ['--no-auth-warning', '--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], {
+      env: { ...process.env, REDISCLI_AUTH: opts.password },
+      timeout: 30_000,
+    })
+    // Every primary must know the whole slot map before a client is pointed at any of them.
+    await waitFor(
+      async () => (await Promise.all(masters.map((m) => m.cli(['CLUSTER', 'INFO'])))).every((i) => /cluster_state:ok/.test(i)),
+      {
+        timeoutMs: 30_000,
+        what: `the Redis Cluster on ${addresses.join(', ')} to be ready`,
+      },
+    )
+    return { masters, addresses, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
