@@ -1,8 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:tls'
 import { expect } from 'vitest'
 import { startCaddy, type CaddyHandle } from './caddy'
-import { eventually, type PresentedCertificate } from './http'
+import { eventually, presentedAt, type PresentedCertificate } from './http'
 import { createNodeNamespaces, type NodeNamespace } from './netns'
 import { startPebble, type PebbleHandle } from './pebble'
 import { freePort } from './ports'
@@ -51,31 +50,6 @@ export interface Fleet {
 
 /** A serial in hex, upper case, without leading zeros (Pebble and Node pad differently). */
 export const normalSerial = (hex: string | undefined) => hex?.toUpperCase().replace(/^0+/, '')
-
-/** The certificate `address:port` presents for `servername` (null when the handshake fails). */
-export function presentedAt(address: string, port: number, servername: string): Promise<PresentedCertificate | null> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: address, port, servername, rejectUnauthorized: false, timeout: 5000 }, () => {
-      const cert = socket.getPeerCertificate()
-      resolve({
-        subject: String(cert.subject?.CN ?? ''),
-        issuer: String(cert.issuer?.CN ?? ''),
-        authorized: socket.authorized,
-        serialNumber: String(cert.serialNumber ?? ''),
-        sans: String(cert.subjectaltname ?? ''),
-        validTo: String(cert.valid_to ?? ''),
-        fingerprint256: String(cert.fingerprint256 ?? ''),
-        servedBy: null,
-      })
-      socket.end()
-    })
-    socket.on('error', () => resolve(null))
-    socket.on('timeout', () => {
-      socket.destroy()
-      resolve(null)
-    })
-  })
-}
 
 export async function startFleet(
   opts: {

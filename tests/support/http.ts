@@ -89,8 +89,19 @@ export function presentedCertificate(
   ca: string,
   servedBy: number[] = [],
 ): Promise<PresentedCertificate | null> {
+  return presentedAt('127.0.0.1', port, servername, { ca, servedBy })
+}
+
+/** The certificate `address:port` presents for `servername` (null when the handshake fails). */
+export function presentedAt(
+  address: string,
+  port: number,
+  servername: string,
+  opts: { ca?: string; servedBy?: number[] } = {},
+): Promise<PresentedCertificate | null> {
+  const servedBy = opts.servedBy ?? []
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port, servername, ca, rejectUnauthorized: false, timeout: 5000 }, () => {
+    const socket = connect({ host: address, port, servername, ca: opts.ca, rejectUnauthorized: false, timeout: 5000 }, () => {
       const cert = socket.getPeerCertificate()
       resolve({
         subject: String(cert.subject?.CN ?? ''),

@@ -143,6 +143,11 @@ function _redisProcess(
   return { proc, handle, ready }
 }
 
+/** The lines every config file here starts with: where it listens and keeps its files, in the foreground, logging to stdout. */
+function _listenLines(binds: string[], port: number, dir: string): string[] {
+  return [`bind ${[...new Set(binds)].join(' ')}`, `port ${port}`, `dir ${dir}`, 'daemonize no', 'logfile ""']
+}
+
 /**
  * One redis-server with `password` (requirepass, and masterauth for a replica), listening on
  * `addresses` (the first is the one it announces) and 127.0.0.1, no persistence to disk.
@@ -164,13 +169,9 @@ export async function startRedisServer(opts: {
   writeFileSync(
     conf,
     [
-      `bind ${[...new Set([...opts.addresses, '127.0.0.1'])].join(' ')}`,
-      `port ${port}`,
-      `dir ${dir}`,
-      'daemonize no',
+      ..._listenLines([...opts.addresses, '127.0.0.1'], port, dir),
       'save ""',
       'appendonly no',
-      'logfile ""',
       `requirepass "${opts.password}"`,
       `masterauth "${opts.password}"`,
       // What Sentinel and the primary report for this server: the address the nodes reach.
@@ -247,11 +248,7 @@ export async function startRedisSentinelSet(opts: {
       writeFileSync(
         conf,
         [
-          `bind ${[...new Set([...opts.addresses, '127.0.0.1'])].join(' ')}`,
-          `port ${port}`,
-          `dir ${dir}`,
-          'daemonize no',
-          'logfile ""',
+          ..._listenLines([...opts.addresses, '127.0.0.1'], port, dir),
           `sentinel announce-ip ${host}`,
           ...(sentinelPassword ? [`requirepass "${sentinelPassword}"`, `sentinel sentinel-pass "${sentinelPassword}"`] : []),
           `sentinel monitor ${masterName} ${primary.host} ${primary.port} 1`,
@@ -353,13 +350,9 @@ export async function startRedisCluster(opts: { password: string; masters?: numb
       writeFileSync(
         conf,
         [
-          'bind 127.0.0.1',
-          `port ${port}`,
-          `dir ${dir}`,
-          'daemonize no',
+          ..._listenLines(['127.0.0.1'], port, dir),
           'save ""',
           'appendonly no',
-          'logfile ""',
           'cluster-enabled yes',
           `cluster-port ${ports[count + i]}`,
           'cluster-config-file nodes.conf',
