@@ -22,13 +22,18 @@ interface CompiledOperation {
   template: string
   pattern: RegExp
   staticSegments: number
-  responses: Map<string, { validate?: ((v: unknown) => boolean) & { errors?: unknown }; contentTypes: string[] }>
+  responses: Map<string, { validate?: Validator; contentTypes: string[] }>
 }
+type Validator = ((v: unknown) => boolean) & { errors?: unknown }
 
 let _operations: CompiledOperation[] | undefined
-let _validateError: (((v: unknown) => boolean) & { errors?: unknown }) | undefined
+let _validateError: Validator | undefined
 
-/** Compiled at the first response checked (unit test files never pay for it). */
+/**
+ * Read at the first response checked (unit test files never pay for it). Each response
+ * schema is compiled when a response first needs it: a file exercises a few operations,
+ * and compiling all of them cost about a second per file.
+ */
 function _compile(): CompiledOperation[] {
   const doc = buildOpenApiDocument()
   const ajv = new (Ajv2020 as any)({ strict: false, allErrors: true })
@@ -44,11 +49,15 @@ function _compile(): CompiledOperation[] {
       `^${segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`,
     )
     for (const [method, op] of Object.entries(item as Record<string, any>)) {
-      const responses = new Map<string, { validate?: any; contentTypes: string[] }>()
+      const responses = new Map<string, { validate?: Validator; contentTypes: string[] }>()
       for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
         const content = (r.content ?? {}) as Record<string, { schema: unknown }>
         const json = content['application/json']
-        responses.set(status, { validate: json ? compile(json.schema) : undefined, contentTypes: Object.keys(content) })
+        let compiled: Validator | undefined
+        const validate = json
+          ? Object.defineProperty((v: unknown) => (compiled ??= compile(json.schema))(v), 'errors', { get: () => compiled?.errors })
+          : undefined
+        responses.set(status, { validate, contentTypes: Object.keys(content) })
       }
       out.push({
         method: method.toUpperCase(),
