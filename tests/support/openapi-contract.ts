@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs'
 import Ajv2020 from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { buildOpenApiDocument } from '../../server/utils/openapi/document'
-import { observePanelResponses, type ObservedResponse } from './panel'
+import type { ObservedResponse } from './panel'
 
 // The OpenAPI contract check: every answer that PanelHandle.request receives
 // from an /api/* path (and /healthz, /auth/forward) is checked against the
@@ -12,7 +12,7 @@ import { observePanelResponses, type ObservedResponse } from './panel'
 // body must match the response schema. A mismatch throws, which fails the test
 // at the request that got it.
 //
-// Loaded for every test file by vitest (setupFiles). OPENAPI_CONTRACT=0 turns it
+// Loaded at the first panel response of a test file (contract-setup.ts). OPENAPI_CONTRACT=0 turns it
 // off; OPENAPI_COVERAGE_FILE=<path> appends one JSON line per checked response
 // ({method, path, status}) so that `node scripts/openapi-coverage.mjs <path>`
 // can list the operations the suite never exercised.
@@ -121,15 +121,10 @@ export function checkResponseAgainstDocument(r: ObservedResponse): { template: s
   return { template: op.template }
 }
 
-let _enabled = false
-export function enableOpenApiContract(): void {
-  if (process.env.OPENAPI_CONTRACT === '0' || _enabled) return
-  _enabled = true
+/** The setup file's observer (contract-setup.ts): the check, and the coverage line when asked for. */
+export function checkObservedResponse(r: ObservedResponse): void {
+  if (!_isChecked(r.path.split('?')[0]!)) return
+  const { template } = checkResponseAgainstDocument(r)
   const coverageFile = process.env.OPENAPI_COVERAGE_FILE
-  observePanelResponses((r) => {
-    if (!_isChecked(r.path.split('?')[0]!)) return
-    const { template } = checkResponseAgainstDocument(r)
-    if (coverageFile && template)
-      appendFileSync(coverageFile, `${JSON.stringify({ method: r.method, path: template, status: r.status })}\n`)
-  })
+  if (coverageFile && template) appendFileSync(coverageFile, `${JSON.stringify({ method: r.method, path: template, status: r.status })}\n`)
 }

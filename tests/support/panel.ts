@@ -40,13 +40,13 @@ export interface ObservedResponse {
   text: string
   json: unknown
 }
-const _observers: Array<(r: ObservedResponse) => void> = []
+const _observers: Array<(r: ObservedResponse) => void | Promise<void>> = []
 /**
  * Registers a check run on every response of every panel the harness started
  * (the OpenAPI contract check in tests/support/openapi-contract.ts); a throw
  * fails the request, hence the test. Returns the unregister function.
  */
-export function observePanelResponses(observer: (r: ObservedResponse) => void): () => void {
+export function observePanelResponses(observer: (r: ObservedResponse) => void | Promise<void>): () => void {
   _observers.push(observer)
   return () => {
     const i = _observers.indexOf(observer)
@@ -180,7 +180,8 @@ export async function startPanel(
       // An unexpected server error is logged by the panel, not answered: show that log with the failure.
       if (res.status === 500 && json?.error === 'internal error')
         throw new Error(`${o.method ?? 'GET'} ${path} answered 500; the panel logged:\n${output.slice(-4000)}`)
-      for (const observe of _observers) observe({ method: o.method ?? 'GET', path, status: res.status, headers: res.headers, text, json })
+      for (const observe of _observers)
+        await observe({ method: o.method ?? 'GET', path, status: res.status, headers: res.headers, text, json })
       return { status: res.status, headers: res.headers, text, json }
     },
     async login(email = ADMIN.email, password = ADMIN.password) {
