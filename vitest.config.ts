@@ -24,6 +24,8 @@ export default defineConfig({
   resolve: { alias: { '~': root } },
   test: {
     pool: 'forks',
+    // One worker per lane (vitest's default is one fewer than the cores: a single worker here).
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['tests/support/global-setup.ts'],
