@@ -24,15 +24,15 @@ export default defineConfig({
   resolve: { alias: { '~': root } },
   test: {
     pool: 'forks',
-    // One worker per lane (vitest's default is one fewer than the cores: a single worker here).
-    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['tests/support/global-setup.ts'],
     setupFiles: ['tests/support/no-idle-reuse.ts', 'tests/support/file-teardown.ts', 'tests/support/contract-setup.ts'],
     // Integration files start real components and servers, and spend most of their time
-    // waiting on them: two lanes side by side keep both cores busy. Each lane runs one
-    // file at a time (docs/testing.md, "Two lanes").
+    // waiting on them: scripts/test.sh runs the two lanes side by side, one vitest process
+    // each (vitest itself runs every project that has one file at a time in a single
+    // queue), so both cores are busy. Each lane runs one file at a time (docs/testing.md,
+    // "Two lanes"); a plain `npx vitest run` runs both lanes one after the other.
     projects: [
       {
         extends: true,
