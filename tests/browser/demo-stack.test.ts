@@ -5,7 +5,7 @@ import { serveDemoGeo, type DemoGeoServer } from '../support/demo'
 import { edgeBinaries } from '../support/edge-bins'
 import { httpRequest } from '../support/http'
 import { registerTestSecret } from '../support/panel'
-import { freePort } from '../support/ports'
+import { unusedPort } from '../support/ports'
 import { startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { axeProblemsInBothThemesAndWidths, DESK, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
@@ -30,7 +30,7 @@ beforeAll(async () => {
   up = await startTestUpstream()
   geo = await serveDemoGeo()
   // A port that was free a moment ago: nothing listens there.
-  deadUrl = `http://127.0.0.1:${await freePort()}/country.mmdb`
+  deadUrl = `http://127.0.0.1:${await unusedPort()}/country.mmdb`
   stack = await startProxyStack({
     env: {
       ...panelEnvFor(cs),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { DNS_PROVIDER_CATALOGUE } from '../../server/utils/hosts/dns-catalogue'
 import { registerTestSecret } from '../support/panel'
-import { freePort } from '../support/ports'
+import { freePort, unusedPort } from '../support/ports'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { axeProblemsInBothThemesAndWidths, firstPage, launchChromium, screenshot, signInAsAdmin } from './browser'
 
@@ -67,7 +67,7 @@ describe('DNS providers screen', () => {
   it("a host whose provider delegates: the host screen shows the CNAME to create and the lookup's answer", async () => {
     // RFC 2136 at a loopback port where nothing listens: the lookup goes there (the provider's
     // own server) and fails at once, so nothing leaves the machine.
-    const server = `127.0.0.1:${await freePort()}`
+    const server = `127.0.0.1:${await unusedPort()}`
     const key = Buffer.from('SECRETbrowserTsigKey0123456789ab').toString('base64')
     registerTestSecret(key)
     const put = await stack.panel.request('/api/dns-providers/provider_c', {

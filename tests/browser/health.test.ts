@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { panelEnvFor, startCrowdsec, type CrowdsecHandle } from '../support/crowdsec'
 import { ADMIN } from '../support/panel'
-import { freePort } from '../support/ports'
+import { unusedPort } from '../support/ports'
 import { makeTempDir } from '../support/processes'
 import { writeMmdb } from '../support/mmdb-writer'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
@@ -53,7 +53,7 @@ beforeAll(async () => {
     target_group_id: groupId,
     tls_mode: 'auto',
     tls_challenge: 'http',
-    tls_acme_ca_url: `https://127.0.0.1:${await freePort()}/dir`, // nothing listens there
+    tls_acme_ca_url: `https://127.0.0.1:${await unusedPort()}/dir`, // nothing listens there
     tls_email: 'ops@example.test',
   })
   expect(acme.status).toBe(201)

@@ -10,7 +10,7 @@ import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createTestPki } from '../support/certs'
 import { writeMmdb } from '../support/mmdb-writer'
 import { Cron } from 'croner'
-import { freePort } from '../support/ports'
+import { freePort, unusedPort } from '../support/ports'
 import { axeProblems as axeProblemsOn, DESK, firstPage, launchChromium, PHONE, screenshot } from './browser'
 
 // Phone and desk: the menu button, tables as cards, no sideways scrolling at 390 px,
@@ -767,7 +767,7 @@ describe('failures explained in place (a proxy without the WAF and rate-limit mo
   let deadPort: number
   let otherId: number
   beforeAll(async () => {
-    deadPort = await freePort()
+    deadPort = await unusedPort()
     lean = await startProxyStack({
       env: {
         ...panelEnvFor(cs),

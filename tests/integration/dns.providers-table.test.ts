@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DNS_PROVIDER_CATALOGUE, delegationTarget, dnsChallengeConfig } from '../../server/utils/hosts/dns-catalogue'
 import { DNS_SAMPLES, malformedForms } from '../support/dns-samples'
 import { registerTestSecret } from '../support/panel'
-import { freePort } from '../support/ports'
+import { unusedPort } from '../support/ports'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 // One table across every catalogue provider (issue 39): well-formed credentials
@@ -30,7 +30,7 @@ let closedCa: string
 beforeAll(async () => {
   stack = await startProxyStack()
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).id
-  closedCa = `https://127.0.0.1:${await freePort()}/dir` // nothing listens: every order stops here
+  closedCa = `https://127.0.0.1:${await unusedPort()}/dir` // nothing listens: every order stops here
 })
 afterAll(async () => {
   await stack?.stop()

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../support/ports'
+import { unusedPort } from '../support/ports'
 import { startPanel, type PanelHandle } from '../support/panel'
 
 // A geolocation download that fails says which database, the URL it tried, why,
@@ -11,7 +11,7 @@ let cookie: string
 let deadPort: number
 beforeAll(async () => {
   // A port that was free a moment ago: nothing listens there, so the connection is refused.
-  deadPort = await freePort()
+  deadPort = await unusedPort()
   panel = await startPanel({
     env: {
       GEOIP_COUNTRY_URL: `http://127.0.0.1:${deadPort}/country.mmdb`,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
-import { freePort } from '../support/ports'
+import { freePort, unusedPort } from '../support/ports'
 import { startTestUpstream, type TestUpstream } from '../support/upstream'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
@@ -20,7 +20,7 @@ beforeAll(async () => {
   hook = await startWebhookReceiver({ onRequest: (r) => delivered.push(JSON.parse(r.body)) })
   stack = await startProxyStack()
   live = await startTestUpstream()
-  deadAddress = `127.0.0.1:${await freePort()}` // nothing listens there
+  deadAddress = `127.0.0.1:${await unusedPort()}` // nothing listens there
   refusingCa = `https://127.0.0.1:${await freePort()}/dir` // an ACME directory that refuses connections
   const api = (path: string, body: unknown) => stack.panel.request(path, { method: 'POST', cookie: stack.admin, body })
   const ch = (await api('/api/notifications/channels', { name: 'hook', type: 'webhook', config: { url: `${hook.url}/` } })).json

@@ -8,7 +8,7 @@ import { freshRequest } from '../support/admin-http'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../support/factories'
 import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { consecutiveFreePorts, freePorts } from '../support/ports'
+import { consecutiveFreePorts, freePorts, unusedPort } from '../support/ports'
 import { makeTempDir, waitFor } from '../support/processes'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 import { buildStreamSnapshot } from '../support/stream-snapshot'
@@ -370,8 +370,8 @@ describe('streams through the production Caddy, from a client on a public addres
 
   it('a TCP target that refuses connections is passed over for the live one', async () => {
     const live = await tcpEcho(await portRun(1))
-    // A port nothing listens on: taken from the free ones and never bound.
-    const dead = await portRun(1)
+    // A port nothing listens on, and nothing will (below the ports handed out).
+    const dead = await unusedPort()
     const listen = await portRun(1)
     await load(
       [buildStreamSnapshot({ id: 12, name: 'failover', listen_port: listen, target_group_id: 12 })],

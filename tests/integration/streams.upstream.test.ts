@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { createPublicClientNamespace, type PublicClientNamespace } from '../support/netns'
-import { freePort } from '../support/ports'
+import { freePort, unusedPort } from '../support/ports'
 import { createGroup, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 // The upstream of a connection row (docs/streams.md "Connection rows"): real connections
@@ -158,7 +158,7 @@ describe('the upstream of a connection row', () => {
   it('a refusing target, then a live one: the row names the live one, which carried the connection', async () => {
     const live = await startTcpEcho()
     upstreams.push(live)
-    const dead = await freePort() // free and never bound: the proxy's dial is refused
+    const dead = await unusedPort() // nothing listens there, and nothing will: the proxy's dial is refused
     const group = await createGroup(stack, {
       name: 'upstream-retry',
       lb_policy: 'round_robin',

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCaddy, type CaddyHandle } from '../support/caddy'
 import { eventually } from '../support/http'
 import { registerTestSecret } from '../support/panel'
-import { freePort } from '../support/ports'
+import { unusedPort } from '../support/ports'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../support/proxy-stack'
 
 // The two vendors' DNS modules of the production Caddy (caddy-dns/cloudflare
@@ -44,7 +44,7 @@ beforeAll(async () => {
   stack = await startProxyStack()
   direct = await startCaddy()
   groupId = (await createGroup(stack, { name: 'g', targets: [{ address: '127.0.0.1:9' }] })).id
-  closedCa = `https://127.0.0.1:${await freePort()}/dir` // nothing listens: every order stops here
+  closedCa = `https://127.0.0.1:${await unusedPort()}/dir` // nothing listens: every order stops here
 })
 afterAll(async () => {
   await stack?.stop()

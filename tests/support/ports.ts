@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { createSocket } from 'node:dgram'
 import { createServer, type Server } from 'node:net'
 
@@ -67,4 +68,27 @@ export async function consecutiveFreePorts(n: number, avoid: number[] = []): Pro
     if (ok) return base
   }
   throw new Error(`no ${n} consecutive free ports found`)
+}
+
+/**
+ * A loopback port where nothing listens, and where nothing will while the test counts on
+ * it: one below the kernel's ephemeral range (net.ipv4.ip_local_port_range), where every
+ * port of freePort() and of every outgoing connection comes from, so no component of this
+ * test or of the other lane (docs/testing.md, "Two lanes") is handed it. Checked free now.
+ */
+export async function unusedPort(): Promise<number> {
+  const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
+  const low = 20_000
+  const high = Math.min(ephemeralLow ?? 32_768, 32_768)
+  if (high - low < 100) throw new Error(`no room below the ephemeral ports (${ephemeralLow}) for a port nothing listens on`)
+  for (let i = 0; i < 50; i++) {
+    const port = low + Math.floor(Math.random() * (high - low))
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer()
+      srv.once('error', () => resolve(false))
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
+    })
+    if (free) return port
+  }
+  throw new Error(`no free port found between ${low} and ${high}`)
 }
