@@ -213,6 +213,19 @@ function _answerError(answer: _Answer): string {
   return `the node's admin API answered ${answer.status}`
 }
 
+/** GET one of the production build's own admin routes; a network failure comes back as words. */
+async function _getPanelRoute(
+  admin: string | AdminTarget,
+  path: string,
+  timeoutMs = 2_000,
+): Promise<{ answer: _Answer } | { error: string }> {
+  try {
+    return { answer: await _call(_target(admin), 'GET', path, undefined, {}, timeoutMs) }
+  } catch (err) {
+    return { error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+}
+
 /**
  * GET /panel/storage/health (the production build's admin.api.panel_storage, docs/scaling.md):
  * the node writes, reads and deletes a probe key in its certificate storage. `absent`: the
@@ -227,12 +240,9 @@ export async function readNodeStorageHealth(
   | { outcome: 'refused'; error: string }
   | { outcome: 'unreachable'; error: string }
 > {
-  let answer: _Answer
-  try {
-    answer = await _call(_target(admin), 'GET', '/panel/storage/health', undefined, {}, opts.timeoutMs ?? 2_000)
-  } catch (err) {
-    return { outcome: 'unreachable', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
-  }
+  const got = await _getPanelRoute(admin, '/panel/storage/health', opts.timeoutMs)
+  if ('error' in got) return { outcome: 'unreachable', error: got.error }
+  const answer = got.answer
   if (answer.status === 404) return { outcome: 'absent' }
   if (answer.status === 401 || answer.status === 403)
     return {
@@ -272,12 +282,9 @@ export async function readStorageCertificates(
   | { outcome: 'absent' }
   | { outcome: 'failed'; error: string }
 > {
-  let answer: _Answer
-  try {
-    answer = await _call(_target(admin), 'GET', '/panel/storage/certificates', undefined, {}, opts.timeoutMs ?? 2_000)
-  } catch (err) {
-    return { outcome: 'failed', error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
-  }
+  const got = await _getPanelRoute(admin, '/panel/storage/certificates', opts.timeoutMs)
+  if ('error' in got) return { outcome: 'failed', error: got.error }
+  const answer = got.answer
   if (answer.status === 404) return { outcome: 'absent' }
   if (answer.status !== 200) return { outcome: 'failed', error: _answerError(answer) }
   try {
