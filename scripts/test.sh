@@ -78,19 +78,35 @@ npm run lint
 section "tests"
 # Two lanes side by side, one vitest process each (vitest.config.ts, docs/testing.md "Two
 # lanes"): this one prints as it goes, the other's output follows when both are done.
-# The exit code is non-zero when either lane failed.
+# Each lane's failures are printed again at the very end, so the last lines of a long
+# log (often all a CI view keeps) say which tests failed and why. The exit code is
+# non-zero when either lane failed.
+first_log=$(mktemp)
 rest_log=$(mktemp)
 npx vitest run --project 'the rest' --passWithNoTests "$@" >"$rest_log" 2>&1 &
 rest_pid=$!
 trap 'kill "$rest_pid" 2>/dev/null || true' INT TERM
 set +e
-npx vitest run --project 'namespaces and browser' --passWithNoTests "$@"
-first=$?
+npx vitest run --project 'namespaces and browser' --passWithNoTests "$@" 2>&1 | tee "$first_log"
+first=${PIPESTATUS[0]}
 wait "$rest_pid"
 second=$?
 set -e
 section "tests: the rest (the second lane)"
 cat "$rest_log"
-rm -f "$rest_log"
+# vitest's own summary of a failed run: from its "Failed Tests" (or "Unhandled Errors")
+# heading to the "Test Files" count, colour codes removed.
+failures_of() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '/Failed Tests [0-9]|Unhandled Errors|Unhandled Rejection/ {p=1} p {print} /^ *Test Files/ {p=0}' | head -n 400
+}
+if [ "$first" -ne 0 ]; then
+  section "failures: namespaces and browser (the first lane, repeated)"
+  failures_of "$first_log"
+fi
+if [ "$second" -ne 0 ]; then
+  section "failures: the rest (the second lane, repeated)"
+  failures_of "$rest_log"
+fi
+rm -f "$first_log" "$rest_log"
 echo "lanes: namespaces and browser exit $first, the rest exit $second"
 [ "$first" -eq 0 ] && [ "$second" -eq 0 ]
