@@ -74,6 +74,17 @@ function _describeNetworkError(err: unknown): string {
   return e.message.replace(/^connect /, '')
 }
 
+// This panel's /load calls per admin API. Caddy answers no read of its configuration while it
+// loads one (the read waits for the load's lock, then the admin server restarts), so a read
+// that overlapped one of our own loads and got no answer says nothing about the proxy.
+const _loads = new Map<string, { started: number; running: Set<Promise<unknown>> }>()
+
+function _loadsOf(url: string) {
+  let loads = _loads.get(url)
+  if (!loads) _loads.set(url, (loads = { started: 0, running: new Set() }))
+  return loads
+}
+
 /** POST /load. `force` sends Cache-Control: must-revalidate so identical JSON still reloads (rotated files). */
 export async function loadProxyConfig(
   admin: string | AdminTarget,
@@ -82,11 +93,17 @@ export async function loadProxyConfig(
 ): Promise<LoadResult> {
   const target = _target(admin)
   const adminUrl = target.url
+  const loads = _loadsOf(adminUrl)
+  const call = _call(target, 'POST', '/load', configJson, opts.force ? { 'cache-control': 'must-revalidate' } : {}, 20_000)
+  loads.started++
+  loads.running.add(call)
   let answer: _Answer
   try {
-    answer = await _call(target, 'POST', '/load', configJson, opts.force ? { 'cache-control': 'must-revalidate' } : {}, 20_000)
+    answer = await call
   } catch (err) {
     return { outcome: 'unreachable', error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
+  } finally {
+    loads.running.delete(call)
   }
   if (answer.status >= 200 && answer.status < 300) return { outcome: 'applied' }
   let text = answer.body.trim()
@@ -99,19 +116,41 @@ export async function loadProxyConfig(
   return { outcome: 'rejected', proxyError: text || `HTTP ${answer.status}` }
 }
 
-/** GET /config/ as the text the proxy answered ('null' for an empty configuration); see held-hash.ts for the parsed and hashed form. */
+/**
+ * GET /config/ as the text the proxy answered ('null' for an empty configuration); see held-hash.ts
+ * for the parsed and hashed form. A read that got no answer while this panel was loading a
+ * configuration into the same proxy is made again once the load is done: the proxy was busy
+ * with us, not away.
+ */
 export async function readProxyConfigText(
   admin: string | AdminTarget,
   opts: { timeoutMs?: number } = {},
 ): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
   const adminUrl = adminUrlOf(admin)
-  try {
+  const loads = _loadsOf(adminUrl)
+  const startedBefore = loads.started
+  const loadingBefore = loads.running.size > 0
+  const read = async () => {
     const answer = await _call(_target(admin), 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
-    if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
-    return { ok: true, text: answer.body }
-  } catch (err) {
-    return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(err)}` }
+    if (answer.status !== 200) return { ok: false as const, error: `proxy admin API answered ${answer.status}` }
+    return { ok: true as const, text: answer.body }
   }
+  let failure: unknown
+  try {
+    return await read()
+  } catch (err) {
+    failure = err
+  }
+  // Queued behind one of our own loads, or cut by the restart that ends it: read again once it is done.
+  if (loadingBefore || loads.started !== startedBefore || loads.running.size > 0) {
+    while (loads.running.size) await Promise.allSettled([...loads.running])
+    try {
+      return await read()
+    } catch (err) {
+      failure = err
+    }
+  }
+  return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(failure)}` }
 }
 
 /** The admin API's URL, for messages. */
