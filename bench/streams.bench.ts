@@ -8,12 +8,16 @@ import { startCaddy, type CaddyHandle } from '../tests/support/caddy'
 import { buildGroupSnapshot, buildSnapshot } from '../tests/support/factories'
 import { freePort } from '../tests/support/ports'
 import { makeTempDir, startProcess, waitFor, type ManagedProcess } from '../tests/support/processes'
-import { median, ratioOf, reportFigures } from './report'
+import { median, ratioOf, reportFigures, type Figure } from './report'
+import { processTreeTicks, startStreamReferences, type StreamReference } from './stream-references'
 
 // TCP throughput through a stream (the production Caddy's layer-4 proxy, configured by
 // the panel's builder) against a direct connection to the same upstream, alternated in
 // the same run (docs/performance.md, goal >= 0.8x). The upstream (its own process) sends
 // BENCH_STREAM_MB (default 256) MB and closes; the client, on loopback, reads to the end.
+// Other proxies in front of the same upstream are measured in the same rounds when this
+// machine has them (stream-references.ts: nginx's stream module, HAProxy, and a splice
+// relay, the floor of any user-space proxy), each with the CPU it spends per GB.
 
 const MB = 1024 * 1024
 const TOTAL_MB = Number(process.env.BENCH_STREAM_MB ?? 256)
@@ -49,6 +53,8 @@ let caddy: CaddyHandle
 let upstream: ManagedProcess
 let upstreamPort: number
 let streamPort: number
+let references: StreamReference[] = []
+let missingReferences: string[] = []
 
 beforeAll(async () => {
   upstreamPort = await freePort()
@@ -78,9 +84,11 @@ beforeAll(async () => {
   expect(warnings).toEqual([])
   const res = await caddy.load(config)
   expect(res.status, res.body).toBe(200)
+  ;({ references, missing: missingReferences } = await startStreamReferences(upstreamPort))
 })
 
 afterAll(async () => {
+  for (const r of references) await r.stop()
   await caddy?.stop()
   await upstream?.stop()
 })
@@ -104,27 +112,44 @@ function transfer(port: number): Promise<number> {
 }
 
 it(`TCP bulk transfer (${TOTAL_MB} MB): through a stream against a direct connection`, async () => {
-  // A first transfer each way warms the upstream, Caddy's proxy and the page cache.
+  const proxies = [
+    { name: 'a TCP stream (the production Caddy)', port: streamPort, cpuTicks: () => processTreeTicks(caddy.pid) },
+    ...references,
+  ]
+  // A first transfer each way warms the upstream, each proxy and the page cache.
   await transfer(upstreamPort)
-  await transfer(streamPort)
+  for (const p of proxies) await transfer(p.port)
   const direct: number[] = []
-  const stream: number[] = []
+  const through = proxies.map(() => ({ rates: [] as number[], ticks: 0 }))
   for (let i = 0; i < PAIRS; i++) {
     direct.push(await transfer(upstreamPort))
-    stream.push(await transfer(streamPort))
+    for (const [k, p] of proxies.entries()) {
+      const t0 = p.cpuTicks()
+      through[k]!.rates.push(await transfer(p.port))
+      through[k]!.ticks += p.cpuTicks() - t0
+    }
   }
   const d = median(direct)
-  const s = median(stream)
-  console.log(`direct MB/s: ${direct.join(', ')}; through the stream MB/s: ${stream.join(', ')}`)
-  reportFigures('streams', [
+  console.log([`direct MB/s: ${direct.join(', ')}`, ...proxies.map((p, k) => `${p.name} MB/s: ${through[k]!.rates.join(', ')}`)].join('\n'))
+  if (missingReferences.length) console.log(`references not measured (not installed): ${missingReferences.join('; ')}`)
+  // CPU seconds the proxy spent per GB moved (clock ticks are 1/100 s on Linux).
+  const cpuPerGb = (ticks: number) => Number((ticks / 100 / ((PAIRS * TOTAL_MB) / 1024)).toFixed(2))
+  const figures: Figure[] = [
     { what: `direct to the upstream, median of ${PAIRS}`, value: d, unit: 'MB/s', budget: '-', withinBudget: true },
-    {
-      what: `through a TCP stream, median of ${PAIRS}`,
-      value: s,
-      unit: 'MB/s',
-      budget: '-',
-      withinBudget: true,
-      ratio: ratioOf(s, d, 'direct, same run', '>= 0.8'),
-    },
-  ])
+  ]
+  for (const [k, p] of proxies.entries()) {
+    const isStream = k === 0
+    figures.push(
+      {
+        what: `through ${p.name}, median of ${PAIRS}`,
+        value: median(through[k]!.rates),
+        unit: 'MB/s',
+        budget: '-',
+        withinBudget: true,
+        ratio: ratioOf(median(through[k]!.rates), d, 'direct, same run', isStream ? '>= 0.8' : 'reference'),
+      },
+      { what: `  CPU of ${p.name} per GB`, value: cpuPerGb(through[k]!.ticks), unit: 's', budget: '-', withinBudget: true },
+    )
+  }
+  reportFigures('streams', figures)
 })

@@ -1,0 +1,3 @@
+module splicerelay
+
+go 1.22
