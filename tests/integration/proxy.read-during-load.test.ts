@@ -9,7 +9,7 @@ import { waitFor } from '../support/processes'
 // load's lock. The panel's drift check reads the configuration every 2 s with a 2 s limit, so
 // under load a read queued behind the panel's own push timed out and the proxy was reported
 // unreachable (`/api/dashboard/health` said reachable: false right after a push that worked).
-// Such a read is now made again once the push is done (client.ts).
+// Such a read (any GET of the client) is now made again once the push is done (client.ts, _get).
 
 let caddy: CaddyHandle
 let httpPort: number

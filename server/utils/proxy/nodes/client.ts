@@ -74,9 +74,7 @@ function _describeNetworkError(err: unknown): string {
   return e.message.replace(/^connect /, '')
 }
 
-// This panel's /load calls per admin API. Caddy answers no read of its configuration while it
-// loads one (the read waits for the load's lock, then the admin server restarts), so a read
-// that overlapped one of our own loads and got no answer says nothing about the proxy.
+// This panel's /load calls per admin API: a read that overlapped one and got no answer is made again after it (_get).
 const _loads = new Map<string, { started: number; running: Set<Promise<unknown>> }>()
 
 function _loadsOf(url: string) {
@@ -116,41 +114,37 @@ export async function loadProxyConfig(
   return { outcome: 'rejected', proxyError: text || `HTTP ${answer.status}` }
 }
 
-/**
- * GET /config/ as the text the proxy answered ('null' for an empty configuration); see held-hash.ts
- * for the parsed and hashed form. A read that got no answer while this panel was loading a
- * configuration into the same proxy is made again once the load is done: the proxy was busy
- * with us, not away.
- */
+/** GET /config/ as the text the proxy answered ('null' for an empty configuration); see held-hash.ts for the parsed and hashed form. */
 export async function readProxyConfigText(
   admin: string | AdminTarget,
   opts: { timeoutMs?: number } = {},
 ): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
-  const adminUrl = adminUrlOf(admin)
-  const loads = _loadsOf(adminUrl)
+  try {
+    const answer = await _get(admin, '/config/', opts.timeoutMs ?? 5_000)
+    if (answer.status !== 200) return { ok: false, error: `proxy admin API answered ${answer.status}` }
+    return { ok: true, text: answer.body }
+  } catch (err) {
+    return { ok: false, error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
+  }
+}
+
+/**
+ * GET on the admin API. A read that got no answer while this panel was loading a configuration
+ * into the same proxy is made again once the load is done: Caddy holds every read behind a
+ * load's lock, then restarts its admin server, so the proxy was busy with us, not away.
+ */
+async function _get(admin: string | AdminTarget, path: string, timeoutMs: number): Promise<_Answer> {
+  const target = _target(admin)
+  const loads = _loadsOf(target.url)
   const startedBefore = loads.started
   const loadingBefore = loads.running.size > 0
-  const read = async () => {
-    const answer = await _call(_target(admin), 'GET', '/config/', undefined, {}, opts.timeoutMs ?? 5_000)
-    if (answer.status !== 200) return { ok: false as const, error: `proxy admin API answered ${answer.status}` }
-    return { ok: true as const, text: answer.body }
-  }
-  let failure: unknown
   try {
-    return await read()
+    return await _call(target, 'GET', path, undefined, {}, timeoutMs)
   } catch (err) {
-    failure = err
+    if (!loadingBefore && loads.started === startedBefore && loads.running.size === 0) throw err
   }
-  // Queued behind one of our own loads, or cut by the restart that ends it: read again once it is done.
-  if (loadingBefore || loads.started !== startedBefore || loads.running.size > 0) {
-    while (loads.running.size) await Promise.allSettled([...loads.running])
-    try {
-      return await read()
-    } catch (err) {
-      failure = err
-    }
-  }
-  return { ok: false, error: `proxy admin API at ${adminUrl} is unreachable: ${_describeNetworkError(failure)}` }
+  while (loads.running.size) await Promise.allSettled([...loads.running])
+  return _call(target, 'GET', path, undefined, {}, timeoutMs)
 }
 
 /** The admin API's URL, for messages. */
@@ -167,7 +161,7 @@ export async function readProxyBuild(
   opts: { timeoutMs?: number } = {},
 ): Promise<{ main_module: string; version: string; go_version: string | null } | null> {
   try {
-    const answer = await _call(_target(admin), 'GET', '/metrics', undefined, {}, opts.timeoutMs ?? 2_000)
+    const answer = await _get(admin, '/metrics', opts.timeoutMs ?? 2_000)
     if (answer.status !== 200) return null
     const build = /^go_build_info\{[^}]*path="([^"]*)"[^}]*version="([^"]*)"/m.exec(answer.body)
     if (!build) return null
@@ -189,7 +183,7 @@ export async function readProxyUpstreams(
   opts: { timeoutMs?: number } = {},
 ): Promise<Map<string, { num_requests: number; fails: number }> | null> {
   try {
-    const answer = await _call(_target(admin), 'GET', '/reverse_proxy/upstreams', undefined, {}, opts.timeoutMs ?? 2_000)
+    const answer = await _get(admin, '/reverse_proxy/upstreams', opts.timeoutMs ?? 2_000)
     if (answer.status !== 200) return null
     const list = JSON.parse(answer.body)
     if (!Array.isArray(list)) return null
@@ -212,7 +206,7 @@ export async function readLayer4UpstreamHealth(
   opts: { timeoutMs?: number } = {},
 ): Promise<Map<string, boolean> | null> {
   try {
-    const answer = await _call(_target(admin), 'GET', '/metrics', undefined, {}, opts.timeoutMs ?? 2_000)
+    const answer = await _get(admin, '/metrics', opts.timeoutMs ?? 2_000)
     if (answer.status !== 200) return null
     const out = new Map<string, boolean>()
     for (const m of answer.body.matchAll(/^caddy_layer4_proxy_upstream_healthy\{upstream="([^"]*)"\} (\S+)$/gm))
@@ -259,7 +253,7 @@ async function _getPanelRoute(
   timeoutMs = 2_000,
 ): Promise<{ answer: _Answer } | { error: string }> {
   try {
-    return { answer: await _call(_target(admin), 'GET', path, undefined, {}, timeoutMs) }
+    return { answer: await _get(admin, path, timeoutMs) }
   } catch (err) {
     return { error: `proxy admin API at ${adminUrlOf(admin)} is unreachable: ${_describeNetworkError(err)}` }
   }
