@@ -199,6 +199,36 @@ describe('login with a passkey', () => {
     expect(res.status).toBe(400)
     expect(res.json.error).toMatch(/response/)
   })
+
+  it('keeps at most 10 unanswered challenges per address: then 429 with Retry-After, until one is answered', async () => {
+    const MAX_OPEN_LOGIN_CHALLENGES_PER_SOURCE = 10 // docs/access-control.md, "Login with a passkey"
+    const u = await newUser('flood')
+    const { credential } = await register(u.cookie)
+    const options = () => api('/api/auth/passkeys/login/options', 'POST', {})
+    const held: string[] = []
+    let refused: PanelResponse | undefined
+    // Every earlier test answered its challenges: this address holds none when the loop starts.
+    for (let i = 0; i <= MAX_OPEN_LOGIN_CHALLENGES_PER_SOURCE && !refused; i++) {
+      const res = await options()
+      if (res.status === 200) held.push(res.json.challenge)
+      else refused = res
+    }
+    expect(held.length).toBe(MAX_OPEN_LOGIN_CHALLENGES_PER_SOURCE)
+    expect(refused?.status).toBe(429)
+    expect(refused!.json.error).toBe(
+      '10 passkey sign-ins started from this address are not finished: finish one, or wait until the oldest expires',
+    )
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThan(0)
+    // An answer, accepted or not, frees its challenge's place, and only that one.
+    expect((await passkeyLogin(authn.get(credential, held.shift()!, { origin: 'https://evil.example' }))).status).toBe(401)
+    const again = await options()
+    expect(again.status).toBe(200)
+    held.push(again.json.challenge)
+    expect((await options()).status).toBe(429)
+    // The later tests sign in from this address too.
+    for (const challenge of held) expect((await passkeyLogin(authn.get(credential, challenge))).status).toBe(200)
+    expect((await options()).status).toBe(200)
+  })
 })
 
 describe('passkey as the second step beside TOTP', () => {

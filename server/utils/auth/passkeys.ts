@@ -13,7 +13,8 @@ import {
 import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers'
 import { passkeys, users } from '../../../db/schema'
 import { getDb, writeTransaction, type Executor, type Tx } from '../core/db'
-import { badRequest, conflict, notFound, unauthorized } from '../core/errors'
+import { badRequest, conflict, notFound, tooManyRequests, unauthorized } from '../core/errors'
+import { nowMs } from '../core/clock'
 import { writeAudit, type AuditContext } from '../core/audit'
 import { getConfig } from '../core/config'
 import { logger } from '../core/log'
@@ -40,11 +41,20 @@ const _CHALLENGE_TTL_MS = 5 * 60_000
 const _RP_NAME = 'Edge panel'
 export const MAX_PASSKEYS_PER_USER = 20
 
+/**
+ * Anonymous login challenges not yet answered, per client address and in all. Anyone may ask
+ * for one and each is kept 5 minutes, so without a bound one address could fill the store.
+ */
+export const MAX_OPEN_LOGIN_CHALLENGES_PER_SOURCE = 10
+export const MAX_OPEN_LOGIN_CHALLENGES = 10_000
+
 type _Purpose = 'register' | 'login' | 'second_factor'
 interface _Challenge {
   purpose: _Purpose
   /** The signed-in user (register) or the user of the pending TOTP login (second_factor). */
   userId?: number
+  /** Who asked for an anonymous login challenge, and until when it counts for them. */
+  source?: { address: string; expiresAt: number }
 }
 const _challenges = createPendingStore<_Challenge>({ prefix: 'auth:passkey-challenge', ttlMs: _CHALLENGE_TTL_MS })
 
@@ -98,8 +108,51 @@ function _challengeOf(clientDataJSON: string): string {
 /** Takes (consumes) the challenge the response answers, for this purpose; null when unknown, used, expired or for another use. */
 async function _takeChallenge(clientDataJSON: string, purpose: _Purpose): Promise<_Challenge | null> {
   const record = await _challenges.take(_challengeOf(clientDataJSON))
+  if (record?.source) _openLoginChallenges.release(record.source.address, record.source.expiresAt)
   return record && record.purpose === purpose ? record : null
 }
+
+/** Expiry times of the anonymous login challenges each address holds (memory of this process, as the store). */
+const _openLoginChallenges = (() => {
+  const bySource = new Map<string, number[]>()
+  let total = 0
+  const prune = (source: string, now: number) => {
+    const open = bySource.get(source) ?? []
+    const left = open.filter((expiresAt) => expiresAt > now)
+    total -= open.length - left.length
+    if (left.length) bySource.set(source, left)
+    else bySource.delete(source)
+    return left
+  }
+  return {
+    /** Counts a new challenge for `source` (answers until when it counts); throws 429 when it, or the panel, holds too many. */
+    open(source: string): number {
+      const now = nowMs()
+      const held = prune(source, now)
+      if (held.length >= MAX_OPEN_LOGIN_CHALLENGES_PER_SOURCE)
+        throw tooManyRequests(
+          `${held.length} passkey sign-ins started from this address are not finished: finish one, or wait until the oldest expires`,
+          Math.max(1, Math.ceil((held[0]! - now) / 1000)),
+        )
+      if (total >= MAX_OPEN_LOGIN_CHALLENGES) for (const s of [...bySource.keys()]) prune(s, now)
+      if (total >= MAX_OPEN_LOGIN_CHALLENGES)
+        throw tooManyRequests('too many passkey sign-ins are started and not finished on this panel: try again in a minute', 60)
+      const expiresAt = now + _CHALLENGE_TTL_MS
+      bySource.set(source, [...held, expiresAt])
+      total++
+      return expiresAt
+    },
+    /** The challenge was answered (or refused): its place is free. */
+    release(source: string, expiresAt: number) {
+      const open = bySource.get(source) ?? []
+      const at = open.indexOf(expiresAt)
+      if (at < 0) return // expired and pruned already
+      open.splice(at, 1)
+      total--
+      if (!open.length) bySource.delete(source)
+    },
+  }
+})()
 
 async function _newChallenge(challenge: string, value: _Challenge): Promise<void> {
   await _challenges.put(challenge, value)
@@ -216,9 +269,11 @@ export async function deletePasskeysOfUser(exec: Executor, userId: number): Prom
 // ---------------------------------------------------------------- authentication
 
 /** Options for a login without an email: any discoverable key of this panel may answer. */
-export async function beginPasskeyLogin(): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export async function beginPasskeyLogin(remoteIp: string | null): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  const address = remoteIp ?? 'unknown'
+  const expiresAt = _openLoginChallenges.open(address)
   const options = await generateAuthenticationOptions({ rpID: relyingParty().rpID, userVerification: 'required' })
-  await _newChallenge(options.challenge, { purpose: 'login' })
+  await _newChallenge(options.challenge, { purpose: 'login', source: { address, expiresAt } })
   return options
 }
 

@@ -139,8 +139,13 @@ const passkeyOperations = [
     path: '/api/auth/passkeys/login/options',
     access: 'public',
     summary: 'Start a login with a passkey (no email: any discoverable key of this panel)',
+    description:
+      'Each challenge lives 5 minutes. At most 10 unanswered challenges per client address (and 10,000 on the panel): beyond, 429 with Retry-After until one is answered or expires.',
     body: emptyBody,
-    responses: { 200: ok('request options with a single-use challenge', requestOptionsSchema) },
+    responses: {
+      200: ok('request options with a single-use challenge', requestOptionsSchema),
+      429: ok('too many unanswered passkey sign-ins from this address', undefined, { headers: { 'Retry-After': 'seconds' } }),
+    },
   }),
   operation({
     method: 'post',
