@@ -4,6 +4,7 @@ import { request } from 'node:http'
 import { join } from 'node:path'
 import { freePort } from '../tests/support/ports'
 import { makeTempDir } from '../tests/support/processes'
+import { cpuMsOfTree } from './rss'
 
 // The peer reference of the WAF benchmark (issue 40): nginx + ModSecurity v3 + the OWASP CRS from
 // Debian's packages, started by the bench on loopback in front of the same upstream. A bench
@@ -35,15 +36,6 @@ export interface NginxReference {
   /** CPU time (clock ticks) of the master and its workers. */
   cpuTicks(): number
   stop(): Promise<void>
-}
-
-function _ticks(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return Number(fields[11]) + Number(fields[12]) // utime + stime
-  } catch {
-    return 0 // a worker that exited between the listing and the read
-  }
 }
 
 /**
@@ -174,18 +166,11 @@ export async function startNginxModsecurity(opts: { upstreamPort: number; inboun
     await stop()
     throw e
   }
-  const workers = () => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-    } catch {
-      return []
-    }
-  }
   return {
     plainPort,
     wafPort,
     pid,
-    cpuTicks: () => [pid, ...workers()].reduce((sum, p) => sum + _ticks(p), 0),
+    cpuTicks: () => cpuMsOfTree(pid) / 10,
     stop,
   }
 }

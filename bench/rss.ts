@@ -35,3 +35,21 @@ export function cpuMsOf(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
+
+/** cpuMsOf a process and its direct children (nginx's workers); a child that exits meanwhile counts 0. */
+export function cpuMsOfTree(pid: number): number {
+  let children: number[] = []
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    children = []
+  }
+  const tolerant = (p: number) => {
+    try {
+      return cpuMsOf(p)
+    } catch {
+      return 0
+    }
+  }
+  return cpuMsOf(pid) + children.reduce((sum, c) => sum + tolerant(c), 0)
+}

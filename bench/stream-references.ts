@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '../tests/support/ports'
 import { makeTempDir, startProcess, waitFor, type ManagedProcess } from '../tests/support/processes'
+import { cpuMsOfTree } from './rss'
 
 // The references of the streams benchmark (bench/streams.bench.ts, docs/performance.md):
 // other TCP proxies in front of the same upstream, measured in the same run as the stream
@@ -20,33 +21,14 @@ const SPLICE_RELAY_SOURCE = fileURLToPath(new URL('./splice-relay', import.meta.
 export interface StreamReference {
   name: string
   port: number
-  /** CPU time (clock ticks) of the proxy's processes so far. */
-  cpuTicks(): number
+  /** CPU time (ms) of the proxy's processes so far. */
+  cpuMs(): number
   stop(): Promise<void>
-}
-
-/** utime + stime of a process and its direct children (nginx's worker), in clock ticks. */
-export function processTreeTicks(pid: number): number {
-  const ticks = (p: number) => {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')
-      return Number(fields[11]) + Number(fields[12])
-    } catch {
-      return 0 // exited between the listing and the read
-    }
-  }
-  let children: number[] = []
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch {
-    children = []
-  }
-  return ticks(pid) + children.reduce((sum, c) => sum + ticks(c), 0)
 }
 
 async function _started(name: string, port: number, proc: ManagedProcess, readyWhen: () => boolean): Promise<StreamReference> {
   await waitFor(async () => readyWhen(), { timeoutMs: 30_000, what: name, process: proc })
-  return { name, port, cpuTicks: () => processTreeTicks(proc.pid), stop: () => proc.stop() }
+  return { name, port, cpuMs: () => cpuMsOfTree(proc.pid), stop: () => proc.stop() }
 }
 
 /** A port answering a TCP connection (the reference is listening). */

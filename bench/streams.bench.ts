@@ -9,7 +9,8 @@ import { buildGroupSnapshot, buildSnapshot } from '../tests/support/factories'
 import { freePort } from '../tests/support/ports'
 import { makeTempDir, startProcess, waitFor, type ManagedProcess } from '../tests/support/processes'
 import { median, ratioOf, reportFigures, type Figure } from './report'
-import { processTreeTicks, startStreamReferences, type StreamReference } from './stream-references'
+import { cpuMsOfTree } from './rss'
+import { startStreamReferences, type StreamReference } from './stream-references'
 
 // TCP throughput through a stream (the production Caddy's layer-4 proxy, configured by
 // the panel's builder) against a direct connection to the same upstream, alternated in
@@ -112,28 +113,25 @@ function transfer(port: number): Promise<number> {
 }
 
 it(`TCP bulk transfer (${TOTAL_MB} MB): through a stream against a direct connection`, async () => {
-  const proxies = [
-    { name: 'a TCP stream (the production Caddy)', port: streamPort, cpuTicks: () => processTreeTicks(caddy.pid) },
-    ...references,
-  ]
+  const proxies = [{ name: 'a TCP stream (the production Caddy)', port: streamPort, cpuMs: () => cpuMsOfTree(caddy.pid) }, ...references]
   // A first transfer each way warms the upstream, each proxy and the page cache.
   await transfer(upstreamPort)
   for (const p of proxies) await transfer(p.port)
   const direct: number[] = []
-  const through = proxies.map(() => ({ rates: [] as number[], ticks: 0 }))
+  const through = proxies.map(() => ({ rates: [] as number[], cpuMs: 0 }))
   for (let i = 0; i < PAIRS; i++) {
     direct.push(await transfer(upstreamPort))
     for (const [k, p] of proxies.entries()) {
-      const t0 = p.cpuTicks()
+      const t0 = p.cpuMs()
       through[k]!.rates.push(await transfer(p.port))
-      through[k]!.ticks += p.cpuTicks() - t0
+      through[k]!.cpuMs += p.cpuMs() - t0
     }
   }
   const d = median(direct)
   console.log([`direct MB/s: ${direct.join(', ')}`, ...proxies.map((p, k) => `${p.name} MB/s: ${through[k]!.rates.join(', ')}`)].join('\n'))
   if (missingReferences.length) console.log(`references not measured (not installed): ${missingReferences.join('; ')}`)
-  // CPU seconds the proxy spent per GB moved (clock ticks are 1/100 s on Linux).
-  const cpuPerGb = (ticks: number) => Number((ticks / 100 / ((PAIRS * TOTAL_MB) / 1024)).toFixed(2))
+  // CPU seconds the proxy spent per GB moved.
+  const cpuPerGb = (cpuMs: number) => Number((cpuMs / 1000 / ((PAIRS * TOTAL_MB) / 1024)).toFixed(2))
   const figures: Figure[] = [
     { what: `direct to the upstream, median of ${PAIRS}`, value: d, unit: 'MB/s', budget: '-', withinBudget: true },
   ]
@@ -148,7 +146,7 @@ it(`TCP bulk transfer (${TOTAL_MB} MB): through a stream against a direct connec
         withinBudget: true,
         ratio: ratioOf(median(through[k]!.rates), d, 'direct, same run', isStream ? '>= 0.8' : 'reference'),
       },
-      { what: `  CPU of ${p.name} per GB`, value: cpuPerGb(through[k]!.ticks), unit: 's', budget: '-', withinBudget: true },
+      { what: `  CPU of ${p.name} per GB`, value: cpuPerGb(through[k]!.cpuMs), unit: 's', budget: '-', withinBudget: true },
     )
   }
   reportFigures('streams', figures)

@@ -1,5 +1,4 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, createServer, request, type Server } from 'node:http'
 import autocannon from 'autocannon'
@@ -10,6 +9,7 @@ import { makeTempDir } from '../tests/support/processes'
 import { createGroup, createHost, startProxyStack, type ProxyStack } from '../tests/support/proxy-stack'
 import { crsVersion, type NginxReference, nginxModsecurityMissing, startNginxModsecurity, statusOf } from './nginx-modsecurity'
 import { reportFigures, reportTable, type Figure } from './report'
+import { cpuMsOf } from './rss'
 
 // What the WAF costs, through the production Caddy with the panel's own configuration
 // (access logs, the bouncer polling the local API), on this machine, in one run:
@@ -113,10 +113,8 @@ async function stackWith(caddyEnv: Record<string, string>, variants: readonly (t
   return stack
 }
 
-function caddyCpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return Number(fields[11]) + Number(fields[12]) // utime + stime
-}
+/** CPU clock ticks (1/100 s) of a process so far. */
+const caddyCpuTicks = (pid: number) => cpuMsOf(pid) / 10
 
 interface Measure {
   rps: number
