@@ -141,7 +141,8 @@ async function _get(admin: string | AdminTarget, path: string, timeoutMs: number
   try {
     return await _call(target, 'GET', path, undefined, {}, timeoutMs)
   } catch (err) {
-    if (!loadingBefore && loads.started === startedBefore && loads.running.size === 0) throw err
+    // A load running now was running before, or started since.
+    if (!loadingBefore && loads.started === startedBefore) throw err
   }
   while (loads.running.size) await Promise.allSettled([...loads.running])
   return _call(target, 'GET', path, undefined, {}, timeoutMs)
